@@ -1,0 +1,745 @@
+"""Python AST -> tile IR, by partial evaluation.
+
+The walker evaluates the kernel's body once per specialization. Every expression evaluates to
+either a compile-time Python value (a literal, a `Constant` parameter, `t.shape`, a dtype, a
+tuple...) or an IR `Value` (a tile, a scalar, an array). Constant `if`s pick their branch while
+walking; runtime ones become `if` ops; `for ... in range(...)` becomes a `for` op whose carried
+values are the variables the body reassigns. Helper functions are inlined; an error inside one
+reports the whole chain of call sites.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+import operator
+import types
+
+import numpy as np
+
+from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileSyntaxError,
+                      TileTypeError, TileValueError)
+from ..ir.core import Block, Builder, Function, Param, Value
+from ..ir.ops import TypeRuleError
+from ..ir.types import DType, TileType, bool_, int32
+from ..ir.verify import verify
+from . import coerce
+from .lowering import LOWERINGS, SliceValue, bind_call, lower_binary, lower_method, lower_unary
+from .source import FuncSource, source_of
+
+MAX_INLINE_DEPTH = 64
+
+
+class _Undefined:
+    """A name that is defined on some paths only (after a runtime `if`, or assigned in a loop)."""
+
+    def __init__(self, name: str, why: str):
+        self.name, self.why = name, why
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class LocalFunction:
+    """A `def` or `lambda` written inside tile code: inlined where it is called."""
+
+    def __init__(self, node, source: FuncSource, scope: dict):
+        self.node, self.source, self.scope = node, source, scope
+
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
+           ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or",
+           ast.BitXor: "bitwise_xor", ast.LShift: "lshift", ast.RShift: "rshift", ast.MatMult: "matmul"}
+_CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
+_PY_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+              ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+              ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor,
+              ast.LShift: operator.lshift, ast.RShift: operator.rshift, ast.MatMult: operator.matmul}
+_PY_CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+              ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+              ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+# Host functions that tile code may call on compile-time constants.
+_CONST_CALLABLES = {builtins.abs, builtins.min, builtins.max, builtins.len, builtins.int, builtins.float,
+                    builtins.bool, builtins.round, builtins.divmod, builtins.tuple, builtins.pow, builtins.range,
+                    builtins.sum, builtins.isinstance, builtins.str, builtins.zip, builtins.enumerate, builtins.list}
+_CONST_MODULES = (math, np)
+
+
+def compile_kernel(pyfunc, specs) -> Function:
+    """Build and verify the IR of one specialization of a kernel."""
+    source = source_of(pyfunc)
+    params, args = [], []
+    for spec in specs:
+        params.append(Param(spec.name, spec.kind, spec.type, spec.value))
+        if spec.kind != "constant":
+            args.append(Value(spec.type, spec.name))
+    body = Block(args=args)
+    fn = Function(pyfunc.__name__, params, body, "".join(source.lines), source.filename, source.line_offset + 1)
+    lowerer = Lowerer(source, Builder(body))
+    scope = {}
+    arg_iter = iter(args)
+    for spec in specs:
+        scope[spec.name] = spec.value if spec.kind == "constant" else next(arg_iter)
+    lowerer.run_kernel(scope)
+    _remove_dead_code(body)
+    try:
+        verify(fn)
+    except TileInternalError as e:
+        raise TileInternalError(f"{e.message} (this is a bug in tileworkbench; please report it)", e.loc) from None
+    return fn
+
+
+def _remove_dead_code(block: Block) -> set[int]:
+    """Drop pure ops whose results nobody uses (e.g. `a.shape` read for one dimension)."""
+    from ..ir.ops import is_pure
+    used: set[int] = set()
+    for op in reversed(block.ops):
+        for region in op.regions:
+            used |= _remove_dead_code(region)
+    changed = True
+    while changed:
+        used = {id(v) for op in _all_ops(block) for v in op.operands}
+        keep = [op for op in block.ops if not is_pure(op) or any(id(r) in used for r in op.results)]
+        changed = len(keep) != len(block.ops)
+        block.ops = keep
+    return used
+
+
+def _all_ops(block):
+    for op in block.ops:
+        yield op
+        for r in op.regions:
+            yield from _all_ops(r)
+
+
+class Lowerer:
+    """Walks one kernel (and the helpers it calls), emitting IR through a Builder."""
+
+    def __init__(self, source: FuncSource, builder: Builder):
+        self.source = source
+        self.builder = builder
+        self.scope: dict = {}
+        self.node: ast.AST = source.node
+        self.call_stack: list = []        # SourceLocs of the helper calls we are inside
+        self.runtime_depth = 0            # > 0 inside a runtime if/for region
+
+    # ---- errors and emission ------------------------------------------------------------------
+
+    def loc(self, node=None):
+        return self.source.loc(node or self.node)
+
+    def fail(self, cls, message: str, node=None):
+        raise cls(message, frames=tuple(self.call_stack) + (self.loc(node),))
+
+    def emit(self, name, operands, attrs=None, regions=()) -> Value | None:
+        try:
+            op = self.builder.emit(name, operands, attrs, self.loc(), regions)
+        except TypeRuleError as e:
+            self.fail(TileTypeError, str(e))
+        return op.results[0] if len(op.results) == 1 else op
+
+    def at(self, node):
+        """Context: errors and emitted ops point at `node`."""
+        lowerer = self
+
+        class _At:
+            def __enter__(self):
+                self.saved = lowerer.node
+                lowerer.node = node
+
+            def __exit__(self, *exc):
+                lowerer.node = self.saved
+        return _At()
+
+    # ---- entry --------------------------------------------------------------------------------
+
+    def run_kernel(self, scope: dict):
+        self.scope = scope
+        try:
+            self.walk_body(self.source.node.body)
+        except _Return as r:
+            if r.value is not None:
+                self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array")
+        except TileError:
+            raise
+        except RecursionError:
+            self.fail(TileRecursionError, "Helper functions are nested too deeply (recursion?)")
+
+    # ---- statements ---------------------------------------------------------------------------
+
+    def walk_body(self, stmts):
+        for stmt in stmts:
+            with self.at(stmt):
+                self.statement(stmt)
+
+    def statement(self, s):
+        kind = type(s).__name__
+        handler = getattr(self, f"stmt_{kind}", None)
+        if handler is None:
+            self.fail(TileSyntaxError, f"Unsupported syntax in tile code: {_syntax_name(s)}")
+        handler(s)
+
+    def stmt_Expr(self, s):
+        self.expr(s.value)
+
+    def stmt_Pass(self, s):
+        pass
+
+    def stmt_Assign(self, s):
+        value = self.expr(s.value)
+        for target in s.targets:
+            self.assign(target, value)
+
+    def stmt_AnnAssign(self, s):
+        if s.value is not None:
+            self.assign(s.target, self.expr(s.value))
+
+    def stmt_AugAssign(self, s):
+        current = self.expr(_as_load(s.target))
+        with self.at(s):
+            value = self.binary(type(s.op), current, self.expr(s.value))
+        self.assign(s.target, value)
+
+    def assign(self, target, value):
+        with self.at(target):
+            if isinstance(target, ast.Name):
+                if isinstance(value, Value) and not value.name and value.owner is not None:
+                    value.name = target.id
+                self.scope[target.id] = value
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                if not isinstance(value, tuple):
+                    self.fail(TileTypeError, f"Cannot unpack {coerce.describe(value)}")
+                if len(value) != len(target.elts):
+                    self.fail(TileValueError, f"Cannot unpack {len(value)} values into {len(target.elts)} names")
+                for t, v in zip(target.elts, value):
+                    self.assign(t, v)
+            elif isinstance(target, ast.Subscript):
+                obj = self.expr(target.value)
+                if isinstance(obj, Value) and obj.is_array:
+                    self.fail(TileTypeError, "Arrays do not support item assignment. Use store() or scatter() instead.")
+                self.fail(TileTypeError, "Tiles are immutable; build a new tile (where(), insert()) instead.")
+            else:
+                self.fail(TileSyntaxError, f"Unsupported assignment target: {_syntax_name(target)}")
+
+    def stmt_Return(self, s):
+        value = self.expr(s.value) if s.value is not None else None
+        if self.runtime_depth:
+            self.fail(TileSyntaxError, "Returning from inside a runtime if or a for loop is not supported")
+        raise _Return(value)
+
+    def stmt_Assert(self, s):
+        cond = self.expr(s.test)
+        if isinstance(cond, Value):
+            self.fail(TileTypeError, "assert needs a compile-time condition (use ct.static_assert for constants)")
+        if not cond:
+            msg = self.expr(s.msg) if s.msg is not None else None
+            self.fail(TileStaticAssertionError, "Static assertion failed" + (f": {msg}" if msg is not None else ""))
+
+    def stmt_FunctionDef(self, s):
+        if s.decorator_list:
+            self.fail(TileSyntaxError, "Decorators on functions inside tile code are not supported")
+        self.scope[s.name] = LocalFunction(s, self.source, self.scope)
+
+    def stmt_If(self, s):
+        cond = self.expr(s.test)
+        if not isinstance(cond, Value):
+            self.walk_body(s.body if cond else s.orelse)
+            return
+        self.runtime_if(self.condition(cond), s.body, s.orelse)
+
+    def stmt_For(self, s):
+        if s.orelse:
+            self.fail(TileSyntaxError, "for-else is not supported")
+        it = s.iter
+        if isinstance(it, ast.Call) and self.expr(it.func) is builtins.range:
+            self.range_loop(s, [self.expr(a) for a in it.args])
+            return
+        iterable = self.expr(it)
+        if isinstance(iterable, (tuple, list, range)):
+            for item in iterable:  # a compile-time sequence: unrolled
+                self.assign(s.target, item)
+                self.walk_body(s.body)
+            return
+        self.fail(TileSyntaxError, "A for loop in tile code must iterate over range(...) or a constant tuple")
+
+    def stmt_While(self, s):
+        self.fail(TileSyntaxError, "while loops are not supported yet; use for ... in range(...)")
+
+    def stmt_Break(self, s):
+        self.fail(TileSyntaxError, "break is not supported yet")
+
+    def stmt_Continue(self, s):
+        self.fail(TileSyntaxError, "continue is not supported yet")
+
+    # ---- runtime control flow -------------------------------------------------------------------
+
+    def condition(self, cond: Value) -> Value:
+        if cond.is_array or cond.shape != ():
+            self.fail(TileTypeError, f"A runtime condition must be a scalar, got {cond.type}; "
+                                     f"use ct.where() for elementwise choices")
+        return cond if cond.dtype is bool_ else self.emit("ne", [cond, coerce.constant(self, 0, cond.dtype)])
+
+    def walk_region(self, stmts, block: Block, prelude=None) -> dict:
+        saved = self.builder.block, self.scope
+        self.builder.block, self.scope = block, dict(self.scope)
+        self.runtime_depth += 1
+        try:
+            if prelude:
+                prelude(self.scope)
+            self.walk_body(stmts)
+            return self.scope
+        finally:
+            self.runtime_depth -= 1
+            self.builder.block, region_scope = saved[0], self.scope
+            self.scope = saved[1]
+
+    def in_block(self, block: Block, fn):
+        saved = self.builder.block
+        self.builder.block = block
+        try:
+            return fn()
+        finally:
+            self.builder.block = saved
+
+    def runtime_if(self, cond: Value, body, orelse):
+        then_block, else_block = Block(), Block()
+        before = self.scope
+        then_scope = self.walk_region(body, then_block)
+        else_scope = self.walk_region(orelse, else_block)
+        merged, then_vals, else_vals, names = {}, [], [], []
+        for name in sorted(set(then_scope) | set(else_scope)):
+            t, e = then_scope.get(name, _MISSING), else_scope.get(name, _MISSING)
+            if t is before.get(name, _MISSING) and e is t:
+                continue
+            if t is _MISSING or e is _MISSING or isinstance(t, _Undefined) or isinstance(e, _Undefined):
+                merged[name] = _Undefined(name, "it is assigned in only one branch of a runtime if")
+                continue
+            if not isinstance(t, Value) and not isinstance(e, Value) and _same_const(t, e):
+                merged[name] = t
+                continue
+            tv, ev = self.merge_pair(name, t, e, then_block, else_block)
+            names.append(name)
+            then_vals.append(tv)
+            else_vals.append(ev)
+        self.in_block(then_block, lambda: self.emit("yield", then_vals))
+        self.in_block(else_block, lambda: self.emit("yield", else_vals))
+        op = self.emit("if", [cond], {"result_types": [v.type for v in then_vals]}, regions=[then_block, else_block])
+        results = [op] if isinstance(op, Value) else op.results
+        self.scope.update(merged)
+        for name, value in zip(names, results):
+            value.name = name
+            self.scope[name] = value
+
+    def merge_pair(self, name, t, e, then_block, else_block):
+        """Both branches' values of `name` as Values of one type (loose constants adapt)."""
+        for x in (t, e):
+            if not (isinstance(x, Value) and not x.is_array) and not coerce.is_const(x):
+                self.fail(TileTypeError, f"`{name}` holds {coerce.describe(x)} that depends on a runtime condition; "
+                                         f"only tiles and scalars can")
+        dtype = (t.dtype if isinstance(t, Value) else e.dtype if isinstance(e, Value) else coerce.common_dtype(self, t, e))
+        tv = self.in_block(then_block, lambda: coerce.to_value(self, t, dtype))
+        ev = self.in_block(else_block, lambda: coerce.to_value(self, e, dtype))
+        if tv.type != ev.type:
+            self.fail(TileTypeError, f"Type of `{name}` depends on path taken: {tv.type} in the if branch, "
+                                     f"{ev.type} in the else branch")
+        return tv, ev
+
+    def range_loop(self, s, args):
+        if not 1 <= len(args) <= 3:
+            self.fail(TileTypeError, f"range expected 1 to 3 arguments, got {len(args)}")
+        lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+        if coerce.is_const(step) and step <= 0:
+            self.fail(TileValueError, f"Step must be positive, got {step}")
+        bounds = [self.index_scalar(x, "range bound") for x in (lo, hi, step)]
+        if not isinstance(s.target, ast.Name):
+            self.fail(TileSyntaxError, "The target of a range loop must be a single name")
+        assigned = _assigned_names(s.body) - {s.target.id}
+        carried = [n for n in sorted(assigned) if n in self.scope and not isinstance(self.scope[n], _Undefined)]
+        init = []
+        for name in carried:
+            v = self.scope[name]
+            if not (isinstance(v, Value) and not v.is_array) and not coerce.is_const(v):
+                self.fail(TileTypeError, f"`{name}` holds {coerce.describe(v)} and is reassigned in a loop; "
+                                         f"only tiles and scalars can change inside loops")
+            init.append(coerce.to_value(self, v))
+        body = Block(args=[Value(TileType(int32, ()), s.target.id)] + [Value(v.type, n) for n, v in zip(carried, init)])
+
+        def prelude(scope):
+            scope[s.target.id] = body.args[0]
+            scope.update(zip(carried, body.args[1:]))
+        body_scope = self.walk_region(s.body, body, prelude)
+        yielded = []
+        for name, arg in zip(carried, body.args[1:]):
+            new = body_scope.get(name, _MISSING)
+            if isinstance(new, _Undefined) or new is _MISSING:
+                self.fail(TileTypeError, f"`{name}` may be undefined at the end of the loop body ({new.why})")
+            if coerce.is_const(new):
+                new = self.in_block(body, lambda: coerce.to_value(self, new, arg.dtype))
+            if not isinstance(new, Value) or new.type != arg.type:
+                self.fail(TileTypeError, f"Variable {name} has changed its type inside a loop from {arg.type} to "
+                                         f"{coerce.describe(new)}")
+            yielded.append(new)
+        self.in_block(body, lambda: self.emit("yield", yielded))
+        op = self.emit("for", bounds + init, {"result_types": [v.type for v in init]}, regions=[body])
+        results = [] if not carried else ([op] if isinstance(op, Value) else op.results)
+        for name in assigned - set(carried) | {s.target.id}:
+            self.scope[name] = _Undefined(name, "it is assigned only inside a loop; define it before the loop")
+        for name, value in zip(carried, results):
+            value.name = name
+            self.scope[name] = value
+
+    def index_scalar(self, x, what: str) -> Value:
+        """An int32 scalar Value for a loop bound or index (ints are range checked)."""
+        if isinstance(x, Value) and not x.is_array and x.shape == () and (x.dtype.is_integral or x.dtype is bool_):
+            return coerce.cast(self, x, int32) if x.dtype is not int32 else x
+        if coerce.is_const(x) and not isinstance(x, (float, np.floating)):
+            return coerce.to_value(self, int(x), int32)
+        self.fail(TileTypeError, f"A {what} must be an integer scalar, got {coerce.describe(x)}")
+
+    # ---- expressions ----------------------------------------------------------------------------
+
+    def expr(self, node):
+        with self.at(node):
+            handler = getattr(self, f"expr_{type(node).__name__}", None)
+            if handler is None:
+                self.fail(TileSyntaxError, f"Unsupported syntax in tile code: {_syntax_name(node)}")
+            return handler(node)
+
+    def expr_Constant(self, node):
+        return node.value
+
+    def expr_Name(self, node):
+        name = node.id
+        for space in (self.scope, self.source.closure, self.source.globals):
+            if name in space:
+                value = space[name]
+                if isinstance(value, _Undefined):
+                    self.fail(TileTypeError, f"Undefined variable {name} used: {value.why}")
+                return value
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        self.fail(TileSyntaxError, f"Undefined variable {name} used")
+
+    def expr_Tuple(self, node):
+        return tuple(self._elements(node.elts))
+
+    def expr_List(self, node):
+        return tuple(self._elements(node.elts))
+
+    def _elements(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                value = self.expr(e.value)
+                if not isinstance(value, tuple):
+                    self.fail(TileTypeError, f"Cannot unpack {coerce.describe(value)}")
+                out.extend(value)
+            else:
+                out.append(self.expr(e))
+        return out
+
+    def expr_Attribute(self, node):
+        obj = self.expr(node.value)
+        attr = node.attr
+        if isinstance(obj, Value):
+            return self.value_attribute(obj, attr)
+        if isinstance(obj, types.ModuleType):
+            if not hasattr(obj, attr):
+                self.fail(TileSyntaxError, f"Module '{obj.__name__}' has no attribute '{attr}'")
+            return getattr(obj, attr)
+        if isinstance(obj, SliceValue) and attr in ("start", "length"):
+            return getattr(obj, attr)
+        try:
+            return getattr(obj, attr)
+        except AttributeError:
+            self.fail(TileTypeError, f"{coerce.describe(obj)} has no attribute '{attr}'")
+
+    def value_attribute(self, v: Value, attr: str):
+        if attr == "dtype":
+            return v.dtype
+        if attr == "ndim":
+            return v.type.ndim
+        if v.is_array:
+            if attr == "shape":
+                return tuple(self.emit("array_dim", [v], {"axis": d}) for d in range(v.type.ndim))
+            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim)")
+        if attr == "shape":
+            return v.shape
+        if attr in _TILE_METHODS:
+            return BoundMethod(v, attr)
+        self.fail(TileTypeError, f"Tiles have no attribute '{attr}'")
+
+    def expr_Subscript(self, node):
+        obj = self.expr(node.value)
+        index = self.expr(node.slice)
+        if isinstance(obj, Value):
+            if obj.is_array:
+                self.fail(TileTypeError, "Arrays are not directly subscriptable. Use load() or gather() instead.")
+            return self.tile_subscript(obj, index if isinstance(index, tuple) else (index,))
+        try:
+            return obj[index]
+        except Exception as e:  # a constant container indexed at compile time
+            self.fail(TileTypeError, f"Cannot index {coerce.describe(obj)} with {index!r}: {e}")
+
+    def expr_Slice(self, node):
+        parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        if any(isinstance(p, Value) for p in parts):
+            self.fail(TileTypeError, "Slices in tile code must have constant bounds")
+        return slice(*parts)
+
+    def tile_subscript(self, v: Value, index: tuple):
+        """t[None], t[:, None], t[..., None]: insert size-1 axes; anything else is refused."""
+        if index.count(Ellipsis) > 1 or not all(i is None or i is Ellipsis or i == slice(None) for i in index):
+            self.fail(TileTypeError, "Directly indexing a tile is not supported; use extract() or item() instead.")
+        if Ellipsis in index:
+            k = index.index(Ellipsis)
+            fill = v.type.ndim - sum(1 for i in index if i is not None and i is not Ellipsis)
+            index = index[:k] + (slice(None),) * fill + index[k + 1:]
+        shape, it = [], iter(v.shape)
+        for i in index:
+            shape.append(1 if i is None else next(it, None))
+            if shape[-1] is None:
+                self.fail(TileTypeError, f"Too many indices for a tile of rank {v.type.ndim}")
+        shape.extend(it)
+        return self.emit("reshape", [v], {"shape": tuple(shape)}) if tuple(shape) != v.shape else v
+
+    def expr_BinOp(self, node):
+        return self.binary(type(node.op), self.expr(node.left), self.expr(node.right))
+
+    def binary(self, op_type, left, right):
+        if not isinstance(left, Value) and not isinstance(right, Value):
+            try:
+                return _PY_BINOPS[op_type](left, right)
+            except Exception as e:
+                self.fail(TileValueError, f"Constant expression failed: {type(e).__name__}: {e}")
+        return lower_binary(self, _BINOPS[op_type], left, right)
+
+    def expr_UnaryOp(self, node):
+        x = self.expr(node.operand)
+        if not isinstance(x, Value):
+            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                    ast.Invert: operator.invert}[type(node.op)](x)
+        if isinstance(node.op, ast.Not):
+            c = self.condition(x)
+            return self.emit("bitwise_xor", [c, coerce.constant(self, True, bool_)])
+        return lower_unary(self, {ast.USub: "negative", ast.UAdd: "positive", ast.Invert: "bitwise_not"}[type(node.op)], x)
+
+    def expr_BoolOp(self, node):
+        result = self.expr(node.values[0])
+        for operand in node.values[1:]:
+            is_and = isinstance(node.op, ast.And)
+            if not isinstance(result, Value):
+                if bool(result) != is_and:  # short circuit on a constant
+                    return result
+                result = self.expr(operand)
+                continue
+            rhs = self.expr(operand)
+            if not isinstance(rhs, Value):
+                if bool(rhs) == is_and:
+                    continue
+                return rhs
+            a, b = self.condition(result), self.condition(rhs)
+            result = self.emit("bitwise_and" if is_and else "bitwise_or", [a, b])
+        return result
+
+    def expr_Compare(self, node):
+        left = self.expr(node.left)
+        result = True
+        for op, comp in zip(node.ops, node.comparators):
+            right = self.expr(comp)
+            if not isinstance(left, Value) and not isinstance(right, Value):
+                value = _PY_CMPOPS[type(op)](left, right)
+            elif type(op) not in _CMPOPS:
+                self.fail(TileSyntaxError, f"Operator {type(op).__name__} is not supported on tiles")
+            else:
+                value = lower_binary(self, _CMPOPS[type(op)], left, right)
+            result = value if result is True else self.binary(ast.BitAnd, result, value)
+            left = right
+        return result
+
+    def expr_IfExp(self, node):
+        cond = self.expr(node.test)
+        if not isinstance(cond, Value):
+            return self.expr(node.body if cond else node.orelse)
+        cond = self.condition(cond)
+        return LOWERINGS["where"](self, cond, self.expr(node.body), self.expr(node.orelse))
+
+    def expr_Lambda(self, node):
+        return LocalFunction(node, self.source, self.scope)
+
+    def expr_JoinedStr(self, node):
+        parts = []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                parts.append(v.value)
+            else:
+                value = self.expr(v.value)
+                if isinstance(value, Value):
+                    self.fail(TileSyntaxError, "f-strings with runtime values are not supported; use print(a, b)")
+                parts.append(format(value, self.expr(v.format_spec) if v.format_spec else ""))
+        return "".join(parts)
+
+    def expr_Call(self, node):
+        func = self.expr(node.func)
+        args = self._elements(node.args)
+        kwargs = {}
+        for kw in node.keywords:
+            value = self.expr(kw.value)
+            if kw.arg is None:
+                if not isinstance(value, dict):
+                    self.fail(TileTypeError, "** needs a dict")
+                kwargs.update(value)
+            else:
+                kwargs[kw.arg] = value
+        return self.call(func, args, kwargs, node)
+
+    def call(self, func, args, kwargs, node):
+        op_name = getattr(func, "__tile_op__", None)
+        if op_name is not None:
+            if op_name == "cdiv" and all(coerce.is_const(a) for a in args):
+                return func(*args)
+            return LOWERINGS[op_name](self, *bind_call(self, func, args, kwargs))
+        if isinstance(func, BoundMethod):
+            return lower_method(self, func.value, func.name, args, kwargs)
+        if isinstance(func, DType):
+            if len(args) != 1 or kwargs:
+                self.fail(TileTypeError, f"{func}() takes exactly one argument")
+            if isinstance(args[0], Value):
+                return coerce.cast(self, args[0], func)
+            return coerce.constant(self, args[0], func)
+        if isinstance(func, type) and func.__name__ == "Slice" and func.__module__.endswith("_stubs"):
+            return SliceValue(*bind_call(self, SliceValue.signature_stub, args, kwargs))
+        if type(func).__name__ == "Kernel":
+            self.fail(TileTypeError, "A tile kernel cannot be called from tile code; call a plain helper function")
+        if func is builtins.print:
+            return LOWERINGS["print"](self, args, kwargs)
+        if func in (builtins.min, builtins.max, builtins.abs) and any(isinstance(a, Value) for a in args):
+            return LOWERINGS[{builtins.min: "minimum", builtins.max: "maximum", builtins.abs: "abs"}[func]](
+                self, *bind_call(self, {builtins.min: _minimum_stub, builtins.max: _maximum_stub,
+                                        builtins.abs: _abs_stub}[func], args, kwargs))
+        if func is builtins.divmod and any(isinstance(a, Value) for a in args):
+            return (lower_binary(self, "floordiv", *args), lower_binary(self, "mod", *args))
+        if func in (builtins.int, builtins.float, builtins.bool) and args and isinstance(args[0], Value):
+            self.fail(TileTypeError, f"{func.__name__}() of a runtime value is not supported; use .astype()")
+        if isinstance(func, LocalFunction):
+            return self.inline_local(func, args, kwargs, node)
+        if isinstance(func, types.FunctionType):
+            return self.inline(func, args, kwargs, node)
+        if (func in _CONST_CALLABLES or getattr(func, "__module__", None) in ("math", "numpy")) and \
+                not any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
+            try:
+                return func(*args, **kwargs)
+            except Exception as e:
+                self.fail(TileValueError, f"{getattr(func, '__name__', func)}() failed at compile time: {e}")
+        self.fail(TileSyntaxError, f"Cannot call {getattr(func, '__name__', func)!s} from tile code")
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def _enter(self, node):
+        if len(self.call_stack) >= MAX_INLINE_DEPTH:
+            self.fail(TileRecursionError, f"Helper functions are nested more than {MAX_INLINE_DEPTH} deep (recursion?)")
+        self.call_stack.append(self.loc(node))
+
+    def inline(self, pyfunc, args, kwargs, node):
+        try:
+            bound = _bind(pyfunc, args, kwargs)
+        except TypeError as e:
+            self.fail(TileTypeError, f"{pyfunc.__name__}(): {e}")
+        self._enter(node)
+        return self._run_helper(source_of(pyfunc), bound, None)
+
+    def inline_local(self, fn: LocalFunction, args, kwargs, node):
+        params = fn.node.args
+        names = [a.arg for a in params.posonlyargs + params.args]
+        defaults = [self.expr(d) for d in params.defaults]
+        bound = dict(zip(names[len(names) - len(defaults):], defaults))
+        if len(args) > len(names):
+            self.fail(TileTypeError, f"Too many arguments: expected at most {len(names)}")
+        bound.update(zip(names, args))
+        bound.update(kwargs)
+        missing = [n for n in names if n not in bound]
+        if missing:
+            self.fail(TileTypeError, f"Missing argument(s): {', '.join(missing)}")
+        self._enter(node)
+        return self._run_helper(fn.source, bound, fn)
+
+    def _run_helper(self, source, bound: dict, local: LocalFunction | None):
+        saved = (self.source, self.scope, self.node, self.runtime_depth)
+        self.source = FuncSource(local.node if local else source.node, source.filename, source.line_offset,
+                                 source.col_offset, source.lines, source.name, source.globals, source.closure)
+        self.scope = dict(local.scope) if local else {}
+        self.scope.update(bound)
+        self.runtime_depth = 0
+        try:
+            if isinstance(self.source.node, ast.Lambda):
+                return self.expr(self.source.node.body)
+            self.walk_body(self.source.node.body)
+            return None
+        except _Return as r:
+            return r.value
+        finally:
+            self.source, self.scope, self.node, self.runtime_depth = saved
+            self.call_stack.pop()
+
+
+class BoundMethod:
+    """`t.reshape` and friends before they are called."""
+
+    def __init__(self, value: Value, name: str):
+        self.value, self.name = value, name
+
+
+_TILE_METHODS = {"reshape", "astype", "item", "permute", "transpose", "extract", "insert", "expand_dims",
+                 "broadcast_to", "sum", "max", "min", "prod", "argmax", "argmin", "bitcast"}
+
+
+def _minimum_stub(x, y, /):
+    pass
+
+
+def _maximum_stub(x, y, /):
+    pass
+
+
+def _abs_stub(x, /):
+    pass
+
+
+_MISSING = object()
+
+
+def _same_const(a, b) -> bool:
+    return type(a) is type(b) and (a is b or a == b)
+
+
+def _bind(pyfunc, args, kwargs) -> dict:
+    import inspect
+    bound = inspect.signature(pyfunc).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _assigned_names(stmts) -> set[str]:
+    names = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.FunctionDef):
+                names.add(node.name)
+    return names
+
+
+def _as_load(target):
+    node = ast.Name(id=target.id, ctx=ast.Load()) if isinstance(target, ast.Name) else target
+    return ast.copy_location(node, target)
+
+
+def _syntax_name(node) -> str:
+    return {"While": "while loop", "Try": "try statement", "Raise": "raise", "Global": "global",
+            "Nonlocal": "nonlocal", "Import": "import", "ImportFrom": "import", "With": "with statement",
+            "ClassDef": "class definition", "Delete": "del", "ListComp": "list comprehension",
+            "GeneratorExp": "generator expression", "DictComp": "dict comprehension", "Yield": "yield",
+            "Await": "await", "NamedExpr": "assignment expression (:=)"}.get(type(node).__name__, type(node).__name__)

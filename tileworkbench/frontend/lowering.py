@@ -1,0 +1,846 @@
+"""One lowering per tile function: check the user's arguments, then emit IR ops.
+
+Each lowering receives the arguments bound against the stub's signature (tile/_stubs.py), in
+signature order, each either a compile-time Python value or an IR Value. Messages follow
+cuTile's wording where cuTile has one.
+"""
+from __future__ import annotations
+
+import enum
+import inspect
+
+from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
+from ..ir.core import Value
+from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, float16, float32, float64, int8,
+                        int32, is_pow2, to_dtype, uint8, bfloat16, tfloat32, float8_e4m3fn, float8_e5m2)
+from . import coerce
+from .coerce import broadcast, cast, is_const, to_value, unify
+
+LOWERINGS: dict = {}
+
+
+def lowers(name):
+    def register(fn):
+        LOWERINGS[name] = fn
+        return fn
+    return register
+
+
+def bind_call(lw, stub, args, kwargs) -> list:
+    """The call's arguments in the stub's parameter order, defaults applied."""
+    try:
+        bound = inspect.signature(stub).bind(*args, **kwargs)
+    except TypeError as e:
+        lw.fail(TileTypeError, f"{stub.__name__}(): {e}")
+    bound.apply_defaults()
+    values = []
+    for name, p in inspect.signature(stub).parameters.items():
+        v = bound.arguments[name]
+        values.append(v if p.kind != p.VAR_POSITIONAL else tuple(v))
+    return values
+
+
+class SliceValue:
+    """ct.Slice(start, length) inside tile code: start may be a runtime scalar, length is a constant."""
+
+    def __init__(self, start, length):
+        self.start, self.length = start, length
+
+    @staticmethod
+    def signature_stub(start, length):
+        pass
+
+
+# ---- argument helpers ---------------------------------------------------------------------------
+
+def const_int(lw, x, what: str) -> int:
+    if isinstance(x, Value):
+        lw.fail(TileTypeError, f"{what} must be a compile-time constant, got a runtime {x.type}")
+    if isinstance(x, bool) or not isinstance(x, int):
+        lw.fail(TileTypeError, f"{what} must be an integer constant, got {x!r}")
+    return x
+
+
+def const_bool(lw, x, what: str) -> bool:
+    if not isinstance(x, bool):
+        lw.fail(TileTypeError, f"{what} must be a constant bool, got {coerce.describe(x) if isinstance(x, Value) else repr(x)}")
+    return x
+
+
+def tile_shape(lw, shape, what="Tile shape") -> tuple[int, ...]:
+    """A constant shape of power-of-two dimensions (an int means a 1-D shape)."""
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, tuple):
+        lw.fail(TileTypeError, f"{what} must be a tuple of integer constants, got {coerce.describe(shape)}")
+    dims = tuple(const_int(lw, n, what) for n in shape)
+    for n in dims:
+        if not is_pow2(n):
+            lw.fail(TileValueError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two")
+    return dims
+
+
+def normalize_axis(lw, axis, ndim: int, what="axis") -> int:
+    axis = const_int(lw, axis, what)
+    if not -ndim <= axis < ndim:
+        lw.fail(TileValueError, f"{what} {axis} is out of range for rank {ndim}")
+    return axis % ndim
+
+
+def array_arg(lw, a, fn: str) -> Value:
+    if not (isinstance(a, Value) and a.is_array):
+        lw.fail(TileTypeError, f"{fn}() expects an array as its first argument, got {coerce.describe(a)}")
+    return a
+
+
+def tile_arg(lw, x, fn: str) -> Value:
+    if isinstance(x, Value) and x.is_array:
+        lw.fail(TileTypeError, f"{fn}() expects a tile, got an array (load it first)")
+    if not isinstance(x, Value) and not is_const(x):
+        lw.fail(TileTypeError, f"{fn}() expects a tile, got {coerce.describe(x)}")
+    return to_value(lw, x)
+
+
+def dtype_arg(lw, d) -> DType:
+    try:
+        return to_dtype(d)
+    except (TypeError, KeyError):
+        lw.fail(TileTypeError, f"Invalid dtype {d!r}")
+
+
+def tile_index(lw, index, ndim: int, what: str) -> list[Value]:
+    """A tuple (or one scalar) of integer scalars, one per array dimension."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) != ndim:
+        lw.fail(TileTypeError, f"Index size {len(index)} does not match the array rank {ndim}")
+    return [lw.index_scalar(i, what) if is_const(i) else _int_scalar(lw, i, what) for i in index]
+
+
+def _int_scalar(lw, i, what) -> Value:
+    if not (isinstance(i, Value) and not i.is_array and i.shape == () and i.dtype.is_integral):
+        lw.fail(TileTypeError, f"{what} must be an integer scalar, got {coerce.describe(i)}")
+    return i
+
+
+def order_arg(lw, order, ndim: int) -> tuple[int, ...]:
+    if order == "C":
+        return tuple(range(ndim))
+    if order == "F":
+        return tuple(reversed(range(ndim)))
+    if isinstance(order, str) or not isinstance(order, tuple):
+        lw.fail(TileValueError, f"Expected 'C' or 'F' or a tuple of axes for order, got {order!r}")
+    if len(order) != ndim:
+        lw.fail(TileValueError, f"Expected tuple of length {ndim} for order, got {len(order)}")
+    axes = tuple(normalize_axis(lw, a, ndim, "order axis") for a in order)
+    for a in axes:
+        if axes.count(a) > 1:
+            lw.fail(TileValueError, f"Axis order must be a permutation, but axis {a} is used at least twice")
+    return axes
+
+
+def memory_hints(lw, latency, allow_tma, *, memory_order=None, memory_scope=None, allowed_orders=()) -> dict:
+    from ..tile._stubs import MemoryOrder, MemoryScope
+    hints = {}
+    if latency is not None:
+        latency = const_int(lw, latency, "latency")
+        if not 1 <= latency <= 10:
+            lw.fail(TileValueError, f"Latency must be between 1 and 10, got {latency}")
+        hints["latency"] = latency
+    if allow_tma is not None:
+        hints["allow_tma"] = const_bool(lw, allow_tma, "allow_tma")
+    if memory_order is not None:
+        if memory_order not in allowed_orders:
+            lw.fail(TileValueError, f"Memory order {memory_order.name} is not allowed here")
+        if memory_order is MemoryOrder.WEAK and memory_scope is not MemoryScope.NONE:
+            lw.fail(TileTypeError, "Operations with WEAK memory ordering cannot specify a memory scope")
+        if memory_order is not MemoryOrder.WEAK and memory_scope is MemoryScope.NONE:
+            lw.fail(TileTypeError, f"Memory order {memory_order.name} requires a memory scope")
+    return hints
+
+
+def padding_arg(lw, mode):
+    from ..tile._stubs import PaddingMode
+    if not isinstance(mode, PaddingMode):
+        lw.fail(TileTypeError, f"padding_mode must be a ct.PaddingMode, got {mode!r}")
+    return mode
+
+
+# ---- grid ---------------------------------------------------------------------------------------
+
+def _axis012(lw, axis) -> int:
+    axis = const_int(lw, axis, "axis")
+    if axis not in (0, 1, 2):
+        lw.fail(TileValueError, f"Grid axis must be 0, 1 or 2, got {axis}")
+    return axis
+
+
+@lowers("bid")
+def bid(lw, axis):
+    return lw.emit("bid", [], {"axis": _axis012(lw, axis)})
+
+
+@lowers("num_blocks")
+def num_blocks(lw, axis):
+    return lw.emit("num_blocks", [], {"axis": _axis012(lw, axis)})
+
+
+@lowers("num_tiles")
+def num_tiles(lw, array, axis, shape, order):
+    array = array_arg(lw, array, "num_tiles")
+    ndim = array.type.ndim
+    shape = (1,) * ndim if shape == () else tile_shape(lw, shape)
+    if len(shape) != ndim:
+        lw.fail(TileTypeError, f"Expected shape of length {ndim}, got {len(shape)}")
+    return lw.emit("num_tiles", [array], {"axis": normalize_axis(lw, axis, ndim), "shape": shape,
+                                          "order": order_arg(lw, order, ndim)})
+
+
+# ---- memory -------------------------------------------------------------------------------------
+
+@lowers("load")
+def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, allow_tma, memory_order, memory_scope):
+    from ..tile._stubs import MemoryOrder
+    array = array_arg(lw, array, "load")
+    ndim = array.type.ndim
+    idx = tile_index(lw, index, ndim, "load index")
+    scalar_result = shape == ()
+    shape = (1,) * ndim if scalar_result else tile_shape(lw, shape)
+    if len(shape) != ndim:
+        lw.fail(TileTypeError, f"Expected shape of length {ndim} for an array of rank {ndim}, got {shape}")
+    attrs = {"shape": shape, "order": order_arg(lw, order, ndim), "padding": padding_arg(lw, padding_mode),
+             "check_bounds": const_bool(lw, check_bounds, "check_bounds")}
+    attrs.update(memory_hints(lw, latency, allow_tma, memory_order=memory_order, memory_scope=memory_scope,
+                              allowed_orders=(MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.ACQUIRE)))
+    tile = lw.emit("load", [array, *idx], attrs)
+    return lw.emit("reshape", [tile], {"shape": ()}) if scalar_result else tile
+
+
+@lowers("store")
+def store(lw, array, index, tile, order, check_bounds, latency, allow_tma, memory_order, memory_scope):
+    from ..tile._stubs import MemoryOrder
+    array = array_arg(lw, array, "store")
+    ndim = array.type.ndim
+    idx = tile_index(lw, index, ndim, "store index")
+    value = coerce.implicit_cast(lw, tile_arg(lw, tile, "store") if isinstance(tile, Value) else tile,
+                                 array.dtype, "Stored tile")
+    if value.shape == ():
+        value = lw.emit("reshape", [value], {"shape": (1,) * ndim})
+    if value.type.ndim != ndim:
+        lw.fail(TileTypeError, f"Stored tile has rank {value.type.ndim} but the array has rank {ndim}")
+    attrs = {"order": order_arg(lw, order, ndim), "check_bounds": const_bool(lw, check_bounds, "check_bounds")}
+    attrs.update(memory_hints(lw, latency, allow_tma, memory_order=memory_order, memory_scope=memory_scope,
+                              allowed_orders=(MemoryOrder.WEAK, MemoryOrder.RELAXED, MemoryOrder.RELEASE)))
+    lw.emit("store", [array, *idx, value], attrs)
+
+
+def _element_indices(lw, array: Value, indices, fn: str) -> list[Value]:
+    ndim = array.type.ndim
+    if not isinstance(indices, tuple):
+        if ndim != 1:
+            lw.fail(TileTypeError, f"For array of rank {ndim}, indices must be a tuple of length {ndim}")
+        indices = (indices,)
+    if len(indices) != ndim:
+        extra = ", or a single scalar/tile" if ndim == 1 else ""
+        lw.fail(TileTypeError, f"For array of rank {ndim}, indices must be a tuple of length {ndim}{extra}, "
+                               f"got {len(indices)}")
+    values = []
+    for d, i in enumerate(indices):
+        v = to_value(lw, i) if is_const(i) and not isinstance(i, (bool, float)) else i
+        if not (isinstance(v, Value) and not v.is_array and v.dtype.is_integral):
+            what = coerce.describe(v) if isinstance(v, Value) else repr(v)
+            lw.fail(TileTypeError, f"Index for dimension {d} has non-integer data type: {what}")
+        values.append(v)
+    shape = coerce.broadcast_shapes(lw, *(v.shape for v in values))
+    return [broadcast(lw, v, shape) for v in values]
+
+
+def _mask(lw, mask, shape):
+    if mask is None:
+        return []
+    m = to_value(lw, mask) if is_const(mask) else mask
+    if not isinstance(m, Value) or m.dtype is not bool_:
+        lw.fail(TileTypeError, f"Custom mask must have boolean dtype, got {coerce.describe(m)}")
+    if coerce.broadcast_shapes(lw, m.shape, shape) != tuple(shape) if len(m.shape) <= len(shape) else True:
+        lw.fail(TileTypeError, f"Custom mask shape {m.shape} is not broadcastable to the index shape {tuple(shape)}")
+    return [broadcast(lw, m, shape)]
+
+
+@lowers("gather")
+def gather(lw, array, indices, mask, padding_value, check_bounds, latency):
+    array = array_arg(lw, array, "gather")
+    idx = _element_indices(lw, array, indices, "gather")
+    shape = idx[0].shape
+    pad = coerce.implicit_cast(lw, padding_value, array.dtype, "Padding value")
+    if len(pad.shape) > len(shape) or coerce.broadcast_shapes(lw, pad.shape, shape) != shape:
+        lw.fail(TileTypeError, f"Padding value shape {pad.shape} is not broadcastable to the index shape {shape}")
+    masks = _mask(lw, mask, shape)
+    attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "has_mask": bool(masks)}
+    attrs.update(memory_hints(lw, latency, None))
+    return lw.emit("gather", [array, *idx, broadcast(lw, pad, shape), *masks], attrs)
+
+
+@lowers("scatter")
+def scatter(lw, array, indices, value, mask, check_bounds, latency):
+    array = array_arg(lw, array, "scatter")
+    idx = _element_indices(lw, array, indices, "scatter")
+    shape = idx[0].shape
+    v = coerce.implicit_cast(lw, value, array.dtype, "Scattered value")
+    if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
+        lw.fail(TileTypeError, f"Scattered value of shape {v.shape} is not broadcastable to the index shape {shape}")
+    masks = _mask(lw, mask, shape)
+    attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "has_mask": bool(masks)}
+    attrs.update(memory_hints(lw, latency, None))
+    lw.emit("scatter", [array, *idx, broadcast(lw, v, shape), *masks], attrs)
+
+
+def _advanced_indices(lw, array: Value, indices):
+    ndim = array.type.ndim
+    if ndim < 2:
+        lw.fail(TileTypeError, "load_advanced_indexing/store_advanced_indexing need an array of rank 2 or more; "
+                               "use gather()/scatter() for 1-D arrays")
+    if not isinstance(indices, tuple) or len(indices) != ndim:
+        n = len(indices) if isinstance(indices, tuple) else 1
+        lw.fail(TileTypeError, f"load_advanced_indexing/store_advanced_indexing index length {n} does not match "
+                               f"array rank {ndim}")
+    sparse = [d for d, i in enumerate(indices) if isinstance(i, Value)]
+    if not sparse:
+        lw.fail(TileTypeError, "exactly one index must be a 1D integer Tile (the sparse dim); none found")
+    if len(sparse) > 1:
+        lw.fail(TileTypeError, f"exactly one index must be a 1D integer Tile (the sparse dim); found {len(sparse)} "
+                               f"at dims {sparse}")
+    (sd,) = sparse
+    index = indices[sd]
+    if index.type.ndim != 1 or not index.dtype.is_integral:
+        lw.fail(TileTypeError, f"Sparse index at dim {sd} must be a 1D integer tile, got {index.type}")
+    if not is_pow2(index.shape[0]):
+        lw.fail(TileValueError, f"Index at dim {sd} has size {index.shape[0]}; must be a power of two")
+    starts, lengths = [], []
+    for d, s in enumerate(indices):
+        if d == sd:
+            lengths.append(index.shape[0])
+            continue
+        if not isinstance(s, SliceValue):
+            lw.fail(TileTypeError, f"Index at dim {d} must be a ct.Slice(start, length), got {coerce.describe(s)}")
+        if isinstance(s.length, Value) or not isinstance(s.length, int):
+            lw.fail(TileTypeError, f"ct.Slice length at dim {d} must be a compile-time constant")
+        if not is_pow2(s.length):
+            lw.fail(TileValueError, f"Index at dim {d} has size {s.length}; must be a power of two")
+        lengths.append(s.length)
+        starts.append(lw.index_scalar(s.start, "Slice start") if is_const(s.start) else _int_scalar(lw, s.start, "Slice start"))
+    return sd, index, starts, tuple(lengths)
+
+
+@lowers("load_advanced_indexing")
+def load_advanced_indexing(lw, array, indices, padding_mode, latency, allow_tma):
+    array = array_arg(lw, array, "load_advanced_indexing")
+    sd, index, starts, lengths = _advanced_indices(lw, array, indices)
+    attrs = {"sparse_dim": sd, "lengths": lengths, "padding": padding_arg(lw, padding_mode)}
+    attrs.update(memory_hints(lw, latency, allow_tma))
+    return lw.emit("load_adv", [array, index, *starts], attrs)
+
+
+@lowers("store_advanced_indexing")
+def store_advanced_indexing(lw, array, indices, tile, latency, allow_tma):
+    array = array_arg(lw, array, "store_advanced_indexing")
+    sd, index, starts, lengths = _advanced_indices(lw, array, indices)
+    value = coerce.implicit_cast(lw, tile, array.dtype, "Stored tile")
+    if value.shape != lengths:
+        lw.fail(TileTypeError, f"Stored tile shape {value.shape} must equal the indexed shape {lengths} exactly")
+    attrs = {"sparse_dim": sd, "lengths": lengths}
+    attrs.update(memory_hints(lw, latency, allow_tma))
+    lw.emit("store_adv", [array, index, *starts, value], attrs)
+
+
+# ---- creation and casts -------------------------------------------------------------------------
+
+@lowers("arange")
+def arange(lw, size, dtype, start, step):
+    if isinstance(size, Value) or isinstance(size, bool) or not isinstance(size, int):
+        lw.fail(TileTypeError, f"Expected an integer constant for the size of arange, got {coerce.describe(size)}")
+    if not is_pow2(size):
+        lw.fail(TileValueError, f"Result tile shape must be power of 2, got {size}")
+    dtype = dtype_arg(lw, dtype)
+    iota = lw.emit("iota", [], {"shape": (size,), "dtype": int32})
+    result = cast(lw, iota, dtype)
+    if not (is_const(step) and step == 1):
+        result = lw.emit("mul", [result, broadcast(lw, _as_dtype(lw, step, dtype), (size,))])
+    if not (is_const(start) and start == 0):
+        result = lw.emit("add", [result, broadcast(lw, _as_dtype(lw, start, dtype), (size,))])
+    return result
+
+
+def _as_dtype(lw, x, dtype) -> Value:
+    """An explicit conversion of a scalar (constant or runtime) to `dtype`."""
+    if is_const(x):
+        return coerce.constant(lw, x, dtype)
+    v = tile_arg(lw, x, "arange")
+    if v.shape != ():
+        lw.fail(TileTypeError, f"Expected a scalar, got {v.type}")
+    return cast(lw, v, dtype)
+
+
+@lowers("full")
+def full(lw, shape, fill_value, dtype):
+    shape, dtype = (() if shape == () else tile_shape(lw, shape)), dtype_arg(lw, dtype)
+    if is_const(fill_value):
+        return coerce.constant(lw, fill_value, dtype, shape)
+    v = _as_dtype(lw, fill_value, dtype)
+    return broadcast(lw, v, shape)
+
+
+@lowers("zeros")
+def zeros(lw, shape, dtype):
+    return full(lw, shape, 0, dtype)
+
+
+@lowers("ones")
+def ones(lw, shape, dtype):
+    return full(lw, shape, 1, dtype)
+
+
+@lowers("astype")
+def astype(lw, x, dtype, rounding_mode):
+    dtype = dtype_arg(lw, dtype)
+    if is_const(x):
+        return coerce.constant(lw, x, dtype)
+    x = tile_arg(lw, x, "astype")
+    if rounding_mode is not None and not (x.dtype.is_float and dtype.is_float):
+        lw.fail(TileTypeError, "rounding_mode is only valid for float to float conversions")
+    return cast(lw, x, dtype)
+
+
+@lowers("bitcast")
+def bitcast(lw, x, dtype):
+    x, dtype = tile_arg(lw, x, "bitcast"), dtype_arg(lw, dtype)
+    if x.dtype.bitwidth != dtype.bitwidth:
+        lw.fail(TileTypeError, f"Cannot bitcast {x.dtype} to {dtype}: bit width is different")
+    if bool_ in (x.dtype, dtype):
+        lw.fail(TileTypeError, "Cannot bitcast to or from bool")
+    return x if x.dtype is dtype else lw.emit("bitcast", [x], {"dtype": dtype})
+
+
+# ---- shape ops ----------------------------------------------------------------------------------
+
+@lowers("reshape")
+def reshape(lw, x, shape):
+    x = tile_arg(lw, x, "reshape")
+    if isinstance(shape, int) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, tuple):
+        lw.fail(TileTypeError, f"reshape() shape must be a tuple of integer constants, got {coerce.describe(shape)}")
+    dims = [const_int(lw, n, "reshape dimension") for n in shape]
+    if dims.count(-1) > 1:
+        lw.fail(TileValueError, "Only one dimension can be -1")
+    if any(n < -1 or n == 0 for n in dims):
+        lw.fail(TileValueError, f"Invalid reshape dimension in {tuple(dims)}")
+    if -1 in dims:
+        known = 1
+        for n in dims:
+            known *= n if n != -1 else 1
+        if x.type.size % known:
+            lw.fail(TileValueError, f"Cannot reshape {x.shape} to {tuple(dims)}")
+        dims[dims.index(-1)] = x.type.size // known
+    dims = tuple(dims)
+    size = 1
+    for n in dims:
+        size *= n
+    if size != x.type.size:
+        lw.fail(TileValueError, f"Cannot reshape {x.shape} to {dims}")
+    tile_shape(lw, dims)
+    return x if dims == x.shape else lw.emit("reshape", [x], {"shape": dims})
+
+
+@lowers("permute")
+def permute(lw, x, axes):
+    x = tile_arg(lw, x, "permute")
+    if not isinstance(axes, tuple) or len(axes) != x.type.ndim:
+        lw.fail(TileValueError, "Num axes must match input's rank")
+    norm = tuple(normalize_axis(lw, a, x.type.ndim) for a in axes)
+    for i, a in enumerate(norm):
+        if norm.index(a) != i:
+            lw.fail(TileValueError, f"Repeated axis #{i}")
+    return x if norm == tuple(range(x.type.ndim)) else lw.emit("permute", [x], {"axes": norm})
+
+
+@lowers("transpose")
+def transpose(lw, x, axis0, axis1):
+    x = tile_arg(lw, x, "transpose")
+    ndim = x.type.ndim
+    if (axis0 is None) != (axis1 is None):
+        lw.fail(TileTypeError, "transpose axes must either both be specified or both be None")
+    if axis0 is None:
+        if ndim < 2:  # the tile-operations spec: rank < 2 is returned unchanged
+            return x
+        axis0, axis1 = 0, 1
+    a, b = normalize_axis(lw, axis0, ndim), normalize_axis(lw, axis1, ndim)
+    axes = list(range(ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return permute(lw, x, tuple(axes))
+
+
+@lowers("expand_dims")
+def expand_dims(lw, x, axis):
+    x = tile_arg(lw, x, "expand_dims")
+    axis = normalize_axis(lw, axis, x.type.ndim + 1)
+    return lw.emit("reshape", [x], {"shape": x.shape[:axis] + (1,) + x.shape[axis:]})
+
+
+@lowers("broadcast_to")
+def broadcast_to(lw, x, shape):
+    x = tile_arg(lw, x, "broadcast_to")
+    return broadcast(lw, x, tile_shape(lw, shape))
+
+
+@lowers("cat")
+def cat(lw, tiles, axis):
+    if not isinstance(tiles, tuple) or not tiles:
+        lw.fail(TileTypeError, "cat() expects a tuple of tiles")
+    if len(tiles) > 2:
+        lw.fail(TileValueError, f"cat() supports at most 2 tiles, got {len(tiles)}")
+    values = [tile_arg(lw, t, "cat") for t in tiles]
+    if len(values) == 1:
+        return values[0]
+    x, y = values
+    if x.dtype is not y.dtype or x.type.ndim != y.type.ndim:
+        lw.fail(TileTypeError, "Expected tiles to have the same dtype and rank")
+    if x.type.ndim == 0:
+        lw.fail(TileTypeError, "Cannot concatenate scalars (rank 0 tiles)")
+    axis = normalize_axis(lw, axis, x.type.ndim)
+    if any(a != b for d, (a, b) in enumerate(zip(x.shape, y.shape)) if d != axis):
+        lw.fail(TileTypeError, "Expected tiles to have the same shape for non axis dimensions")
+    if not is_pow2(x.shape[axis] + y.shape[axis]):
+        lw.fail(TileValueError, f"cat() result dimension {x.shape[axis] + y.shape[axis]} is not a power of two")
+    return lw.emit("cat", [x, y], {"axis": axis})
+
+
+def _subtile(lw, x: Value, index, shape, fn: str):
+    ndim = x.type.ndim
+    scalar_result = shape == ()
+    shape = (1,) * ndim if scalar_result else tile_shape(lw, shape)
+    if len(shape) != ndim:
+        lw.fail(TileTypeError, f"{fn}() shape must have rank {ndim}, got {shape}")
+    for d, (n, m) in enumerate(zip(x.shape, shape)):
+        if n % m:
+            lw.fail(TileValueError, f"Tile shape {x.shape} is not divisible by {shape} at dimension #{d}")
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) != ndim:
+        lw.fail(TileTypeError, f"{fn}() index must have {ndim} entries, got {len(index)}")
+    for d, i in enumerate(index):
+        if is_const(i) and not 0 <= i < x.shape[d] // shape[d]:
+            lw.fail(TileValueError, f"Index {i} out of bounds at dimension #{d}: valid range is "
+                                    f"[0, {x.shape[d] // shape[d]})")
+    idx = [lw.index_scalar(i, f"{fn} index") for i in index]
+    return shape, idx, scalar_result
+
+
+@lowers("extract")
+def extract(lw, x, index, shape):
+    x = tile_arg(lw, x, "extract")
+    shape, idx, scalar_result = _subtile(lw, x, index, shape, "extract")
+    r = lw.emit("extract", [x, *idx], {"shape": shape})
+    return lw.emit("reshape", [r], {"shape": ()}) if scalar_result else r
+
+
+@lowers("insert")
+def insert(lw, x, index, value):
+    x = tile_arg(lw, x, "insert")
+    v = to_value(lw, value, x.dtype) if is_const(value) else tile_arg(lw, value, "insert")
+    if v.dtype is not x.dtype:
+        lw.fail(TileTypeError, f"Cannot insert a tile of dtype {v.dtype} into a tile of dtype {x.dtype}")
+    if v.shape == ():
+        v = lw.emit("reshape", [v], {"shape": (1,) * x.type.ndim})
+    if v.type.ndim != x.type.ndim:
+        lw.fail(TileTypeError, f"Inserted tile has rank {v.type.ndim}, expected {x.type.ndim} (or a scalar)")
+    _, idx, _ = _subtile(lw, x, index, v.shape, "insert")
+    return lw.emit("insert", [x, v, *idx], {})
+
+
+@lowers("where")
+def where(lw, cond, x, y):
+    c = to_value(lw, cond) if is_const(cond) else tile_arg(lw, cond, "where")
+    if c.dtype is not bool_:
+        c = lw.emit("ne", [c, coerce.constant(lw, 0, c.dtype, c.shape)])
+    xv, yv = unify(lw, x, y)
+    shape = coerce.broadcast_shapes(lw, c.shape, xv.shape)
+    return lw.emit("where", [broadcast(lw, c, shape), broadcast(lw, xv, shape), broadcast(lw, yv, shape)])
+
+
+# ---- elementwise --------------------------------------------------------------------------------
+
+_FLOAT_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh")
+
+
+def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
+    v = tile_arg(lw, x, name)
+    coerce.check_arithmetic(lw, v.dtype, "Operand")
+    if flush_to_zero and v.dtype is not float32:
+        lw.fail(TileTypeError, "Flush to zero can only be used for float32 type")
+    if name == "positive":
+        return cast(lw, v, int32) if v.dtype is bool_ else v
+    if name in _FLOAT_MATH:
+        if not v.dtype.is_float:
+            v = cast(lw, v, float32)
+        return lw.emit(name, [v])
+    if name in ("floor", "ceil", "isnan", "isinf", "isfinite") and not v.dtype.is_float:
+        lw.fail(TileTypeError, f"{name}() requires a floating-point tile, got {v.type}")
+    if name == "negative":
+        return lw.emit("neg", [cast(lw, v, int32) if v.dtype is bool_ else v])
+    if name == "bitwise_not":
+        if v.dtype.is_float:
+            lw.fail(TileTypeError, f"Bitwise operations need integer or bool operands, got {v.dtype}")
+        return lw.emit("bitwise_not", [v])
+    return lw.emit(name, [v])
+
+
+for _name in _FLOAT_MATH + ("floor", "ceil", "abs", "negative", "bitwise_not", "isnan", "isinf", "isfinite"):
+    LOWERINGS[_name] = (lambda n: lambda lw, x, rounding_mode=None, flush_to_zero=False:
+                        lower_unary(lw, n, x, rounding_mode, flush_to_zero))(_name)
+
+_STUB_TO_OP = {"bitwise_lshift": "lshift", "bitwise_rshift": "rshift", "greater": "gt", "greater_equal": "ge",
+               "less": "lt", "less_equal": "le", "equal": "eq", "not_equal": "ne"}
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+
+
+def lower_binary(lw, name, x, y):
+    """x <op> y with cuTile's promotion, loose constants and broadcasting."""
+    if name == "matmul":
+        return matmul(lw, x, y)
+    for v in (x, y):
+        if isinstance(v, Value) and v.is_array:
+            lw.fail(TileTypeError, "Arrays cannot be used in arithmetic; load() them into tiles first")
+        if not isinstance(v, Value) and not is_const(v):
+            lw.fail(TileTypeError, f"Unsupported operand for {name}: {coerce.describe(v)}")
+    if name in _BITWISE or name in ("lshift", "rshift"):
+        return _bitwise(lw, name, x, y)
+    dtype = coerce.common_dtype(lw, x, y)
+    coerce.check_arithmetic(lw, dtype, "Left-hand side" if isinstance(x, Value) and not x.dtype.is_arithmetic else "Operand")
+    if name == "truediv" and not dtype.is_float:
+        dtype = float32
+    if name in ("pow", "atan2") and not dtype.is_float:
+        if name == "pow":
+            lw.fail(TileTypeError, f"pow() (**) supports floating-point tiles only, got {dtype}; cast with astype()")
+        dtype = float32
+    if name in ("mod", "floordiv") and dtype is bool_:
+        lw.fail(TileTypeError, f"{name} is not supported for bool operands")
+    if name in ("add", "sub", "mul") and dtype is bool_:
+        dtype = int32
+    a, b = unify(lw, x, y, dtype=dtype)
+    return lw.emit(name, [a, b])
+
+
+def _bitwise(lw, name, x, y):
+    typed = [v for v in (x, y) if isinstance(v, Value)]
+    if len(typed) == 2 and x.dtype is not y.dtype and name in _BITWISE:
+        lw.fail(TileTypeError, f"Bitwise operands must have same data type, got {x.dtype} and {y.dtype}")
+    dtype = coerce.common_dtype(lw, x, y)
+    if dtype.is_float or (name in ("lshift", "rshift") and dtype is bool_):
+        lw.fail(TileTypeError, f"{name} needs integer{'' if name in ('lshift', 'rshift') else ' or bool'} operands, got {dtype}")
+    a, b = unify(lw, x, y, dtype=dtype)
+    return lw.emit(name, [a, b])
+
+
+def _binary_lowering(stub_name):
+    op = _STUB_TO_OP.get(stub_name, stub_name)
+    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, op, x, y)
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "atan2", "bitwise_and", "bitwise_or",
+              "bitwise_xor", "bitwise_lshift", "bitwise_rshift", "greater", "greater_equal", "less", "less_equal",
+              "equal", "not_equal"):
+    LOWERINGS[_name] = _binary_lowering(_name)
+
+
+def _min_max(name):
+    def lower(lw, x, y, flush_to_zero=False, propagate_nan=False):
+        dtype = coerce.common_dtype(lw, x, y)
+        a, b = unify(lw, x, y, dtype=dtype)
+        attrs = {"propagate_nan": True} if const_bool(lw, propagate_nan, "propagate_nan") else {}
+        return lw.emit(name, [a, b], attrs)
+    return lower
+
+
+LOWERINGS["minimum"] = _min_max("minimum")
+LOWERINGS["maximum"] = _min_max("maximum")
+
+
+@lowers("cdiv")
+def cdiv(lw, x, y):
+    return lower_binary(lw, "floordiv", lower_binary(lw, "sub", lower_binary(lw, "add", x, y), 1), y)
+
+
+# ---- reductions and scans -----------------------------------------------------------------------
+
+def _reduction_input(lw, x, fn):
+    v = tile_arg(lw, x, fn)
+    if not v.dtype.is_arithmetic:
+        lw.fail(TileTypeError, f"Non-arithmetic dtype {v.dtype} is unsupported for reduction")
+    return cast(lw, v, int32) if v.dtype is bool_ else v
+
+
+def _axes(lw, axis, ndim) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    norm = tuple(normalize_axis(lw, a, ndim) for a in axes)
+    for a in norm:
+        if norm.count(a) > 1:
+            lw.fail(TileValueError, f"Repeated reduction axis {a}")
+    return tuple(sorted(norm))
+
+
+def _reduction(name):
+    def lower(lw, x, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False, propagate_nan=False):
+        v = _reduction_input(lw, x, name)
+        attrs = {"axes": _axes(lw, axis, v.type.ndim), "keepdims": const_bool(lw, keepdims, "keepdims")}
+        if propagate_nan:
+            attrs["propagate_nan"] = True
+        if not attrs["axes"]:
+            return v
+        return lw.emit(name, [v], attrs)
+    return lower
+
+
+for _name in ("sum", "prod", "max", "min"):
+    LOWERINGS[_name] = _reduction(_name)
+
+
+def _argreduction(name):
+    def lower(lw, x, axis=None, keepdims=False, propagate_nan=False):
+        v = _reduction_input(lw, x, name)
+        keepdims = const_bool(lw, keepdims, "keepdims")
+        if isinstance(axis, tuple):
+            lw.fail(TileTypeError, f"{name}() takes a single axis, not a tuple")
+        attrs = {"propagate_nan": True} if propagate_nan else {}
+        if axis is None:
+            flat = lw.emit("reshape", [v], {"shape": (v.type.size,)}) if v.type.ndim != 1 else v
+            r = lw.emit(name, [flat], {"axes": (0,), "keepdims": False, **attrs})
+            return lw.emit("reshape", [r], {"shape": (1,) * v.type.ndim}) if keepdims else r
+        return lw.emit(name, [v], {"axes": (normalize_axis(lw, axis, v.type.ndim),), "keepdims": keepdims, **attrs})
+    return lower
+
+
+LOWERINGS["argmax"] = _argreduction("argmax")
+LOWERINGS["argmin"] = _argreduction("argmin")
+
+
+def _scan(name):
+    def lower(lw, x, axis=0, reverse=False, rounding_mode=None, flush_to_zero=False):
+        v = _reduction_input(lw, x, name)
+        if v.type.ndim == 0:
+            lw.fail(TileTypeError, f"{name}() needs a tile of rank 1 or more")
+        return lw.emit(name, [v], {"axis": normalize_axis(lw, axis, v.type.ndim),
+                                   "reverse": const_bool(lw, reverse, "reverse")})
+    return lower
+
+
+LOWERINGS["cumsum"] = _scan("cumsum")
+LOWERINGS["cumprod"] = _scan("cumprod")
+
+
+# ---- matrix multiply ----------------------------------------------------------------------------
+
+# input dtype -> accumulator dtypes mma accepts (the first is matmul's accumulator)
+MMA_ACCUMULATORS = {float16: (float16, float32), bfloat16: (float32,), float32: (float32,), float64: (float64,),
+                    tfloat32: (float32,), float8_e4m3fn: (float16, float32), float8_e5m2: (float16, float32),
+                    int8: (int32,), uint8: (int32,)}
+
+
+def _batch_broadcast(lw, x: Value, y: Value):
+    """Give x and y the same batch dims (all but the last two)."""
+    batch = coerce.broadcast_shapes(lw, x.shape[:-2], y.shape[:-2])
+    return broadcast(lw, x, batch + x.shape[-2:]), broadcast(lw, y, batch + y.shape[-2:])
+
+
+@lowers("mma")
+def mma(lw, x, y, acc, use_fast_acc):
+    x, y, acc = (tile_arg(lw, t, "mma") for t in (x, y, acc))
+    if x.type.ndim < 2 or y.type.ndim < 2:
+        lw.fail(TileTypeError, f"mma() operands must have 2 or more dimensions, got {x.shape} and {y.shape}")
+    if x.dtype is not y.dtype and {x.dtype, y.dtype} != {int8, uint8}:
+        lw.fail(TileTypeError, f"mma() operands must have the same dtype, got {x.dtype} and {y.dtype}")
+    if acc.dtype not in MMA_ACCUMULATORS.get(x.dtype, ()):
+        lw.fail(TileTypeError, f"mma() does not support {x.dtype} inputs with a {acc.dtype} accumulator")
+    if x.shape[-1] != y.shape[-2]:
+        lw.fail(TileTypeError, f"mma() inner dimensions differ: {x.shape} @ {y.shape}")
+    x, y = _batch_broadcast(lw, x, y)
+    return lw.emit("mma", [x, y, acc])
+
+
+@lowers("matmul")
+def matmul(lw, x, y):
+    x, y = tile_arg(lw, x, "matmul"), tile_arg(lw, y, "matmul")
+    squeeze_x, squeeze_y = x.type.ndim == 1, y.type.ndim == 1
+    if squeeze_x:
+        x = lw.emit("reshape", [x], {"shape": (1,) + x.shape})
+    if squeeze_y:
+        y = lw.emit("reshape", [y], {"shape": y.shape + (1,)})
+    if not (2 <= x.type.ndim <= 3 and 2 <= y.type.ndim <= 3):
+        lw.fail(TileTypeError, f"matmul() supports 1-D, 2-D and 3-D tiles, got {x.shape} and {y.shape}")
+    dtype = coerce.common_dtype(lw, x, y)
+    if dtype not in MMA_ACCUMULATORS or dtype is tfloat32:
+        lw.fail(TileTypeError, f"Unsupported input dtype {dtype} for matmul")
+    if x.shape[-1] != y.shape[-2]:
+        lw.fail(TileTypeError, f"matmul() inner dimensions differ: {x.shape} @ {y.shape}")
+    x, y = _batch_broadcast(lw, cast(lw, x, dtype), cast(lw, y, dtype))
+    acc_dtype = MMA_ACCUMULATORS[dtype][0]
+    acc = coerce.constant(lw, 0, acc_dtype, x.shape[:-1] + y.shape[-1:])
+    r = cast(lw, lw.emit("mma", [x, y, acc]), dtype)
+    if squeeze_x or squeeze_y:
+        shape = r.shape[:-2] + (() if squeeze_x else r.shape[-2:-1]) + (() if squeeze_y else r.shape[-1:])
+        r = lw.emit("reshape", [r], {"shape": shape})
+    return r
+
+
+# ---- utilities ------------------------------------------------------------------------------------
+
+@lowers("print")
+def print_(lw, args, kwargs):
+    sep, end = kwargs.pop("sep", " "), kwargs.pop("end", "\n")
+    if kwargs:
+        lw.fail(TileTypeError, f"print() got unexpected keyword arguments {sorted(kwargs)}")
+    pieces, operands = [], []
+    for a in args:
+        if isinstance(a, Value):
+            if a.is_array:
+                lw.fail(TileTypeError, "Cannot print an array; load() it first")
+            pieces.append(None)
+            operands.append(a)
+        else:
+            pieces.append(str(a) if not isinstance(a, DType) else a.name)
+    lw.emit("print", operands, {"text": tuple(pieces), "sep": sep, "end": end})
+
+
+@lowers("printf")
+def printf(lw, format, args):
+    lw.fail(TileUnsupportedFeatureError, "printf() is not supported yet; use print()")
+
+
+@lowers("static_assert")
+def static_assert(lw, condition, message):
+    if isinstance(condition, Value):
+        lw.fail(TileTypeError, "static_assert() needs a compile-time condition")
+    if not condition:
+        lw.fail(TileStaticAssertionError, "Static assertion failed" + (f": {message}" if message is not None else ""))
+
+
+# ---- tile methods -------------------------------------------------------------------------------
+
+def lower_method(lw, x: Value, name: str, args, kwargs):
+    """t.reshape(...), t.astype(...), t.item(), ...: the tile function with t first."""
+    from ..tile import _stubs
+    if name == "item":
+        if args or kwargs:
+            lw.fail(TileTypeError, "item() takes no arguments")
+        if x.type.size != 1:
+            lw.fail(TileValueError, f"item() needs a tile with one element, got shape {x.shape}")
+        return lw.emit("reshape", [x], {"shape": ()}) if x.shape != () else x
+    if name in ("reshape", "permute") and args and not isinstance(args[0], tuple):
+        args = [tuple(args)]  # t.reshape(2, 8) as well as t.reshape((2, 8))
+    stub = getattr(_stubs, name)
+    return LOWERINGS[name](lw, *bind_call(lw, stub, [x, *args], kwargs))
+
+
+__all__ = ["LOWERINGS", "SliceValue", "bind_call", "lower_binary", "lower_unary", "lower_method",
+           "can_cast_implicitly", "ArrayType", "TileType", "TileSyntaxError"]

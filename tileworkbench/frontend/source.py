@@ -1,0 +1,80 @@
+"""Where a kernel's code lives: its parsed AST and how AST positions map to the user's lines."""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+from dataclasses import dataclass
+
+from ..errors import SourceLoc, TileSyntaxError
+
+
+@dataclass
+class FuncSource:
+    """A parsed Python function with what is needed to point at its lines."""
+
+    node: ast.FunctionDef | ast.Lambda
+    filename: str
+    line_offset: int   # added to AST line numbers to get file lines
+    col_offset: int    # indentation removed before parsing
+    lines: list[str]   # the file's lines
+    name: str
+    globals: dict
+    closure: dict
+
+    def loc(self, node: ast.AST) -> SourceLoc:
+        line = getattr(node, "lineno", self.node.lineno) + self.line_offset
+        end_line = (getattr(node, "end_lineno", None) or node.lineno) + self.line_offset
+        col = getattr(node, "col_offset", 0) + self.col_offset
+        end_col = (getattr(node, "end_col_offset", None) or col) + self.col_offset
+        text = self.lines[line - 1].rstrip("\n") if 0 < line <= len(self.lines) else ""
+        return SourceLoc(self.filename, line, col, end_line, end_col, self.name, text)
+
+
+_cache: dict = {}
+
+
+def _code_key(pyfunc):
+    code = pyfunc.__code__
+    return (code.co_filename, code.co_firstlineno, code.co_name, code.co_code)
+
+
+def source_of(pyfunc) -> FuncSource:
+    """Parse a Python function (a kernel or a helper) once; cached by its code object."""
+    key = _code_key(pyfunc)
+    if key in _cache:
+        cached = _cache[key]
+        return FuncSource(cached.node, cached.filename, cached.line_offset, cached.col_offset, cached.lines,
+                          cached.name, pyfunc.__globals__, _closure_of(pyfunc))
+    filename = pyfunc.__code__.co_filename
+    try:
+        lines, first = inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError):
+        raise TileSyntaxError(f"Cannot read the source of {pyfunc.__qualname__}: tile code must be defined in a "
+                              f"file, a notebook cell or a %%tilekernel cell") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    col_shift = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    tree = ast.parse(dedented)
+    node = tree.body[0]
+    if isinstance(node, ast.Assign) or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        node = next(n for n in ast.walk(tree) if isinstance(n, ast.Lambda))
+    all_lines = linecache.getlines(filename) or lines
+    offset = first - 1 if linecache.getlines(filename) else 0
+    src = FuncSource(node, filename, offset, col_shift, all_lines, pyfunc.__name__, pyfunc.__globals__,
+                     _closure_of(pyfunc))
+    _cache[key] = src
+    return src
+
+
+def _closure_of(pyfunc) -> dict:
+    if not pyfunc.__closure__:
+        return {}
+    out = {}
+    for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell: the name is not bound yet
+            pass
+    return out

@@ -1,0 +1,25 @@
+"""The NumPy reference interpreter: runs the IR over the whole grid and records access traces."""
+from __future__ import annotations
+
+from .executor import execute
+from .trace import Event, Status, Trace
+
+
+def run(kernel, grid, args, *, checked: bool = True, trace: bool = False) -> Trace | None:
+    """Run `kernel` on NumPy arrays over `grid` (a tuple of 1-3 ints); arrays are updated in place.
+
+    checked: an access outside an array made with check_bounds=False raises TileOutOfBoundsError
+             (naming the op's line and the index) instead of being padded or dropped.
+    trace:   return a Trace of every memory and shape op.
+
+    >>> trace = run(add, (4,), (a, b, c, 16), trace=True)
+    >>> trace.by_array("c")[0].counts()
+    {'STORED': 64}
+    """
+    from ..tile._kernel import normalize_grid
+    grid = normalize_grid(grid)
+    fn = kernel.specialize(args)
+    return execute(fn, grid, args, checked=checked, trace=trace)
+
+
+__all__ = ["Event", "Status", "Trace", "execute", "run"]

@@ -1,0 +1,233 @@
+"""Execute a kernel's IR on NumPy arrays over the whole grid at once.
+
+Blocks run together as a batch: every value carries a leading axis over the blocks (or length
+1 when it is the same everywhere). Where control flow diverges, the batch splits: an `if` runs
+each branch on the blocks that take it and merges the results; a `for` whose trip count differs
+between blocks runs each iteration on the blocks still looping. Large grids run in chunks so a
+batch never holds more than about 2^22 elements per value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import TileInternalError, TileValueError
+from ..ir.core import Block, Function, Value
+from ..ir.types import TileType
+from .memory import MEMORY_RULES
+from .rules import RULES
+from .trace import Event, Status, Trace
+
+BATCH_ELEMENTS = 1 << 22
+SHAPE_OPS = ("reshape", "permute", "broadcast", "cat", "extract", "insert")
+
+
+class Env:
+    """Values by SSA identity; a child sees its parent's values, restricted to a subset of blocks."""
+
+    def __init__(self, parent: "Env | None" = None, rows: np.ndarray | None = None):
+        self.values: dict[int, np.ndarray] = {}
+        self.parent, self.rows = parent, rows
+
+    def __getitem__(self, v: Value):
+        key = id(v)
+        if key in self.values:
+            return self.values[key]
+        x = self.parent[v]
+        if self.rows is not None and isinstance(x, np.ndarray) and x.ndim and x.shape[0] != 1:
+            x = x[self.rows]
+        self.values[key] = x
+        return x
+
+    def __setitem__(self, v: Value, x):
+        self.values[id(v)] = x
+
+
+@dataclass
+class Context:
+    """What the rules may ask about the launch: the blocks in the batch, the grid, tracing."""
+
+    fn: Function
+    grid: tuple[int, int, int]
+    bids: np.ndarray            # (B, 3) int32: the blocks of the current (sub-)batch
+    arrays: dict                # id(array Value) -> (parameter name, numpy array)
+    checked: bool
+    trace: Trace | None
+
+    @property
+    def size(self) -> int:
+        return self.bids.shape[0]
+
+    @property
+    def tracing(self) -> bool:
+        return self.trace is not None
+
+    def array_name(self, v: Value) -> str:
+        return self.arrays[id(v)][0]
+
+    def subset(self, rows) -> "Context":
+        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace)
+
+    def record(self, op, array_name, coords, status, full):
+        if self.trace is None:
+            return
+        stacked = np.stack([np.broadcast_to(c, full) for c in coords], axis=-1).astype(np.int32)
+        self.trace.events.append(Event(op.name, array_name, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
+                                       op.loc.source_line if op.loc else "", self.bids.copy(), stacked,
+                                       np.asarray(status, np.uint8)))
+
+
+def _elements_per_block(fn: Function) -> int:
+    biggest = 1
+    for op in fn.walk():
+        for r in op.results:
+            if isinstance(r.type, TileType):
+                biggest = max(biggest, r.type.size)
+    return biggest
+
+
+def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
+    """Block coordinates of linear block ids start..stop-1 (axis 0 fastest, as CUDA numbers them)."""
+    linear = np.arange(start, stop, dtype=np.int64)
+    x = linear % grid[0]
+    y = (linear // grid[0]) % grid[1]
+    z = linear // (grid[0] * grid[1])
+    return np.stack([x, y, z], axis=1).astype(np.int32)
+
+
+def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False) -> Trace | None:
+    """Run specialization `fn` over `grid`; arrays in `args` are updated in place."""
+    arrays, env = {}, Env()
+    runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
+    for param, value, arg in zip(fn.runtime_params, fn.body.args, runtime_args):
+        if param.kind == "array":
+            arrays[id(value)] = (param.name, arg)
+            env[value] = arg
+        else:
+            env[value] = np.array([arg], dtype=param.type.dtype.numpy)
+    tr = Trace(fn.name, tuple(grid), {p.name: {"shape": list(a.shape), "dtype": str(p.type.dtype)}
+                                      for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}) \
+        if trace else None
+    total = grid[0] * grid[1] * grid[2]
+    chunk = max(1, BATCH_ELEMENTS // _elements_per_block(fn))
+    with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
+        for start in range(0, total, chunk):
+            ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr)
+            run_block(ctx, fn.body, Env(env))
+    return tr.merged() if tr is not None else None
+
+
+def run_block(ctx: Context, block: Block, env: Env) -> list:
+    """Execute the ops of a block; return what its `yield` yields."""
+    for op in block.ops:
+        if op.name == "yield":
+            return [env[v] for v in op.operands]
+        if op.name == "if":
+            results = _run_if(ctx, op, env)
+        elif op.name == "for":
+            results = _run_for(ctx, op, env)
+        elif op.name == "print":
+            _run_print(ctx, op, [env[v] for v in op.operands])
+            results = []
+        else:
+            args = [env[v] for v in op.operands]
+            rule = MEMORY_RULES.get(op.name) or RULES.get(op.name)
+            if rule is None:
+                raise TileInternalError(f"The interpreter has no rule for op '{op.name}'", op.loc)
+            out = rule(ctx, op, *args)
+            results = [] if out is None else [out]
+            if ctx.tracing and op.name in SHAPE_OPS:
+                _record_shape_op(ctx, op, args)
+        for r, x in zip(op.results, results):
+            env[r] = x
+    return []
+
+
+def _split(cond: np.ndarray):
+    cond = np.asarray(cond).reshape(-1)
+    if cond.shape[0] == 1 or cond.all() or not cond.any():
+        return bool(cond[0]), None
+    return None, (np.nonzero(cond)[0], np.nonzero(~cond)[0])
+
+
+def _run_if(ctx, op, env):
+    uniform, parts = _split(env[op.operands[0]])
+    if parts is None:
+        return run_block(ctx, op.regions[0 if uniform else 1], Env(env))
+    results = []
+    outs = [run_block(ctx.subset(rows), region, Env(env, rows)) for rows, region in zip(parts, op.regions)]
+    for r, then_x, else_x in zip(op.results, *outs):
+        merged = np.empty((ctx.size,) + r.type.shape, dtype=r.type.dtype.numpy)
+        merged[parts[0]] = then_x
+        merged[parts[1]] = else_x
+        results.append(merged)
+    return results
+
+
+def _run_for(ctx, op, env):
+    lo, hi, step = (np.asarray(env[v]).astype(np.int64) for v in op.operands[:3])
+    carried = [env[v] for v in op.operands[3:]]
+    if np.any(step <= 0):
+        raise TileValueError("range() step must be positive at run time", op.loc)
+    trips = np.maximum(0, -(-(hi - lo) // step))
+    body = op.regions[0]
+    iv, *carried_args = body.args
+    if np.all(trips == trips.reshape(-1)[0]):  # every block loops equally often: one batch
+        for k in range(int(trips.reshape(-1)[0])):
+            inner = Env(env)
+            inner[iv] = (lo + k * step).astype(np.int32)
+            for a, x in zip(carried_args, carried):
+                inner[a] = x
+            carried = run_block(ctx, body, inner)
+        return carried
+    size = ctx.size
+    full = [np.array(np.broadcast_to(x, (size,) + x.shape[1:])) for x in carried]
+    trips, lo, step = (np.broadcast_to(a, (size,)) for a in (trips, lo, step))
+    for k in range(int(trips.max())):
+        rows = np.nonzero(trips > k)[0]
+        inner = Env(env, rows)
+        inner[iv] = (lo[rows] + k * step[rows]).astype(np.int32)
+        for a, x in zip(carried_args, full):
+            inner[a] = x[rows]
+        for x, new in zip(full, run_block(ctx.subset(rows), body, inner)):
+            x[rows] = new
+    return full
+
+
+def _run_print(ctx, op, values):
+    pieces = op.attrs["text"]
+    for b in range(ctx.size):
+        it = iter(values)
+        words = []
+        for piece in pieces:
+            if piece is not None:
+                words.append(piece)
+                continue
+            x = next(it)
+            x = x[b if x.shape[0] > 1 else 0]
+            words.append(str(x.tolist()) if x.ndim else str(x.item()))
+        print(op.attrs["sep"].join(words), end=op.attrs["end"])
+
+
+def _record_shape_op(ctx, op, args):
+    """Where each output element of a shape op came from: (operand number, flat position)."""
+    positions, offset, offsets = [], 0, []
+    for v, x in zip(op.operands, args):
+        if isinstance(v.type, TileType) and v.type.shape:
+            positions.append(np.arange(offset, offset + v.type.size, dtype=np.int64).reshape((1,) + v.type.shape))
+            offsets.append(offset)
+            offset += v.type.size
+        else:
+            positions.append(x)
+    source = RULES[op.name](ctx, op, *positions)
+    operand = np.searchsorted(np.array(offsets), source, side="right") - 1
+    local = source - np.array(offsets)[operand]
+    coords = [operand, local]
+    full = source.shape
+    blocks = ctx.bids if source.shape[0] > 1 else ctx.bids[:1]
+    ctx.trace.events.append(Event(op.name, None, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
+                                  op.loc.source_line if op.loc else "", blocks.copy(),
+                                  np.stack([np.broadcast_to(c, full) for c in coords], -1).astype(np.int32),
+                                  np.full(full, Status.MOVED, np.uint8)))
+

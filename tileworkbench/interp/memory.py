@@ -1,0 +1,194 @@
+"""NumPy rules for the memory ops, with padding, bounds, masks, the checked mode and tracing.
+
+All blocks of the batch run an op at once: element coordinates are (B, *tile_shape) arrays.
+A lane outside the array never touches memory: loads substitute padding, stores drop it.
+
+UNDETERMINED padding (the default) is filled with a value that makes misuse visible:
+NaN for floats, the minimum for signed integers, the maximum for unsigned integers, True for bool.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TileOutOfBoundsError
+from .trace import Status
+
+MEMORY_RULES: dict = {}
+
+
+def memory_rule(name):
+    def register(fn):
+        MEMORY_RULES[name] = fn
+        return fn
+    return register
+
+
+def padding_value(mode, dtype):
+    """The value a load reads outside the array under `mode` (a ct.PaddingMode)."""
+    name = mode.name
+    npdt = dtype.numpy
+    if dtype.kind == "b":
+        return name not in ("ZERO", "NEG_ZERO")
+    if dtype.is_integral:
+        info = np.iinfo(npdt)
+        return {"ZERO": 0, "NEG_ZERO": 0, "POS_INF": info.max, "NEG_INF": info.min}.get(
+            name, info.min if dtype.is_signed else info.max)
+    return {"ZERO": 0.0, "NEG_ZERO": -0.0, "POS_INF": np.inf, "NEG_INF": -np.inf}.get(name, np.nan)
+
+
+def _axis_range(n: int, axis: int, nd: int) -> np.ndarray:
+    shape = [1] * (nd + 1)
+    shape[axis + 1] = n
+    return np.arange(n, dtype=np.int64).reshape(shape)
+
+
+def _per_block(x, nd: int) -> np.ndarray:
+    """A (B,) or (1,) scalar index as a (B, 1, ..., 1) int64 array."""
+    return np.asarray(x).astype(np.int64).reshape((-1,) + (1,) * nd)
+
+
+def _tile_space_coords(array, index, shape, order):
+    """Array coordinates (in array axis order) of a tile at `index` of the order-permuted tile space."""
+    nd = len(shape)
+    coords = [None] * nd
+    for k, n in enumerate(shape):  # tile axis k walks array axis order[k]
+        coords[order[k]] = _per_block(index[k], nd) * n + _axis_range(n, k, nd)
+    return coords
+
+
+def _in_bounds(coords, array_shape):
+    ok = True
+    for c, n in zip(coords, array_shape):
+        ok = ok & (c >= 0) & (c < n)
+    return ok
+
+
+def _full(x, shape):
+    return np.broadcast_to(x, shape)
+
+
+def _check(ctx, op, array_name, array_shape, coords, bad, what):
+    """Checked mode: an out-of-bounds lane of an op with check_bounds=False is an error, not UB."""
+    if not ctx.checked or not bad.any():
+        return
+    lane = np.unravel_index(int(np.argmax(bad.reshape(-1))), bad.shape)
+    block = tuple(int(b) for b in ctx.bids[lane[0] if ctx.bids.shape[0] > 1 else 0])
+    element = tuple(int(_full(c, bad.shape)[lane]) for c in coords)
+    raise TileOutOfBoundsError(
+        f"{op.name} {what} `{array_name}` with check_bounds=False goes outside the array: block {block} "
+        f"touches element {element} of an array of shape {tuple(array_shape)}", op.loc)
+
+
+@memory_rule("load")
+def load(ctx, op, array, *index):
+    shape, order = op.attrs["shape"], op.attrs["order"]
+    full = (ctx.size,) + tuple(shape)
+    coords = _tile_space_coords(array, index, shape, order)
+    inb = _in_bounds(coords, array.shape)
+    name = ctx.array_name(op.operands[0])
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, name, array.shape, coords, ~_full(inb, full), "from")
+    if np.all(inb):
+        values = array[tuple(_full(c, full) for c in coords)]
+    else:
+        safe = tuple(np.where(inb, c, 0) for c in coords)
+        values = np.where(inb, array[tuple(_full(c, full) for c in safe)],
+                          array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype)))
+    ctx.record(op, name, coords, np.where(_full(inb, full), Status.LOADED, Status.PADDED), full)
+    return values
+
+
+@memory_rule("store")
+def store(ctx, op, array, *rest):
+    *index, tile = rest
+    order = op.attrs["order"]
+    shape = tile.shape[1:]
+    full = (ctx.size,) + tuple(shape)
+    coords = _tile_space_coords(array, index, shape, order)
+    inb = _full(_in_bounds(coords, array.shape), full)
+    name = ctx.array_name(op.operands[0])
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, name, array.shape, coords, ~inb, "into")
+    array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
+    ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.DROPPED), full)
+
+
+def _element_lanes(ctx, array, index, mask):
+    full = (ctx.size,) + index[0].shape[1:]
+    coords = [_full(i.astype(np.int64), full) if i.dtype != np.uint64 else
+              _full(np.where(i > np.iinfo(np.int64).max, -1, i).astype(np.int64), full) for i in index]
+    inb = _in_bounds(coords, array.shape)
+    on = _full(mask, full) if mask is not None else np.ones(full, bool)
+    return full, coords, inb, on
+
+
+@memory_rule("gather")
+def gather(ctx, op, array, *rest):
+    nd = array.ndim
+    index, pad = rest[:nd], rest[nd]
+    mask = rest[nd + 1] if op.attrs["has_mask"] else None
+    full, coords, inb, on = _element_lanes(ctx, array, index, mask)
+    name = ctx.array_name(op.operands[0])
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, name, array.shape, coords, on & ~inb, "from")
+    ok = on & inb
+    values = np.where(ok, array[tuple(np.where(ok, c, 0) for c in coords)], _full(pad, full))
+    status = np.where(ok, Status.LOADED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED))
+    ctx.record(op, name, coords, status, full)
+    return values
+
+
+@memory_rule("scatter")
+def scatter(ctx, op, array, *rest):
+    nd = array.ndim
+    index, value = rest[:nd], rest[nd]
+    mask = rest[nd + 1] if op.attrs["has_mask"] else None
+    full, coords, inb, on = _element_lanes(ctx, array, index, mask)
+    name = ctx.array_name(op.operands[0])
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, name, array.shape, coords, on & ~inb, "into")
+    ok = on & inb
+    targets = tuple(c[ok] for c in coords)
+    array[targets] = _full(value, full)[ok]
+    if ctx.tracing:
+        status = np.where(ok, Status.STORED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED)).astype(np.uint8)
+        flat = np.ravel_multi_index(targets, array.shape) if nd else np.zeros(0, np.int64)
+        _, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+        status[ok] = np.where(counts[inverse] > 1, Status.COLLISION, Status.STORED)
+        ctx.record(op, name, coords, status, full)
+
+
+def _advanced_coords(op, array, index, starts):
+    sd, lengths = op.attrs["sparse_dim"], op.attrs["lengths"]
+    nd = len(lengths)
+    coords, it = [], iter(starts)
+    for d, n in enumerate(lengths):
+        if d == sd:
+            shape = [1] * (nd + 1)
+            shape[0], shape[d + 1] = index.shape[0], n
+            coords.append(index.astype(np.int64).reshape(shape))
+        else:
+            coords.append(_per_block(next(it), nd) + _axis_range(n, d, nd))
+    return coords
+
+
+@memory_rule("load_adv")
+def load_adv(ctx, op, array, index, *starts):
+    full = (ctx.size,) + op.result.shape
+    coords = _advanced_coords(op, array, index, starts)
+    inb = _full(_in_bounds(coords, array.shape), full)
+    safe = tuple(np.where(inb, c, 0) for c in coords)
+    pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
+    values = np.where(inb, array[safe], pad)
+    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.LOADED, Status.PADDED), full)
+    return values
+
+
+@memory_rule("store_adv")
+def store_adv(ctx, op, array, index, *rest):
+    *starts, tile = rest
+    full = (ctx.size,) + tile.shape[1:]
+    coords = _advanced_coords(op, array, index, starts)
+    inb = _full(_in_bounds(coords, array.shape), full)
+    array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
+    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.STORED, Status.DROPPED), full)

@@ -1,0 +1,228 @@
+"""NumPy rules for the compute ops: one row per IR op.
+
+Every runtime value is a NumPy array whose leading axis runs over the blocks being executed
+(length B), or has length 1 when the value is the same in every block (constants, grid sizes).
+Tile axes follow; rules shift them by one. 16-bit floats compute in float32 and round once,
+which is exactly the correctly rounded half/bfloat16 result for + - * / (float32 carries more
+than twice their precision plus two bits).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import bfloat16, float16, float32
+
+RULES: dict = {}
+
+
+def rule(*names):
+    def register(fn):
+        for n in names:
+            RULES[n] = fn
+        return fn
+    return register
+
+
+def _wide(dtype):
+    """The NumPy dtype a value of `dtype` is computed in."""
+    return np.float32 if dtype in (float16, bfloat16) else dtype.numpy
+
+
+def _elementwise(fn):
+    def apply(ctx, op, *args):
+        dtype = op.operands[0].dtype
+        out = fn(*(a.astype(_wide(dtype), copy=False) for a in args))
+        return out.astype(op.result.dtype.numpy, copy=False)
+    return apply
+
+
+_UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
+          "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "sin": np.sin, "cos": np.cos,
+          "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
+          "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
+_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+           "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
+           "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+           "lshift": np.left_shift, "rshift": np.right_shift, "eq": np.equal, "ne": np.not_equal,
+           "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+for _name, _fn in {**_UNARY, **_BINARY}.items():
+    RULES[_name] = _elementwise(_fn)
+
+
+@rule("minimum", "maximum")
+def min_max(ctx, op, x, y):
+    nan_ignoring = {"minimum": np.fmin, "maximum": np.fmax}[op.name]
+    fn = {"minimum": np.minimum, "maximum": np.maximum}[op.name] if op.attrs.get("propagate_nan") else nan_ignoring
+    return _elementwise(fn)(ctx, op, x, y)
+
+
+@rule("where")
+def where(ctx, op, cond, x, y):
+    return np.where(cond, x, y)
+
+
+@rule("constant")
+def constant(ctx, op):
+    return np.full((1,) + tuple(op.attrs["shape"]), op.attrs["value"], dtype=op.attrs["dtype"].numpy)
+
+
+@rule("iota")
+def iota(ctx, op):
+    return np.arange(op.attrs["shape"][0], dtype=op.attrs["dtype"].numpy)[None]
+
+
+@rule("astype")
+def astype(ctx, op, x):
+    src, dst = op.operands[0].dtype, op.attrs["dtype"]
+    if src.is_float and dst.is_integral:  # truncate toward zero, as C casts do
+        x = np.trunc(x.astype(np.float64))
+    return x.astype(dst.numpy)
+
+
+@rule("bitcast")
+def bitcast(ctx, op, x):
+    return np.ascontiguousarray(x).view(op.attrs["dtype"].numpy)
+
+
+# ---- shape ops ----------------------------------------------------------------------------------
+
+@rule("reshape")
+def reshape(ctx, op, x):
+    return x.reshape((x.shape[0],) + tuple(op.attrs["shape"]))
+
+
+@rule("permute")
+def permute(ctx, op, x):
+    return x.transpose((0,) + tuple(a + 1 for a in op.attrs["axes"]))
+
+
+@rule("broadcast")
+def broadcast(ctx, op, x):
+    return np.broadcast_to(x, (x.shape[0],) + tuple(op.attrs["shape"]))
+
+
+@rule("cat")
+def cat(ctx, op, x, y):
+    b = max(x.shape[0], y.shape[0])
+    x = np.broadcast_to(x, (b,) + x.shape[1:])
+    y = np.broadcast_to(y, (b,) + y.shape[1:])
+    return np.concatenate([x, y], axis=op.attrs["axis"] + 1)
+
+
+def _subtile_index(x_shape, sub_shape, index):
+    """Fancy indices selecting sub-tile `index` (one (B,)-array per dim) of every block's tile."""
+    b = max(i.shape[0] for i in index) if index else 1
+    grids = []
+    nd = len(sub_shape)
+    for d, (n, i) in enumerate(zip(sub_shape, index)):
+        shape = [1] * (nd + 1)
+        shape[0], shape[d + 1] = b, n
+        grids.append((np.broadcast_to(i, (b,)).astype(np.int64)[:, None] * n
+                      + np.arange(n)[None]).reshape([b] + [n if k == d else 1 for k in range(nd)]))
+    rows = np.arange(b).reshape([b] + [1] * nd)
+    return b, rows, grids
+
+
+@rule("extract")
+def extract(ctx, op, x, *index):
+    b, rows, grids = _subtile_index(x.shape[1:], op.attrs["shape"], index)
+    x = np.broadcast_to(x, (max(b, x.shape[0]),) + x.shape[1:])
+    return x[(rows if x.shape[0] > 1 else 0 * rows, *grids)]
+
+
+@rule("insert")
+def insert(ctx, op, x, value, *index):
+    b = max([x.shape[0], value.shape[0]] + [i.shape[0] for i in index])
+    out = np.array(np.broadcast_to(x, (b,) + x.shape[1:]))
+    _, rows, grids = _subtile_index(x.shape[1:], value.shape[1:], [np.broadcast_to(i, (b,)) for i in index])
+    out[(rows, *grids)] = value
+    return out
+
+
+# ---- reductions and scans -----------------------------------------------------------------------
+
+def _axes(op):
+    return tuple(a + 1 for a in op.attrs["axes"])
+
+
+@rule("sum", "prod")
+def sum_prod(ctx, op, x):
+    fn = np.sum if op.name == "sum" else np.prod
+    dtype = op.result.dtype
+    out = fn(x.astype(_wide(dtype), copy=False), axis=_axes(op), keepdims=op.attrs["keepdims"], dtype=_wide(dtype))
+    return np.asarray(out).astype(dtype.numpy, copy=False)
+
+
+@rule("max", "min")
+def max_min(ctx, op, x):
+    if op.attrs.get("propagate_nan") or not op.result.dtype.is_float:
+        fn = np.max if op.name == "max" else np.min
+    else:
+        fn = np.fmax.reduce if op.name == "max" else np.fmin.reduce
+    return np.asarray(fn(x, axis=_axes(op), keepdims=op.attrs["keepdims"])).astype(op.result.dtype.numpy, copy=False)
+
+
+@rule("argmax", "argmin")
+def arg_max_min(ctx, op, x):
+    (axis,) = _axes(op)
+    if op.operands[0].dtype.is_float:
+        # NaN is the worst value unless propagate_nan, where the first NaN wins
+        worst = -np.inf if op.name == "argmax" else np.inf
+        best = np.inf if op.name == "argmax" else -np.inf
+        x = np.where(np.isnan(x), best if op.attrs.get("propagate_nan") else worst, x.astype(np.float64))
+    fn = np.argmax if op.name == "argmax" else np.argmin
+    return fn(x, axis=axis, keepdims=op.attrs["keepdims"]).astype(np.int32)
+
+
+@rule("cumsum", "cumprod")
+def scan(ctx, op, x):
+    axis = op.attrs["axis"] + 1
+    dtype = op.result.dtype
+    fn = np.cumsum if op.name == "cumsum" else np.cumprod
+    x = x.astype(_wide(dtype), copy=False)
+    if op.attrs["reverse"]:
+        return np.flip(fn(np.flip(x, axis), axis=axis, dtype=_wide(dtype)), axis).astype(dtype.numpy)
+    return fn(x, axis=axis, dtype=_wide(dtype)).astype(dtype.numpy)
+
+
+def _round_tf32(x):
+    """Round float32 values to tfloat32's 10 mantissa bits (to nearest, ties to even)."""
+    bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(x), rounded.view(np.float32), x)
+
+
+@rule("mma")
+def mma(ctx, op, x, y, acc):
+    acc_dtype = op.result.dtype
+    wide = np.float64 if acc_dtype.numpy == np.float64 else np.int64 if acc_dtype.is_integral else np.float32
+    if op.operands[0].dtype.name == "tfloat32":
+        x, y = _round_tf32(x), _round_tf32(y)
+    product = np.matmul(x.astype(wide), y.astype(wide))
+    return (product + acc.astype(wide)).astype(acc_dtype.numpy)
+
+
+# ---- the grid -----------------------------------------------------------------------------------
+
+@rule("bid")
+def bid(ctx, op):
+    return ctx.bids[:, op.attrs["axis"]].copy()
+
+
+@rule("num_blocks")
+def num_blocks(ctx, op):
+    return np.array([ctx.grid[op.attrs["axis"]]], np.int32)
+
+
+@rule("array_dim")
+def array_dim(ctx, op, array):
+    return np.array([array.shape[op.attrs["axis"]]], np.int32)
+
+
+@rule("num_tiles")
+def num_tiles(ctx, op, array):
+    axis, order, shape = op.attrs["axis"], op.attrs["order"], op.attrs["shape"]
+    extent = array.shape[order[axis]]
+    return np.array([-(-extent // shape[axis])], np.int32)
+

@@ -1,0 +1,29 @@
+"""The tile language: `import tileworkbench.tile as ct`, source-compatible with cuTile Python.
+
+    @ct.kernel
+    def add(a, b, c, TILE: ct.Constant[int]):
+        i = ct.bid(0)
+        ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+
+    ct.launch(None, (ct.cdiv(n, 1024),), add, (a, b, c, 1024))   # NumPy arrays: the interpreter
+"""
+from ..errors import (TileError, TileInternalError, TileOutOfBoundsError, TileRecursionError,
+                      TileStaticAssertionError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError,
+                      TileValueError)
+from ..ir.types import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16, float32,
+                        float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32, uint64)
+from ._kernel import Constant, ConstantAnnotation, Kernel, ScalarInt64, kernel, launch
+from ._stubs import *  # noqa: F401,F403 - the tile functions
+from ._stubs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, Slice
+
+
+class Array:
+    """Annotation for array parameters (arrays are passed, never created, in tile code)."""
+
+
+class Tile:
+    """Annotation for tiles."""
+
+
+class Scalar:
+    """Annotation for scalars."""

@@ -1,0 +1,206 @@
+"""Kernels and launches: `@ct.kernel`, `ct.Constant[...]` and `ct.launch`.
+
+A kernel is specialized per argument profile (array dtypes and ranks, scalar dtypes, the values
+of `Constant` parameters); each specialization is compiled to IR once and cached on the kernel.
+"""
+from __future__ import annotations
+
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import numpy as np
+
+from ..ir import print_function
+from ..ir.types import ArrayType, bool_, float32, int32, int64, scalar, to_dtype
+
+
+class ConstantAnnotation:
+    """Marks a parameter whose value is embedded at compile time (one specialization per value)."""
+
+    def __repr__(self) -> str:
+        return "ConstantAnnotation()"
+
+
+class _ConstantFactory:
+    def __getitem__(self, item):
+        return Annotated[item, ConstantAnnotation()]
+
+    def __repr__(self) -> str:
+        return "ct.Constant"
+
+
+Constant = _ConstantFactory()
+
+
+class ScalarInt64Annotation:
+    """A non-constant Python int parameter passed as int64 (int32 otherwise)."""
+
+
+ScalarInt64 = Annotated[int, ScalarInt64Annotation()]
+
+
+def _has(annotation, cls) -> bool:
+    if annotation is Constant or annotation is cls:
+        return cls is ConstantAnnotation
+    if isinstance(annotation, str):
+        return "Constant" in annotation if cls is ConstantAnnotation else "ScalarInt64" in annotation
+    return any(isinstance(m, cls) for m in getattr(annotation, "__metadata__", ()))
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """How one argument specializes the kernel."""
+
+    name: str
+    kind: str          # 'array', 'scalar', 'constant'
+    type: Any = None
+    value: Any = None
+
+    def key(self):
+        if self.kind == "constant":
+            return ("constant", type(self.value).__name__, self.value)
+        return (self.kind, str(self.type))
+
+
+def is_array_like(obj) -> bool:
+    return (isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__")
+            or hasattr(obj, "__dlpack__"))
+
+
+def _scalar_spec(name, value, annotation, position):
+    if isinstance(value, (bool, np.bool_)):
+        return ParamSpec(name, "scalar", scalar(bool_))
+    if isinstance(value, int):
+        dtype = int64 if _has(annotation, ScalarInt64Annotation) else int32
+        lo, hi = np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max
+        if not lo <= value <= hi:
+            raise OverflowError(f"Invalid kernel argument #{position}: {value} does not fit {dtype}")
+        return ParamSpec(name, "scalar", scalar(dtype))
+    if isinstance(value, np.generic):
+        return ParamSpec(name, "scalar", scalar(to_dtype(value.dtype)))
+    if isinstance(value, float):
+        return ParamSpec(name, "scalar", scalar(float32))
+    raise TypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not supported.")
+
+
+class Kernel:
+    """A tile kernel. Launch it with `ct.launch(stream, grid, kernel, args)`; never call it."""
+
+    def __init__(self, pyfunc, **options):
+        self._pyfunc = pyfunc
+        self.options = options
+        self.name = pyfunc.__name__
+        self.__doc__ = pyfunc.__doc__
+        self.__wrapped__ = pyfunc
+        self._signature = inspect.signature(pyfunc)
+        self._params = list(self._signature.parameters.values())
+        try:
+            hints = typing.get_type_hints(pyfunc, include_extras=True)
+        except Exception:  # unresolvable string annotations: fall back to the raw ones
+            hints = {}
+        self._annotations = {p.name: hints.get(p.name, p.annotation) for p in self._params}
+        self._specializations: dict = {}
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
+
+    def __repr__(self) -> str:
+        return f"<tile kernel {self.name}{self._signature}>"
+
+    def is_constant_param(self, name: str) -> bool:
+        return _has(self._annotations[name], ConstantAnnotation)
+
+    def param_specs(self, args) -> list[ParamSpec]:
+        if not isinstance(args, tuple):
+            raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
+        if len(args) != len(self._params):
+            raise TypeError(f"Kernel expects {len(self._params)} arguments but {len(args)} were given")
+        specs = []
+        for i, (p, value) in enumerate(zip(self._params, args)):
+            if self.is_constant_param(p.name):
+                if not isinstance(value, (bool, int, float)) and value is not None:
+                    raise TypeError(f"Invalid kernel argument #{i}: a Constant parameter takes bool, int or "
+                                    f"float, not '{type(value).__name__}'")
+                specs.append(ParamSpec(p.name, "constant", value=value))
+            elif is_array_like(value):
+                specs.append(ParamSpec(p.name, "array", ArrayType(to_dtype(_array_dtype(value)), value.ndim)))
+            else:
+                specs.append(_scalar_spec(p.name, value, self._annotations[p.name], i))
+        return specs
+
+    def specialize(self, args):
+        """The IR Function for these arguments (compiled on first use, then cached)."""
+        return self.specialize_specs(self.param_specs(args))
+
+    def specialize_specs(self, specs):
+        key = tuple(s.key() for s in specs)
+        fn = self._specializations.get(key)
+        if fn is None:
+            from ..frontend import compile_kernel
+            fn = compile_kernel(self._pyfunc, specs)
+            self._specializations[key] = fn
+        return fn
+
+    @property
+    def specializations(self) -> list:
+        return list(self._specializations.values())
+
+    def ir(self, args) -> str:
+        """The printed IR of the specialization these arguments select."""
+        return print_function(self.specialize(args))
+
+
+def _array_dtype(value):
+    if isinstance(value, np.ndarray):
+        return value.dtype
+    if hasattr(value, "__cuda_array_interface__"):
+        return np.dtype(value.__cuda_array_interface__["typestr"])
+    return value.dtype
+
+
+def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_worker_warps=None):
+    """Decorate a tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)`."""
+    options = dict(num_ctas=num_ctas, occupancy=occupancy, opt_level=opt_level, num_worker_warps=num_worker_warps)
+    if num_ctas is not None and (not isinstance(num_ctas, int) or num_ctas not in (1, 2, 4, 8, 16)):
+        raise ValueError(f"num_ctas must be a power of two in [1, 16], got {num_ctas!r}")
+    if occupancy is not None and not (isinstance(occupancy, int) and 1 <= occupancy <= 32):
+        raise ValueError(f"occupancy must be in [1, 32], got {occupancy!r}")
+    if not (isinstance(opt_level, int) and 0 <= opt_level <= 3):
+        raise ValueError(f"opt_level must be in [0, 3], got {opt_level!r}")
+    if function is None:
+        return lambda f: Kernel(f, **options)
+    return Kernel(function, **options)
+
+
+def normalize_grid(grid) -> tuple[int, int, int]:
+    if not isinstance(grid, tuple):
+        raise TypeError("Grid must be a tuple")
+    if len(grid) > 3:
+        raise ValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
+    for i, g in enumerate(grid):
+        if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or g < 1:
+            raise ValueError(f"Grid[{i}] must be a positive integer, got {g!r}")
+        if g > 2**24 - 1:
+            raise ValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
+    return tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+
+
+def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launch=False):
+    """Run `kernel` over `grid`. NumPy arrays run on the interpreter (any stream, None included) and
+    are updated in place, exactly as a GPU launch updates device arrays."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
+    if not isinstance(kernel_args, tuple):
+        raise TypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
+    grid = normalize_grid(grid)
+    arrays = [a for a in kernel_args if is_array_like(a)]
+    if all(isinstance(a, np.ndarray) for a in arrays):
+        from ..interp import run
+        run(kernel, grid, kernel_args)
+        return
+    if stream is None:
+        raise TypeError("Stream is required, got None")
+    raise RuntimeError("GPU arrays need the CUDA backend, which this installation does not have; "
+                       "pass NumPy arrays to run the kernel on the interpreter.")
