@@ -38,8 +38,8 @@ class _Undefined:
 
 
 class _Return(Exception):
-    def __init__(self, value):
-        self.value = value
+    def __init__(self, value, node):
+        self.value, self.node = value, node
 
 
 class LocalFunction:
@@ -124,8 +124,13 @@ class Lowerer:
         self.node: ast.AST = source.node
         self.call_stack: list = []        # SourceLocs of the helper calls we are inside
         self.runtime_depth = 0            # > 0 inside a runtime if/for region
+        self.arg_nodes: dict = {}         # parameter name -> AST node of the tile call being lowered
 
     # ---- errors and emission ------------------------------------------------------------------
+
+    def arg(self, name: str):
+        """The AST node of argument `name` of the tile call being lowered (for precise carets)."""
+        return self.arg_nodes.get(name)
 
     def loc(self, node=None):
         return self.source.loc(node or self.node)
@@ -161,7 +166,7 @@ class Lowerer:
             self.walk_body(self.source.node.body)
         except _Return as r:
             if r.value is not None:
-                self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array")
+                self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array", r.node)
         except TileError:
             raise
         except RecursionError:
@@ -227,7 +232,7 @@ class Lowerer:
         value = self.expr(s.value) if s.value is not None else None
         if self.runtime_depth:
             self.fail(TileSyntaxError, "Returning from inside a runtime if or a for loop is not supported")
-        raise _Return(value)
+        raise _Return(value, s)
 
     def stmt_Assert(self, s):
         cond = self.expr(s.test)
@@ -600,7 +605,11 @@ class Lowerer:
         if op_name is not None:
             if op_name == "cdiv" and all(coerce.is_const(a) for a in args):
                 return func(*args)
-            return LOWERINGS[op_name](self, *bind_call(self, func, args, kwargs))
+            saved, self.arg_nodes = self.arg_nodes, _argument_nodes(func, node)
+            try:
+                return LOWERINGS[op_name](self, *bind_call(self, func, args, kwargs))
+            finally:
+                self.arg_nodes = saved
         if isinstance(func, BoundMethod):
             return lower_method(self, func.value, func.name, args, kwargs)
         if isinstance(func, DType):
@@ -719,6 +728,16 @@ def _bind(pyfunc, args, kwargs) -> dict:
     bound = inspect.signature(pyfunc).bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
+
+
+def _argument_nodes(stub, call: ast.Call) -> dict:
+    """Map the stub's parameter names to the call's argument expressions."""
+    import inspect
+    try:
+        bound = inspect.signature(stub).bind_partial(*call.args, **{k.arg: k.value for k in call.keywords if k.arg})
+    except TypeError:
+        return {}
+    return {name: node for name, node in bound.arguments.items() if isinstance(node, ast.AST)}
 
 
 def _assigned_names(stmts) -> set[str]:

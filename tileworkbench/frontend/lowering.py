@@ -53,11 +53,11 @@ class SliceValue:
 
 # ---- argument helpers ---------------------------------------------------------------------------
 
-def const_int(lw, x, what: str) -> int:
+def const_int(lw, x, what: str, node=None) -> int:
     if isinstance(x, Value):
-        lw.fail(TileTypeError, f"{what} must be a compile-time constant, got a runtime {x.type}")
+        lw.fail(TileTypeError, f"{what} must be a compile-time constant, got a runtime {x.type}", node)
     if isinstance(x, bool) or not isinstance(x, int):
-        lw.fail(TileTypeError, f"{what} must be an integer constant, got {x!r}")
+        lw.fail(TileTypeError, f"{what} must be an integer constant, got {x!r}", node)
     return x
 
 
@@ -67,16 +67,17 @@ def const_bool(lw, x, what: str) -> bool:
     return x
 
 
-def tile_shape(lw, shape, what="Tile shape") -> tuple[int, ...]:
+def tile_shape(lw, shape, what="Tile shape", arg="shape") -> tuple[int, ...]:
     """A constant shape of power-of-two dimensions (an int means a 1-D shape)."""
+    node = lw.arg(arg)
     if isinstance(shape, int) and not isinstance(shape, bool):
         shape = (shape,)
     if not isinstance(shape, tuple):
-        lw.fail(TileTypeError, f"{what} must be a tuple of integer constants, got {coerce.describe(shape)}")
-    dims = tuple(const_int(lw, n, what) for n in shape)
+        lw.fail(TileTypeError, f"{what} must be a tuple of integer constants, got {coerce.describe(shape)}", node)
+    dims = tuple(const_int(lw, n, what, node) for n in shape)
     for n in dims:
         if not is_pow2(n):
-            lw.fail(TileValueError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two")
+            lw.fail(TileValueError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two", node)
     return dims
 
 
@@ -89,7 +90,7 @@ def normalize_axis(lw, axis, ndim: int, what="axis") -> int:
 
 def array_arg(lw, a, fn: str) -> Value:
     if not (isinstance(a, Value) and a.is_array):
-        lw.fail(TileTypeError, f"{fn}() expects an array as its first argument, got {coerce.describe(a)}")
+        lw.fail(TileTypeError, f"{fn}() expects an array as its first argument, got {coerce.describe(a)}", lw.arg("array"))
     return a
 
 
@@ -113,7 +114,7 @@ def tile_index(lw, index, ndim: int, what: str) -> list[Value]:
     if not isinstance(index, tuple):
         index = (index,)
     if len(index) != ndim:
-        lw.fail(TileTypeError, f"Index size {len(index)} does not match the array rank {ndim}")
+        lw.fail(TileTypeError, f"Index size {len(index)} does not match the array rank {ndim}", lw.arg("index"))
     return [lw.index_scalar(i, what) if is_const(i) else _int_scalar(lw, i, what) for i in index]
 
 
@@ -124,6 +125,11 @@ def _int_scalar(lw, i, what) -> Value:
 
 
 def order_arg(lw, order, ndim: int) -> tuple[int, ...]:
+    with lw.at(lw.arg("order") or lw.node):
+        return _order(lw, order, ndim)
+
+
+def _order(lw, order, ndim: int) -> tuple[int, ...]:
     if order == "C":
         return tuple(range(ndim))
     if order == "F":
@@ -207,7 +213,7 @@ def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, al
     scalar_result = shape == ()
     shape = (1,) * ndim if scalar_result else tile_shape(lw, shape)
     if len(shape) != ndim:
-        lw.fail(TileTypeError, f"Expected shape of length {ndim} for an array of rank {ndim}, got {shape}")
+        lw.fail(TileTypeError, f"Expected shape of length {ndim} for an array of rank {ndim}, got {shape}", lw.arg("shape"))
     attrs = {"shape": shape, "order": order_arg(lw, order, ndim), "padding": padding_arg(lw, padding_mode),
              "check_bounds": const_bool(lw, check_bounds, "check_bounds")}
     attrs.update(memory_hints(lw, latency, allow_tma, memory_order=memory_order, memory_scope=memory_scope,
@@ -359,7 +365,7 @@ def arange(lw, size, dtype, start, step):
     if isinstance(size, Value) or isinstance(size, bool) or not isinstance(size, int):
         lw.fail(TileTypeError, f"Expected an integer constant for the size of arange, got {coerce.describe(size)}")
     if not is_pow2(size):
-        lw.fail(TileValueError, f"Result tile shape must be power of 2, got {size}")
+        lw.fail(TileValueError, f"Result tile shape must be power of 2, got {size}", lw.arg("size"))
     dtype = dtype_arg(lw, dtype)
     iota = lw.emit("iota", [], {"shape": (size,), "dtype": int32})
     result = cast(lw, iota, dtype)

@@ -213,8 +213,9 @@ def _run_print(ctx, op, values):
 def _record_shape_op(ctx, op, args):
     """Where each output element of a shape op came from: (operand number, flat position)."""
     positions, offset, offsets = [], 0, []
-    for v, x in zip(op.operands, args):
-        if isinstance(v.type, TileType) and v.type.shape:
+    data_operands = 2 if op.name in ("cat", "insert") else 1  # the rest are sub-tile indices
+    for k, (v, x) in enumerate(zip(op.operands, args)):
+        if k < data_operands:
             positions.append(np.arange(offset, offset + v.type.size, dtype=np.int64).reshape((1,) + v.type.shape))
             offsets.append(offset)
             offset += v.type.size

@@ -1,0 +1,103 @@
+"""Access traces: per-lane statuses, shape-op maps, and the versioned on-disk format."""
+import json
+
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.interp import Status, Trace, executor, run
+
+
+@ct.kernel
+def copy_ragged(x, y, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(y, (i,), ct.load(x, (i,), (TILE,), padding_mode=ct.PaddingMode.ZERO))
+
+
+@ct.kernel
+def gather_scatter(x, y, idx):
+    index = ct.load(idx, (0,), (8,))
+    values = ct.gather(x, index, mask=index != 3, padding_value=-1)
+    ct.scatter(y, index, values)
+
+
+@ct.kernel
+def transposed(x, y):
+    t = ct.load(x, (0, 0), (4, 2), order="F")
+    ct.store(y, (0, 0), ct.permute(t, (1, 0)))
+
+
+def test_ragged_load_marks_padded_lanes_and_store_marks_dropped_lanes():
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros_like(x)
+    trace = run(copy_ragged, (3,), (x, y, 4), trace=True)
+    load, store = trace.by_op("load")[0], trace.by_op("store")[0]
+    assert load.array == "x" and store.array == "y"
+    assert load.counts() == {"LOADED": 10, "PADDED": 2}
+    assert store.counts() == {"STORED": 10, "DROPPED": 2}
+    last = load.for_block((2,))
+    assert last.coords[0, :, 0].tolist() == [8, 9, 10, 11]
+    assert last.status[0].tolist() == [Status.LOADED, Status.LOADED, Status.PADDED, Status.PADDED]
+    assert load.source.strip().startswith("ct.store(y, (i,), ct.load(x")
+    assert load.line == copy_ragged._pyfunc.__code__.co_firstlineno + 3
+
+
+def test_gather_and_scatter_statuses_cover_masks_bounds_and_collisions():
+    x = np.arange(10, dtype=np.int32)
+    y = np.zeros(10, np.int32)
+    idx = np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
+    trace = run(gather_scatter, (1,), (x, y, idx), trace=True)
+    gather, scatter = trace.by_op("gather")[0], trace.by_op("scatter")[0]
+    assert gather.status[0].tolist() == [Status.LOADED, Status.MASKED, Status.OUT_OF_BOUNDS, Status.OUT_OF_BOUNDS,
+                                         Status.LOADED, Status.LOADED, Status.LOADED, Status.LOADED]
+    assert scatter.status[0].tolist() == [Status.STORED, Status.STORED, Status.OUT_OF_BOUNDS, Status.OUT_OF_BOUNDS,
+                                          Status.COLLISION, Status.COLLISION, Status.STORED, Status.STORED]
+    assert gather.coords[0, :, 0].tolist() == idx.tolist()
+
+
+def test_shape_ops_record_where_each_element_came_from():
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    y = np.zeros((2, 4), np.float32)
+    trace = run(transposed, (1,), (x, y), trace=True)
+    load = trace.by_op("load")[0]
+    # order='F': tile element (r, c) reads array element (c, r)
+    assert load.coords[0, 1, 0].tolist() == [0, 1]
+    permute = trace.by_op("permute")[0]
+    assert permute.array is None and permute.shape == (2, 4)
+    # output (0, 1) came from operand 0, flat position 2 of the (4, 2) tile, i.e. element (1, 0)
+    assert permute.coords[0, 0, 1].tolist() == [0, 2]
+    np.testing.assert_array_equal(y, x)
+
+
+def test_trace_round_trips_through_its_file_format(tmp_path):
+    x = np.arange(10, dtype=np.float32)
+    trace = run(copy_ragged, (3,), (x, np.zeros_like(x), 4), trace=True)
+    path = tmp_path / "copy.npz"
+    trace.save(path)
+    back = Trace.load(path)
+    assert back.kernel == "copy_ragged" and back.grid == (3, 1, 1)
+    assert back.arrays == {"x": {"shape": [10], "dtype": "float32"}, "y": {"shape": [10], "dtype": "float32"}}
+    assert len(back.events) == len(trace.events)
+    for a, b in zip(trace.events, back.events):
+        assert (a.op, a.array, a.line, a.source) == (b.op, b.array, b.line, b.source)
+        np.testing.assert_array_equal(a.coords, b.coords)
+        np.testing.assert_array_equal(a.status, b.status)
+        np.testing.assert_array_equal(a.blocks, b.blocks)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_trace_file_of_another_version_is_refused(tmp_path):
+    path = tmp_path / "old.npz"
+    meta = {"format": "tileworkbench-trace", "version": 99, "kernel": "k", "grid": [1, 1, 1], "arrays": {},
+            "events": []}
+    np.savez(path, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8))
+    with pytest.raises(ValueError, match="version 99 trace"):
+        Trace.load(path)
+
+
+def test_traces_of_large_grids_are_merged_across_batches(monkeypatch):
+    monkeypatch.setattr(executor, "BATCH_ELEMENTS", 1024)  # force several batches
+    x = np.arange(1 << 16, dtype=np.float32)
+    trace = run(copy_ragged, (64,), (x, np.zeros_like(x), 1024), trace=True)
+    assert len(trace.by_op("load")) == 1
+    assert trace.by_op("load")[0].blocks[:, 0].tolist() == list(range(64))
