@@ -1,0 +1,524 @@
+"""IR -> CUDA C++ over the tile library in include/tileworkbench/ (one emission rule per op).
+
+The generated kernel reads like the tile program it came from: one C++ variable per SSA value,
+named after the user's variable, one statement per op, and a comment per kernel source line:
+
+    // line 4: ta = ct.load(a, (i,), (TILE,))
+    const tw::tile<float, tw::shape<1024>> ta = tw::load<tw::shape<1024>>(a, (int32_t[]){i.item()}, NAN);
+
+Thread layout, shared-memory use and the lowering of mma are described in docs/architecture.md.
+"""
+from __future__ import annotations
+
+import keyword
+import math
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import TileUnsupportedFeatureError
+from ..interp.memory import padding_value
+from ..ir.core import Function, Op, Value
+from ..ir.types import DType, TileType, bool_, float32, float64
+
+INCLUDE_DIR = Path(__file__).parent / "include"
+HEADER_VERSION = "1"  # bump when the tile library changes what compiled kernels do
+
+_CPP_RESERVED = set(keyword.kwlist) | {
+    "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
+    "goto", "int", "long", "new", "operator", "private", "public", "register", "short", "signed", "sizeof",
+    "static", "struct", "switch", "template", "this", "typedef", "union", "unsigned", "void", "volatile", "tw",
+    "blockIdx", "threadIdx", "gridDim", "blockDim", "half", "std", "main", "printf",
+}
+
+
+@dataclass
+class GeneratedKernel:
+    """CUDA C++ for one specialization, and how to launch it."""
+
+    name: str
+    source: str
+    threads: int
+    smem_bytes: int
+    params: list = field(default_factory=list)  # (name, kind, dtype, ndim) per runtime parameter
+
+
+def tile_type(t: TileType) -> str:
+    """Scalars are plain C++ values; tiles are tw::tile<T, tw::shape<...>>."""
+    if not t.shape:
+        return t.dtype.ctype
+    return f"tw::tile<{t.dtype.ctype}, {shape_type(t.shape)}>"
+
+
+def shape_type(shape) -> str:
+    return f"tw::shape<{', '.join(map(str, shape))}>"
+
+
+def literal(value, dtype: DType) -> str:
+    """A C++ expression of `dtype` for a Python scalar."""
+    if dtype is bool_:
+        return "true" if value else "false"
+    if dtype.is_integral and dtype.bitwidth == 32 and dtype.is_signed:
+        return str(int(value))
+    if dtype.is_integral:
+        suffix = {8: "", 16: "", 32: "", 64: "LL"}[dtype.bitwidth] + ("U" if not dtype.is_signed and dtype.bitwidth == 64 else "")
+        return f"{dtype.ctype}({int(value)}{suffix})"
+    if dtype is float64:
+        if math.isfinite(value):
+            return repr(float(value))
+        return f"__longlong_as_double({struct.unpack('<q', struct.pack('<d', value))[0]}LL)"
+    if math.isfinite(value):
+        text = f"{float(value)!r}f"
+    else:
+        text = f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})"
+    return text if dtype in (float32,) or dtype.kind == "r" else f"tw::convert<{dtype.ctype}>({text})"
+
+
+def _skewed(n: int) -> int:
+    return n + n // 32
+
+
+class _Emitter:
+    def __init__(self, fn: Function, threads: int):
+        self.fn = fn
+        self.threads = threads
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+        self.lines: list[str] = []
+        self.indent = "  "
+        self.last_line = None
+        self.smem = 0
+
+    # ---- names ----------------------------------------------------------------------------------
+
+    def define(self, v: Value, hint: str = "") -> str:
+        base = (hint or v.name or "v").replace(".", "_")
+        if not base.isidentifier():
+            base = "v"
+        name = base if base not in _CPP_RESERVED else base + "_"
+        k = 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        self.names[id(v)] = name
+        return name
+
+    def __getitem__(self, v: Value) -> str:
+        return self.names[id(v)]
+
+    def tile(self, v: Value) -> str:
+        """v as a tile (a scalar becomes a one-element tile held by every thread)."""
+        return f"tw::make_scalar<{v.dtype.ctype}>({self[v]})" if not v.shape else self[v]
+
+    def at(self, values) -> str:
+        return f"tw::at({', '.join(self[v] for v in values)})"
+
+    def emit(self, text: str):
+        self.lines.append(self.indent + text)
+
+    def need_smem(self, nbytes: int):
+        self.smem = max(self.smem, (nbytes + 15) // 16 * 16)
+
+    # ---- ops --------------------------------------------------------------------------------------
+
+    def block(self, ops):
+        for op in ops:
+            if op.name == "yield":
+                continue
+            if op.loc and op.loc.line != self.last_line:
+                self.last_line = op.loc.line
+                self.emit(f"// line {op.loc.line}: {op.loc.source_line.strip()}")
+            rule = EMIT.get(op.name)
+            if rule is None:
+                raise TileUnsupportedFeatureError(f"'{op.name}' is not supported in GPU kernels yet; "
+                                                  f"run this kernel on the interpreter", op.loc)
+            rule(self, op)
+
+    def assign(self, op: Op, expr: str):
+        r = op.result
+        self.emit(f"const {tile_type(r.type)} {self.define(r)} = {expr};")
+
+    def assign_tile_result(self, op: Op, expr: str):
+        """`expr` computes a tile; a scalar result takes its one element."""
+        self.assign(op, f"{expr}.item()" if not op.result.shape else expr)
+
+
+EMIT: dict = {}
+
+
+def emits(*names):
+    def register(fn):
+        for n in names:
+            EMIT[n] = fn
+        return fn
+    return register
+
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitwise_and": "&", "bitwise_or": "|",
+          "bitwise_xor": "^", "lshift": "<<", "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+          "gt": ">", "ge": ">="}
+_CALLS = {"floordiv": "floordiv", "mod": "mod", "pow": "pow", "atan2": "atan2", "neg": "neg", "abs": "abs",
+          "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
+          "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+          "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
+
+
+def _narrow(dtype) -> bool:
+    """C++ promotes these to int: scalar results need a cast back."""
+    return dtype.is_integral and dtype.itemsize < 4 or dtype is bool_
+
+
+@emits(*_INFIX)
+def _infix(e, op):
+    x, y = op.operands
+    expr = f"{e[x]} {_INFIX[op.name]} {e[y]}"
+    if not op.result.shape and _narrow(op.result.dtype) and op.result.dtype is x.dtype:
+        expr = f"{op.result.dtype.ctype}({expr})"
+    e.assign(op, expr)
+
+
+@emits(*_CALLS)
+def _call(e, op):
+    space = "tw::op::" if not op.result.shape else "tw::"
+    e.assign(op, f"{space}{_CALLS[op.name]}({', '.join(e[v] for v in op.operands)})")
+
+
+@emits("bitwise_not")
+def _not(e, op):
+    x = op.operands[0]
+    if op.result.shape:
+        e.assign(op, f"~{e[x]}")
+    else:
+        e.assign(op, f"!{e[x]}" if x.dtype is bool_ else f"{x.dtype.ctype}(~{e[x]})")
+
+
+@emits("minimum", "maximum")
+def _min_max(e, op):
+    space = "tw::op::" if not op.result.shape else "tw::"
+    suffix = "_nan" if op.attrs.get("propagate_nan") else ""
+    e.assign(op, f"{space}{op.name}{suffix}({e[op.operands[0]]}, {e[op.operands[1]]})")
+
+
+@emits("where")
+def _where(e, op):
+    c, x, y = op.operands
+    if op.result.shape:
+        e.assign(op, f"tw::select({e[c]}, {e[x]}, {e[y]})")
+    else:
+        e.assign(op, f"{e[c]} ? {e[x]} : {e[y]}")
+
+
+@emits("constant")
+def _constant(e, op):
+    t = op.result.type
+    value = literal(op.attrs["value"], t.dtype)
+    if not t.shape:  # a scalar constant is written where it is used
+        e.names[id(op.result)] = value
+        return
+    e.assign(op, f"tw::full<{t.dtype.ctype}, {shape_type(t.shape)}>({value})")
+
+
+@emits("iota")
+def _iota(e, op):
+    t = op.result.type
+    e.assign(op, f"tw::iota<{t.dtype.ctype}, {shape_type(t.shape)}>()")
+
+
+@emits("astype")
+def _astype(e, op):
+    fn = "element_cast" if op.result.shape else "convert"
+    e.assign(op, f"tw::{fn}<{op.attrs['dtype'].ctype}>({e[op.operands[0]]})")
+
+
+@emits("bitcast")
+def _bitcast(e, op):
+    fn = "element_bitcast" if op.result.shape else "bitcast"
+    e.assign(op, f"tw::{fn}<{op.attrs['dtype'].ctype}>({e[op.operands[0]]})")
+
+
+@emits("reshape")
+def _reshape(e, op):
+    x, shape = op.operands[0], op.result.shape
+    if not shape:
+        e.assign(op, f"{e[x]}.item()")
+    elif not x.shape:
+        e.assign(op, f"tw::full<{x.dtype.ctype}, {shape_type(shape)}>({e[x]})")
+    else:
+        e.assign(op, f"tw::reshape<{shape_type(shape)}>({e[x]})")
+
+
+def _staged(e, *tiles):
+    """Shared memory for a layout change of these tiles (skewed to spread banks)."""
+    e.need_smem(sum(_skewed(t.size) * t.dtype.itemsize for t in tiles) + 64)
+
+
+@emits("permute")
+def _permute(e, op):
+    _staged(e, op.operands[0].type)
+    e.assign(op, f"tw::permute<{', '.join(map(str, op.attrs['axes']))}>({e[op.operands[0]]})")
+
+
+@emits("broadcast")
+def _broadcast(e, op):
+    _staged(e, op.operands[0].type)
+    e.assign(op, f"tw::broadcast<{shape_type(op.result.shape)}>({e[op.operands[0]]})")
+
+
+@emits("cat")
+def _cat(e, op):
+    x, y = op.operands
+    _staged(e, x.type, y.type)
+    e.assign(op, f"tw::cat<{op.attrs['axis']}>({e[x]}, {e[y]})")
+
+
+@emits("extract")
+def _extract(e, op):
+    x, *index = op.operands
+    _staged(e, x.type)
+    e.assign(op, f"tw::extract<{shape_type(op.result.shape)}>({e[x]}, {e.at(index)})")
+
+
+@emits("insert")
+def _insert(e, op):
+    x, value, *index = op.operands
+    _staged(e, x.type)
+    e.assign(op, f"tw::insert({e[x]}, {e[value]}, {e.at(index)})")
+
+
+def _keepdims_shape(t: TileType, axes) -> tuple[int, ...]:
+    return tuple(1 if d in axes else n for d, n in enumerate(t.shape))
+
+
+@emits("sum", "prod", "max", "min", "argmax", "argmin")
+def _reduce(e, op):
+    (x,) = op.operands
+    keep = _keepdims_shape(x.type, op.attrs["axes"])
+    flags = ", true" if op.attrs.get("propagate_nan") else ""
+    # worst case accumulator: an (index, value) pair of 16 bytes
+    e.need_smem(_skewed(x.type.size) * 16 + (e.threads // 32 + 2) * 16 + x.type.size // max(1, math.prod(x.type.shape[a] for a in op.attrs["axes"])) * 16 + 64)
+    expr = f"tw::{op.name}<{shape_type(keep)}{flags}>({e[x]})"
+    if not op.result.shape:
+        expr += ".item()"
+    elif keep != op.result.shape:
+        expr = f"tw::reshape<{shape_type(op.result.shape)}>({expr})"
+    e.assign(op, expr)
+
+
+@emits("cumsum", "cumprod")
+def _scan(e, op):
+    _staged(e, op.operands[0].type)
+    reverse = "true" if op.attrs["reverse"] else "false"
+    e.assign(op, f"tw::{op.name}<{op.attrs['axis']}, {reverse}>({e[op.operands[0]]})")
+
+
+@emits("mma")
+def _mma(e, op):
+    a, b, acc = op.operands
+    e.need_smem((_skewed(a.type.size) * a.type.dtype.itemsize + 15) // 16 * 16
+                + _skewed(b.type.size) * b.type.dtype.itemsize + 64)
+    e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]})")
+
+
+_AXIS = "xyz"
+
+
+@emits("bid")
+def _bid(e, op):
+    e.assign(op, f"int32_t(blockIdx.{_AXIS[op.attrs['axis']]})")
+
+
+@emits("num_blocks")
+def _num_blocks(e, op):
+    e.assign(op, f"int32_t(gridDim.{_AXIS[op.attrs['axis']]})")
+
+
+@emits("array_dim")
+def _array_dim(e, op):
+    e.assign(op, f"{e[op.operands[0]]}.shape[{op.attrs['axis']}]")
+
+
+@emits("num_tiles")
+def _num_tiles(e, op):
+    axis, n = op.attrs["axis"], op.attrs["shape"][op.attrs["axis"]]
+    extent = f"{e[op.operands[0]]}.shape[{op.attrs['order'][axis]}]"
+    e.assign(op, f"({extent} + {n - 1}) / {n}")
+
+
+def _pad(op) -> str:
+    dtype = op.result.dtype
+    return literal(padding_value(op.attrs["padding"], dtype), dtype)
+
+
+@emits("load")
+def _load(e, op):
+    array, *index = op.operands
+    order, shape = op.attrs["order"], op.attrs["shape"]
+    if order == tuple(range(len(order))):
+        e.assign(op, f"tw::load<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
+        return
+    # Tile axis k walks array axis order[k]: load the tile in the array's own axis order (coalesced),
+    # then permute it in shared memory.
+    arr_shape, arr_index = [0] * len(shape), [None] * len(shape)
+    for k, d in enumerate(order):
+        arr_shape[d], arr_index[d] = shape[k], index[k]
+    _staged(e, op.result.type)
+    loaded = f"tw::load<{shape_type(arr_shape)}>({e[array]}, {e.at(arr_index)}, {_pad(op)})"
+    e.assign(op, f"tw::permute<{', '.join(map(str, order))}>({loaded})")
+
+
+@emits("store")
+def _store(e, op):
+    array, *index, tile = op.operands
+    order = op.attrs["order"]
+    if order == tuple(range(len(order))):
+        e.emit(f"tw::store<{shape_type(tile.shape)}>({e[array]}, {e.at(index)}, {e[tile]});")
+        return
+    inverse = [order.index(d) for d in range(len(order))]
+    arr_shape = tuple(tile.shape[k] for k in inverse)
+    arr_index = [index[k] for k in inverse]
+    _staged(e, tile.type)
+    e.emit(f"tw::store<{shape_type(arr_shape)}>({e[array]}, {e.at(arr_index)}, "
+           f"tw::permute<{', '.join(map(str, inverse))}>({e[tile]}));")
+
+
+@emits("gather")
+def _gather(e, op):
+    array, *rest = op.operands
+    nd = array.type.ndim
+    index, pad, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
+    mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
+    e.assign_tile_result(op, f"tw::gather({e[array]}, {e.tile(pad)}, {mask_text}, {', '.join(e.tile(i) for i in index)})")
+
+
+@emits("scatter")
+def _scatter(e, op):
+    array, *rest = op.operands
+    nd = array.type.ndim
+    index, value, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
+    mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
+    e.emit(f"tw::scatter({e[array]}, {e.tile(value)}, {mask_text}, {', '.join(e.tile(i) for i in index)});")
+
+
+def _advanced_operands(e, op, shape):
+    sd = op.attrs["sparse_dim"]
+    array, index, *starts = op.operands[:2 + len(shape) - 1]
+    ones = tuple(n if d == sd else 1 for d, n in enumerate(shape))
+    _staged(e, TileType(index.dtype, shape))
+    full_index = f"tw::broadcast<{shape_type(shape)}>(tw::reshape<{shape_type(ones)}>({e[index]}))"
+    it = iter(starts)
+    start_values = ["0" if d == sd else e[next(it)] for d in range(len(shape))]
+    return sd, array, full_index, f"tw::at({', '.join(start_values)})"
+
+
+@emits("load_adv")
+def _load_adv(e, op):
+    shape = op.result.shape
+    sd, array, full_index, starts = _advanced_operands(e, op, shape)
+    e.assign(op, f"tw::load_advanced<{sd}, {shape_type(shape)}>({e[array]}, {full_index}, {starts}, {_pad(op)})")
+
+
+@emits("store_adv")
+def _store_adv(e, op):
+    tile = op.operands[-1]
+    sd, array, full_index, starts = _advanced_operands(e, op, tile.shape)
+    e.emit(f"tw::store_advanced<{sd}>({e[array]}, {full_index}, {starts}, {e[tile]});")
+
+
+@emits("if")
+def _if(e, op):
+    results = [e.define(r) for r in op.results]
+    for r, name in zip(op.results, results):
+        e.emit(f"{tile_type(r.type)} {name};")
+    for k, region in enumerate(op.regions):
+        e.emit(f"if ({e[op.operands[0]]}) {{" if k == 0 else "} else {")
+        _region(e, region, results)
+    e.emit("}")
+
+
+@emits("for")
+def _for(e, op):
+    lo, hi, step, *init = op.operands
+    body = op.regions[0]
+    iv, *carried = body.args
+    names = [e.define(r) for r in op.results]
+    for r, name, start in zip(op.results, names, init):
+        e.emit(f"{tile_type(r.type)} {name} = {e[start]};")
+        e.names[id(next(a for a, x in zip(carried, op.results) if x is r))] = name
+    i = e.define(iv, iv.name or "i")
+    e.emit(f"for (int32_t {i} = {e[lo]}; {i} < {e[hi]}; {i} += {e[step]}) {{")
+    _region(e, body, names)
+    e.emit("}")
+
+
+def _region(e, block, targets):
+    """A region's ops, then its yielded values assigned to the enclosing op's result variables."""
+    e.indent += "  "
+    e.block(block.ops)
+    yielded = block.ops[-1].operands if block.ops and block.ops[-1].name == "yield" else []
+    if len(yielded) > 1:  # assign through temporaries: a yielded value may be another carried variable
+        temps = []
+        for k, v in enumerate(yielded):
+            temps.append(f"next_{targets[k]}")
+            e.emit(f"const auto {temps[-1]} = {e[v]};")
+        for target, temp in zip(targets, temps):
+            e.emit(f"{target} = {temp};")
+    elif yielded:
+        if e[yielded[0]] != targets[0]:
+            e.emit(f"{targets[0]} = {e[yielded[0]]};")
+    e.indent = e.indent[:-2]
+
+
+def _memory_dtypes(fn: Function):
+    for p in fn.runtime_params:
+        if p.kind == "array":
+            yield p.type.dtype
+
+
+def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
+    """Threads per block: enough for two 16-byte chunks per thread of the largest tile, 32 to 256."""
+    if requested:
+        return requested
+    biggest = max((r.type.size for op in fn.walk() for r in op.results if isinstance(r.type, TileType)), default=1)
+    threads = 32
+    while threads < 256 and threads * vec * 2 < biggest:
+        threads *= 2
+    return threads
+
+
+def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
+    """CUDA C++ source for one kernel specialization."""
+    itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
+    vec = max(1, 16 // min(itemsizes))
+    threads = choose_threads(fn, vec, threads)
+    e = _Emitter(fn, threads)
+    signature, setup, params = [], [], []
+    for p, arg in zip(fn.runtime_params, fn.body.args):
+        name = e.define(arg, p.name)
+        if p.kind == "array":
+            t, nd = p.type.dtype.ctype, p.type.ndim
+            signature.append(f"{t}* __restrict__ {name}_ptr")
+            signature += [f"int32_t {name}_shape{d}" for d in range(nd)]
+            signature += [f"int32_t {name}_stride{d}" for d in range(nd)]
+            shapes = ", ".join(f"{name}_shape{d}" for d in range(nd))
+            strides = ", ".join(f"{name}_stride{d}" for d in range(nd))
+            setup.append(f"const tw::array<{t}, {nd}> {name}{{{name}_ptr, {{{shapes}}}, {{{strides}}}}};")
+            params.append((p.name, "array", p.type.dtype, nd))
+        else:
+            signature.append(f"const {p.type.dtype.ctype} {name}")
+            params.append((p.name, "scalar", p.type.dtype, 0))
+    e.block(fn.body.ops)
+    consts = ", ".join(f"{p.name}={p.value!r}" for p in fn.params if p.kind == "constant")
+    head = [
+        f"// Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else "") + ".",
+        f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes.",
+        f"#define TW_THREADS {threads}",
+        f"#define TW_VEC {vec}",
+        "#include <tileworkbench/tile.cuh>",
+        "",
+        f'extern "C" __global__ void __launch_bounds__({threads}) {fn.name}(',
+        "    " + ",\n    ".join(signature) + ") {",
+    ]
+    body = ["  " + s for s in setup] + e.lines
+    source = "\n".join(head + body + ["}", ""])
+    return GeneratedKernel(fn.name, source, threads, e.smem, params)

@@ -1,0 +1,451 @@
+// The tileworkbench tile library: tiles spread over the threads of a block.
+//
+// A tile<T, shape<...>> is a small array with a static shape. Its elements, numbered in C order,
+// are dealt to the TW_THREADS threads of the block in chunks of V consecutive elements:
+//
+//     element e  lives in  thread (e / V) % TW_THREADS,  register (e / V / TW_THREADS) * V + e % V
+//
+// so neighbouring threads own neighbouring chunks and a row-major load or store is coalesced
+// (V = TW_VEC, 16 bytes of the kernel's narrowest memory dtype). The layout depends on the
+// element count only, never on the dtype: elementwise ops, casts and C-order reshapes are pure
+// register code. A tile with fewer elements than threads is replicated (thread t holds element
+// t % N); scalars are tiles of shape<> held by every thread.
+//
+// Everything that moves elements between threads (permute, broadcast, reductions, mma...) goes
+// through the block's dynamic shared memory; the kernel launches with TW_SMEM_BYTES of it.
+#pragma once
+
+#ifndef TW_THREADS
+#define TW_THREADS 128
+#endif
+#ifndef TW_VEC
+#define TW_VEC 4
+#endif
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#else
+#include <cstdint>
+#endif
+
+namespace tw {
+
+// ---- element traits (no std headers: NVRTC compiles this without a system include path) -----------
+
+template <class T> struct traits {
+  static constexpr bool is_float = false;
+  static constexpr bool is_half = false;
+  static constexpr bool is_signed = T(-1) < T(0);
+};
+template <> struct traits<float> { static constexpr bool is_float = true, is_half = false, is_signed = true; };
+template <> struct traits<double> { static constexpr bool is_float = true, is_half = false, is_signed = true; };
+template <> struct traits<__half> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+template <> struct traits<__nv_bfloat16> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+
+template <int... I> struct int_seq {};
+template <int N, int... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
+template <int... I> struct make_seq<0, I...> { using type = int_seq<I...>; };
+
+// ---- shapes ----------------------------------------------------------------------------------
+
+template <int... Ns>
+struct shape {
+  static constexpr int rank = sizeof...(Ns);
+  static constexpr int size = (1 * ... * Ns);
+  __host__ __device__ static constexpr int dim(int i) {
+    constexpr int d[] = {Ns..., 0};
+    return d[i];
+  }
+  // C-order coordinates of flat index e
+  __device__ static void unflatten(int e, int* coord) {
+    for (int i = rank - 1; i >= 0; --i) {
+      coord[i] = e % dim(i);
+      e /= dim(i);
+    }
+  }
+  __device__ static int flatten(const int* coord) {
+    int e = 0;
+    for (int i = 0; i < rank; ++i) e = e * dim(i) + coord[i];
+    return e;
+  }
+};
+
+// ---- tiles -----------------------------------------------------------------------------------
+
+template <class T, class S>
+struct tile {
+  using element_type = T;
+  using shape_type = S;
+  static constexpr int N = S::size;
+  static constexpr int R = N >= TW_THREADS ? N / TW_THREADS : 1;  // registers per thread
+  static constexpr int V = R < TW_VEC ? R : TW_VEC;               // elements per chunk
+  static constexpr bool replicated = N < TW_THREADS;
+  T v[R];
+
+  // the element held in register r of this thread
+  __device__ static int elem(int r) {
+    return replicated ? int(threadIdx.x) % N : ((r / V) * TW_THREADS + int(threadIdx.x)) * V + r % V;
+  }
+  // whether this thread writes its elements back (each element has exactly one owner)
+  __device__ static bool owner() { return !replicated || int(threadIdx.x) < N; }
+  __device__ T item() const { return v[0]; }
+};
+
+template <class T>
+using scalar = tile<T, shape<>>;
+
+template <class T, class S>
+__device__ tile<T, S> full(T value) {
+  tile<T, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = value;
+  return out;
+}
+
+template <class T>
+__device__ scalar<T> make_scalar(T value) { return full<T, shape<>>(value); }
+
+template <class T, class S>
+__device__ tile<T, S> zeros() { return full<T, S>(T(0)); }
+
+template <class T, class S>
+__device__ tile<T, S> ones() { return full<T, S>(T(1)); }
+
+// 0, 1, ..., N-1 in C order
+template <class T, class S>
+__device__ tile<T, S> iota() {
+  tile<T, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = T(tile<T, S>::elem(r));
+  return out;
+}
+
+// Apply f elementwise; every operand has the same shape, hence the same layout.
+template <class F, class T, class S, class... Ts>
+__device__ auto map(F f, const tile<T, S>& a, const tile<Ts, S>&... b) {
+  using U = decltype(f(a.v[0], b.v[0]...));
+  tile<U, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = f(a.v[r], b.v[r]...);
+  return out;
+}
+
+// ---- scalar conversions and math (16-bit floats compute in float and round once) -----------------
+
+template <class T> __device__ float widen(T x) { return float(x); }
+template <> __device__ inline float widen(__half x) { return __half2float(x); }
+template <> __device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// Element conversion with C++ semantics (float -> int truncates toward zero, int -> bool is x != 0);
+// 16-bit floats go through float, double goes to them in one rounding.
+template <class To, class From>
+__device__ To convert(From x) {
+  if constexpr (traits<From>::is_half && traits<To>::is_half) return To(widen(x));
+  else if constexpr (traits<From>::is_half) return convert<To>(widen(x));
+  else if constexpr (traits<To>::is_half && sizeof(From) == 8 && traits<From>::is_float) return To(x);
+  else if constexpr (traits<To>::is_half) return To(float(x));
+  else return To(x);
+}
+
+#define TW_FLOAT_MATH(name, fexpr, dexpr)                                                  \
+  __device__ inline float name(float x) { return fexpr; }                                  \
+  __device__ inline double name(double x) { return dexpr; }                                \
+  __device__ inline __half name(__half x) { return __float2half(name(__half2float(x))); } \
+  __device__ inline __nv_bfloat16 name(__nv_bfloat16 x) { return __float2bfloat16(name(__bfloat162float(x))); }
+
+namespace op {
+TW_FLOAT_MATH(exp, expf(x), ::exp(x))
+TW_FLOAT_MATH(exp2, exp2f(x), ::exp2(x))
+TW_FLOAT_MATH(log, logf(x), ::log(x))
+TW_FLOAT_MATH(log2, log2f(x), ::log2(x))
+TW_FLOAT_MATH(sqrt, sqrtf(x), ::sqrt(x))
+TW_FLOAT_MATH(rsqrt, 1.0f / sqrtf(x), 1.0 / ::sqrt(x))
+TW_FLOAT_MATH(sin, sinf(x), ::sin(x))
+TW_FLOAT_MATH(cos, cosf(x), ::cos(x))
+TW_FLOAT_MATH(tan, tanf(x), ::tan(x))
+TW_FLOAT_MATH(sinh, sinhf(x), ::sinh(x))
+TW_FLOAT_MATH(cosh, coshf(x), ::cosh(x))
+TW_FLOAT_MATH(tanh, tanhf(x), ::tanh(x))
+TW_FLOAT_MATH(floor, floorf(x), ::floor(x))
+TW_FLOAT_MATH(ceil, ceilf(x), ::ceil(x))
+
+template <class T> __device__ bool isnan(T x) {
+  if constexpr (!traits<T>::is_float) return false;
+  else if constexpr (sizeof(T) == 8) return x != x;
+  else return widen(x) != widen(x);
+}
+// inf - inf is NaN, finite - finite is 0
+template <class T> __device__ bool isinf(T x) {
+  if constexpr (!traits<T>::is_float) return false;
+  else if constexpr (sizeof(T) == 8) return x == x && x - x != 0;
+  else { float f = widen(x); return f == f && f - f != 0.0f; }
+}
+template <class T> __device__ bool isfinite(T x) { return !isnan(x) && !isinf(x); }
+
+template <class T> __device__ T abs(T x) {
+  if constexpr (traits<T>::is_half) return T(fabsf(widen(x)));
+  else return x < T(0) ? T(-x) : x;
+}
+template <class T> __device__ T neg(T x) {
+  if constexpr (traits<T>::is_half) return T(-widen(x));
+  else return T(-x);
+}
+
+// Python semantics: // rounds toward -inf, % takes the sign of the divisor.
+template <class T> __device__ T floordiv(T a, T b) {
+  if constexpr (traits<T>::is_half) return T(floorf(widen(a) / widen(b)));
+  else if constexpr (traits<T>::is_float) return T(::floor(double(a) / double(b)));
+  else if constexpr (!traits<T>::is_signed) return b == 0 ? T(0) : T(a / b);
+  else {
+    if (b == 0) return T(0);
+    T q = T(a / b);
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+  }
+}
+template <class T> __device__ T mod(T a, T b) {
+  if constexpr (traits<T>::is_half) return T(mod(widen(a), widen(b)));
+  else if constexpr (traits<T>::is_float) {
+    T r = T(::fmod(double(a), double(b)));
+    return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? T(r + b) : r;
+  } else if constexpr (!traits<T>::is_signed) return b == 0 ? T(0) : T(a % b);
+  else {
+    if (b == 0) return T(0);
+    T r = T(a % b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+  }
+}
+template <class T> __device__ T pow(T a, T b) {
+  if constexpr (sizeof(T) == 8) return ::pow(a, b);
+  else return T(powf(widen(a), widen(b)));
+}
+template <class T> __device__ T atan2(T a, T b) {
+  if constexpr (sizeof(T) == 8) return ::atan2(a, b);
+  else return T(atan2f(widen(a), widen(b)));
+}
+// minimum/maximum ignore NaN (fmin semantics) unless asked to propagate it
+template <class T> __device__ T minimum(T a, T b) {
+  if (isnan(a)) return b;
+  if (isnan(b)) return a;
+  return b < a ? b : a;
+}
+template <class T> __device__ T maximum(T a, T b) {
+  if (isnan(a)) return b;
+  if (isnan(b)) return a;
+  return a < b ? b : a;
+}
+template <class T> __device__ T minimum_nan(T a, T b) { return isnan(a) ? a : isnan(b) ? b : (b < a ? b : a); }
+template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : isnan(b) ? b : (a < b ? b : a); }
+}  // namespace op
+
+// ---- elementwise tile operations (one line each) ----------------------------------------------------
+
+#define TW_UNARY(name) \
+  template <class T, class S> __device__ auto name(const tile<T, S>& x) { return map([](T a) { return op::name(a); }, x); }
+TW_UNARY(exp) TW_UNARY(exp2) TW_UNARY(log) TW_UNARY(log2) TW_UNARY(sqrt) TW_UNARY(rsqrt) TW_UNARY(sin)
+TW_UNARY(cos) TW_UNARY(tan) TW_UNARY(sinh) TW_UNARY(cosh) TW_UNARY(tanh) TW_UNARY(floor) TW_UNARY(ceil)
+TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite)
+
+#define TW_BINARY(name) \
+  template <class T, class S> __device__ auto name(const tile<T, S>& x, const tile<T, S>& y) { \
+    return map([](T a, T b) { return op::name(a, b); }, x, y); }
+TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(minimum) TW_BINARY(maximum)
+TW_BINARY(minimum_nan) TW_BINARY(maximum_nan)
+
+#define TW_OPERATOR(sym, name)                                                                  \
+  template <class T, class S> __device__ auto operator sym(const tile<T, S>& x, const tile<T, S>& y) { \
+    return map([](T a, T b) { return T(a sym b); }, x, y); }
+TW_OPERATOR(+, add) TW_OPERATOR(-, sub) TW_OPERATOR(*, mul) TW_OPERATOR(/, truediv)
+TW_OPERATOR(&, bitwise_and) TW_OPERATOR(|, bitwise_or) TW_OPERATOR(^, bitwise_xor)
+TW_OPERATOR(<<, lshift) TW_OPERATOR(>>, rshift)
+
+#define TW_COMPARISON(sym)                                                                      \
+  template <class T, class S> __device__ auto operator sym(const tile<T, S>& x, const tile<T, S>& y) { \
+    return map([](T a, T b) { return bool(a sym b); }, x, y); }
+TW_COMPARISON(==) TW_COMPARISON(!=) TW_COMPARISON(<) TW_COMPARISON(<=) TW_COMPARISON(>) TW_COMPARISON(>=)
+
+template <class T, class S>
+__device__ auto operator~(const tile<T, S>& x) {
+  return map([](T a) { return T(~a); }, x);
+}
+
+// cond ? x : y, elementwise ("select" in the tile-operations specification)
+template <class T, class S>
+__device__ tile<T, S> select(const tile<bool, S>& c, const tile<T, S>& x, const tile<T, S>& y) {
+  return map([](bool p, T a, T b) { return p ? a : b; }, c, x, y);
+}
+
+// element_cast: convert each element (float -> int truncates toward zero)
+template <class U, class T, class S>
+__device__ tile<U, S> element_cast(const tile<T, S>& x) {
+  return map([](T a) { return convert<U>(a); }, x);
+}
+
+template <class U, class T>
+__device__ U bitcast(T a) {
+  static_assert(sizeof(U) == sizeof(T), "bitcast needs types of one size");
+  union { T from; U to; } bits{a};
+  return bits.to;
+}
+
+// element_bitcast: reinterpret each element's bits
+template <class U, class T, class S>
+__device__ tile<U, S> element_bitcast(const tile<T, S>& x) {
+  static_assert(sizeof(U) == sizeof(T), "element_bitcast needs types of one size");
+  return map([](T a) { return bitcast<U>(a); }, x);
+}
+
+// reshape: the layout depends on the element count only, so a C-order reshape moves nothing
+template <class S2, class T, class S>
+__device__ tile<T, S2> reshape(const tile<T, S>& x) {
+  static_assert(S2::size == S::size, "reshape keeps the element count");
+  tile<T, S2> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = x.v[r];
+  return out;
+}
+
+// ---- moving elements between threads, through shared memory -----------------------------------------
+
+__device__ inline unsigned char* smem() {
+  extern __shared__ __align__(16) unsigned char tw_dynamic_smem[];
+  return tw_dynamic_smem;
+}
+
+// Skew shared-memory indices by one element every 32 so power-of-two strides spread over banks.
+__device__ inline int skew(int i) { return i + (i >> 5); }
+
+template <class T, class S>
+__device__ void to_smem(const tile<T, S>& x, T* buf, int offset = 0) {
+  if (x.owner()) {
+#pragma unroll
+    for (int r = 0; r < tile<T, S>::R; ++r) buf[skew(offset + x.elem(r))] = x.v[r];
+  }
+}
+
+// out[e] = source element src(e) of the tiles written to shared memory
+template <class S2, class T, class F>
+__device__ tile<T, S2> from_smem(const T* buf, F src) {
+  tile<T, S2> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S2>::R; ++r) out.v[r] = buf[skew(src(tile<T, S2>::elem(r)))];
+  return out;
+}
+
+// Result axis k is input axis Axes[k].
+template <int... Axes, class T, class S>
+__device__ auto permute(const tile<T, S>& x) {
+  using S2 = shape<S::dim(Axes)...>;
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  to_smem(x, buf);
+  __syncthreads();
+  return from_smem<S2>(buf, [](int e) {
+    int out[S::rank > 0 ? S::rank : 1], in[S::rank > 0 ? S::rank : 1];
+    S2::unflatten(e, out);
+    constexpr int axes[] = {Axes..., 0};
+    for (int k = 0; k < S::rank; ++k) in[axes[k]] = out[k];
+    return S::flatten(in);
+  });
+}
+
+template <class T, class S, int... I>
+__device__ auto transpose_first_two(const tile<T, S>& x, int_seq<I...>) { return permute<1, 0, (I + 2)...>(x); }
+
+// Interchange the first two dimensions (rank < 2: unchanged).
+template <class T, class S>
+__device__ auto transpose(const tile<T, S>& x) {
+  if constexpr (S::rank < 2) return x;
+  else return transpose_first_two(x, typename make_seq<S::rank - 2>::type{});
+}
+
+// Stretch size-1 dimensions (NumPy broadcasting at equal rank).
+template <class S2, class T, class S>
+__device__ tile<T, S2> broadcast(const tile<T, S>& x) {
+  static_assert(S::rank == S2::rank, "broadcast at equal rank; reshape first");
+  if constexpr (S::size == 1) {
+    return full<T, S2>(x.v[0]);
+  } else {
+    T* buf = reinterpret_cast<T*>(smem());
+    __syncthreads();
+    to_smem(x, buf);
+    __syncthreads();
+    return from_smem<S2>(buf, [](int e) {
+      int c[S2::rank];
+      S2::unflatten(e, c);
+      for (int i = 0; i < S::rank; ++i) c[i] = S::dim(i) == 1 ? 0 : c[i];
+      return S::flatten(c);
+    });
+  }
+}
+
+template <int Axis, class S, class S1, int... I>
+shape<(I == Axis ? S::dim(I) + S1::dim(I) : S::dim(I))...> cat_shape(int_seq<I...>);
+
+// Concatenate x and y along Axis.
+template <int Axis, class T, class S, class S1>
+__device__ auto cat(const tile<T, S>& x, const tile<T, S1>& y) {
+  using S2 = decltype(cat_shape<Axis, S, S1>(typename make_seq<S::rank>::type{}));
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  to_smem(x, buf);
+  to_smem(y, buf, S::size);
+  __syncthreads();
+  return from_smem<S2>(buf, [](int e) {
+    int c[S2::rank];
+    S2::unflatten(e, c);
+    if (c[Axis] < S::dim(Axis)) return S::flatten(c);
+    c[Axis] -= S::dim(Axis);
+    return S::size + S1::flatten(c);
+  });
+}
+
+// Sub-tile number `index` of x split into tiles of shape S2.
+template <class S2, class T, class S, class Index>
+__device__ tile<T, S2> extract(const tile<T, S>& x, const Index& index) {
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  to_smem(x, buf);
+  __syncthreads();
+  int origin[S::rank];
+  for (int i = 0; i < S::rank; ++i) origin[i] = index[i] * S2::dim(i);
+  return from_smem<S2>(buf, [&](int e) {
+    int c[S::rank];
+    S2::unflatten(e, c);
+    for (int i = 0; i < S::rank; ++i) c[i] += origin[i];
+    return S::flatten(c);
+  });
+}
+
+// x with sub-tile number `index` (of value's shape) replaced by value.
+template <class T, class S, class S2, class Index>
+__device__ tile<T, S> insert(const tile<T, S>& x, const tile<T, S2>& value, const Index& index) {
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  to_smem(x, buf);
+  __syncthreads();
+  if (value.owner()) {
+    for (int r = 0; r < tile<T, S2>::R; ++r) {
+      int c[S::rank];
+      S2::unflatten(value.elem(r), c);
+      for (int i = 0; i < S::rank; ++i) c[i] += index[i] * S2::dim(i);
+      buf[skew(S::flatten(c))] = value.v[r];
+    }
+  }
+  __syncthreads();
+  return from_smem<S>(buf, [](int e) { return e; });
+}
+
+}  // namespace tw
+
+#include "tile_reduce.cuh"
+#include "tile_memory.cuh"

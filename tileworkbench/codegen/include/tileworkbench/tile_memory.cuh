@@ -1,0 +1,208 @@
+// Global memory: arrays, tile-space load/store, gather/scatter and advanced indexing.
+//
+// Each thread moves its own chunks of V consecutive tile elements. When a chunk lies in one row of
+// a unit-stride array, is inside the array and is aligned, it moves as 16-byte (or 8/4-byte)
+// vector accesses; otherwise element by element with a bounds check. Elements outside the array
+// read `pad` and are never written.
+#pragma once
+
+namespace tw {
+
+template <class T, int Rank>
+struct array {
+  T* ptr;
+  int32_t shape[Rank];
+  int32_t stride[Rank];  // in elements
+};
+
+// A tile-space index or a start position: tw::at(i, j)
+template <int Rank>
+struct coords {
+  int32_t v[Rank];
+  __device__ int32_t operator[](int d) const { return v[d]; }
+};
+template <class... I>
+__device__ coords<sizeof...(I)> at(I... i) { return {{int32_t(i)...}}; }
+
+// Copy one chunk of Bytes bytes with the widest aligned accesses.
+template <int Bytes>
+__device__ void copy_chunk(void* dst, const void* src) {
+  if constexpr (Bytes % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 16; ++i) static_cast<uint4*>(dst)[i] = static_cast<const uint4*>(src)[i];
+  } else if constexpr (Bytes % 8 == 0) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 8; ++i) static_cast<uint2*>(dst)[i] = static_cast<const uint2*>(src)[i];
+  } else if constexpr (Bytes % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 4; ++i) static_cast<uint32_t*>(dst)[i] = static_cast<const uint32_t*>(src)[i];
+  } else {
+#pragma unroll
+    for (int i = 0; i < Bytes; ++i) static_cast<uint8_t*>(dst)[i] = static_cast<const uint8_t*>(src)[i];
+  }
+}
+
+template <int Bytes>
+__device__ bool aligned(const void* p) {
+  constexpr int a = Bytes % 16 == 0 ? 16 : Bytes % 8 == 0 ? 8 : Bytes % 4 == 0 ? 4 : 1;
+  return reinterpret_cast<unsigned long long>(p) % a == 0;
+}
+
+// Where a chunk starting at tile element e0 sits in the array: its offset, and whether all of it
+// is inside the array along every axis but the last (and from `coord_last` along the last).
+template <class S, class T, int Rank>
+struct chunk_place {
+  long long offset;
+  int last;        // array coordinate of the chunk's first element along the last axis
+  bool rows_inside;
+  __device__ chunk_place(const array<T, Rank>& a, const coords<Rank>& index, int e0) {
+    int c[Rank];
+    S::unflatten(e0, c);
+    offset = 0;
+    rows_inside = true;
+#pragma unroll
+    for (int d = 0; d < Rank; ++d) {
+      int x = index[d] * S::dim(d) + c[d];
+      if (d < Rank - 1) rows_inside = rows_inside && x >= 0 && x < a.shape[d];
+      offset += (long long)x * a.stride[d];
+      if (d == Rank - 1) last = x;
+    }
+  }
+  __device__ bool inside(const array<T, Rank>& a, int j) const {
+    return rows_inside && last + j >= 0 && last + j < a.shape[Rank - 1];
+  }
+};
+
+// The tile at `index` of the array's tile space (identity order: other orders are a permute).
+template <class S, class T, int Rank>
+__device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, T pad) {
+  using Tile = tile<T, S>;
+  constexpr int V = Tile::V;
+  constexpr bool rows_of_chunks = S::dim(Rank - 1) % V == 0;  // a chunk never crosses a row
+  Tile out;
+#pragma unroll
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
+    chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
+    if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
+        aligned<V * sizeof(T)>(a.ptr + p.offset)) {
+      copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + p.offset);
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
+      out.v[r0 + j] = q.inside(a, 0) ? a.ptr[q.offset] : pad;
+    }
+  }
+  return out;
+}
+
+template <class S, class T, int Rank>
+__device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const tile<T, S>& x) {
+  using Tile = tile<T, S>;
+  constexpr int V = Tile::V;
+  constexpr bool rows_of_chunks = S::dim(Rank - 1) % V == 0;
+  if (!x.owner()) return;
+#pragma unroll
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
+    chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
+    if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
+        aligned<V * sizeof(T)>(a.ptr + p.offset)) {
+      copy_chunk<V * sizeof(T)>(a.ptr + p.offset, &x.v[r0]);
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
+      if (q.inside(a, 0)) a.ptr[q.offset] = x.v[r0 + j];
+    }
+  }
+}
+
+struct no_mask {};
+
+__device__ inline bool mask_at(const no_mask&, int) { return true; }
+template <class S>
+__device__ bool mask_at(const tile<bool, S>& m, int r) { return m.v[r]; }
+
+// A signed or unsigned index is inside [0, n) exactly when its unsigned 64-bit value is below n.
+template <class I>
+__device__ bool in_range(I i, int n) {
+  if constexpr (traits<I>::is_signed) return i >= 0 && (long long)i < n;
+  else return (unsigned long long)i < (unsigned long long)n;
+}
+
+template <int Rank, class S, class... I>
+__device__ bool element_offset(const int32_t* shape, const int32_t* stride, int r, long long& offset,
+                               const tile<I, S>&... index) {
+  bool inside = true;
+  int d = 0;
+  offset = 0;
+  ((inside = inside && in_range(index.v[r], shape[d]), offset += (long long)index.v[r] * stride[d], ++d), ...);
+  return inside;
+}
+
+// t[...] = a[index0[...], index1[...], ...] where inside and unmasked, else pad
+template <class T, int Rank, class S, class M, class... I>
+__device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, const M& mask, const tile<I, S>&... index) {
+  tile<T, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) {
+    long long offset;
+    bool ok = element_offset<Rank>(a.shape, a.stride, r, offset, index...) && mask_at(mask, r);
+    out.v[r] = ok ? a.ptr[offset] : pad.v[r];
+  }
+  return out;
+}
+
+template <class T, int Rank, class S, class M, class... I>
+__device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const M& mask, const tile<I, S>&... index) {
+  if (!value.owner()) return;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) {
+    long long offset;
+    if (element_offset<Rank>(a.shape, a.stride, r, offset, index...) && mask_at(mask, r)) a.ptr[offset] = value.v[r];
+  }
+}
+
+// Advanced indexing: along SparseDim the coordinate comes from `index` (already broadcast to the
+// tile's shape), along the other dims it is start[d] + the tile coordinate.
+template <int SparseDim, class T, int Rank, class S, class I>
+__device__ bool advanced_offset(const array<T, Rank>& a, const tile<I, S>& index, const coords<Rank>& start, int r,
+                                long long& offset) {
+  int c[Rank];
+  S::unflatten(tile<I, S>::elem(r), c);
+  bool inside = true;
+  offset = 0;
+#pragma unroll
+  for (int d = 0; d < Rank; ++d) {
+    long long x = d == SparseDim ? (long long)index.v[r] : (long long)start[d] + c[d];
+    inside = inside && (d == SparseDim ? in_range(index.v[r], a.shape[d]) : (x >= 0 && x < a.shape[d]));
+    offset += x * a.stride[d];
+  }
+  return inside;
+}
+
+template <int SparseDim, class S, class T, int Rank, class I>
+__device__ tile<T, S> load_advanced(const array<T, Rank>& a, const tile<I, S>& index, const coords<Rank>& start, T pad) {
+  tile<T, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) {
+    long long offset;
+    out.v[r] = advanced_offset<SparseDim>(a, index, start, r, offset) ? a.ptr[offset] : pad;
+  }
+  return out;
+}
+
+template <int SparseDim, class T, int Rank, class S, class I>
+__device__ void store_advanced(const array<T, Rank>& a, const tile<I, S>& index, const coords<Rank>& start,
+                               const tile<T, S>& x) {
+  if (!x.owner()) return;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) {
+    long long offset;
+    if (advanced_offset<SparseDim>(a, index, start, r, offset)) a.ptr[offset] = x.v[r];
+  }
+}
+
+}  // namespace tw

@@ -1,0 +1,224 @@
+// Reductions, scans and matrix multiply.
+//
+// A reduction writes the tile to shared memory grouped by output element (the reduced elements
+// of one output side by side), then each output is combined by a group of threads: each thread
+// folds a strided slice of the group, then the group combines with warp shuffles (and through
+// shared memory when a group spans several warps). The results are dealt back into the output
+// tile's layout.
+#pragma once
+
+namespace tw {
+
+template <class V>
+struct indexed {  // a value and where it came from, for argmax/argmin
+  V value;
+  int index;
+};
+
+template <class A>
+__device__ A shuffle_xor(A x, int mask) {
+  if constexpr (sizeof(A) == 1) return A(__shfl_xor_sync(0xffffffffu, int(x), mask));
+  else return __shfl_xor_sync(0xffffffffu, x, mask);
+}
+template <class V>
+__device__ indexed<V> shuffle_xor(indexed<V> x, int mask) {
+  return {shuffle_xor(x.value, mask), __shfl_xor_sync(0xffffffffu, x.index, mask)};
+}
+
+// Position of element e of S in the grouped layout: output o (the keepdims shape S2) times the
+// number of reduced elements L, plus j (the element's rank among o's reduced elements, C order).
+template <class S, class S2>
+__device__ int grouped_position(int e) {
+  constexpr int L = S::size / S2::size;
+  int c[S::rank > 0 ? S::rank : 1];
+  S::unflatten(e, c);
+  int o = 0, j = 0;
+  for (int d = 0; d < S::rank; ++d) {
+    if (S2::dim(d) == 1 && S::dim(d) != 1) {
+      j = j * S::dim(d) + c[d];
+    } else {
+      o = o * S2::dim(d) + c[d];
+    }
+  }
+  return o * L + j;
+}
+
+// Reduce x to the keepdims shape S2: lift(x_e, j) makes each element's accumulator, combine folds
+// two accumulators, finish turns the accumulator into the result element.
+template <class S2, class A, class T, class S, class Lift, class Combine, class Finish>
+__device__ auto reduce(const tile<T, S>& x, A identity, Lift lift, Combine combine, Finish finish) {
+  using R = decltype(finish(identity));
+  constexpr int K = S2::size, L = S::size / S2::size;
+  A* buf = reinterpret_cast<A*>(smem());
+  __syncthreads();
+  if (x.owner()) {
+#pragma unroll
+    for (int r = 0; r < tile<T, S>::R; ++r) {
+      int p = grouped_position<S, S2>(tile<T, S>::elem(r));
+      buf[skew(p)] = lift(x.v[r], p % L);
+    }
+  }
+  __syncthreads();
+  tile<R, S2> out;
+  if constexpr (K >= TW_THREADS) {
+#pragma unroll
+    for (int r = 0; r < tile<R, S2>::R; ++r) {
+      int o = tile<R, S2>::elem(r);
+      A acc = identity;
+      for (int j = 0; j < L; ++j) acc = combine(acc, buf[skew(o * L + j)]);
+      out.v[r] = finish(acc);
+    }
+    return out;
+  } else {
+    constexpr int G = TW_THREADS / K;  // threads per output
+    int t = threadIdx.x, o = t / G, lane = t % G;
+    A acc = identity;
+    for (int j = lane; j < L; j += G) acc = combine(acc, buf[skew(o * L + j)]);
+#pragma unroll
+    for (int m = (G < 32 ? G : 32) / 2; m > 0; m /= 2) acc = combine(acc, shuffle_xor(acc, m));
+    A* partial = buf + skew(K * L) + 1;
+    if constexpr (G > 32) {  // one partial per warp, then each thread folds its output's warps
+      __syncthreads();
+      if (t % 32 == 0) partial[t / 32] = acc;
+      __syncthreads();
+      acc = identity;
+      for (int w = 0; w < G / 32; ++w) acc = combine(acc, partial[o * (G / 32) + w]);
+    }
+    R* result = reinterpret_cast<R*>(partial + TW_THREADS / 32 + 1);
+    __syncthreads();
+    if (lane == 0) result[o] = finish(acc);
+    __syncthreads();
+    out.v[0] = result[int(threadIdx.x) % K];
+    return out;
+  }
+}
+
+template <class T> __device__ T lowest() {
+  if constexpr (traits<T>::is_float) return convert<T>(-__int_as_float(0x7f800000));
+  else if constexpr (traits<T>::is_signed) return T(T(1) << (sizeof(T) * 8 - 1));
+  else return T(0);
+}
+template <class T> __device__ T highest() {
+  if constexpr (traits<T>::is_float) return convert<T>(__int_as_float(0x7f800000));
+  else if constexpr (traits<T>::is_signed) return T(~lowest<T>());
+  else return T(~T(0));
+}
+
+// Sums and products accumulate 16-bit floats in float and round once.
+template <class T> struct accumulator { using type = T; };
+template <> struct accumulator<__half> { using type = float; };
+template <> struct accumulator<__nv_bfloat16> { using type = float; };
+
+template <class S2, class T, class S>
+__device__ tile<T, S2> sum(const tile<T, S>& x) {
+  using A = typename accumulator<T>::type;
+  return reduce<S2>(x, A(0), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a + b); },
+                    [](A a) { return convert<T>(a); });
+}
+template <class S2, class T, class S>
+__device__ tile<T, S2> prod(const tile<T, S>& x) {
+  using A = typename accumulator<T>::type;
+  return reduce<S2>(x, A(1), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a * b); },
+                    [](A a) { return convert<T>(a); });
+}
+template <class S2, bool PropagateNan = false, class T, class S>
+__device__ tile<T, S2> max(const tile<T, S>& x) {
+  auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
+  return reduce<S2>(x, lowest<T>(), [](T v, int) { return v; }, f, [](T a) { return a; });
+}
+template <class S2, bool PropagateNan = false, class T, class S>
+__device__ tile<T, S2> min(const tile<T, S>& x) {
+  auto f = [](T a, T b) { return PropagateNan ? op::minimum_nan(a, b) : op::minimum(a, b); };
+  return reduce<S2>(x, highest<T>(), [](T v, int) { return v; }, f, [](T a) { return a; });
+}
+
+// argmax/argmin: ties go to the smaller index; NaN is the worst value unless PropagateNan, where
+// the first NaN wins.
+template <bool Max, bool PropagateNan, class T>
+__device__ indexed<T> pick(indexed<T> a, indexed<T> b) {
+  bool an = op::isnan(a.value), bn = op::isnan(b.value);
+  if (an || bn) {
+    if (an && bn) return a.index <= b.index ? a : b;
+    if (a.index < 0) return b;
+    if (b.index < 0) return a;
+    return (an == PropagateNan) ? a : b;
+  }
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  bool b_better = Max ? widen(a.value) < widen(b.value) : widen(b.value) < widen(a.value);
+  bool tie = !(widen(a.value) < widen(b.value)) && !(widen(b.value) < widen(a.value));
+  return b_better || (tie && b.index < a.index) ? b : a;
+}
+template <class S2, bool PropagateNan = false, class T, class S>
+__device__ tile<int32_t, S2> argmax(const tile<T, S>& x) {
+  return reduce<S2>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
+                    [](indexed<T> a, indexed<T> b) { return pick<true, PropagateNan>(a, b); },
+                    [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
+}
+template <class S2, bool PropagateNan = false, class T, class S>
+__device__ tile<int32_t, S2> argmin(const tile<T, S>& x) {
+  return reduce<S2>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
+                    [](indexed<T> a, indexed<T> b) { return pick<false, PropagateNan>(a, b); },
+                    [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
+}
+
+// Inclusive scan along Axis (Reverse: from the end).
+template <int Axis, bool Reverse, bool Product, class T, class S>
+__device__ tile<T, S> scan(const tile<T, S>& x) {
+  using A = typename accumulator<T>::type;
+  constexpr int L = S::dim(Axis);
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  to_smem(x, buf);
+  __syncthreads();
+  tile<T, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) {
+    int c[S::rank];
+    S::unflatten(tile<T, S>::elem(r), c);
+    int at = c[Axis];
+    A acc = Product ? A(1) : A(0);
+    for (int j = Reverse ? L - 1 : 0; Reverse ? j >= at : j <= at; j += Reverse ? -1 : 1) {
+      c[Axis] = j;
+      A v = convert<A>(buf[skew(S::flatten(c))]);
+      acc = Product ? A(acc * v) : A(acc + v);
+    }
+    out.v[r] = convert<T>(acc);
+  }
+  return out;
+}
+template <int Axis, bool Reverse = false, class T, class S>
+__device__ tile<T, S> cumsum(const tile<T, S>& x) { return scan<Axis, Reverse, false>(x); }
+template <int Axis, bool Reverse = false, class T, class S>
+__device__ tile<T, S> cumprod(const tile<T, S>& x) { return scan<Axis, Reverse, true>(x); }
+
+// The type an mma accumulates in: float for 16-bit float accumulators, else the accumulator's.
+template <class C> struct mma_accumulator { using type = C; };
+template <> struct mma_accumulator<__half> { using type = float; };
+template <> struct mma_accumulator<int32_t> { using type = int32_t; };
+
+// acc + a @ b over the last two dims (leading dims are batch dims of equal extent).
+template <class TA, class TB, class TC, class SA, class SB, class SC>
+__device__ tile<TC, SC> mma(const tile<TA, SA>& a, const tile<TB, SB>& b, const tile<TC, SC>& acc) {
+  constexpr int Rk = SA::rank, M = SA::dim(Rk - 2), K = SA::dim(Rk - 1), N = SB::dim(Rk - 1);
+  using A = typename mma_accumulator<TC>::type;
+  TA* abuf = reinterpret_cast<TA*>(smem());
+  TB* bbuf = reinterpret_cast<TB*>(smem() + ((skew(SA::size) * sizeof(TA) + 15) / 16) * 16);
+  __syncthreads();
+  to_smem(a, abuf);
+  to_smem(b, bbuf);
+  __syncthreads();
+  tile<TC, SC> out;
+#pragma unroll
+  for (int r = 0; r < tile<TC, SC>::R; ++r) {
+    int e = tile<TC, SC>::elem(r);
+    int batch = e / (M * N), i = e / N % M, j = e % N;
+    A sum = convert<A>(acc.v[r]);
+    for (int k = 0; k < K; ++k)
+      sum += convert<A>(abuf[skew((batch * M + i) * K + k)]) * convert<A>(bbuf[skew((batch * K + k) * N + j)]);
+    out.v[r] = convert<TC>(sum);
+  }
+  return out;
+}
+
+}  // namespace tw
