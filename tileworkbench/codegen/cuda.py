@@ -58,11 +58,14 @@ def literal(value, dtype: DType) -> str:
     """A C++ expression of `dtype` for a Python scalar."""
     if dtype is bool_:
         return "true" if value else "false"
-    if dtype.is_integral and dtype.bitwidth == 32 and dtype.is_signed:
-        return str(int(value))
     if dtype.is_integral:
-        suffix = {8: "", 16: "", 32: "", 64: "LL"}[dtype.bitwidth] + ("U" if not dtype.is_signed and dtype.bitwidth == 64 else "")
-        return f"{dtype.ctype}({int(value)}{suffix})"
+        value = int(value)
+        if dtype.bitwidth == 32 and dtype.is_signed and value > -2**31:
+            return str(value)
+        suffix = ("ULL" if not dtype.is_signed else "LL") if dtype.bitwidth == 64 else ""
+        if value < 0 and value == -2 ** (dtype.bitwidth - 1):  # the minimum has no literal of its own
+            return f"{dtype.ctype}({value + 1}{suffix} - 1)"
+        return f"{dtype.ctype}({value}{suffix})"
     if dtype is float64:
         if math.isfinite(value):
             return repr(float(value))

@@ -48,6 +48,10 @@ def default_dtype(c):
 def const_as(lw, c, dtype, *, implicit=True):
     """The Python value of constant `c` converted to `dtype`, checked like an implicit cast."""
     cat, target = _category(c), (0 if dtype is bool_ else 1 if dtype.is_integral else 2)
+    if dtype is bool_ and cat == 1:  # a loose 0 or 1 is a bool (padding_value=0 on a bool array)
+        if implicit and c not in (0, 1):
+            lw.fail(TileValueError, f"Integer constant {c} is out of range of bool_")
+        return bool(c)
     if implicit and cat > target:
         lw.fail(TileTypeError, f"Cannot implicitly cast {type(c).__name__} constant {c!r} to {dtype}")
     if dtype.is_integral and cat == 1:

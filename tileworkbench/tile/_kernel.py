@@ -200,7 +200,5 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
         from ..interp import run
         run(kernel, grid, kernel_args)
         return
-    if stream is None:
-        raise TypeError("Stream is required, got None")
-    raise RuntimeError("GPU arrays need the CUDA backend, which this installation does not have; "
-                       "pass NumPy arrays to run the kernel on the interpreter.")
+    from ..runtime.launch import launch as launch_on_gpu
+    launch_on_gpu(kernel, stream, grid, kernel_args)

@@ -389,7 +389,7 @@ __device__ tile<T, S2> broadcast(const tile<T, S>& x) {
 }
 
 template <int Axis, class S, class S1, int... I>
-shape<(I == Axis ? S::dim(I) + S1::dim(I) : S::dim(I))...> cat_shape(int_seq<I...>);
+__host__ __device__ shape<(I == Axis ? S::dim(I) + S1::dim(I) : S::dim(I))...> cat_shape(int_seq<I...>);
 
 // Concatenate x and y along Axis.
 template <int Axis, class T, class S, class S1>

@@ -8,6 +8,8 @@
 
 namespace tw {
 
+template <class T> struct same { using type = T; };  // a parameter that takes part in no deduction
+
 template <class T, int Rank>
 struct array {
   T* ptr;
@@ -75,7 +77,7 @@ struct chunk_place {
 
 // The tile at `index` of the array's tile space (identity order: other orders are a permute).
 template <class S, class T, int Rank>
-__device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, T pad) {
+__device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, typename same<T>::type pad) {
   using Tile = tile<T, S>;
   constexpr int V = Tile::V;
   constexpr bool rows_of_chunks = S::dim(Rank - 1) % V == 0;  // a chunk never crosses a row
@@ -184,7 +186,8 @@ __device__ bool advanced_offset(const array<T, Rank>& a, const tile<I, S>& index
 }
 
 template <int SparseDim, class S, class T, int Rank, class I>
-__device__ tile<T, S> load_advanced(const array<T, Rank>& a, const tile<I, S>& index, const coords<Rank>& start, T pad) {
+__device__ tile<T, S> load_advanced(const array<T, Rank>& a, const tile<I, S>& index, const coords<Rank>& start,
+                                     typename same<T>::type pad) {
   tile<T, S> out;
 #pragma unroll
   for (int r = 0; r < tile<T, S>::R; ++r) {

@@ -1,0 +1,207 @@
+"""GPU backend speed, side by side with peers on the same buffers, in one run.
+
+    python benchmarks/gpu_backend.py            # on a machine with a CUDA GPU (CuPy; torch optional)
+
+Each implementation is checked against a reference on fresh random data before it is timed.
+Timing: CUDA events around each launch, after warm-up, L2 flushed outside the timed region,
+median with p10/p90 over many repetitions. Ratios are against the device-to-device copy
+(memory-bound cases) and against torch.matmul / cuBLAS (matmul).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+import tileworkbench.tile as ct
+
+try:
+    import torch
+except ImportError:  # the peers that need torch are skipped
+    torch = None
+
+L2_FLUSH = cp.empty(256 * 1024 * 1024 // 4, cp.float32)
+
+
+def timed(fn, reps=50, warmup=5):
+    """Median, p10, p90 in milliseconds of fn() on the current stream."""
+    for _ in range(warmup):
+        fn()
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    samples = []
+    for _ in range(reps):
+        L2_FLUSH.fill(0)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, stop))
+    p10, p50, p90 = np.percentile(samples, [10, 50, 90])
+    return p50, p10, p90
+
+
+@ct.kernel
+def vector_add(a, b, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+
+
+@ct.kernel
+def transpose(x, y, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (j, i), ct.load(x, (i, j), (T, T), order="F"))
+
+
+@ct.kernel
+def row_gather(table, ids, out, D: ct.Constant[int]):
+    r = ct.bid(0)
+    row = ct.load(ids, (r,), ())
+    ct.store(out, (r, 0), ct.gather(table, (ct.full((1, D), row, ct.int32), ct.arange(D, dtype=ct.int32)[None, :])))
+
+
+@ct.kernel
+def softmax(x, y, N: ct.Constant[int]):
+    r = ct.bid(0)
+    t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.NEG_INF)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, (r, 0), e / ct.sum(e, axis=1, keepdims=True))
+
+
+@ct.kernel
+def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(A, 1, (TM, TK))):
+        acc = ct.mma(ct.load(A, (bm, k), (TM, TK)), ct.load(B, (k, bn), (TK, TN)), acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+def launcher(kernel, grid, args):
+    stream = cp.cuda.get_current_stream()
+    return lambda: ct.launch(stream, grid, kernel, args)
+
+
+def main():
+    rows = []
+    stream = cp.cuda.get_current_stream()
+
+    def record(case, impl, t, nbytes=None, flops=None, ref=None):
+        ms, p10, p90 = t
+        row = {"case": case, "impl": impl, "ms": ms, "p10": p10, "p90": p90}
+        if nbytes:
+            row["GB/s"] = nbytes / ms / 1e6
+        if flops:
+            row["TFLOP/s"] = flops / ms / 1e9
+        rows.append(row)
+
+    n = 1 << 28
+    a, b = cp.random.rand(n, dtype=cp.float32), cp.random.rand(n, dtype=cp.float32)
+    c = cp.empty_like(a)
+    copy_t = timed(lambda: cp.copyto(c, a))
+    record("copy 2^28 f32", "cupy copy", copy_t, nbytes=2 * a.nbytes)
+    ct.launch(stream, (n // 4096,), vector_add, (a, b, c, 4096))
+    assert cp.array_equal(c, a + b)
+    record("vector add 2^28 f32", "tileworkbench", timed(launcher(vector_add, (n // 4096,), (a, b, c, 4096))),
+           nbytes=3 * a.nbytes)
+    record("vector add 2^28 f32", "cupy", timed(lambda: cp.add(a, b, out=c)), nbytes=3 * a.nbytes)
+    del a, b, c
+
+    m = 16384
+    x = cp.random.rand(m, m, dtype=cp.float32)
+    y = cp.empty_like(x)
+    ct.launch(stream, (m // 64, m // 64), transpose, (x, y, 64))
+    assert cp.array_equal(y, x.T)
+    record("transpose 16384^2 f32", "tileworkbench", timed(launcher(transpose, (m // 64, m // 64), (x, y, 64))),
+           nbytes=2 * x.nbytes)
+    record("transpose 16384^2 f32", "cupy", timed(lambda: cp.copyto(y, x.T)), nbytes=2 * x.nbytes)
+    del x, y
+
+    table = cp.random.rand(1 << 20, 256, dtype=cp.float32)
+    ids = cp.random.randint(0, 1 << 20, 1 << 18, dtype=cp.int32)
+    out = cp.empty((1 << 18, 256), cp.float32)
+    ct.launch(stream, (1 << 18,), row_gather, (table, ids, out, 256))
+    assert cp.array_equal(out, table[ids])
+    record("row gather 2^18 x 256 f32", "tileworkbench", timed(launcher(row_gather, (1 << 18,), (table, ids, out, 256))),
+           nbytes=2 * out.nbytes)
+    record("row gather 2^18 x 256 f32", "cupy take", timed(lambda: cp.take(table, ids, axis=0, out=out)),
+           nbytes=2 * out.nbytes)
+    del table, ids, out
+
+    x = cp.random.randn(32768, 4096, dtype=cp.float32)
+    y = cp.empty_like(x)
+    ct.launch(stream, (32768,), softmax, (x, y, 4096))
+    ref = cp.exp(x - x.max(axis=1, keepdims=True))
+    ref /= ref.sum(axis=1, keepdims=True)
+    assert float(cp.abs(y - ref).max()) < 1e-5
+    record("softmax 32768x4096 f32", "tileworkbench", timed(launcher(softmax, (32768,), (x, y, 4096)), reps=20),
+           nbytes=2 * x.nbytes)
+    if torch is not None:
+        tx = torch.as_tensor(x, device="cuda")
+        record("softmax 32768x4096 f32", "torch", timed(lambda: torch.softmax(tx, dim=1), reps=20), nbytes=2 * x.nbytes)
+    del x, y, ref
+
+    size = 4096
+    A = cp.random.randn(size, size, dtype=cp.float32).astype(cp.float16)
+    B = cp.random.randn(size, size, dtype=cp.float32).astype(cp.float16)
+    C = cp.empty((size, size), cp.float16)
+    grid = (size // 64, size // 64)
+    ct.launch(stream, grid, matmul, (A, B, C, 64, 64, 32))
+    ref = A.astype(cp.float32) @ B.astype(cp.float32)
+    err = float(cp.linalg.norm(C.astype(cp.float32) - ref) / cp.linalg.norm(ref))
+    assert err < 1e-2, err
+    flops = 2 * size ** 3
+    record("matmul 4096^3 f16", "tileworkbench", timed(launcher(matmul, grid, (A, B, C, 64, 64, 32)), reps=5), flops=flops)
+    record("matmul 4096^3 f16", "cupy (cuBLAS)", timed(lambda: cp.matmul(A, B, out=C), reps=20), flops=flops)
+
+    # compile latency: cold (empty disk cache, new process) and disk-cache hit (new process)
+    env = dict(os.environ, TILEWORKBENCH_CACHE_DIR="/tmp/tw-bench-cache")
+    probe = ("import time, cupy as cp, tileworkbench.tile as ct; from benchmarks.gpu_backend import vector_add;"
+             "a = cp.zeros(1024, cp.float32); t = time.perf_counter();"
+             "ct.launch(cp.cuda.get_current_stream(), (1,), vector_add, (a, a, a, 1024)); cp.cuda.Device().synchronize();"
+             "print(time.perf_counter() - t)")
+    subprocess.run(["rm", "-rf", "/tmp/tw-bench-cache"])
+    cold = float(subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.split()[-1])
+    warm = float(subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.split()[-1])
+    rows.append({"case": "first launch incl. compile, new process", "impl": "cold cache", "ms": cold * 1e3})
+    rows.append({"case": "first launch incl. compile, new process", "impl": "disk cache hit", "ms": warm * 1e3})
+
+    # host launch overhead: many launches of a tiny kernel, wall clock per launch
+    tiny = cp.zeros(128, cp.float32)
+    go = launcher(vector_add, (1,), (tiny, tiny, tiny, 128))
+    go()
+    stream.synchronize()
+    t = time.perf_counter()
+    for _ in range(2000):
+        go()
+    stream.synchronize()
+    ours = (time.perf_counter() - t) / 2000
+    raw = cp.RawKernel(r'extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }', "k")
+    raw((1,), (128,), (tiny,))
+    stream.synchronize()
+    t = time.perf_counter()
+    for _ in range(2000):
+        raw((1,), (128,), (tiny,))
+    stream.synchronize()
+    theirs = (time.perf_counter() - t) / 2000
+    rows.append({"case": "host launch overhead", "impl": "tileworkbench", "ms": ours * 1e3})
+    rows.append({"case": "host launch overhead", "impl": "cupy RawKernel", "ms": theirs * 1e3})
+
+    out_dir = os.environ.get("OUT", ".")
+    with open(os.path.join(out_dir, "gpu_backend.json"), "w") as f:
+        json.dump({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, f, indent=1)
+    copy_gbs = rows[0]["GB/s"]
+    print(f"{'case':42} {'impl':16} {'ms':>9} {'p10-p90':>17} {'GB/s':>7} {'xcopy':>6} {'TFLOP/s':>8}")
+    for r in rows:
+        gbs = r.get("GB/s")
+        spread = f"{r['p10']:.3f}-{r['p90']:.3f}" if "p10" in r else ""
+        print(f"{r['case']:42} {r['impl']:16} {r['ms']:9.3f} {spread:>17} {gbs or 0:7.0f} "
+              f"{(gbs or 0) / copy_gbs:6.2f} {r.get('TFLOP/s', 0):8.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,304 @@
+"""The GPU test kernels and their launches, as one table (no GPU needed to import it).
+
+tests/gpu/test_differential.py runs every case on the interpreter and the GPU and compares;
+tests/codegen/test_compile.py compiles every case's specialization offline for sm_80 and sm_90.
+"""
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import tileworkbench.tile as ct
+
+RNG = np.random.default_rng(1234)
+BF16 = ct.bfloat16.numpy
+FLOATS = [np.float16, BF16, np.float32, np.float64]
+INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def random_array(shape, dtype):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return RNG.random(shape) < 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return RNG.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dtype)
+    return (RNG.standard_normal(shape) * 3).astype(dtype)
+
+
+@dataclass
+class Case:
+    id: str
+    kernel: object
+    grid: tuple
+    args: Callable[[], tuple]   # fresh NumPy arguments
+    exact: bool = False         # bit-exact (data movement, integers) or within float rounding
+
+
+CASES: list[Case] = []
+
+
+def case(id, kernel, grid, args, exact=False):
+    CASES.append(Case(id, kernel, grid, args, exact))
+
+
+# ---- data movement: exact ----------------------------------------------------------------------
+
+@ct.kernel
+def copy_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (TM, TN)))
+
+
+for _dt in FLOATS + INTS + [np.bool_]:
+    case(f"copy-ragged-{np.dtype(_dt).name}", copy_2d, (ct.cdiv(67, 16), ct.cdiv(45, 32)),
+         lambda dt=_dt: (random_array((67, 45), dt), np.zeros((67, 45), dt), 16, 32), exact=True)
+
+
+@ct.kernel
+def load_padded(x, y, MODE: ct.Constant[int], ORDER: ct.Constant[int]):
+    mode = (ct.PaddingMode.UNDETERMINED, ct.PaddingMode.ZERO, ct.PaddingMode.NEG_ZERO, ct.PaddingMode.NAN,
+            ct.PaddingMode.POS_INF, ct.PaddingMode.NEG_INF)[MODE]
+    i, j = ct.bid(0), ct.bid(1)
+    t = ct.load(x, (i, j), (8, 16), order="C" if ORDER == 0 else "F", padding_mode=mode)
+    ct.store(y, (i, j), t)
+
+
+for _mode in range(6):
+    for _order in (0, 1):
+        for _dt in (np.float32, np.float16, np.int32, np.uint8):
+            case(f"padding-{_mode}-order{_order}-{np.dtype(_dt).name}", load_padded, (3, 1) if _order == 0 else (2, 2),
+                 lambda m=_mode, o=_order, dt=_dt: (random_array((21, 13), dt),
+                                                    np.zeros((24, 16) if o == 0 else (16, 32), dt), m, o), exact=True)
+
+
+@ct.kernel
+def load_permuted(x, y):
+    ct.store(y, (0, 0, 0), ct.load(x, (0, 0, 0), (4, 8, 2), order=(1, 2, 0)))
+
+
+case("load-tuple-order", load_permuted, (1,), lambda: (random_array((2, 4, 8), np.float32), np.zeros((4, 8, 2), np.float32)),
+     exact=True)
+
+
+@ct.kernel
+def gather_scatter(x, idx, out, scattered):
+    i = ct.load(idx, (0,), (64,))
+    g = ct.gather(x, i, mask=(i % 3) != 0, padding_value=-7)
+    ct.store(out, (0,), g)
+    ct.scatter(scattered, i, g + 1, mask=i < 40)
+
+
+for _dt in (np.float32, np.int32, np.int8, np.float16):
+    # unique indices (no scatter collisions), negatives and >= 50 are out of bounds
+    case(f"gather-scatter-{np.dtype(_dt).name}", gather_scatter, (1,),
+         lambda dt=_dt: (random_array(50, dt), RNG.permutation(np.arange(-20, 80))[:64].astype(np.int32),
+                         np.zeros(64, dt), np.zeros(50, dt)), exact=True)
+
+
+@ct.kernel
+def gather_2d(x, rows, out):
+    r = ct.load(rows, (0,), (8,))
+    c = ct.arange(16, dtype=ct.int32)
+    ct.store(out, (0, 0), ct.gather(x, (r[:, None], c[None, :])))
+
+
+case("gather-broadcast-indices", gather_2d, (1,),
+     lambda: (random_array((10, 12), np.float32), np.array([0, 9, -1, 3, 10, 2, 2, 5], np.int32),
+              np.zeros((8, 16), np.float32)), exact=True)
+
+
+@ct.kernel
+def advanced(x, y, z, start):
+    rows = ct.load(z, (0,), (4,))
+    t = ct.load_advanced_indexing(x, (rows, ct.Slice(start, 8)), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(y, (0, 0), t)
+    ct.store_advanced_indexing(x, (rows, ct.Slice(start, 8)), t * 2)
+
+
+case("advanced-indexing", advanced, (1,),
+     lambda: (random_array((8, 10), np.float32), np.zeros((4, 8), np.float32), np.array([1, 7, 9, 3], np.int32), 5),
+     exact=True)
+
+
+@ct.kernel
+def shapes(x, y):
+    t = ct.load(x, (0, 0), (4, 8))
+    p = ct.permute(ct.reshape(t, (2, 2, 8)), (2, 0, 1))                  # (8, 2, 2)
+    c = ct.cat((ct.reshape(p, (8, 4)), ct.reshape(p, (8, 4)) * 2), 1)    # (8, 8)
+    e = ct.extract(c, (1, 0), (4, 4))
+    i = ct.insert(ct.zeros((8, 8), x.dtype), (0, 1), e)
+    b = ct.broadcast_to(ct.sum(t, axis=1, keepdims=True), (4, 8))
+    tr = ct.reshape(ct.transpose(ct.reshape(t, (8, 4))), (4, 8))
+    ct.store(y, (0, 0), ct.reshape(i, (4, 16)) + ct.reshape(ct.cat((b, tr), 0), (4, 16)))
+
+
+for _dt in (np.float32, np.int32, np.float64):
+    case(f"shape-ops-{np.dtype(_dt).name}", shapes, (1,), lambda dt=_dt: (random_array((4, 8), dt), np.zeros((4, 16), dt)))
+
+# ---- arithmetic: within rounding -----------------------------------------------------------------
+
+UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "abs", "floor", "ceil"]
+
+
+@ct.kernel
+def unary(x, y, OP: ct.Constant[int]):
+    t = ct.load(x, (ct.bid(0),), (128,))
+    f = (ct.exp, ct.exp2, ct.log, ct.log2, ct.sqrt, ct.rsqrt, ct.sin, ct.cos, ct.tanh, ct.abs, ct.floor, ct.ceil)[OP]
+    ct.store(y, (ct.bid(0),), f(t))
+
+
+def _unary_args(op, dt):
+    x = random_array(300, dt)
+    if UNARY[op] in ("log", "log2", "sqrt", "rsqrt"):
+        x = (np.abs(x.astype(np.float32)) + 0.5).astype(dt)
+    return x, np.zeros(300, dt), op
+
+
+for _op, _name in enumerate(UNARY):
+    for _dt in FLOATS:
+        case(f"unary-{_name}-{np.dtype(_dt).name}", unary, (3,), lambda op=_op, dt=_dt: _unary_args(op, dt))
+
+BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "minimum", "maximum", "lt", "eq", "and", "lshift"]
+
+
+@ct.kernel
+def binary(x, y, z, OP: ct.Constant[int]):
+    a = ct.load(x, (ct.bid(0),), (64,))
+    b = ct.load(y, (ct.bid(0),), (64,))
+    ops = (lambda p, q: p + q, lambda p, q: p - q, lambda p, q: p * q, lambda p, q: p / q,
+           lambda p, q: p // q, lambda p, q: p % q, ct.minimum, ct.maximum,
+           lambda p, q: ct.where(p < q, p, q), lambda p, q: ct.where(p == q, p, q),
+           lambda p, q: p & q, lambda p, q: p << (q & 3))
+    ct.store(z, (ct.bid(0),), ops[OP](a, b).astype(z.dtype))
+
+
+def _binary_args(op, dt):
+    x, y = random_array(200, dt), random_array(200, dt)
+    if BINARY[op] in ("truediv", "floordiv", "mod"):
+        y[y == 0] = 1
+    out = np.float32 if BINARY[op] == "truediv" and np.dtype(dt).kind in "iu" else dt
+    return x, y, np.zeros(200, out), op
+
+
+for _op, _name in enumerate(BINARY):
+    for _dt in (np.int8, np.int32, np.int64, np.uint16, np.float16, np.float32, np.float64):
+        if _name in ("and", "lshift") and np.dtype(_dt).kind == "f":
+            continue
+        exact = np.dtype(_dt).kind in "iu" and _name != "truediv"
+        case(f"binary-{_name}-{np.dtype(_dt).name}", binary, (4,), lambda op=_op, dt=_dt: _binary_args(op, dt), exact)
+
+
+@ct.kernel
+def reductions(x, out, AXIS: ct.Constant[int]):
+    t = ct.load(x, (0, 0), (16, 64), padding_mode=ct.PaddingMode.ZERO)
+    s = ct.sum(t, axis=AXIS, keepdims=True)
+    m = ct.max(t, axis=AXIS, keepdims=True)
+    n = ct.min(t, axis=AXIS, keepdims=True)
+    a = ct.argmax(t, axis=AXIS, keepdims=True).astype(x.dtype)
+    b = ct.argmin(t, axis=AXIS, keepdims=True).astype(x.dtype)
+    c = ct.cumsum(t, axis=AXIS)
+    ct.store(out, (0, 0), c + ct.broadcast_to(s + m - n + a - b, (16, 64)))
+
+
+for _axis in (0, 1):
+    for _dt in (np.float32, np.int32, np.float16):
+        case(f"reductions-axis{_axis}-{np.dtype(_dt).name}", reductions, (1,),
+             lambda a=_axis, dt=_dt: (random_array((13, 60), dt), np.zeros((16, 64), dt), a),
+             exact=np.dtype(_dt).kind == "i")
+
+
+@ct.kernel
+def full_reduction(x, out):
+    t = ct.load(x, (ct.bid(0), 0), (1, 4096))
+    ct.store(out, (ct.bid(0),), ct.sum(t) + ct.max(t) * 2 + ct.argmax(t).astype(ct.float32))
+
+
+case("reduce-long-row", full_reduction, (4,), lambda: (random_array((4, 4096), np.float32), np.zeros(4, np.float32)))
+
+# ---- whole kernels -------------------------------------------------------------------------------
+
+
+@ct.kernel
+def vector_add(a, b, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+
+
+case("vector-add", vector_add, (ct.cdiv(100_003, 1024),),
+     lambda: (random_array(100_003, np.float32), random_array(100_003, np.float32), np.zeros(100_003, np.float32), 1024),
+     exact=True)
+
+
+@ct.kernel
+def transpose_order(x, y, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (j, i), ct.load(x, (i, j), (T, T), order="F"))
+
+
+@ct.kernel
+def transpose_op(x, y, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (j, i), ct.transpose(ct.load(x, (i, j), (T, T))))
+
+
+for _k in (transpose_order, transpose_op):
+    case(f"transpose-{_k.name}", _k, (ct.cdiv(100, 32), ct.cdiv(70, 32)),
+         lambda: (random_array((100, 70), np.float32), np.zeros((70, 100), np.float32), 32), exact=True)
+
+
+@ct.kernel
+def row_gather(table, ids, out, D: ct.Constant[int]):
+    r = ct.bid(0)
+    row = ct.load(ids, (r,), ())
+    ct.store(out, (r, 0), ct.gather(table, (ct.full((1, D), row, ct.int32), ct.arange(D, dtype=ct.int32)[None, :])))
+
+
+case("row-gather", row_gather, (33,),
+     lambda: (random_array((50, 128), np.float32), RNG.integers(0, 50, 33).astype(np.int32),
+              np.zeros((33, 128), np.float32), 128), exact=True)
+
+
+@ct.kernel
+def softmax(x, y, N: ct.Constant[int]):
+    r = ct.bid(0)
+    t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.NEG_INF)
+    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
+    ct.store(y, (r, 0), e / ct.sum(e, axis=1, keepdims=True))
+
+
+case("softmax", softmax, (37,), lambda: (random_array((37, 1000), np.float32), np.zeros((37, 1000), np.float32), 1024))
+
+
+@ct.kernel
+def layernorm(x, w, b, y, N: ct.Constant[int]):
+    r = ct.bid(0)
+    t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
+    mean = ct.sum(t, axis=1, keepdims=True) / x.shape[1]
+    mask = ct.arange(N, dtype=ct.int32)[None, :] < x.shape[1]
+    d = ct.where(mask, t - mean, 0.0)
+    var = ct.sum(d * d, axis=1, keepdims=True) / x.shape[1]
+    scale = ct.load(w, (0,), (N,), padding_mode=ct.PaddingMode.ZERO)[None, :].astype(ct.float32)
+    shift = ct.load(b, (0,), (N,), padding_mode=ct.PaddingMode.ZERO)[None, :].astype(ct.float32)
+    ct.store(y, (r, 0), (d * ct.rsqrt(var + 1e-5) * scale + shift).astype(y.dtype))
+
+
+case("layernorm-bf16", layernorm, (16,),
+     lambda: (random_array((16, 300), BF16), random_array(300, BF16), random_array(300, BF16), np.zeros((16, 300), BF16),
+              512))
+
+
+@ct.kernel
+def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(A, 1, (TM, TK))):
+        a = ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc) if A.dtype != ct.float32 else acc + a @ b
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+for _dt in (np.float16, BF16, np.float32):
+    case(f"matmul-{np.dtype(_dt).name}", matmul, (3, 3),
+         lambda dt=_dt: (random_array((96, 80), dt), random_array((80, 72), dt), np.zeros((96, 72), dt), 32, 32, 16))
