@@ -54,7 +54,7 @@ def vector_add(a, b, c, TILE: ct.Constant[int]):
 @ct.kernel
 def transpose(x, y, T: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)
-    ct.store(y, (j, i), ct.load(x, (i, j), (T, T), order="F"))
+    ct.store(y, (i, j), ct.load(x, (i, j), (T, T), order="F"))  # tile (i, j) of x.T
 
 
 @ct.kernel

@@ -6,7 +6,25 @@ import pytest
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
 
-from .cases import CASES
+from .cases import BF16, CASES
+
+def to_device(a):
+    """CuPy arrays, except bfloat16, which CuPy lacks: those travel as PyTorch tensors."""
+    import cupy as cp
+    if not isinstance(a, np.ndarray):
+        return a
+    if a.dtype == BF16:
+        torch = pytest.importorskip("torch", reason="bfloat16 device arrays need PyTorch")
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).cuda()
+    return cp.asarray(a)
+
+
+def to_host(d, dtype):
+    import cupy as cp
+    if dtype == BF16:
+        return d.view(__import__("torch").int16).cpu().numpy().view(BF16)
+    return cp.asnumpy(d)
+
 
 TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12}
 
@@ -18,14 +36,14 @@ def test_gpu_matches_interpreter(case):
     args = case.args()
     host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     run(case.kernel, case.grid, tuple(host))
-    device = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    device = [to_device(a) for a in args]
     stream = cp.cuda.get_current_stream()
     ct.launch(stream, case.grid, case.kernel, tuple(device))
     stream.synchronize()
     for k, (want, got) in enumerate(zip(host, device)):
         if not isinstance(want, np.ndarray):
             continue
-        got = cp.asnumpy(got)
+        got = to_host(got, want.dtype)
         if case.exact or want.dtype.kind in "biu":
             # bit patterns, so NaN padding and -0.0 must match too
             np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"argument #{k}")

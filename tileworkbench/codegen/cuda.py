@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import keyword
 import math
+
+import numpy as np
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,11 +72,12 @@ def literal(value, dtype: DType) -> str:
         if math.isfinite(value):
             return repr(float(value))
         return f"__longlong_as_double({struct.unpack('<q', struct.pack('<d', value))[0]}LL)"
+    if dtype.bitwidth == 16:  # exact bits, rounded as the interpreter rounds (NaN payloads included)
+        bits = int(np.array(value, dtype=dtype.numpy).view(np.uint16))
+        return f"tw::from_bits<{dtype.ctype}>(0x{bits:04x})"
     if math.isfinite(value):
-        text = f"{float(value)!r}f"
-    else:
-        text = f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})"
-    return text if dtype in (float32,) or dtype.kind == "r" else f"tw::convert<{dtype.ctype}>({text})"
+        return f"{float(value)!r}f"
+    return f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})"
 
 
 def _skewed(n: int) -> int:
@@ -298,8 +301,10 @@ def _reduce(e, op):
     (x,) = op.operands
     keep = _keepdims_shape(x.type, op.attrs["axes"])
     flags = ", true" if op.attrs.get("propagate_nan") else ""
-    # worst case accumulator: an (index, value) pair of 16 bytes
-    e.need_smem(_skewed(x.type.size) * 16 + (e.threads // 32 + 2) * 16 + x.type.size // max(1, math.prod(x.type.shape[a] for a in op.attrs["axes"])) * 16 + 64)
+    item = max(4, x.type.dtype.itemsize)  # 16-bit floats accumulate in float
+    acc = item * 2 if op.name in ("argmax", "argmin") else item  # (value, index) pairs
+    outputs = math.prod(keep)
+    e.need_smem((_skewed(x.type.size) + 1) * acc + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
     expr = f"tw::{op.name}<{shape_type(keep)}{flags}>({e[x]})"
     if not op.result.shape:
         expr += ".item()"

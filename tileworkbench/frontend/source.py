@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import textwrap
@@ -48,6 +49,11 @@ def source_of(pyfunc) -> FuncSource:
         return FuncSource(cached.node, cached.filename, cached.line_offset, cached.col_offset, cached.lines,
                           cached.name, pyfunc.__globals__, _closure_of(pyfunc))
     filename = pyfunc.__code__.co_filename
+    if pyfunc.__name__ == "<lambda>":
+        found = _lambda_source(pyfunc)
+        if found is not None:
+            _cache[key] = found
+            return found
     try:
         lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError):
@@ -66,6 +72,31 @@ def source_of(pyfunc) -> FuncSource:
                      _closure_of(pyfunc))
     _cache[key] = src
     return src
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_file(text: str):
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):  # e.g. a notebook cell with IPython syntax
+        return None
+
+
+def _lambda_source(pyfunc) -> FuncSource | None:
+    """A lambda, found in its whole file or cell: several lambdas may share a line, and a lambda may
+    start inside a call that spans lines, so the lambda's own lines do not parse on their own."""
+    code = pyfunc.__code__
+    lines = linecache.getlines(code.co_filename)
+    tree = _parse_file("".join(lines))
+    if tree is None:
+        return None
+    candidates = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and n.lineno == code.co_firstlineno]
+    for node in candidates:
+        compiled = compile(ast.Expression(body=node), code.co_filename, "eval")
+        inner = next(c for c in compiled.co_consts if isinstance(c, type(code)))
+        if (inner.co_code, inner.co_consts, inner.co_names) == (code.co_code, code.co_consts, code.co_names):
+            return FuncSource(node, code.co_filename, 0, 0, lines, "<lambda>", pyfunc.__globals__, _closure_of(pyfunc))
+    return None
 
 
 def _closure_of(pyfunc) -> dict:

@@ -35,7 +35,8 @@ class Env:
         if key in self.values:
             return self.values[key]
         x = self.parent[v]
-        if self.rows is not None and isinstance(x, np.ndarray) and x.ndim and x.shape[0] != 1:
+        # arrays are global memory, shared by every block; only per-block values are restricted
+        if self.rows is not None and not v.is_array and x.shape[0] != 1:
             x = x[self.rows]
         self.values[key] = x
         return x

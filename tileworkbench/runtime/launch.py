@@ -15,6 +15,7 @@ from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate
 from ..ir.core import Function
 from .arrays import cupy_stream, device_array
 
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute in cuda.h
 COMPILE_OPTIONS = ()  # the NVRTC layer adds -arch, -lineinfo and --std=c++17
 
 
@@ -77,8 +78,9 @@ def load(fn: Function, arch: str | None = None) -> GpuKernel:
         cu_module = cupy.cuda.function.Module()
         cu_module.load(module.cubin)
         function = cu_module.get_function(generated.name)
-        if generated.smem_bytes > 48 * 1024:
-            function.max_dynamic_shared_size_bytes = generated.smem_bytes
+        if generated.smem_bytes > 48 * 1024:  # above 48 KB a kernel must opt in
+            cupy.cuda.driver.funcSetAttribute(function.ptr, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                              generated.smem_bytes)
         kernel = _loaded[key] = GpuKernel(generated, module, function)
         kernel._cu_module = cu_module  # keep the module alive as long as its function
     return kernel

@@ -155,8 +155,14 @@ class Kernel:
 def _array_dtype(value):
     if isinstance(value, np.ndarray):
         return value.dtype
+    if type(value).__module__.startswith("torch"):
+        return value.dtype
     if hasattr(value, "__cuda_array_interface__"):
-        return np.dtype(value.__cuda_array_interface__["typestr"])
+        dtype = np.dtype(value.__cuda_array_interface__["typestr"])
+        if dtype.kind == "V":
+            raise TypeError(f"Array of dtype {dtype} ({type(value).__name__}): its element type cannot be told from "
+                            f"__cuda_array_interface__; pass bfloat16/fp8 arrays as PyTorch tensors")
+        return dtype
     return value.dtype
 
 

@@ -115,6 +115,13 @@ __device__ tile<T, S> full(T value) {
 template <class T>
 __device__ scalar<T> make_scalar(T value) { return full<T, shape<>>(value); }
 
+// A 16-bit float from its bits (generated code writes half and bfloat16 constants this way).
+template <class T>
+__device__ T from_bits(unsigned short bits) {
+  union { unsigned short from; T to; } u{bits};
+  return u.to;
+}
+
 template <class T, class S>
 __device__ tile<T, S> zeros() { return full<T, S>(T(0)); }
 

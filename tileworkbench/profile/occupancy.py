@@ -1,0 +1,155 @@
+"""Theoretical occupancy: how many blocks of a kernel fit on one SM, and which resource limits them.
+
+    >>> theoretical_occupancy("sm_90", threads_per_block=256, registers_per_thread=128, shared_bytes_per_block=0)
+    Occupancy(arch='sm_90', blocks_per_sm=2, warps_per_sm=16, occupancy=0.25, limiter='registers', ...)
+
+The rules are those of the CUDA occupancy calculator (CUDA 13.0 `include/cuda_occupancy.h`,
+`cudaOccMaxActiveBlocksPerMultiprocessor`), with the device's default state: the largest shared-memory
+carveout, and the large-shared-memory opt-in taken whenever a block needs more than 48 KB (the
+launcher sets it). Limits on named barriers and cluster launches are not modelled.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KB = 1024
+WARP_SIZE = 32
+
+
+@dataclass(frozen=True)
+class ArchLimits:
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    shared_per_sm: int  # bytes, the largest carveout
+    shared_per_block_optin: int  # bytes, the most one block may opt in to
+    shared_per_block: int = 48 * KB  # without the opt-in
+    reserved_shared_per_block: int = 1 * KB  # the driver's, from sm_80 on
+    shared_allocation_unit: int = 128
+    registers_per_sm: int = 64 * KB
+    max_registers_per_block: int = 64 * KB
+    max_registers_per_thread: int = 255
+    register_allocation_unit: int = 256  # registers, allocated to whole warps
+    register_sub_partitions: int = 4  # each holds a quarter of the register file and of the warps
+    max_threads_per_block: int = 1024
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // WARP_SIZE
+
+
+# Per-SM limits. Threads, shared memory per SM and the per-block opt-in maximum: CUDA C++ Programming
+# Guide, "Technical Specifications per Compute Capability" (the same numbers as CCCL's
+# cuda/__device/arch_traits.h). Blocks per SM, the allocation units (256 registers per warp, 128 bytes
+# of shared memory), the 4 register sub-partitions and the 1 KB reserved per block: cuda_occupancy.h
+# of CUDA 13.0. The two disagree on sm_120's resident blocks (arch_traits.h: 32); the calculator's 24 is used.
+ARCH_LIMITS: dict[str, ArchLimits] = {
+    "sm_80": ArchLimits(max_threads_per_sm=2048, max_blocks_per_sm=32,
+                        shared_per_sm=164 * KB, shared_per_block_optin=163 * KB),
+    "sm_86": ArchLimits(max_threads_per_sm=1536, max_blocks_per_sm=16,
+                        shared_per_sm=100 * KB, shared_per_block_optin=99 * KB),
+    "sm_89": ArchLimits(max_threads_per_sm=1536, max_blocks_per_sm=24,
+                        shared_per_sm=100 * KB, shared_per_block_optin=99 * KB),
+    "sm_90": ArchLimits(max_threads_per_sm=2048, max_blocks_per_sm=32,
+                        shared_per_sm=228 * KB, shared_per_block_optin=227 * KB),
+    "sm_100": ArchLimits(max_threads_per_sm=2048, max_blocks_per_sm=32,
+                         shared_per_sm=228 * KB, shared_per_block_optin=227 * KB),
+    "sm_120": ArchLimits(max_threads_per_sm=1536, max_blocks_per_sm=24,
+                         shared_per_sm=100 * KB, shared_per_block_optin=99 * KB),
+}
+
+# Which limit to name when several allow the same number of blocks: the hardware's warp and block
+# slots first (no tuning beats them), then the resources a kernel can change.
+LIMITERS = ("warps", "threads", "blocks", "registers", "shared memory")
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    arch: str
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy: float  # resident warps / the SM's maximum
+    limiter: str  # one of LIMITERS
+    limits: dict[str, int]  # blocks per SM each limit alone allows
+
+
+def arch_limits(arch: str) -> ArchLimits:
+    """The limits of an arch; arch-specific variants ("sm_90a") share their base arch's."""
+    base = arch.rstrip("af")
+    if base not in ARCH_LIMITS:
+        raise ValueError(f"no occupancy limits for {arch!r}; known: {', '.join(ARCH_LIMITS)}")
+    return ARCH_LIMITS[base]
+
+
+def _round_up(value: int, unit: int) -> int:
+    return -(-value // unit) * unit
+
+
+def _register_limit(limits: ArchLimits, warps: int, registers: int) -> int:
+    per_warp = _round_up(max(registers, 1) * WARP_SIZE, limits.register_allocation_unit)
+    # The hardware checks a block as if its warps were spread over all sub-partitions.
+    assumed = per_warp * _round_up(warps, limits.register_sub_partitions)
+    if registers > limits.max_registers_per_thread or assumed > limits.max_registers_per_block:
+        return 0
+    per_sub_partition = limits.registers_per_sm // limits.register_sub_partitions // per_warp
+    return per_sub_partition * limits.register_sub_partitions // warps
+
+
+def _shared_limit(limits: ArchLimits, shared: int) -> int:
+    per_block = _round_up(shared + limits.reserved_shared_per_block, limits.shared_allocation_unit)
+    allowed = limits.shared_per_block_optin if shared > limits.shared_per_block else limits.shared_per_block
+    if per_block > allowed + limits.reserved_shared_per_block:
+        return 0
+    return limits.shared_per_sm // per_block
+
+
+def theoretical_occupancy(arch: str, threads_per_block: int, registers_per_thread: int,
+                          shared_bytes_per_block: int) -> Occupancy:
+    """Resident blocks and warps per SM for one launch configuration (shared = static + dynamic)."""
+    if threads_per_block < 1:
+        raise ValueError(f"threads_per_block must be positive, got {threads_per_block}")
+    limits = arch_limits(arch)
+    warps = -(-threads_per_block // WARP_SIZE)
+    too_big = threads_per_block > limits.max_threads_per_block
+    by_limit = {
+        "warps": limits.max_warps_per_sm // warps,
+        "threads": 0 if too_big else limits.max_threads_per_sm // threads_per_block,
+        "blocks": limits.max_blocks_per_sm,
+        "registers": _register_limit(limits, warps, registers_per_thread),
+        "shared memory": _shared_limit(limits, shared_bytes_per_block),
+    }
+    blocks = min(by_limit.values())
+    limiter = next(name for name in LIMITERS if by_limit[name] == blocks)
+    return Occupancy(arch, blocks, blocks * warps, blocks * warps / limits.max_warps_per_sm, limiter, by_limit)
+
+
+def occupancy_curve(arch: str, vary: str, *, threads_per_block: int = 256, registers_per_thread: int = 32,
+                    shared_bytes_per_block: int = 0, values=None) -> dict[str, list]:
+    """Occupancy as one input varies and the others stay fixed, as plain lists for plotting.
+
+    vary: "registers" (default values 8, 16, ..., 248, 255), "shared" (0 to the opt-in maximum in
+    1 KB steps) or "threads" (32, 64, ..., 1024).
+
+        >>> occupancy_curve("sm_90", "registers", threads_per_block=256)["occupancy"][:3]
+        [1.0, 1.0, 1.0]
+    """
+    limits = arch_limits(arch)
+    defaults = {
+        "registers": [*range(8, 256, 8), 255],
+        "shared": list(range(0, limits.shared_per_block_optin + 1, KB)),
+        "threads": list(range(WARP_SIZE, limits.max_threads_per_block + 1, WARP_SIZE)),
+    }
+    if vary not in defaults:
+        raise ValueError(f"vary must be one of {', '.join(defaults)}, got {vary!r}")
+    values = list(defaults[vary] if values is None else values)
+    fixed = {"threads_per_block": threads_per_block, "registers_per_thread": registers_per_thread,
+             "shared_bytes_per_block": shared_bytes_per_block}
+    argument = {"registers": "registers_per_thread", "shared": "shared_bytes_per_block",
+                "threads": "threads_per_block"}[vary]
+    points = [theoretical_occupancy(arch, **{**fixed, argument: v}) for v in values]
+    return {
+        "values": values,
+        "occupancy": [p.occupancy for p in points],
+        "blocks_per_sm": [p.blocks_per_sm for p in points],
+        "warps_per_sm": [p.warps_per_sm for p in points],
+        "limiter": [p.limiter for p in points],
+    }

@@ -1,0 +1,224 @@
+"""Compiled kernels cached in memory and on disk, keyed by everything that changes the binary.
+
+    >>> module = compile_cached(cuda_source, arch="sm_90", header_version=HEADER_VERSION)
+
+The key is a sha256 over the source, the arch, the sorted options, the NVRTC build and the caller's
+header-library version. The directory is $TILEWORKBENCH_CACHE_DIR, else $XDG_CACHE_HOME/tileworkbench,
+else ~/.cache/tileworkbench. Each entry is one file, `<key>.kernel`:
+
+    header   magic b"TWBKRNL\\0", format version (u32), key (32 bytes), payload length (u64),
+             sha256 of the payload (32 bytes); little-endian
+    payload  JSON length (u32), JSON (arch, options, NVRTC version, log, resources, lowered names,
+             cubin and PTX lengths), cubin bytes, PTX text
+
+Entries are written to a temporary file and renamed over the final name, so a reader sees a whole
+entry or none. An entry that fails any check (truncated, a flipped bit, another format version) is
+deleted and rebuilt, never trusted. A hit imports nothing heavier than json: NVRTC is not loaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import struct
+import warnings
+from dataclasses import asdict, dataclass
+
+from .cubin import Resources
+from .nvrtc import CompiledModule, compile_cuda, compiler_version
+
+MAGIC = b"TWBKRNL\0"
+FORMAT_VERSION = 1
+SUFFIX = ".kernel"
+_HEADER = struct.Struct("<8sI32sQ32s")
+_JSON_LENGTH = struct.Struct("<I")
+
+
+def default_directory() -> str:
+    """Where the default cache lives; see the module docstring."""
+    if os.environ.get("TILEWORKBENCH_CACHE_DIR"):
+        return os.environ["TILEWORKBENCH_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tileworkbench")
+
+
+def cache_key(source: str, arch: str, options, header_version: str, compiler: str) -> str:
+    """Hex sha256 over everything that changes the compiled module (option order does not)."""
+    parts = [source, arch, sorted(options), compiler, header_version]
+    return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    memory_hits: int
+    disk_hits: int
+    misses: int
+    entries: int  # files on disk
+    bytes: int
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str
+    arch: str
+    size: int
+    mtime: float
+    kernels: tuple[str, ...]
+
+
+def _encode(key: str, module: CompiledModule) -> bytes:
+    meta = {
+        "arch": module.arch, "options": list(module.options), "nvrtc_version": list(module.nvrtc_version),
+        "log": module.log, "kernels": {n: asdict(r) for n, r in module.kernels.items()},
+        "lowered_names": module.lowered_names, "cubin_bytes": len(module.cubin),
+    }
+    text = json.dumps(meta).encode()
+    payload = b"".join([_JSON_LENGTH.pack(len(text)), text, module.cubin, module.ptx.encode()])
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, bytes.fromhex(key), len(payload), hashlib.sha256(payload).digest())
+    return header + payload
+
+
+def _decode(key: str, data: bytes) -> tuple[dict, bytes, str] | None:
+    """(metadata, cubin, ptx) of a valid entry for `key`, else None."""
+    if len(data) < _HEADER.size:
+        return None
+    magic, version, stored_key, length, digest = _HEADER.unpack_from(data)
+    payload = data[_HEADER.size:]
+    if (magic, version, stored_key, length) != (MAGIC, FORMAT_VERSION, bytes.fromhex(key), len(payload)) \
+            or hashlib.sha256(payload).digest() != digest:
+        return None
+    try:
+        (text_length,) = _JSON_LENGTH.unpack_from(payload)
+        meta = json.loads(payload[4:4 + text_length])
+        cubin_end = 4 + text_length + meta["cubin_bytes"]
+        return meta, payload[4 + text_length:cubin_end], payload[cubin_end:].decode()
+    except (struct.error, ValueError, KeyError, TypeError):  # checksummed, so only a writer bug lands here
+        return None
+
+
+class CompileCache:
+    """A memory + disk cache of compiled modules. `directory=None` uses `default_directory()`."""
+
+    def __init__(self, directory: str | None = None):
+        self.directory = directory or default_directory()
+        self._memory: dict[str, CompiledModule] = {}
+        self._memory_hits = self._disk_hits = self._misses = 0
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.directory, key + SUFFIX)
+
+    def get_or_compile(self, source: str, arch: str, options, header_version: str, compile_fn) -> CompiledModule:
+        """The cached module, or `compile_fn(source, arch=arch, options=options)` stored on a miss."""
+        options = tuple(options)
+        key = cache_key(source, arch, options, header_version, compiler_version())
+        if key in self._memory:
+            self._memory_hits += 1
+            return self._memory[key]
+        module = self._load(key, source)
+        if module is not None:
+            self._disk_hits += 1
+        else:
+            self._misses += 1
+            module = compile_fn(source, arch=arch, options=options)
+            self._store(key, module)
+        self._memory[key] = module
+        return module
+
+    def _read(self, key: str):
+        """The decoded entry for `key`; a corrupt one is deleted."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return None
+        entry = _decode(key, data)
+        if entry is None:
+            _remove(path)
+        return entry
+
+    def _load(self, key: str, source: str) -> CompiledModule | None:
+        entry = self._read(key)
+        if entry is None:
+            return None
+        meta, cubin, ptx = entry
+        return CompiledModule(
+            source=source, arch=meta["arch"], options=tuple(meta["options"]), ptx=ptx, cubin=cubin,
+            log=meta["log"], nvrtc_version=tuple(meta["nvrtc_version"]),
+            kernels={n: Resources(**r) for n, r in meta["kernels"].items()}, lowered_names=meta["lowered_names"])
+
+    def _store(self, key: str, module: CompiledModule) -> None:
+        import tempfile  # only misses write, and they just spent far longer compiling
+
+        data = _encode(key, module)
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(temporary, self._path(key))
+            except BaseException:
+                _remove(temporary)
+                raise
+        except OSError as e:  # a read-only or full disk costs the disk cache, not the compile
+            warnings.warn(f"tileworkbench could not write its compile cache in {self.directory}: {e}", stacklevel=3)
+
+    def _files(self) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(self.directory) if n.endswith(SUFFIX))
+        except OSError:
+            return []
+
+    def entries(self) -> list[CacheEntry]:
+        """The valid entries on disk (corrupt ones are deleted on the way)."""
+        found = []
+        for name in self._files():
+            key = name[:-len(SUFFIX)]
+            entry = self._read(key)
+            if entry is not None:
+                stat = os.stat(self._path(key))
+                found.append(CacheEntry(key, entry[0]["arch"], stat.st_size, stat.st_mtime, tuple(entry[0]["kernels"])))
+        return found
+
+    def stats(self) -> CacheStats:
+        sizes = [os.path.getsize(os.path.join(self.directory, n)) for n in self._files()]
+        return CacheStats(self._memory_hits, self._disk_hits, self._misses, len(sizes), sum(sizes))
+
+    def clear(self) -> None:
+        """Forget every entry, in memory and on disk, with temporary files a crashed writer left
+        (hit and miss counts are kept)."""
+        self._memory.clear()
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return
+        for name in names:
+            if name.endswith(SUFFIX) or (name.startswith(".") and name.endswith(".tmp")):
+                _remove(os.path.join(self.directory, name))
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+_default: CompileCache | None = None
+
+
+def default_cache() -> CompileCache:
+    """The process-wide cache, created on first use (so the environment is read then)."""
+    global _default
+    if _default is None:
+        _default = CompileCache()
+    return _default
+
+
+def compile_cached(source: str, *, arch: str = "sm_90", options=(), header_version: str = "",
+                   include_paths=(), cache: CompileCache | None = None) -> CompiledModule:
+    """`compile_cuda` through a cache (the default one unless given). Kernels are found by their cubin
+    names, so use extern "C" kernels; C++ name expressions need `compile_cuda` itself."""
+    options = (*options, *(f"--include-path={p}" for p in include_paths))
+    return (cache or default_cache()).get_or_compile(source, arch, options, header_version, compile_cuda)

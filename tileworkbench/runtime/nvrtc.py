@@ -1,0 +1,188 @@
+"""Compile CUDA C++ to PTX and a cubin with NVRTC; no GPU needed (NVRTC is only a compiler).
+
+    >>> m = compile_cuda('extern "C" __global__ void add(float* x) { x[threadIdx.x] += 1; }', arch="sm_80")
+    >>> m.kernels["add"].registers, m.ptx.count(".entry add")
+    (8, 1)
+
+NVRTC comes from the `cuda-bindings` and `nvidia-cuda-nvrtc` wheels and is loaded by the first
+compile, not on import: importing this module stays cheap and works where they are missing.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
+
+from ..errors import TileCompilerExecutionError
+from .cubin import Resources, read_resources, resources_from_ptxas_log
+
+INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc"
+# Always passed: -lineinfo lets profilers map SASS to source lines; ptxas -v is where spill counts
+# come from (the cubin does not record them).
+BASE_OPTIONS = ("-lineinfo", "--std=c++17", "--ptxas-options=-v")
+
+
+class NvrtcUnavailableError(RuntimeError):
+    """The NVRTC library cannot be loaded; the message says what to install."""
+
+
+class Diagnostic(NamedTuple):
+    """One compiler error, at the file and line that `#line` directives name."""
+
+    filename: str
+    line: int
+    message: str
+
+
+class NvrtcError(TileCompilerExecutionError):
+    """NVRTC rejected the source. `log` is the whole compiler log, `diagnostics` its errors."""
+
+    def __init__(self, message: str, log: str, diagnostics: list[Diagnostic]):
+        super().__init__(message)
+        self.log = log
+        self.diagnostics = diagnostics
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    source: str
+    arch: str
+    options: tuple[str, ...]  # everything NVRTC was given, -arch first
+    ptx: str
+    cubin: bytes
+    log: str  # NVRTC's log: warnings, then ptxas -v's resource report per function
+    nvrtc_version: tuple[int, int]
+    kernels: dict[str, Resources]  # by the name in the cubin (mangled unless extern "C")
+    lowered_names: dict[str, str] = field(default_factory=dict)  # name expression -> cubin name
+
+
+@functools.cache
+def _load():
+    try:
+        nvrtc = importlib.import_module("cuda.bindings.nvrtc")
+        _call(nvrtc, nvrtc.nvrtcVersion)  # loads libnvrtc: the step that fails without the wheel
+    except (ImportError, OSError, RuntimeError) as e:
+        cause = " ".join(str(e).split())  # the loader's message spans lines
+        raise NvrtcUnavailableError(
+            f"NVRTC is not available ({type(e).__name__}: {cause}). Install it with `{INSTALL_HINT}`") from e
+    return nvrtc
+
+
+def _call(nvrtc, function, *args):
+    """Call an NVRTC binding, raise on failure, return its results after the status."""
+    status, *results = function(*args)
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"{function.__name__} failed: {nvrtc.nvrtcGetErrorString(status)[1].decode()}")
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def unavailable_reason() -> str | None:
+    """None when NVRTC loads, else why not, with the install hint (for UIs and test skips)."""
+    try:
+        _load()
+    except NvrtcUnavailableError as e:
+        return str(e)
+    return None
+
+
+def nvrtc_version() -> tuple[int, int]:
+    """(major, minor) of the NVRTC library, loading it if needed."""
+    nvrtc = _load()
+    return _call(nvrtc, nvrtc.nvrtcVersion)
+
+
+def supported_archs() -> list[str]:
+    """The real architectures this NVRTC can build cubins for: ["sm_75", "sm_80", ...]."""
+    nvrtc = _load()
+    return [f"sm_{n}" for n in _call(nvrtc, nvrtc.nvrtcGetSupportedArchs)]
+
+
+@functools.cache
+def compiler_version() -> str:
+    """The NVRTC build, for cache keys: "13.5.37", the installed wheel's version.
+
+    Loading NVRTC to ask it costs ~150 ms (the bindings import and the library load), more than a
+    whole cache hit may take, so the wheel's dist-info folder name answers instead; it also tells
+    patch releases apart. Without the wheel (a CUDA toolkit install) NVRTC itself answers.
+    """
+    prefix, suffix = "nvidia_cuda_nvrtc-", ".dist-info"
+    for folder in sys.path:
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and name.endswith(suffix):
+                return name[len(prefix):-len(suffix)]
+    major, minor = nvrtc_version()
+    return f"{major}.{minor}"
+
+
+_ARCH = re.compile(r"sm_(\d+)[af]?")
+
+
+def _check_arch(arch: str) -> None:
+    match = _ARCH.fullmatch(arch)
+    if not match:
+        raise ValueError(f"arch must name a real GPU architecture such as 'sm_90' or 'sm_90a' "
+                         f"(a cubin needs one), got {arch!r}")
+    known = supported_archs()
+    if f"sm_{match.group(1)}" not in known:
+        major, minor = nvrtc_version()
+        raise ValueError(f"NVRTC {major}.{minor} cannot compile for {arch}; it supports {', '.join(known)}")
+
+
+# kernel.cu(12): error: identifier "x" is undefined   /   cell(5): catastrophic error: cannot open source file "a.h"
+_DIAGNOSTIC = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (.*)$", re.MULTILINE)
+
+
+def parse_diagnostics(log: str) -> list[Diagnostic]:
+    """The errors in an NVRTC log, in order."""
+    return [Diagnostic(f, int(line), message.strip()) for f, line, message in _DIAGNOSTIC.findall(log)]
+
+
+def _read(nvrtc, program, get_size, get) -> bytes:
+    buffer = bytearray(_call(nvrtc, get_size, program))
+    _call(nvrtc, get, program, buffer)
+    return bytes(buffer)
+
+
+def compile_cuda(source: str, *, arch: str = "sm_90", options=(), name: str = "kernel.cu",
+                 include_paths=(), name_expressions=()) -> CompiledModule:
+    """Compile CUDA C++ to PTX and a cubin for `arch`, with each kernel's resource usage.
+
+    `name_expressions` (e.g. ["scale<float>"]) name C++ kernels; `lowered_names` maps each to its
+    mangled name in the cubin. `extern "C"` kernels need none. Errors raise NvrtcError.
+    """
+    nvrtc = _load()
+    _check_arch(arch)
+    options = (f"-arch={arch}", *BASE_OPTIONS, *(f"--include-path={p}" for p in include_paths), *options)
+    program = _call(nvrtc, nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), 0, [], [])
+    try:
+        for expression in name_expressions:
+            _call(nvrtc, nvrtc.nvrtcAddNameExpression, program, expression.encode())
+        status, = nvrtc.nvrtcCompileProgram(program, len(options), [o.encode() for o in options])
+        log = _read(nvrtc, program, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog)
+        log = log.rstrip(b"\0").decode(errors="replace")
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            diagnostics = parse_diagnostics(log)
+            summary = "\n".join(f"{d.filename}:{d.line}: {d.message}" for d in diagnostics) or log.strip()
+            raise NvrtcError(f"NVRTC could not compile {name} for {arch}:\n{summary}", log, diagnostics)
+        ptx = _read(nvrtc, program, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
+        cubin = _read(nvrtc, program, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        lowered = {e: _call(nvrtc, nvrtc.nvrtcGetLoweredName, program, e.encode()).decode() for e in name_expressions}
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
+    return CompiledModule(
+        source=source, arch=arch, options=options, ptx=ptx, cubin=cubin, log=log,
+        nvrtc_version=nvrtc_version(), kernels=_with_spills(read_resources(cubin), log), lowered_names=lowered)
+
+
+def _with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:
+    verbose = resources_from_ptxas_log(log)
+    return {name: replace(r, spill_stores=verbose[name].spill_stores, spill_loads=verbose[name].spill_loads)
+            if name in verbose else r for name, r in kernels.items()}
