@@ -6,7 +6,10 @@
 The rules are those of the CUDA occupancy calculator (CUDA 13.0 `include/cuda_occupancy.h`,
 `cudaOccMaxActiveBlocksPerMultiprocessor`), with the device's default state: the largest shared-memory
 carveout, and the large-shared-memory opt-in taken whenever a block needs more than 48 KB (the
-launcher sets it). Limits on named barriers and cluster launches are not modelled.
+launcher sets it). Limits on named barriers and cluster launches are not modelled. On an H100 the
+driver's cuOccupancyMaxActiveBlocksPerMultiprocessor agreed on all 651 configurations tried (11
+kernels of 14-168 registers and up to 4 KB static shared memory, 32-1024 threads, 0-200 KB dynamic
+shared memory).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ else ~/.cache/tileworkbench. Each entry is one file, `<key>.kernel`:
     header   magic b"TWBKRNL\\0", format version (u32), key (32 bytes), payload length (u64),
              sha256 of the payload (32 bytes); little-endian
     payload  JSON length (u32), JSON (arch, options, NVRTC version, log, resources, lowered names,
-             cubin and PTX lengths), cubin bytes, PTX text
+             cubin length), cubin bytes, PTX text (the rest)
 
 Entries are written to a temporary file and renamed over the final name, so a reader sees a whole
 entry or none. An entry that fails any check (truncated, a flipped bit, another format version) is

@@ -1,0 +1,72 @@
+"""Every GPU test kernel compiles offline (no GPU) with NVRTC for sm_80 and sm_90, and the
+generated code has the properties the backend promises."""
+import re
+
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.codegen import generate
+
+from ..gpu.cases import CASES
+
+runtime = pytest.importorskip("tileworkbench.runtime.launch")
+
+
+def _nvrtc_missing() -> str | None:
+    try:
+        from tileworkbench.runtime.nvrtc import nvrtc_version
+        nvrtc_version()
+        runtime.cuda_include_dirs()
+    except Exception as e:
+        return f"needs NVRTC and the CUDA headers ({e}); pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+
+
+def _specializations():
+    seen = {}
+    for case in CASES:
+        fn = case.kernel.specialize(case.args())
+        seen.setdefault(fn.fingerprint(), (case.id, fn))
+    return list(seen.values())
+
+
+SPECIALIZATIONS = _specializations()
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_every_gpu_test_kernel_compiles(arch, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    from tileworkbench.runtime import cache
+    monkeypatch.setattr(cache, "_default", None)
+    for case_id, fn in SPECIALIZATIONS:
+        generated, module = runtime.build(fn, arch)
+        resources = module.kernels[generated.name]
+        assert 0 < resources.registers <= 255, case_id
+        assert resources.max_threads in (None, generated.threads), case_id
+
+
+@ct.kernel
+def vector_add(a, b, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+
+
+def test_vector_add_moves_16_byte_vectors_without_spills():
+    x = np.zeros(4096, np.float32)
+    generated, module = runtime.build(vector_add.specialize((x, x, x, 1024)), "sm_90")
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", module.ptx)
+    assert re.search(r"st\.global\.v4\.(u32|b32|f32)", module.ptx)
+    resources = module.kernels["vector_add"]
+    assert resources.local_bytes == 0 and not resources.spill_stores
+
+
+def test_generated_source_points_back_to_kernel_lines():
+    x = np.zeros(4096, np.float32)
+    source = generate(vector_add.specialize((x, x, x, 1024))).source
+    line = vector_add._pyfunc.__code__.co_firstlineno + 3
+    assert f"// line {line}: ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))" in source
+    assert "const tw::tile<float, tw::shape<1024>>" in source

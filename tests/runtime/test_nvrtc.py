@@ -1,0 +1,103 @@
+"""NVRTC compilation on a machine without a GPU: outputs, names, errors, architectures."""
+import sys
+
+import pytest
+
+from tileworkbench.errors import TileCompilerExecutionError
+from tileworkbench.runtime import nvrtc
+from tileworkbench.runtime.nvrtc import (
+    Diagnostic,
+    NvrtcError,
+    NvrtcUnavailableError,
+    compile_cuda,
+    parse_diagnostics,
+    supported_archs,
+    unavailable_reason,
+)
+
+NVRTC_MISSING = unavailable_reason()
+pytestmark = pytest.mark.skipif(NVRTC_MISSING is not None, reason=f"needs NVRTC: {NVRTC_MISSING}")
+
+ADD = 'extern "C" __global__ void add(float* x, float y, int n) { int i = threadIdx.x; if (i < n) x[i] += y; }'
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_extern_c_kernel_compiles_to_ptx_and_cubin(arch):
+    module = compile_cuda(ADD, arch=arch)
+    assert f".target {arch}" in module.ptx and ".entry add(" in module.ptx
+    assert module.cubin[:4] == b"\x7fELF"
+    assert set(module.kernels) == {"add"} and module.kernels["add"].registers > 0
+    assert module.kernels["add"].spill_stores == 0  # from ptxas -v in the log
+    assert module.options[:4] == (f"-arch={arch}", "-lineinfo", "--std=c++17", "--ptxas-options=-v")
+    assert len(module.nvrtc_version) == 2 and module.nvrtc_version[0] >= 12
+    assert module.source == ADD and module.arch == arch
+
+
+def test_name_expressions_give_lowered_names():
+    source = "template <class T> __global__ void scale(T* x, T a) { x[threadIdx.x] *= a; }"
+    module = compile_cuda(source, arch="sm_80", name_expressions=["scale<float>", "scale<int>"])
+    assert module.lowered_names == {"scale<float>": "_Z5scaleIfEvPT_S0_", "scale<int>": "_Z5scaleIiEvPT_S0_"}
+    assert set(module.kernels) == set(module.lowered_names.values())
+
+
+def test_error_carries_the_line_a_line_directive_names():
+    source = '#line 5 "cell"\n__global__ void f(float* y) {\n    y[0] = x;\n}\n'
+    with pytest.raises(NvrtcError) as caught:
+        compile_cuda(source, arch="sm_90")
+    assert caught.value.diagnostics == [Diagnostic("cell", 6, 'identifier "x" is undefined')]
+    assert 'cell(6): error: identifier "x" is undefined' in caught.value.log
+    assert "cell:6: identifier" in str(caught.value)
+    assert isinstance(caught.value, TileCompilerExecutionError)
+
+
+def test_error_without_line_directive_names_the_file():
+    with pytest.raises(NvrtcError) as caught:
+        compile_cuda("__global__ void f() {\n  int a = ;\n}\n", arch="sm_80", name="gen.cu")
+    assert [(d.filename, d.line) for d in caught.value.diagnostics] == [("gen.cu", 2)]
+
+
+def test_diagnostics_parser_reads_errors_only():
+    log = ('k.cu(3): warning #177-D: variable "v" was declared but never referenced\n'
+           'k.cu(7): error: expected a ";"\n'
+           'cell(2): catastrophic error: cannot open source file "missing.h"\n')
+    assert parse_diagnostics(log) == [Diagnostic("k.cu", 7, 'expected a ";"'),
+                                      Diagnostic("cell", 2, 'cannot open source file "missing.h"')]
+
+
+def test_warnings_stay_in_the_log():
+    module = compile_cuda('extern "C" __global__ void k() { int unused = 1; }', arch="sm_80")
+    assert "declared but never referenced" in module.log
+
+
+def test_include_paths_are_searched(tmp_path):
+    (tmp_path / "twice.h").write_text("__device__ inline float twice(float v) { return 2 * v; }\n")
+    source = '#include "twice.h"\nextern "C" __global__ void k(float* x) { x[0] = twice(x[0]); }'
+    assert "k" in compile_cuda(source, arch="sm_80", include_paths=[str(tmp_path)]).kernels
+
+
+@pytest.mark.parametrize("arch", ["sm_86", "sm_89", "sm_90a", "sm_100", "sm_120"])
+def test_newer_archs_compile_where_nvrtc_supports_them(arch):
+    if arch.rstrip("a") not in supported_archs():
+        pytest.skip(f"NVRTC {nvrtc.nvrtc_version()} does not support {arch}")
+    assert f".target {arch}" in compile_cuda(ADD, arch=arch).ptx
+
+
+@pytest.mark.parametrize("arch", ["sm_13", "compute_90", "90"])
+def test_unknown_or_virtual_arch_is_refused(arch):
+    with pytest.raises(ValueError, match="sm_90"):
+        compile_cuda(ADD, arch=arch)
+
+
+@pytest.fixture
+def nvrtc_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)  # import now fails
+    nvrtc._load.cache_clear()
+    yield
+    monkeypatch.undo()
+    nvrtc._load.cache_clear()
+
+
+def test_missing_nvrtc_says_what_to_install(nvrtc_missing):
+    with pytest.raises(NvrtcUnavailableError, match="pip install cuda-bindings nvidia-cuda-nvrtc"):
+        compile_cuda(ADD)
+    assert "pip install" in unavailable_reason()
