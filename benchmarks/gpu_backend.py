@@ -19,30 +19,17 @@ import cupy as cp
 import numpy as np
 
 import tileworkbench.tile as ct
+from tileworkbench.profile import time_launches
 
 try:
     import torch
 except ImportError:  # the peers that need torch are skipped
     torch = None
 
-L2_FLUSH = cp.empty(256 * 1024 * 1024 // 4, cp.float32)
-
-
 def timed(fn, reps=50, warmup=5):
-    """Median, p10, p90 in milliseconds of fn() on the current stream."""
-    for _ in range(warmup):
-        fn()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    samples = []
-    for _ in range(reps):
-        L2_FLUSH.fill(0)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, stop))
-    p10, p50, p90 = np.percentile(samples, [10, 50, 90])
-    return p50, p10, p90
+    """Median, p10, p90 in milliseconds (CUDA events, L2 flushed before each repetition)."""
+    t = time_launches(fn, repetitions=reps, warmup=warmup, flush_l2=True)
+    return t.median_ms, t.p10_ms, t.p90_ms
 
 
 @ct.kernel
@@ -65,6 +52,13 @@ def row_gather(table, ids, out, D: ct.Constant[int]):
 
 
 @ct.kernel
+def row_load(table, ids, out, D: ct.Constant[int]):
+    r = ct.bid(0)
+    row = ct.load(ids, (r,), ())
+    ct.store(out, (r, 0), ct.load(table, (row, 0), (1, D)))  # a (1, D) tile: tile row index = table row
+
+
+@ct.kernel
 def softmax(x, y, N: ct.Constant[int]):
     r = ct.bid(0)
     t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.NEG_INF)
@@ -79,6 +73,9 @@ def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[
     for k in range(ct.num_tiles(A, 1, (TM, TK))):
         acc = ct.mma(ct.load(A, (bm, k), (TM, TK)), ct.load(B, (k, bn), (TK, TN)), acc)
     ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+MATMUL_TILES = [(64, 64, 32), (128, 128, 32)]
 
 
 def launcher(kernel, grid, args):
@@ -104,10 +101,11 @@ def main():
     c = cp.empty_like(a)
     copy_t = timed(lambda: cp.copyto(c, a))
     record("copy 2^28 f32", "cupy copy", copy_t, nbytes=2 * a.nbytes)
-    ct.launch(stream, (n // 4096,), vector_add, (a, b, c, 4096))
-    assert cp.array_equal(c, a + b)
-    record("vector add 2^28 f32", "tileworkbench", timed(launcher(vector_add, (n // 4096,), (a, b, c, 4096))),
-           nbytes=3 * a.nbytes)
+    for tile in (1024, 2048, 4096, 8192):
+        ct.launch(stream, (n // tile,), vector_add, (a, b, c, tile))
+        assert cp.array_equal(c, a + b)
+        record("vector add 2^28 f32", f"tileworkbench {tile}",
+               timed(launcher(vector_add, (n // tile,), (a, b, c, tile))), nbytes=3 * a.nbytes)
     record("vector add 2^28 f32", "cupy", timed(lambda: cp.add(a, b, out=c)), nbytes=3 * a.nbytes)
     del a, b, c
 
@@ -126,7 +124,12 @@ def main():
     out = cp.empty((1 << 18, 256), cp.float32)
     ct.launch(stream, (1 << 18,), row_gather, (table, ids, out, 256))
     assert cp.array_equal(out, table[ids])
-    record("row gather 2^18 x 256 f32", "tileworkbench", timed(launcher(row_gather, (1 << 18,), (table, ids, out, 256))),
+    record("row gather 2^18 x 256 f32", "tileworkbench gather", timed(launcher(row_gather, (1 << 18,), (table, ids, out, 256))),
+           nbytes=2 * out.nbytes)
+    out.fill(0)
+    ct.launch(stream, (1 << 18,), row_load, (table, ids, out, 256))
+    assert cp.array_equal(out, table[ids])
+    record("row gather 2^18 x 256 f32", "tileworkbench load", timed(launcher(row_load, (1 << 18,), (table, ids, out, 256))),
            nbytes=2 * out.nbytes)
     record("row gather 2^18 x 256 f32", "cupy take", timed(lambda: cp.take(table, ids, axis=0, out=out)),
            nbytes=2 * out.nbytes)
@@ -149,27 +152,43 @@ def main():
     A = cp.random.randn(size, size, dtype=cp.float32).astype(cp.float16)
     B = cp.random.randn(size, size, dtype=cp.float32).astype(cp.float16)
     C = cp.empty((size, size), cp.float16)
-    grid = (size // 64, size // 64)
-    ct.launch(stream, grid, matmul, (A, B, C, 64, 64, 32))
-    ref = A.astype(cp.float32) @ B.astype(cp.float32)
-    err = float(cp.linalg.norm(C.astype(cp.float32) - ref) / cp.linalg.norm(ref))
-    assert err < 1e-2, err
     flops = 2 * size ** 3
-    record("matmul 4096^3 f16", "tileworkbench", timed(launcher(matmul, grid, (A, B, C, 64, 64, 32)), reps=5), flops=flops)
+    for tm, tn, tk in MATMUL_TILES:
+        grid = (size // tm, size // tn)
+        ct.launch(stream, grid, matmul, (A, B, C, tm, tn, tk))
+        ref = A.astype(cp.float32) @ B.astype(cp.float32)
+        err = float(cp.linalg.norm(C.astype(cp.float32) - ref) / cp.linalg.norm(ref))
+        assert err < 1e-2, err
+        record("matmul 4096^3 f16", f"tileworkbench {tm}x{tn}x{tk}",
+               timed(launcher(matmul, grid, (A, B, C, tm, tn, tk)), reps=10), flops=flops)
     record("matmul 4096^3 f16", "cupy (cuBLAS)", timed(lambda: cp.matmul(A, B, out=C), reps=20), flops=flops)
+    if torch is not None:
+        for size in (4096, 8192):
+            tA = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+            tB = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+            tC = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
+            flops = 2 * size ** 3
+            tm, tn, tk = MATMUL_TILES[-1]
+            grid = (size // tm, size // tn)
+            ct.launch(stream, grid, matmul, (tA, tB, tC, tm, tn, tk))
+            ref = tA.float() @ tB.float()
+            err = float((tC.float() - ref).norm() / ref.norm())
+            assert err < 1e-2, err
+            record(f"matmul {size}^3 bf16", f"tileworkbench {tm}x{tn}x{tk}",
+                   timed(launcher(matmul, grid, (tA, tB, tC, tm, tn, tk)), reps=5), flops=flops)
+            record(f"matmul {size}^3 bf16", "torch (cuBLAS)", timed(lambda: torch.matmul(tA, tB, out=tC), reps=20),
+                   flops=flops)
+            del tA, tB, tC, ref
 
-    # compile latency: cold (empty disk cache, new process) and disk-cache hit (new process)
+    # compile latency in a fresh process: cold (empty disk cache) and a disk-cache hit
     env = dict(os.environ, TILEWORKBENCH_CACHE_DIR="/tmp/tw-bench-cache")
-    probe = ("import time, cupy as cp, tileworkbench.tile as ct; from benchmarks.gpu_backend import vector_add;"
-             "a = cp.zeros(1024, cp.float32); t = time.perf_counter();"
-             "ct.launch(cp.cuda.get_current_stream(), (1,), vector_add, (a, a, a, 1024)); cp.cuda.Device().synchronize();"
-             "print(time.perf_counter() - t)")
+    probe = ("import time, numpy as np; from tests.gpu.cases import vector_add; from tileworkbench.runtime.launch import build;"
+             "x = np.zeros(1024, np.float32); fn = vector_add.specialize((x, x, x, 1024));"
+             "t = time.perf_counter(); build(fn, 'sm_90'); print(time.perf_counter() - t)")
     subprocess.run(["rm", "-rf", "/tmp/tw-bench-cache"])
-    cold = float(subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.split()[-1])
-    warm = float(subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout.split()[-1])
-    rows.append({"case": "first launch incl. compile, new process", "impl": "cold cache", "ms": cold * 1e3})
-    rows.append({"case": "first launch incl. compile, new process", "impl": "disk cache hit", "ms": warm * 1e3})
-
+    for label in ("cold compile", "disk cache hit"):
+        result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+        rows.append({"case": "compile vector add, new process", "impl": label, "ms": float(result.stdout.split()[-1]) * 1e3})
     # host launch overhead: many launches of a tiny kernel, wall clock per launch
     tiny = cp.zeros(128, cp.float32)
     go = launcher(vector_add, (1,), (tiny, tiny, tiny, 128))

@@ -68,9 +68,14 @@ def build(fn: Function, arch: str, threads: int | None = None):
 _loaded: dict = {}
 
 
+def _current_device() -> int:
+    import cupy
+    return cupy.cuda.runtime.getDevice()
+
+
 def load(fn: Function, arch: str | None = None) -> GpuKernel:
     arch = arch or device_arch()
-    key = (id(fn), arch)
+    key = (id(fn), arch, _current_device())
     kernel = _loaded.get(key)
     if kernel is None:
         import cupy
@@ -86,25 +91,75 @@ def load(fn: Function, arch: str | None = None) -> GpuKernel:
     return kernel
 
 
-def _pack(fn: Function, args) -> list:
-    packed = []
-    runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
-    for k, (p, value) in enumerate(zip(fn.runtime_params, runtime_args)):
-        if p.kind == "array":
-            a = device_array(value, k)
-            if any(n >= 2**31 for n in a.shape) or any(abs(s) >= 2**31 for s in a.strides):
-                raise OverflowError(f"Kernel argument #{k}: shape is too big for 32-bit indexing")
-            packed.append(np.uint64(a.ptr))
-            packed.extend(np.int32(n) for n in a.shape)
-            packed.extend(np.int32(s) for s in a.strides)
+def _array_packer(position: int):
+    def pack(value, out):
+        if type(value).__name__ == "ndarray" and hasattr(value, "data") and hasattr(value.data, "ptr"):  # CuPy
+            itemsize = value.itemsize
+            out.append(value)  # CuPy passes its arrays as device pointers
+            out.extend(np.int32(n) for n in value.shape)
+            out.extend(np.int32(s // itemsize) for s in value.strides)
+            return
+        a = device_array(value, position)
+        out.append(np.uint64(a.ptr))
+        out.extend(np.int32(n) for n in a.shape)
+        out.extend(np.int32(s) for s in a.strides)
+    return pack
+
+
+def _scalar_packer(dtype):
+    make = dtype.numpy.type
+    return lambda value, out: out.append(make(value))
+
+
+class Launcher:
+    """One argument profile of a kernel, ready to launch: the loaded kernel and a packer per argument.
+    Built on the first launch of the profile; later launches cost a dictionary lookup and the packing."""
+
+    def __init__(self, fn: Function, gpu: GpuKernel):
+        self.fn, self.gpu = fn, gpu
+        self.block = (gpu.generated.threads, 1, 1)
+        self.packers = []
+        for k, p in enumerate(fn.params):
+            if p.kind == "array":
+                self.packers.append(_array_packer(k))
+            elif p.kind == "scalar":
+                self.packers.append(_scalar_packer(p.type.dtype))
+            else:
+                self.packers.append(None)
+
+    def __call__(self, stream, grid, args):
+        packed = []
+        for pack, value in zip(self.packers, args):
+            if pack is not None:
+                pack(value, packed)
+        try:
+            self.gpu.function(grid, self.block, packed, shared_mem=self.gpu.generated.smem_bytes, stream=stream)
+        except OverflowError:
+            raise OverflowError("An array shape or stride, or an int argument, does not fit 32 bits") from None
+
+
+def _profile_key(kernel, args) -> tuple:
+    """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
+    key = []
+    for constant, value in zip(kernel._constant_mask, args):
+        if constant:
+            key.append((type(value), value))
         else:
-            packed.append(p.type.dtype.numpy.type(value))
-    return packed
+            key.append((type(value), getattr(value, "dtype", None), getattr(value, "ndim", None)))
+    return tuple(key)
 
 
 def launch(kernel, stream, grid, args) -> None:
     """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
-    fn = kernel.specialize(args)
-    gpu = load(fn)
-    gpu.function(grid, (gpu.generated.threads, 1, 1), tuple(_pack(fn, args)),
-                 shared_mem=gpu.generated.smem_bytes, stream=cupy_stream(stream))
+    try:
+        import cupy
+        device = cupy.cuda.runtime.getDevice()
+    except Exception as e:
+        raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
+                           f"interpreter, pass NumPy arrays to ct.launch.") from None
+    key = (device, _profile_key(kernel, args))
+    launcher = kernel._launchers.get(key)
+    if launcher is None:
+        fn = kernel.specialize(args)
+        launcher = kernel._launchers[key] = Launcher(fn, load(fn))
+    launcher(cupy_stream(stream), grid, args)

@@ -102,6 +102,8 @@ class Kernel:
             hints = {}
         self._annotations = {p.name: hints.get(p.name, p.annotation) for p in self._params}
         self._specializations: dict = {}
+        self._constant_mask = tuple(self.is_constant_param(p.name) for p in self._params)
+        self._launchers: dict = {}  # argument profile -> ready-to-launch GPU kernel (runtime.launch)
 
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
@@ -201,8 +203,7 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if not isinstance(kernel_args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
-    arrays = [a for a in kernel_args if is_array_like(a)]
-    if all(isinstance(a, np.ndarray) for a in arrays):
+    if any(type(a) is np.ndarray for a in kernel_args) or not any(is_array_like(a) for a in kernel_args):
         from ..interp import run
         run(kernel, grid, kernel_args)
         return

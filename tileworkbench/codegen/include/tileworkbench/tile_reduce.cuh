@@ -50,6 +50,23 @@ __device__ auto reduce(const tile<T, S>& x, A identity, Lift lift, Combine combi
   using R = decltype(finish(identity));
   constexpr int K = S2::size, L = S::size / S2::size;
   A* buf = reinterpret_cast<A*>(smem());
+  if constexpr (K == 1) {
+    // One output: fold this thread's registers, then the warp with shuffles, then the warps.
+    A acc = identity;
+    if (x.owner()) {
+#pragma unroll
+      for (int r = 0; r < tile<T, S>::R; ++r) acc = combine(acc, lift(x.v[r], tile<T, S>::elem(r)));
+    }
+#pragma unroll
+    for (int m = 16; m > 0; m /= 2) acc = combine(acc, shuffle_xor(acc, m));
+    __syncthreads();
+    if (threadIdx.x % 32 == 0) buf[threadIdx.x / 32] = acc;
+    __syncthreads();
+    acc = identity;
+#pragma unroll
+    for (int w = 0; w < TW_THREADS / 32; ++w) acc = combine(acc, buf[w]);
+    return full<R, S2>(finish(acc));
+  }
   __syncthreads();
   if (x.owner()) {
 #pragma unroll

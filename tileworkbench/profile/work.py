@@ -1,0 +1,108 @@
+"""How much memory traffic and math a launch does, read off the IR.
+
+Each memory op moves its tile's bytes each time it runs; each mma does 2*M*N*K flops (times its
+batch). An op inside `for` runs once per iteration: trip counts are evaluated from the launch's
+real array shapes and grid with the interpreter's own scalar rules, taking block (0, 0, 0) as the
+representative block. Out-of-bounds lanes of edge tiles are counted, so ragged launches read
+slightly high.
+
+    >>> work = launch_work(fn, grid=(4096, 1, 1), shapes={"a": (2**22,), "b": (2**22,), "c": (2**22,)})
+    >>> work.bytes_read, work.bytes_written
+    (33554432, 16777216)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..interp.rules import RULES
+from ..ir.core import Block, Function
+from ..ir.types import TileType
+
+_READS = ("load", "gather", "load_adv")
+_WRITES = ("store", "scatter", "store_adv")
+
+
+@dataclass(frozen=True)
+class Work:
+    bytes_read: int
+    bytes_written: int
+    flops: int
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+
+class _Shape:
+    """Stands in for an array argument: the scalar rules only ask for its shape."""
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+
+class _OneBlock:
+    """The part of an interpreter context the scalar rules read."""
+
+    def __init__(self, grid):
+        self.grid = tuple(grid)
+        self.bids = np.zeros((1, 3), np.int32)
+
+
+def launch_work(fn: Function, grid, shapes: dict) -> Work:
+    """Bytes and flops of launching `fn` over `grid` with arrays of these shapes (by parameter name)."""
+    values = {}
+    for p, arg in zip(fn.runtime_params, fn.body.args):
+        if p.kind == "array":
+            values[id(arg)] = _Shape(shapes[p.name])
+    totals = [0, 0, 0]
+    _walk(fn.body, values, _OneBlock(grid), 1, totals)
+    blocks = int(np.prod(grid))
+    return Work(totals[0] * blocks, totals[1] * blocks, totals[2] * blocks)
+
+
+def _scalar(values, v):
+    x = values.get(id(v))
+    return None if x is None else int(np.asarray(x).reshape(-1)[0])
+
+
+def _walk(block: Block, values: dict, ctx, times: int, totals: list):
+    for op in block.ops:
+        if op.name in _READS:
+            totals[0] += times * op.result.type.size * op.result.dtype.itemsize
+        elif op.name in _WRITES:
+            tile = op.operands[-1 if op.name != "scatter" else op.operands[0].type.ndim + 1].type
+            totals[1] += times * tile.size * tile.dtype.itemsize
+        elif op.name == "mma":
+            a, b = op.operands[0].type, op.operands[1].type
+            totals[2] += times * 2 * math.prod(a.shape) * b.shape[-1]
+        elif op.name == "for":
+            lo, hi, step = (_scalar(values, v) for v in op.operands[:3])
+            trips = max(0, -(-(hi - lo) // step)) if None not in (lo, hi, step) and step > 0 else 1
+            _walk(op.regions[0], values, ctx, times * trips, totals)
+        elif op.name == "if":  # count the heavier branch
+            branches = []
+            for region in op.regions:
+                sub = [0, 0, 0]
+                _walk(region, values, ctx, times, sub)
+                branches.append(sub)
+            heavier = max(branches, key=lambda t: t[0] + t[1] + t[2])
+            for k in range(3):
+                totals[k] += heavier[k]
+        _evaluate_scalar(op, values, ctx)
+
+
+def _evaluate_scalar(op, values, ctx):
+    """Record the value of a scalar op when all its operands are known (constants, grid, shapes)."""
+    if len(op.results) != 1 or not isinstance(op.result.type, TileType) or op.result.shape:
+        return
+    rule = RULES.get(op.name)
+    args = [values.get(id(v)) for v in op.operands]
+    if rule is None or any(a is None for a in args):
+        return
+    try:
+        values[id(op.result)] = rule(ctx, op, *args)
+    except Exception:  # a scalar the model cannot evaluate stays unknown
+        pass
