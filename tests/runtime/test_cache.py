@@ -205,3 +205,22 @@ def test_compile_cached_compiles_once_then_reads_the_disk(tmp_path):
     loaded = time.perf_counter() - start
     assert hit == cold and fresh.stats().disk_hits == 1
     assert loaded < compiled
+
+
+def test_command_line_lists_and_clears_the_cache(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
+    from tileworkbench.runtime import __main__ as cli
+    from tileworkbench.runtime import cache as cache_module
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache_module, "_default", None)
+    try:
+        cache_module.compile_cached('extern "C" __global__ void listed(float* x) { x[0] = 1.0f; }', arch="sm_80")
+    except Exception as e:  # NVRTC present but unusable here
+        pytest.skip(f"NVRTC cannot compile here: {e}")
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "sm_80" in out and "listed" in out and "1 entries" in out
+    assert cli.main(["clear"]) == 0
+    assert "removed 1 entries" in capsys.readouterr().out
+    assert cli.main(["list"]) == 0
+    assert "0 entries" in capsys.readouterr().out

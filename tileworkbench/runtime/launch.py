@@ -91,19 +91,26 @@ def load(fn: Function, arch: str | None = None) -> GpuKernel:
     return kernel
 
 
-def _array_packer(position: int):
-    def pack(value, out):
-        if type(value).__name__ == "ndarray" and hasattr(value, "data") and hasattr(value.data, "ptr"):  # CuPy
-            itemsize = value.itemsize
-            out.append(value)  # CuPy passes its arrays as device pointers
-            out.extend(np.int32(n) for n in value.shape)
-            out.extend(np.int32(s // itemsize) for s in value.strides)
-            return
+def _array_packer(position: int, example):
+    """Pack an array argument as (pointer, shape..., strides in elements...). The launcher's argument
+    profile fixes the argument's type, so the packer is chosen once, from the first launch."""
+    import cupy
+    i32 = np.int32
+    if type(example) is cupy.ndarray:
+        itemsize = example.itemsize
+
+        def pack_cupy(value, out):
+            out.append(value)  # CuPy passes its own arrays as device pointers
+            out += [i32(n) for n in value.shape]
+            out += [i32(s // itemsize) for s in value.strides]
+        return pack_cupy
+
+    def pack_any(value, out):
         a = device_array(value, position)
         out.append(np.uint64(a.ptr))
-        out.extend(np.int32(n) for n in a.shape)
-        out.extend(np.int32(s) for s in a.strides)
-    return pack
+        out += [i32(n) for n in a.shape]
+        out += [i32(s) for s in a.strides]
+    return pack_any
 
 
 def _scalar_packer(dtype):
@@ -115,13 +122,14 @@ class Launcher:
     """One argument profile of a kernel, ready to launch: the loaded kernel and a packer per argument.
     Built on the first launch of the profile; later launches cost a dictionary lookup and the packing."""
 
-    def __init__(self, fn: Function, gpu: GpuKernel):
+    def __init__(self, fn: Function, gpu: GpuKernel, args):
         self.fn, self.gpu = fn, gpu
         self.block = (gpu.generated.threads, 1, 1)
+        self.smem = gpu.generated.smem_bytes
         self.packers = []
-        for k, p in enumerate(fn.params):
+        for k, (p, value) in enumerate(zip(fn.params, args)):
             if p.kind == "array":
-                self.packers.append(_array_packer(k))
+                self.packers.append(_array_packer(k, value))
             elif p.kind == "scalar":
                 self.packers.append(_scalar_packer(p.type.dtype))
             else:
@@ -133,9 +141,33 @@ class Launcher:
             if pack is not None:
                 pack(value, packed)
         try:
-            self.gpu.function(grid, self.block, packed, shared_mem=self.gpu.generated.smem_bytes, stream=stream)
+            self.gpu.function(grid, self.block, packed, shared_mem=self.smem, stream=stream)
         except OverflowError:
             raise OverflowError("An array shape or stride, or an int argument, does not fit 32 bits") from None
+        except Exception as e:
+            if type(e).__name__ != "CUDADriverError":
+                raise
+            raise LaunchError(self.describe_failure(str(e), grid)) from None
+
+    def describe_failure(self, error: str, grid) -> str:
+        r = self.gpu.resources
+        config = (f"kernel `{self.gpu.generated.name}`, grid {tuple(grid)}, {self.block[0]} threads per block, "
+                  f"{self.smem} bytes of dynamic shared memory, {r.registers} registers per thread")
+        hint = _HINTS.get(error.split(":")[0].strip(), "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing launch")
+        return f"{error}\n  {config}\n  hint: {hint}"
+
+
+class LaunchError(RuntimeError):
+    """A GPU launch failed; the message names the kernel, its launch configuration and a likely cause."""
+
+
+_HINTS = {
+    "CUDA_ERROR_OUT_OF_RESOURCES": "too many registers or too much shared memory for this block size: "
+                                   "use smaller tiles",
+    "CUDA_ERROR_ILLEGAL_ADDRESS": "an access outside an array: run the same launch on NumPy arrays (the "
+                                  "interpreter's checked mode names the line and the index)",
+    "CUDA_ERROR_INVALID_VALUE": "the grid or the shared memory exceeds the device's limits",
+}
 
 
 def _profile_key(kernel, args) -> tuple:
@@ -161,5 +193,5 @@ def launch(kernel, stream, grid, args) -> None:
     launcher = kernel._launchers.get(key)
     if launcher is None:
         fn = kernel.specialize(args)
-        launcher = kernel._launchers[key] = Launcher(fn, load(fn))
+        launcher = kernel._launchers[key] = Launcher(fn, load(fn), args)
     launcher(cupy_stream(stream), grid, args)

@@ -207,5 +207,14 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
         from ..interp import run
         run(kernel, grid, kernel_args)
         return
-    from ..runtime.launch import launch as launch_on_gpu
-    launch_on_gpu(kernel, stream, grid, kernel_args)
+    _gpu_launch()(kernel, stream, grid, kernel_args)
+
+
+def _gpu_launch():
+    global _gpu_launch_fn
+    if _gpu_launch_fn is None:  # imported on first use: the interpreter needs no GPU libraries
+        from ..runtime.launch import launch as _gpu_launch_fn
+    return _gpu_launch_fn
+
+
+_gpu_launch_fn = None
