@@ -1,0 +1,72 @@
+"""What every view shares: NumPy arrays synced to JavaScript as binary buffers, and static export.
+
+A view is one Python class (an anywidget) plus one ES module in static/. The Python side turns a
+trace or a launch record into plain data with a pure function (tested without a browser); the
+JavaScript only draws that data. Each view can also render itself to SVG with no browser and no
+kernel, so docs and saved notebooks show it.
+
+    class TileSpaceView(View):
+        _esm = static("tile_space.js")
+        data = Data()                      # a dict of lists / numbers / NumPy arrays
+        def to_svg(self) -> str: ...
+"""
+from __future__ import annotations
+
+import pathlib
+
+import anywidget
+import numpy as np
+import traitlets
+
+STATIC = pathlib.Path(__file__).parent / "static"
+
+
+def static(name: str) -> pathlib.Path:
+    return STATIC / name
+
+
+def _to_json(value, widget=None):
+    """Plain data for the wire; NumPy arrays travel as binary buffers ({dtype, shape, buffer})."""
+    if isinstance(value, np.ndarray):
+        a = np.ascontiguousarray(value)
+        if a.dtype == np.bool_ or a.dtype.kind not in "iuf" or a.dtype.itemsize == 8 and a.dtype.kind in "iu":
+            a = a.astype(np.float64 if a.dtype.kind == "f" else np.int32)  # JS has no 64-bit int arrays here
+        if a.dtype == np.float16 or a.dtype.name == "bfloat16":
+            a = a.astype(np.float32)
+        return {"dtype": str(a.dtype), "shape": list(a.shape), "buffer": memoryview(a)}
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _from_json(value, widget=None):
+    return value
+
+
+def Data(default=None):
+    """A synced trait holding a dict/list of plain values and NumPy arrays."""
+    return traitlets.Any(default).tag(sync=True, to_json=_to_json, from_json=_from_json)
+
+
+class View(anywidget.AnyWidget):
+    """Base class of the views: data in, SVG out."""
+
+    def to_svg(self) -> str:
+        raise NotImplementedError(f"{type(self).__name__} has no static export")
+
+    def save_svg(self, path) -> None:
+        pathlib.Path(path).write_text(self.to_svg())
+
+    def _repr_mimebundle_(self, **kwargs):
+        # the live widget where a widget manager runs; the SVG where none does (static viewers)
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        try:
+            data["image/svg+xml"] = self.to_svg()
+        except NotImplementedError:
+            pass
+        return bundle
