@@ -4,3 +4,9 @@
     %load_ext tileworkbench                  # the %%tilekernel cell magic
 """
 __version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext tileworkbench`: registers the %%tilekernel cell magic."""
+    from .magic import TileKernelMagics
+    ipython.register_magics(TileKernelMagics)

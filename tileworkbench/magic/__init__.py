@@ -1,0 +1,157 @@
+"""The %%tilekernel cell magic: a tile kernel per cell, compiled, shown, launched and measured.
+
+    %load_ext tileworkbench
+
+    %%tilekernel --grid "(ct.cdiv(n, 1024),)" --args "a, b, c, 1024" --show ir
+    def add(a, b, c, TILE: ct.Constant[int]):
+        i = ct.bid(0)
+        ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+
+The cell defines one kernel (the last `def`, or the one named on the header line) and any helper
+functions it calls; `ct` is the tile language without an import. The kernel lands in the
+notebook's namespace under its name; running the cell again redefines it. Line numbers in errors
+and diagnostics are the cell's own (the %%tilekernel header is line 1).
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import linecache
+import shlex
+
+from IPython.core.magic import Magics, cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from .. import tile as ct
+from ..errors import TileError, TileSyntaxError
+from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle
+
+_cell_numbers = itertools.count(1)
+
+
+def _unquote(text):
+    if text and len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _parse_sweep(text: str) -> dict[str, list]:
+    """"TM=32,64,128 TN=32,64" -> {"TM": [32, 64, 128], "TN": [32, 64]}"""
+    space = {}
+    for part in shlex.split(text):
+        name, _, values = part.partition("=")
+        if not values:
+            raise ValueError(f"--sweep expects NAME=v1,v2,... items, got {part!r}")
+        space[name] = [ast.literal_eval(v) for v in values.split(",")]
+    return space
+
+
+@magics_class
+class TileKernelMagics(Magics):
+    @magic_arguments()
+    @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the last)")
+    @argument("--cpu", action="store_true", help="run on the NumPy interpreter even where a GPU is available")
+    @argument("--arch", default=None, help="GPU architecture for --show cuda/ptx/resources, e.g. sm_90 "
+                                           "(default: the GPU's, or sm_90 without one)")
+    @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources"], default=[],
+              help="print the kernel's IR, generated CUDA, PTX or resources (repeatable; needs --args)")
+    @argument("--grid", default=None, help="launch grid, a Python expression, e.g. \"(ct.cdiv(n, 256),)\"")
+    @argument("--args", default=None, help="launch arguments, a Python expression, e.g. \"a, b, c, 256\"")
+    @argument("--viz", action="store_true", help="launch on the interpreter with tracing and show the views")
+    @argument("--bench", action="store_true", help="measure the launch and show the launch report")
+    @argument("--sweep", default=None, help="sweep Constant parameters: \"TM=32,64,128 TN=32,64\"")
+    @cell_magic
+    def tilekernel(self, line, cell):
+        """Define (and optionally compile, show, launch, visualize and measure) a tile kernel."""
+        args = parse_argstring(self.tilekernel, line)
+        for option in ("grid", "args", "sweep"):  # IPython's splitter keeps the quotes
+            setattr(args, option, _unquote(getattr(args, option)))
+        kernel = self.define(cell, args.name)
+        if not (args.show or args.grid or args.args or args.viz or args.bench or args.sweep):
+            return None
+        try:
+            return self.act(kernel, args)
+        except TileError as error:
+            self.report(error, kernel.name)
+
+    # ---- defining the kernel -----------------------------------------------------------------------
+
+    def define(self, cell: str, name: str | None):
+        filename = f"<tilekernel-{next(_cell_numbers)}>"
+        source = "\n" + cell  # line 1 is the %%tilekernel header: cell lines == file lines
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        try:
+            tree = ast.parse(source, filename)
+        except SyntaxError as e:
+            self.report(TileSyntaxError(f"invalid Python: {e.msg}", _syntax_loc(e, source, filename)), name or "kernel")
+        functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if not functions:
+            raise TileKernelCellError("A %%tilekernel cell must define a function (def name(...): ...)", [])
+        kernel_name = name or functions[-1]
+        if kernel_name not in functions:
+            raise TileKernelCellError(f"The cell defines no function named {kernel_name!r} (it defines "
+                                      f"{', '.join(functions)})", [])
+        namespace = dict(self.shell.user_ns)
+        namespace["ct"] = ct
+        exec(compile(tree, filename, "exec"), namespace)  # defines the functions (decorators run here)
+        pyfunc = namespace[kernel_name]
+        kernel = pyfunc if isinstance(pyfunc, ct.Kernel) else ct.kernel(pyfunc)
+        for fn_name in functions:  # helpers are useful on their own too
+            if fn_name != kernel_name:
+                self.shell.user_ns[fn_name] = namespace[fn_name]
+        self.shell.user_ns[kernel_name] = kernel
+        return kernel
+
+    # ---- acting on it ------------------------------------------------------------------------------
+
+    def evaluate(self, expression: str, what: str):
+        namespace = dict(self.shell.user_ns)
+        namespace.setdefault("ct", ct)
+        try:
+            return eval(expression, namespace)
+        except Exception as e:
+            raise TileKernelCellError(f"--{what} {expression!r}: {type(e).__name__}: {e}", []) from None
+
+    def act(self, kernel, args):
+        from . import actions
+        launch_args = self.evaluate(f"({args.args},)" if args.args else "()", "args")
+        if (args.show or args.viz or args.bench or args.grid) and not args.args:
+            raise TileKernelCellError("This option needs the kernel's arguments: add --args \"...\"", [])
+        grid = self.evaluate(args.grid, "grid") if args.grid else None
+        if isinstance(grid, int):
+            grid = (grid,)
+        for what in args.show:
+            actions.show(kernel, launch_args, what, args.arch)
+        if args.sweep:
+            if grid is None:
+                raise TileKernelCellError("--sweep needs --grid (an expression that may use the swept names)", [])
+            return actions.sweep(kernel, args.grid, args.args, _parse_sweep(args.sweep), self.shell.user_ns,
+                                 args.arch)
+        if grid is None:
+            if args.viz or args.bench:
+                raise TileKernelCellError("--viz and --bench need --grid", [])
+            return None
+        if args.viz:
+            return actions.visualize(kernel, grid, launch_args)
+        if args.bench:
+            return actions.bench(kernel, grid, launch_args)
+        actions.launch(kernel, grid, launch_args, cpu=args.cpu)
+        return None
+
+    def report(self, error: TileError, kernel_name: str):
+        """Show the error as a short box at the cell's line, with a machine-readable diagnostics bundle."""
+        display(diagnostics_bundle(error, kernel_name), raw=True)
+        raise TileKernelCellError.from_tile_error(error) from None
+
+
+def _syntax_loc(e: SyntaxError, source: str, filename: str):
+    from ..errors import SourceLoc
+    lines = source.splitlines()
+    line = e.lineno or 1
+    col = max(0, (e.offset or 1) - 1)
+    end = (e.end_offset or col + 2) - 1 if (e.end_lineno or line) == line else col + 1
+    return SourceLoc(filename, line, col, line, max(end, col + 1), "cell", lines[line - 1] if line <= len(lines) else "")
+
+
+__all__ = ["DIAGNOSTICS_MIME", "TileKernelMagics"]

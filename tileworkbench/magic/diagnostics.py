@@ -1,0 +1,57 @@
+"""How a %%tilekernel error reaches the user: a short box at the cell's line, never a stack trace,
+and a machine-readable bundle that the JupyterLab extension reads to underline the range.
+
+The bundle (MIME type application/vnd.tileworkbench.diagnostics+json):
+    {"kernel": "add", "diagnostics": [{"line": 4, "col": 26, "endLine": 4, "endCol": 30,
+                                       "message": "...", "severity": "error", "kind": "TileValueError"}]}
+Lines are the cell's (1-based, the %%tilekernel header is line 1); columns are 1-based, endCol exclusive.
+"""
+from __future__ import annotations
+
+from ..errors import SourceLoc, TileError
+
+DIAGNOSTICS_MIME = "application/vnd.tileworkbench.diagnostics+json"
+
+
+def _in_cell(loc: SourceLoc) -> bool:
+    return loc.filename.startswith("<tilekernel-")
+
+
+def diagnostics_bundle(error: TileError, kernel: str) -> dict:
+    cell_frames = [f for f in error.frames if _in_cell(f)]
+    loc = cell_frames[-1] if cell_frames else None  # the innermost place inside the cell
+    diagnostics = []
+    if loc is not None:
+        diagnostics.append({"line": loc.line, "col": loc.col + 1, "endLine": loc.end_line, "endCol": loc.end_col + 1,
+                            "message": error.message, "severity": "error", "kind": type(error).__name__})
+    return {DIAGNOSTICS_MIME: {"kernel": kernel, "diagnostics": diagnostics},
+            "text/plain": render(error)}
+
+
+def render(error: TileError) -> str:
+    """The error box: the message, then each frame as `cell line N` (or file:line) with a caret."""
+    lines = [f"{type(error).__name__}: {error.message}"]
+    for f in error.frames:
+        where = f"cell line {f.line}" if _in_cell(f) else f"{f.filename}:{f.line}"
+        lines.append(f"  {where}, in {f.function}:")
+        if f.source_line:
+            number = f"{f.line:>4} | "
+            end = f.end_col if f.end_line == f.line else len(f.source_line)
+            lines.append(f"  {number}{f.source_line.rstrip()}")
+            lines.append(f"  {' ' * (len(number) - 2)}| {' ' * f.col}{'^' * max(1, end - f.col)}")
+    return "\n".join(lines)
+
+
+class TileKernelCellError(Exception):
+    """Raised by %%tilekernel so that run-all stops; IPython shows only the box, not a stack."""
+
+    def __init__(self, text: str, frames):
+        super().__init__(text)
+        self.text = text
+
+    @classmethod
+    def from_tile_error(cls, error: TileError) -> "TileKernelCellError":
+        return cls(render(error), error.frames)
+
+    def _render_traceback_(self) -> list[str]:
+        return self.text.splitlines()
