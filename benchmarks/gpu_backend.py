@@ -19,6 +19,7 @@ import cupy as cp
 import numpy as np
 
 import tileworkbench.tile as ct
+from tileworkbench.kernels import matmul, row_gather, row_load, softmax, transpose, vector_add
 from tileworkbench.profile import time_launches
 
 try:
@@ -30,49 +31,6 @@ def timed(fn, reps=50, warmup=5):
     """Median, p10, p90 in milliseconds (CUDA events, L2 flushed before each repetition)."""
     t = time_launches(fn, repetitions=reps, warmup=warmup, flush_l2=True)
     return t.median_ms, t.p10_ms, t.p90_ms
-
-
-@ct.kernel
-def vector_add(a, b, c, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
-
-
-@ct.kernel
-def transpose(x, y, T: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    ct.store(y, (i, j), ct.load(x, (i, j), (T, T), order="F"))  # tile (i, j) of x.T
-
-
-@ct.kernel
-def row_gather(table, ids, out, D: ct.Constant[int]):
-    r = ct.bid(0)
-    row = ct.load(ids, (r,), ())
-    ct.store(out, (r, 0), ct.gather(table, (ct.full((1, D), row, ct.int32), ct.arange(D, dtype=ct.int32)[None, :])))
-
-
-@ct.kernel
-def row_load(table, ids, out, D: ct.Constant[int]):
-    r = ct.bid(0)
-    row = ct.load(ids, (r,), ())
-    ct.store(out, (r, 0), ct.load(table, (row, 0), (1, D)))  # a (1, D) tile: tile row index = table row
-
-
-@ct.kernel
-def softmax(x, y, N: ct.Constant[int]):
-    r = ct.bid(0)
-    t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.NEG_INF)
-    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
-    ct.store(y, (r, 0), e / ct.sum(e, axis=1, keepdims=True))
-
-
-@ct.kernel
-def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    bm, bn = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.num_tiles(A, 1, (TM, TK))):
-        acc = ct.mma(ct.load(A, (bm, k), (TM, TK)), ct.load(B, (k, bn), (TK, TN)), acc)
-    ct.store(C, (bm, bn), acc.astype(C.dtype))
 
 
 MATMUL_TILES = [(64, 64, 32), (128, 128, 32)]
@@ -182,7 +140,7 @@ def main():
 
     # compile latency in a fresh process: cold (empty disk cache) and a disk-cache hit
     env = dict(os.environ, TILEWORKBENCH_CACHE_DIR="/tmp/tw-bench-cache")
-    probe = ("import time, numpy as np; from tests.gpu.cases import vector_add; from tileworkbench.runtime.launch import build;"
+    probe = ("import time, numpy as np; from tileworkbench.kernels import vector_add; from tileworkbench.runtime.launch import build;"
              "x = np.zeros(1024, np.float32); fn = vector_add.specialize((x, x, x, 1024));"
              "t = time.perf_counter(); build(fn, 'sm_90'); print(time.perf_counter() - t)")
     subprocess.run(["rm", "-rf", "/tmp/tw-bench-cache"])

@@ -13,21 +13,7 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
-
-
-@ct.kernel
-def vector_add(a, b, c, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
-
-
-@ct.kernel
-def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    bm, bn = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.num_tiles(A, 1, (TM, TK))):
-        acc = ct.mma(ct.load(A, (bm, k), (TM, TK)), ct.load(B, (k, bn), (TK, TN)), acc)
-    ct.store(C, (bm, bn), acc)
+from tileworkbench.kernels import matmul, vector_add
 
 
 def timed(fn, repeat=5):

@@ -9,6 +9,7 @@ from typing import Callable
 import numpy as np
 
 import tileworkbench.tile as ct
+from tileworkbench.kernels import layernorm, matmul, row_gather, row_load, softmax, transpose, vector_add
 
 RNG = np.random.default_rng(1234)
 BF16 = ct.bfloat16.numpy
@@ -216,24 +217,13 @@ def full_reduction(x, out):
 
 case("reduce-long-row", full_reduction, (4,), lambda: (random_array((4, 4096), np.float32), np.zeros(4, np.float32)))
 
-# ---- whole kernels -------------------------------------------------------------------------------
-
-
-@ct.kernel
-def vector_add(a, b, c, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
-
+# ---- whole kernels (tileworkbench.kernels) ---------------------------------------------------------
 
 case("vector-add", vector_add, (ct.cdiv(100_003, 1024),),
      lambda: (random_array(100_003, np.float32), random_array(100_003, np.float32), np.zeros(100_003, np.float32), 1024),
      exact=True)
-
-
-@ct.kernel
-def transpose_order(x, y, T: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    ct.store(y, (i, j), ct.load(x, (i, j), (T, T), order="F"))  # tile (i, j) of x.T
+case("transpose-by-order", transpose, (ct.cdiv(70, 32), ct.cdiv(100, 32)),
+     lambda: (random_array((100, 70), np.float32), np.zeros((70, 100), np.float32), 32), exact=True)
 
 
 @ct.kernel
@@ -242,64 +232,31 @@ def transpose_op(x, y, T: ct.Constant[int]):
     ct.store(y, (j, i), ct.transpose(ct.load(x, (i, j), (T, T))))
 
 
-case("transpose-by-order", transpose_order, (ct.cdiv(70, 32), ct.cdiv(100, 32)),
-     lambda: (random_array((100, 70), np.float32), np.zeros((70, 100), np.float32), 32), exact=True)
 case("transpose-op", transpose_op, (ct.cdiv(100, 32), ct.cdiv(70, 32)),
      lambda: (random_array((100, 70), np.float32), np.zeros((70, 100), np.float32), 32), exact=True)
-
-
-@ct.kernel
-def row_gather(table, ids, out, D: ct.Constant[int]):
-    r = ct.bid(0)
-    row = ct.load(ids, (r,), ())
-    ct.store(out, (r, 0), ct.gather(table, (ct.full((1, D), row, ct.int32), ct.arange(D, dtype=ct.int32)[None, :])))
-
-
-case("row-gather", row_gather, (33,),
-     lambda: (random_array((50, 128), np.float32), RNG.integers(0, 50, 33).astype(np.int32),
-              np.zeros((33, 128), np.float32), 128), exact=True)
-
-
-@ct.kernel
-def softmax(x, y, N: ct.Constant[int]):
-    r = ct.bid(0)
-    t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.NEG_INF)
-    e = ct.exp(t - ct.max(t, axis=1, keepdims=True))
-    ct.store(y, (r, 0), e / ct.sum(e, axis=1, keepdims=True))
-
-
+for _k in (row_gather, row_load):
+    case(f"row-{_k.name}", _k, (33,),
+         lambda: (random_array((50, 128), np.float32), RNG.integers(0, 50, 33).astype(np.int32),
+                  np.zeros((33, 128), np.float32), 128), exact=True)
 case("softmax", softmax, (37,), lambda: (random_array((37, 1000), np.float32), np.zeros((37, 1000), np.float32), 1024))
-
-
-@ct.kernel
-def layernorm(x, w, b, y, N: ct.Constant[int]):
-    r = ct.bid(0)
-    t = ct.load(x, (r, 0), (1, N), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
-    mean = ct.sum(t, axis=1, keepdims=True) / x.shape[1]
-    mask = ct.arange(N, dtype=ct.int32)[None, :] < x.shape[1]
-    d = ct.where(mask, t - mean, 0.0)
-    var = ct.sum(d * d, axis=1, keepdims=True) / x.shape[1]
-    scale = ct.load(w, (0,), (N,), padding_mode=ct.PaddingMode.ZERO)[None, :].astype(ct.float32)
-    shift = ct.load(b, (0,), (N,), padding_mode=ct.PaddingMode.ZERO)[None, :].astype(ct.float32)
-    ct.store(y, (r, 0), (d * ct.rsqrt(var + 1e-5) * scale + shift).astype(y.dtype))
-
-
 case("layernorm-bf16", layernorm, (16,),
      lambda: (random_array((16, 300), BF16), random_array(300, BF16), random_array(300, BF16), np.zeros((16, 300), BF16),
               512))
+for _dt in (np.float16, BF16):
+    case(f"matmul-{np.dtype(_dt).name}", matmul, (3, 3),
+         lambda dt=_dt: (random_array((96, 80), dt), random_array((80, 72), dt), np.zeros((96, 72), dt), 32, 32, 16))
 
 
 @ct.kernel
-def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+def matmul_operator(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     bm, bn = ct.bid(0), ct.bid(1)
     acc = ct.zeros((TM, TN), ct.float32)
     for k in range(ct.num_tiles(A, 1, (TM, TK))):
-        a = ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(a, b, acc) if A.dtype != ct.float32 else acc + a @ b
+        acc = acc + ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO) @ \
+            ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
     ct.store(C, (bm, bn), acc.astype(C.dtype))
 
 
-for _dt in (np.float16, BF16, np.float32):
-    case(f"matmul-{np.dtype(_dt).name}", matmul, (3, 3),
-         lambda dt=_dt: (random_array((96, 80), dt), random_array((80, 72), dt), np.zeros((96, 72), dt), 32, 32, 16))
+case("matmul-operator-float32", matmul_operator, (3, 3),
+     lambda: (random_array((96, 80), np.float32), random_array((80, 72), np.float32), np.zeros((96, 72), np.float32),
+              32, 32, 16))

@@ -4,7 +4,7 @@ import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.profile import launch_work
 
-from ..gpu.cases import matmul, vector_add
+from tileworkbench.kernels import matmul, vector_add
 
 
 def test_vector_add_reads_two_arrays_and_writes_one():

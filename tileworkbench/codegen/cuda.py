@@ -134,7 +134,8 @@ class _Emitter:
                 continue
             if op.loc and op.loc.line != self.last_line:
                 self.last_line = op.loc.line
-                self.emit(f"// line {op.loc.line}: {op.loc.source_line.strip()}")
+                # a trailing backslash would continue the // comment onto the next line of C++
+                self.emit(f"// line {op.loc.line}: {op.loc.source_line.strip().rstrip(chr(92)).rstrip()}")
             rule = EMIT.get(op.name)
             if rule is None:
                 raise TileUnsupportedFeatureError(f"'{op.name}' is not supported in GPU kernels yet; "

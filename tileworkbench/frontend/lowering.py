@@ -272,32 +272,33 @@ def _mask(lw, mask, shape):
     return [broadcast(lw, m, shape)]
 
 
-@lowers("gather")
-def gather(lw, array, indices, mask, padding_value, check_bounds, latency):
-    array = array_arg(lw, array, "gather")
-    idx = _element_indices(lw, array, indices, "gather")
+def _element_access(lw, fn, array, indices, operand, what, mask, check_bounds, latency):
+    """The common part of gather and scatter: indices broadcast together, the padding value or the
+    scattered value (`operand`) cast and broadcast to their shape, the mask, the attributes."""
+    array = array_arg(lw, array, fn)
+    idx = _element_indices(lw, array, indices, fn)
     shape = idx[0].shape
-    pad = coerce.implicit_cast(lw, padding_value, array.dtype, "Padding value")
-    if len(pad.shape) > len(shape) or coerce.broadcast_shapes(lw, pad.shape, shape) != shape:
-        lw.fail(TileTypeError, f"Padding value shape {pad.shape} is not broadcastable to the index shape {shape}")
+    v = coerce.implicit_cast(lw, operand, array.dtype, what)
+    if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
+        lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
     masks = _mask(lw, mask, shape)
     attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "has_mask": bool(masks)}
     attrs.update(memory_hints(lw, latency, None))
-    return lw.emit("gather", [array, *idx, broadcast(lw, pad, shape), *masks], attrs)
+    return [array, *idx, broadcast(lw, v, shape), *masks], attrs
+
+
+@lowers("gather")
+def gather(lw, array, indices, mask, padding_value, check_bounds, latency):
+    operands, attrs = _element_access(lw, "gather", array, indices, padding_value, "Padding value", mask,
+                                      check_bounds, latency)
+    return lw.emit("gather", operands, attrs)
 
 
 @lowers("scatter")
 def scatter(lw, array, indices, value, mask, check_bounds, latency):
-    array = array_arg(lw, array, "scatter")
-    idx = _element_indices(lw, array, indices, "scatter")
-    shape = idx[0].shape
-    v = coerce.implicit_cast(lw, value, array.dtype, "Scattered value")
-    if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
-        lw.fail(TileTypeError, f"Scattered value of shape {v.shape} is not broadcastable to the index shape {shape}")
-    masks = _mask(lw, mask, shape)
-    attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "has_mask": bool(masks)}
-    attrs.update(memory_hints(lw, latency, None))
-    lw.emit("scatter", [array, *idx, broadcast(lw, v, shape), *masks], attrs)
+    operands, attrs = _element_access(lw, "scatter", array, indices, value, "Scattered value", mask,
+                                      check_bounds, latency)
+    lw.emit("scatter", operands, attrs)
 
 
 def _advanced_indices(lw, array: Value, indices):

@@ -113,24 +113,26 @@ def store(ctx, op, array, *rest):
     ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.DROPPED), full)
 
 
-def _element_lanes(ctx, array, index, mask):
+def _element_lanes(ctx, op, array, rest, what):
+    """Gather/scatter lanes: (operand of the op: padding or value, full shape, coordinates, in-bounds,
+    mask-on), with the checked mode applied."""
+    nd = array.ndim
+    index, operand = rest[:nd], rest[nd]
+    mask = rest[nd + 1] if op.attrs["has_mask"] else None
     full = (ctx.size,) + index[0].shape[1:]
     coords = [_full(i.astype(np.int64), full) if i.dtype != np.uint64 else
               _full(np.where(i > np.iinfo(np.int64).max, -1, i).astype(np.int64), full) for i in index]
     inb = _in_bounds(coords, array.shape)
     on = _full(mask, full) if mask is not None else np.ones(full, bool)
-    return full, coords, inb, on
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, ctx.array_name(op.operands[0]), array.shape, coords, on & ~inb, what)
+    return operand, full, coords, inb, on
 
 
 @memory_rule("gather")
 def gather(ctx, op, array, *rest):
-    nd = array.ndim
-    index, pad = rest[:nd], rest[nd]
-    mask = rest[nd + 1] if op.attrs["has_mask"] else None
-    full, coords, inb, on = _element_lanes(ctx, array, index, mask)
+    pad, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "from")
     name = ctx.array_name(op.operands[0])
-    if not op.attrs["check_bounds"]:
-        _check(ctx, op, name, array.shape, coords, on & ~inb, "from")
     ok = on & inb
     values = np.where(ok, array[tuple(np.where(ok, c, 0) for c in coords)], _full(pad, full))
     status = np.where(ok, Status.LOADED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED))
@@ -140,13 +142,9 @@ def gather(ctx, op, array, *rest):
 
 @memory_rule("scatter")
 def scatter(ctx, op, array, *rest):
-    nd = array.ndim
-    index, value = rest[:nd], rest[nd]
-    mask = rest[nd + 1] if op.attrs["has_mask"] else None
-    full, coords, inb, on = _element_lanes(ctx, array, index, mask)
+    value, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "into")
     name = ctx.array_name(op.operands[0])
-    if not op.attrs["check_bounds"]:
-        _check(ctx, op, name, array.shape, coords, on & ~inb, "into")
+    nd = array.ndim
     ok = on & inb
     targets = tuple(c[ok] for c in coords)
     array[targets] = _full(value, full)[ok]
