@@ -37,3 +37,46 @@ def test_notebooks_are_committed_without_outputs():
         nb = nbformat.read(path, as_version=4)
         assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), path.name
         assert "widgets" not in nb.metadata, path.name
+
+
+def outputs(name: str) -> list[str]:
+    """The text of every code cell's outputs, after running the notebook top to bottom."""
+    nb = execute(name)
+    return [" ".join(text_of(c).split()) for c in nb.cells if c.cell_type == "code"]
+
+
+@pytest.mark.slow
+def test_gather_scatter_tutorial_shows_padding_and_collisions():
+    out = outputs("02_gather_scatter.ipynb")
+    assert "array([ 0., -1., -1., -1., 50., 50., 70., 90.], dtype=float32)" in out
+    assert any("'COLLISION': 2" in o and "'OUT_OF_BOUNDS': 2" in o for o in out)
+
+
+@pytest.mark.slow
+def test_advanced_indexing_tutorial_prints_the_documented_result():
+    out = outputs("03_advanced_indexing.ipynb")
+    assert "[[2, 3, 4, 5], [10, 11, 12, 13], [18, 19, 20, 21], [26, 27, 28, 29]]" in out
+
+
+@pytest.mark.slow
+def test_tile_operations_tutorial_matches_the_specification_examples():
+    out = outputs("04_tile_operations.ipynb")
+    expected = [
+        "array([[42, 42], [42, 42]], dtype=int32)",
+        "array([[ True, True, False, False], [False, False, True, False]])",
+        "array([[[ 0, 2], [ 4, 6], [ 8, 10], [12, 14]], [[ 1, 3], [ 5, 7], [ 9, 11], [13, 15]]], dtype=int32)",
+        "array([[[ 0, 1], [ 4, 5], [ 8, 9], [12, 13]], [[ 2, 3], [ 6, 7], [10, 11], [14, 15]]], dtype=int32)",
+        "array([[0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 1, 1], [0, 0, 1, 1]], dtype=int32)",
+        "array([ 0, -1, 2, -3], dtype=int32)",
+        "array([[2, 3], [6, 7]], dtype=int32)",
+        "array([[-1], [-1], [-1], [-1]], dtype=int8)",
+    ]
+    for e in expected:
+        assert e in out, e
+
+
+@pytest.mark.slow
+def test_cupy_tutorial_tile_kernels_give_cupys_documented_results():
+    out = outputs("06_cupy_kernels.ipynb")
+    assert "array([[ 0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]], dtype=float32)" in out
+    assert "array([ 5.477226 , 15.9687195], dtype=float32)" in out
