@@ -88,3 +88,16 @@ def test_help_documents_every_option(shell):
     doc = shell.find_cell_magic("tilekernel").__doc__
     for option in ("--cpu", "--arch", "--show", "--grid", "--args", "--viz", "--bench", "--sweep"):
         assert option in doc
+
+
+def test_sweep_compiles_every_configuration_and_shows_the_explorer(shell):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    shell.user_ns.update(x=np.zeros((64, 64), np.float32), y=np.zeros((64, 64), np.float32))
+    body = '''def tr(x, y, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (T, T), order="F"))
+'''
+    view, _ = cell(shell, '--grid "(64 // T, 64 // T)" --args "x, y, T" --sweep "T=16,32,64" --arch sm_80', body)
+    assert type(view).__name__ == "SweepView"
+    assert [r["T"] for r in view.data["rows"]] == [16, 32, 64]
+    assert all(r["status"] == "ok" and r["registers"] > 0 for r in view.data["rows"])

@@ -81,13 +81,14 @@ def bench(kernel, grid, args):
 
 
 def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, arch: str | None):
-    from ..widgets.sweep import SweepView, sweep as run_sweep
+    """--sweep: the grid and argument expressions are evaluated per configuration, with the swept
+    names bound to that configuration's values."""
+    from ..widgets.sweep import SweepView
 
     def evaluate(text, config):
         namespace = dict(user_ns)
         namespace.setdefault("ct", ct)
         namespace.update(config)
         return eval(text, namespace)
-    result = run_sweep(kernel, lambda config: evaluate(grid_text, config),
-                       lambda config: evaluate(f"({args_text},)", config), space=space, arch=arch)
-    return SweepView(result)
+    return SweepView.run(kernel, lambda config: evaluate(grid_text, config),
+                         lambda config: evaluate(f"({args_text},)", config), space, arch=arch)

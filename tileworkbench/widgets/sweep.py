@@ -1,0 +1,129 @@
+"""Sweep explorer: a kernel over sets of Constant values (tile shapes), as a heatmap and a table.
+
+    view = SweepView.run(matmul, grid_fn, args_fn, space={"TM": [64, 128], "TN": [64, 128]})
+
+The heatmap shows time (with a GPU) or theoretical occupancy (without) over two swept names; the
+table sorts by any column; failed configurations show their reason; the best one is outlined.
+"""
+from __future__ import annotations
+
+import math
+
+import traitlets
+
+from ..profile.sweep import SweepResult, sweep
+from ._base import Data, View, static
+
+
+def sweep_data(result: SweepResult) -> dict:
+    records = result.records()
+    best = result.best()
+    names = list(result.space)
+    metric = "time_ms" if result.timed else "occupancy"
+    return {"kernel": result.kernel, "arch": result.arch, "names": names, "rows": records,
+            "best": result.rows.index(best) if best else -1, "metric": metric,
+            "lower_is_better": metric == "time_ms", "note": result.note,
+            "columns": names + ["status", "time_ms", "gbs", "tflops", "occupancy", "limiter", "registers",
+                                "shared_bytes", "threads", "reason"]}
+
+
+def _colour(t: float) -> str:
+    """Light yellow (t = 0) to dark blue (t = 1)."""
+    stops = [(255, 255, 204), (161, 218, 180), (65, 182, 196), (44, 127, 184), (37, 52, 148)]
+    t = min(1.0, max(0.0, t)) * (len(stops) - 1)
+    k = min(int(t), len(stops) - 2)
+    f = t - k
+    r, g, b = (round(a + (c - a) * f) for a, c in zip(stops[k], stops[k + 1]))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+class SweepView(View):
+    _esm = static("sweep.js")
+    data = Data({})
+    x = traitlets.Unicode("").tag(sync=True)
+    y = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, result: SweepResult, **kwargs):
+        names = list(result.space)
+        super().__init__(data=sweep_data(result), x=names[0], y=names[1] if len(names) > 1 else "", **kwargs)
+        self.result = result
+
+    @classmethod
+    def run(cls, kernel, grid_fn, args_fn, space: dict, **options) -> "SweepView":
+        """Run the sweep with a progress bar, then show the result."""
+        import ipywidgets
+        from IPython.display import display
+        total = math.prod(len(v) for v in space.values())
+        bar = ipywidgets.IntProgress(value=0, max=total, description=f"{kernel.name}:")
+        display(bar)
+
+        def progress(done, total):
+            bar.max, bar.value = total, done
+        try:
+            return cls(sweep(kernel, grid_fn, args_fn, space, progress=progress, **options))
+        finally:
+            bar.close()
+
+    def to_png(self, path) -> None:
+        """The heatmap as a PNG (needs matplotlib)."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        metric = self.data["metric"]
+        xs, ys, values = self.result.grid(self.x, self.y or self.x, metric) if self.y else self._row_grid(metric)
+        fig, ax = plt.subplots(figsize=(1 + 0.8 * len(xs), 1 + 0.6 * len(ys)))
+        image = ax.imshow(values, cmap="viridis_r" if metric == "time_ms" else "viridis")
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+        ax.set_xlabel(self.x)
+        ax.set_ylabel(self.y or "")
+        fig.colorbar(image, label=metric)
+        ax.set_title(f"{self.data['kernel']} on {self.data['arch']}")
+        fig.savefig(path, bbox_inches="tight", dpi=120)
+        plt.close(fig)
+
+    def _row_grid(self, metric):
+        import numpy as np
+        xs = self.result.space[self.x]
+        values = np.full((1, len(xs)), np.nan)
+        for r in self.result.rows:
+            if r.ok and getattr(r, metric) is not None:
+                values[0, xs.index(r.config[self.x])] = getattr(r, metric)
+        return xs, [""], values
+
+    def to_svg(self) -> str:
+        import numpy as np
+        metric = self.data["metric"]
+        xs, ys, values = self.result.grid(self.x, self.y, metric) if self.y else self._row_grid(metric)
+        finite = values[np.isfinite(values)]
+        lo, hi = (finite.min(), finite.max()) if finite.size else (0, 1)
+        cell, left, top = 56, 70, 40
+        width, height = left + cell * len(xs) + 20, top + cell * len(ys) + 60
+        best = self.result.best()
+        parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
+                 f'font-size="12">',
+                 f'<text x="8" y="18" font-weight="bold">{self.data["kernel"]}: {metric} over {self.x}'
+                 f'{" x " + self.y if self.y else ""} ({self.data["arch"]})</text>']
+        for j, yv in enumerate(ys):
+            parts.append(f'<text x="8" y="{top + j * cell + cell / 2 + 4}">{self.y}={yv}</text>' if self.y else "")
+            for i, xv in enumerate(xs):
+                v = values[j, i]
+                x0, y0 = left + i * cell, top + j * cell
+                t = 0.5 if hi == lo else (v - lo) / (hi - lo)
+                if metric == "time_ms":
+                    t = 1 - t
+                fill = "#eeeeee" if not np.isfinite(v) else _colour(t)
+                config = {self.x: xv, **({self.y: yv} if self.y else {})}
+                is_best = best is not None and all(best.config[k] == val for k, val in config.items())
+                stroke = ' stroke="#d62728" stroke-width="3"' if is_best else ' stroke="#ffffff"'
+                label = "—" if not np.isfinite(v) else (f"{v:.3g}" if metric == "time_ms" else f"{v:.0%}")
+                parts.append(f'<rect class="sweep-cell" x="{x0}" y="{y0}" width="{cell}" height="{cell}" '
+                             f'fill="{fill}"{stroke}/>')
+                parts.append(f'<text x="{x0 + cell / 2}" y="{y0 + cell / 2 + 4}" text-anchor="middle">{label}</text>')
+        for i, xv in enumerate(xs):
+            parts.append(f'<text x="{left + i * cell + cell / 2}" y="{top + len(ys) * cell + 16}" '
+                         f'text-anchor="middle">{self.x}={xv}</text>')
+        if self.data["note"]:
+            parts.append(f'<text x="8" y="{height - 10}" fill="#666">{self.data["note"]}</text>')
+        parts.append("</svg>")
+        return "".join(parts)

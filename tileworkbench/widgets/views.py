@@ -1,0 +1,35 @@
+"""Which views a traced launch gets (what `%%tilekernel --viz` shows), in kernel order:
+a coverage view of the whole launch, then one view per memory or shape op line."""
+from __future__ import annotations
+
+_MEMORY = ("load", "store", "load_adv", "store_adv")
+_ELEMENTS = ("gather", "scatter")
+_SHAPES = ("reshape", "permute", "broadcast", "cat", "extract", "insert")
+
+
+def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
+    """Views for a Trace: coverage, then tile spaces, index maps and transforms (at most `limit`).
+    `values`: the arrays' contents before the launch, by parameter name, for hover read-outs."""
+    from .coverage import CoverageView
+    from .index_map import IndexMapView
+    from .tile_space import TileSpaceView
+    from .transform import TransformView
+    views = [CoverageView.from_trace(trace)]
+    seen = set()
+    first_block = tuple(int(b) for b in trace.events[0].blocks[0]) if trace.events else (0, 0, 0)
+    for event in sorted(trace.events, key=lambda e: e.line):
+        key = (event.op, event.array, event.line)
+        if key in seen or len(views) >= limit:
+            continue
+        seen.add(key)
+        array_values = (values or {}).get(event.array)
+        ndim = len(trace.arrays[event.array]["shape"]) if event.array else 0
+        block = first_block[:max(1, ndim)] if event.array else first_block[:1]
+        if event.op in _MEMORY and event.op in ("load", "store"):
+            views.append(TileSpaceView.from_trace(trace, op=event.op, array=event.array, block=block,
+                                                  values=array_values))
+        elif event.op in _ELEMENTS:
+            views.append(IndexMapView.from_trace(trace, op=event.op, block=block, values=array_values))
+        elif event.op in _SHAPES:
+            views.append(TransformView.from_trace(trace, op=event.op, block=first_block[:1]))
+    return views
