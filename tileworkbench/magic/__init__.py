@@ -115,6 +115,12 @@ class TileKernelMagics(Magics):
 
     def act(self, kernel, args):
         from . import actions
+        if args.sweep:  # grid and args are evaluated per configuration, with the swept names bound
+            if not (args.grid and args.args):
+                raise TileKernelCellError("--sweep needs --grid and --args (expressions that may use the swept "
+                                          "names)", [])
+            return actions.sweep(kernel, args.grid, args.args, _parse_sweep(args.sweep), self.shell.user_ns,
+                                 args.arch)
         launch_args = self.evaluate(f"({args.args},)" if args.args else "()", "args")
         if (args.show or args.viz or args.bench or args.grid) and not args.args:
             raise TileKernelCellError("This option needs the kernel's arguments: add --args \"...\"", [])
@@ -123,11 +129,6 @@ class TileKernelMagics(Magics):
             grid = (grid,)
         for what in args.show:
             actions.show(kernel, launch_args, what, args.arch)
-        if args.sweep:
-            if grid is None:
-                raise TileKernelCellError("--sweep needs --grid (an expression that may use the swept names)", [])
-            return actions.sweep(kernel, args.grid, args.args, _parse_sweep(args.sweep), self.shell.user_ns,
-                                 args.arch)
         if grid is None:
             if args.viz or args.bench:
                 raise TileKernelCellError("--viz and --bench need --grid", [])
