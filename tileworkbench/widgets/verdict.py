@@ -1,0 +1,167 @@
+"""Verdict: the same launch on the interpreter and on the GPU, compared element by element.
+
+    verdict = verify(kernel, grid, args)        # NumPy args; copies run on both
+    VerdictView(verdict)
+
+A mismatch is located by the interpreter's trace: the store that wrote the element gives the
+block and the element's position inside that block's tile.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._base import Data, View, static
+
+_WRITES = ("store", "scatter", "store_adv")
+
+
+@dataclass
+class Mismatch:
+    array: str
+    element: tuple
+    expected: float
+    actual: float
+    block: tuple | None = None
+    tile_position: tuple | None = None
+    line: int | None = None
+
+
+@dataclass
+class ArrayVerdict:
+    array: str
+    elements: int
+    matching: int
+    max_abs_error: float
+    max_rel_error: float
+
+    @property
+    def match_fraction(self) -> float:
+        return self.matching / self.elements if self.elements else 1.0
+
+
+@dataclass
+class Verdict:
+    kernel: str
+    arrays: list = field(default_factory=list)
+    mismatches: list = field(default_factory=list)   # the first ones, located
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.message and all(a.matching == a.elements for a in self.arrays)
+
+
+def _tolerance(dtype) -> float:
+    return {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12}.get(np.dtype(dtype).name, 0.0)
+
+
+def _writer(trace, array: str, element: tuple):
+    """(block, position in the tile, line) of the last write of `element` in the interpreter's trace."""
+    for event in reversed(trace.events if trace else []):
+        if event.op not in _WRITES or event.array != array:
+            continue
+        hit = np.all(event.coords == np.asarray(element, np.int32), axis=-1) & (event.status == 5)
+        if hit.any():
+            lane = np.argwhere(hit)[-1]
+            return tuple(int(b) for b in event.blocks[lane[0]]), tuple(int(i) for i in lane[1:]), event.line
+    return None, None, None
+
+
+def compare(kernel_name: str, expected: dict, actual: dict, trace=None, rtol=None, atol=None, first: int = 10) -> Verdict:
+    """Compare two result sets (array name -> NumPy array); locate the first mismatches through `trace`."""
+    verdict = Verdict(kernel_name)
+    for name, want in expected.items():
+        got = np.asarray(actual[name])
+        tol = _tolerance(want.dtype)
+        r, a = (rtol if rtol is not None else tol), (atol if atol is not None else tol)
+        w, g = want.astype(np.float64), got.astype(np.float64)
+        same_nan = np.isnan(w) & np.isnan(g)
+        close = same_nan | (np.abs(g - w) <= a + r * np.abs(w))
+        error = np.where(same_nan, 0.0, np.abs(g - w))
+        rel = error / np.maximum(np.abs(w), np.finfo(np.float64).tiny)
+        verdict.arrays.append(ArrayVerdict(name, want.size, int(close.sum()), float(np.nanmax(error, initial=0)),
+                                           float(np.nanmax(np.where(close, 0, rel), initial=0))))
+        for element in map(tuple, np.argwhere(~close)[:max(0, first - len(verdict.mismatches))]):
+            block, position, line = _writer(trace, name, element)
+            verdict.mismatches.append(Mismatch(name, tuple(int(i) for i in element), float(w[element]),
+                                               float(g[element]), block, position, line))
+    return verdict
+
+
+def _gpu_copy(a):
+    import cupy
+    if a.dtype.name == "bfloat16":
+        import torch
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).cuda()
+    return cupy.asarray(a)
+
+
+def _host(d, dtype):
+    import cupy
+    if np.dtype(dtype).name == "bfloat16":
+        import torch
+        return d.view(torch.int16).cpu().numpy().view(dtype)
+    return cupy.asnumpy(d)
+
+
+def verify(kernel, grid, args, rtol=None, atol=None) -> Verdict:
+    """Run the launch on the interpreter (traced) and on the GPU, and compare every array argument."""
+    from ..interp import run
+    names = list(kernel._signature.parameters)
+    host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    trace = run(kernel, grid, tuple(host), trace=True)
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() == 0:
+            raise RuntimeError("no CUDA device")
+    except Exception as e:
+        return Verdict(kernel.name, message=f"The GPU side needs a CUDA GPU ({type(e).__name__}: {e}); "
+                                            f"the interpreter ran alone.")
+    from .. import tile as ct
+    device = [_gpu_copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    stream = cupy.cuda.get_current_stream()
+    ct.launch(stream, grid, kernel, tuple(device))
+    stream.synchronize()
+    expected = {n: h for n, h in zip(names, host) if isinstance(h, np.ndarray)}
+    actual = {n: _host(d, h.dtype) for n, h, d in zip(names, host, device) if isinstance(h, np.ndarray)}
+    return compare(kernel.name, expected, actual, trace, rtol, atol)
+
+
+def verdict_data(v: Verdict) -> dict:
+    return {"kernel": v.kernel, "ok": v.ok, "message": v.message,
+            "arrays": [{"array": a.array, "elements": a.elements, "matching": a.matching,
+                        "match": a.match_fraction, "max_abs_error": a.max_abs_error,
+                        "max_rel_error": a.max_rel_error} for a in v.arrays],
+            "mismatches": [m.__dict__ for m in v.mismatches]}
+
+
+class VerdictView(View):
+    _esm = static("verdict.js")
+    data = Data({})
+
+    def __init__(self, verdict: Verdict, **kwargs):
+        super().__init__(data=verdict_data(verdict), **kwargs)
+
+    def to_svg(self) -> str:
+        d = self.data
+        lines = [f"{d['kernel']}: " + ("GPU and interpreter agree" if d["ok"] else d["message"] or "MISMATCH")]
+        for a in d["arrays"]:
+            lines.append(f"{a['array']}: {a['match']:.2%} of {a['elements']} match; max abs error "
+                         f"{a['max_abs_error']:.3g}, max rel error {a['max_rel_error']:.3g}")
+        for m in d["mismatches"]:
+            lines.append(f"{m['array']}{list(m['element'])}: expected {m['expected']:.6g}, got {m['actual']:.6g}"
+                         + (f" (block {m['block']}, tile position {m['tile_position']}, line {m['line']})"
+                            if m["block"] else ""))
+        height = 24 + 18 * len(lines)
+        colour = "#2ca02c" if d["ok"] else "#d62728"
+        headline = f' font-weight="bold" fill="{colour}"'
+        body = "".join(f'<text x="10" y="{24 + 18 * k}"{headline if k == 0 else ""}>{_escape(t)}</text>'
+                       for k, t in enumerate(lines))
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="760" height="{height}" font-family="monospace" '
+                f'font-size="12">{body}</svg>')
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
