@@ -89,3 +89,14 @@ def test_tile_spaces_tutorial_shows_order_padding_and_the_trace():
     assert any("'NEG_ZERO': [-0.0, -0.0]" in o and "'UNDETERMINED': [nan, nan]" in o for o in out)
     assert any("{'LOADED': 60, 'PADDED': 36}" in o for o in out)
     assert any(o.startswith("kernel copy(%x: array<float32, 2d>") and "# line 4" in o for o in out)
+
+
+@pytest.mark.slow
+def test_profiling_tutorial_sweeps_transpose_and_matmul():
+    nb = execute("05_profiling_tile_shapes.ipynb")
+    svgs = [o.data["image/svg+xml"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if "image/svg+xml" in o.get("data", {})]
+    assert len(svgs) == 2 and svgs[0].count('class="sweep-cell"') == 4 and svgs[1].count('class="sweep-cell"') == 9
+    text = " ".join(text_of(c) for c in nb.cells if c.cell_type == "code")
+    assert "SweepView(transpose: 4 of 4 configurations ok" in text
+    assert "timings need a GPU" in text and "best: {'TM':" in text

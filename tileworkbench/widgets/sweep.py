@@ -48,6 +48,12 @@ class SweepView(View):
         super().__init__(data=sweep_data(result), x=names[0], y=names[1] if len(names) > 1 else "", **kwargs)
         self.result = result
 
+    def __repr__(self) -> str:
+        best = self.result.best()
+        ok = sum(r.ok for r in self.result.rows)
+        return (f"SweepView({self.result.kernel}: {ok} of {len(self.result.rows)} configurations ok, "
+                f"best {best.config if best else None})")
+
     @classmethod
     def run(cls, kernel, grid_fn, args_fn, space: dict, **options) -> "SweepView":
         """Run the sweep with a progress bar, then show the result."""

@@ -144,6 +144,10 @@ class VerdictView(View):
     def __init__(self, verdict: Verdict, **kwargs):
         super().__init__(data=verdict_data(verdict), **kwargs)
 
+    def __repr__(self) -> str:
+        d = self.data
+        return f"VerdictView({d['kernel']}: {'agree' if d['ok'] else d['message'] or 'mismatch'})"
+
     def to_svg(self) -> str:
         d = self.data
         lines = [f"{d['kernel']}: " + ("GPU and interpreter agree" if d["ok"] else d["message"] or "MISMATCH")]
