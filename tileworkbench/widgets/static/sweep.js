@@ -31,7 +31,8 @@ function heatmap(data, x, y) {
   const text = (tx, ty, s, anchor = "middle") => {
     const t = document.createElementNS(SVG, "text");
     t.setAttribute("x", tx); t.setAttribute("y", ty); t.setAttribute("text-anchor", anchor);
-    t.setAttribute("font-size", "12"); t.textContent = s; svg.appendChild(t); return t;
+    t.setAttribute("font-size", "12"); t.setAttribute("pointer-events", "none");  // hovers reach the cells
+    t.textContent = s; svg.appendChild(t); return t;
   };
   ys.forEach((yv, j) => {
     if (y) text(8, top + j * cell + cell / 2 + 4, `${y}=${yv}`, "start");
