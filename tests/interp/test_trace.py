@@ -101,3 +101,11 @@ def test_traces_of_large_grids_are_merged_across_batches(monkeypatch):
     trace = run(copy_ragged, (64,), (x, np.zeros_like(x), 1024), trace=True)
     assert len(trace.by_op("load")) == 1
     assert trace.by_op("load")[0].blocks[:, 0].tolist() == list(range(64))
+
+
+def test_shape_op_events_record_their_operand_shapes_and_keep_them_on_disk(tmp_path):
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    trace = run(transposed, (1,), (x, np.zeros((2, 4), np.float32)), trace=True)
+    assert trace.by_op("permute")[0].operand_shapes == ((4, 2),)
+    trace.save(tmp_path / "t.npz")
+    assert Trace.load(tmp_path / "t.npz").by_op("permute")[0].operand_shapes == ((4, 2),)

@@ -231,5 +231,6 @@ def _record_shape_op(ctx, op, args):
     ctx.trace.events.append(Event(op.name, None, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
                                   op.loc.source_line if op.loc else "", blocks.copy(),
                                   np.stack([np.broadcast_to(c, full) for c in coords], -1).astype(np.int32),
-                                  np.full(full, Status.MOVED, np.uint8)))
+                                  np.full(full, Status.MOVED, np.uint8),
+                                  tuple(v.type.shape for v in op.operands[:data_operands])))
 

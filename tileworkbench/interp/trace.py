@@ -8,11 +8,12 @@ A trace is a list of events, each a few NumPy arrays (never a Python object per 
 
 For shape ops (reshape, permute, broadcast, cat, extract, insert, and the `order` of a load)
 `coords` holds, per output element, (operand number, flat position in that operand); the array
-is None and B is 1 because the map is the same in every block.
+is None and B is 1 because the map is the same in every block; `operand_shapes` gives the
+input tiles' shapes.
 
 On disk a trace is one `.npz` file: the entry `meta` holds UTF-8 JSON
 `{"format": "tileworkbench-trace", "version": 1, "kernel", "grid", "arrays": {name: {"shape", "dtype"}},
-"events": [{"op", "array", "line", "col", "source", "shape"}, ...]}` and the entries
+"events": [{"op", "array", "line", "col", "source", "shape", "operand_shapes"}, ...]}` and the entries
 `e<k>_blocks`, `e<k>_coords`, `e<k>_status` hold event k's arrays.
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ class Event:
     blocks: np.ndarray
     coords: np.ndarray
     status: np.ndarray
+    operand_shapes: tuple | None = None  # shape ops: the tile shape of each data operand
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -63,7 +65,7 @@ class Event:
         if self.array is None:  # a shape op's map is the same in every block
             rows = np.zeros(1, np.intp) if len(rows) else rows
             return Event(self.op, None, self.line, self.col, self.source, self.blocks[:len(rows)],
-                         self.coords[rows], self.status[rows])
+                         self.coords[rows], self.status[rows], self.operand_shapes)
         return Event(self.op, self.array, self.line, self.col, self.source, self.blocks[rows],
                      self.coords[rows], self.status[rows])
 
@@ -95,7 +97,7 @@ class Trace:
             if len(es) == 1 or array is None:
                 events.append(es[0] if array is not None or len(es) == 1 else
                               Event(op, None, line, col, es[0].source, np.concatenate([x.blocks for x in es]),
-                                    es[0].coords, es[0].status))
+                                    es[0].coords, es[0].status, es[0].operand_shapes))
                 continue
             events.append(Event(op, array, line, col, es[0].source, np.concatenate([x.blocks for x in es]),
                                 np.concatenate([x.coords for x in es]), np.concatenate([x.status for x in es])))
@@ -106,7 +108,9 @@ class Trace:
         meta = {"format": FORMAT, "version": VERSION, "kernel": self.kernel, "grid": list(self.grid),
                 "arrays": self.arrays,
                 "events": [{"op": e.op, "array": e.array, "line": e.line, "col": e.col, "source": e.source,
-                            "shape": list(e.shape)} for e in self.events]}
+                            "shape": list(e.shape),
+                            "operand_shapes": [list(s) for s in e.operand_shapes] if e.operand_shapes else None}
+                           for e in self.events]}
         entries = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
         for k, e in enumerate(self.events):
             entries[f"e{k}_blocks"], entries[f"e{k}_coords"], entries[f"e{k}_status"] = e.blocks, e.coords, e.status
@@ -130,5 +134,7 @@ class Trace:
                 raise ValueError(f"{path} is a version {meta.get('version')} trace; this tileworkbench reads "
                                  f"version {VERSION}")
             events = [Event(m["op"], m["array"], m["line"], m["col"], m["source"], data[f"e{k}_blocks"],
-                            data[f"e{k}_coords"], data[f"e{k}_status"]) for k, m in enumerate(meta["events"])]
+                            data[f"e{k}_coords"], data[f"e{k}_status"],
+                            tuple(map(tuple, m["operand_shapes"])) if m.get("operand_shapes") else None)
+                      for k, m in enumerate(meta["events"])]
         return cls(meta["kernel"], tuple(meta["grid"]), meta["arrays"], events)
