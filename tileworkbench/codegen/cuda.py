@@ -22,9 +22,10 @@ from ..errors import TileUnsupportedFeatureError
 from ..interp.memory import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.types import DType, TileType, bool_, float32, float64
+from .layout import LayoutPlan, MmaLayout, plan_layouts, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
-HEADER_VERSION = "1"  # bump when the tile library changes what compiled kernels do
+HEADER_VERSION = "2"  # bump when the tile library changes what compiled kernels do
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -45,11 +46,11 @@ class GeneratedKernel:
     params: list = field(default_factory=list)  # (name, kind, dtype, ndim) per runtime parameter
 
 
-def tile_type(t: TileType) -> str:
-    """Scalars are plain C++ values; tiles are tw::tile<T, tw::shape<...>>."""
+def tile_type(t: TileType, layout: MmaLayout | None = None) -> str:
+    """Scalars are plain C++ values; tiles are tw::tile<T, tw::shape<...>> (plus a layout alias)."""
     if not t.shape:
         return t.dtype.ctype
-    return f"tw::tile<{t.dtype.ctype}, {shape_type(t.shape)}>"
+    return f"tw::tile<{t.dtype.ctype}, {shape_type(t.shape)}{', ' + layout.alias if layout else ''}>"
 
 
 def shape_type(shape) -> str:
@@ -85,9 +86,11 @@ def _skewed(n: int) -> int:
 
 
 class _Emitter:
-    def __init__(self, fn: Function, threads: int):
+    def __init__(self, fn: Function, threads: int, plan: LayoutPlan):
         self.fn = fn
         self.threads = threads
+        self.plan = plan
+        self.mma_smem = 0  # operand buffers of the tensor-core mmas, above self.smem
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
         self.lines: list[str] = []
@@ -140,11 +143,31 @@ class _Emitter:
             if rule is None:
                 raise TileUnsupportedFeatureError(f"'{op.name}' is not supported in GPU kernels yet; "
                                                   f"run this kernel on the interpreter", op.loc)
+            if op.name in ("for", "if"):  # their operands' layouts are settled by the rule
+                rule(self, op)
+                continue
+            own = {id(v): self[v] for v in op.operands}
+            for v in op.operands:  # the rule sees each operand in the layout the op takes it in
+                self.names[id(v)] = self.in_layout(v, wanted_layout(self.plan, op, v))
             rule(self, op)
+            self.names.update(own)
+
+    def type_of(self, v: Value) -> str:
+        return tile_type(v.type, self.plan.of(v))
+
+    def in_layout(self, v: Value, layout: MmaLayout | None) -> str:
+        """v's name, or a converted copy's when its layout is not `layout`."""
+        if v.is_array or not v.shape or self.plan.of(v) == layout:
+            return self[v]
+        _staged(self, v.type)
+        name = self.define(Value(v.type, v.name), f"{self[v]}_{layout.alias if layout else 'blocked'}")
+        target = layout.alias if layout else "tw::blocked"
+        self.emit(f"const {tile_type(v.type, layout)} {name} = tw::convert_layout<{target}>({self[v]});")
+        return name
 
     def assign(self, op: Op, expr: str):
         r = op.result
-        self.emit(f"const {tile_type(r.type)} {self.define(r)} = {expr};")
+        self.emit(f"const {self.type_of(r)} {self.define(r)} = {expr};")
 
     def assign_tile_result(self, op: Op, expr: str):
         """`expr` computes a tile; a scalar result takes its one element."""
@@ -223,7 +246,8 @@ def _constant(e, op):
     if not t.shape:  # a scalar constant is written where it is used
         e.names[id(op.result)] = value
         return
-    e.assign(op, f"tw::full<{t.dtype.ctype}, {shape_type(t.shape)}>({value})")
+    layout = e.plan.of(op.result)
+    e.assign(op, f"tw::full<{t.dtype.ctype}, {shape_type(t.shape)}{', ' + layout.alias if layout else ''}>({value})")
 
 
 @emits("iota")
@@ -324,6 +348,12 @@ def _scan(e, op):
 @emits("mma")
 def _mma(e, op):
     a, b, acc = op.operands
+    if id(op) in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
+        (m, k), n = a.shape, b.shape[1]
+        stage = (m * (k + 8) + k * (n + 8)) * a.dtype.itemsize
+        e.mma_smem = max(e.mma_smem, 2 * ((stage + 127) // 128 * 128))
+        e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]}, mma_stage)")
+        return
     e.need_smem((_skewed(a.type.size) * a.type.dtype.itemsize + 15) // 16 * 16
                 + _skewed(b.type.size) * b.type.dtype.itemsize + 64)
     e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]})")
@@ -364,7 +394,8 @@ def _load(e, op):
     array, *index = op.operands
     order, shape = op.attrs["order"], op.attrs["shape"]
     if order == tuple(range(len(order))):
-        e.assign(op, f"tw::load<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
+        fn = "load_operand" if id(op.result) in e.plan.operands else "load"
+        e.assign(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
         return
     # Tile axis k walks array axis order[k]: load the tile in the array's own axis order (coalesced),
     # then permute it in shared memory.
@@ -438,10 +469,10 @@ def _store_adv(e, op):
 def _if(e, op):
     results = [e.define(r) for r in op.results]
     for r, name in zip(op.results, results):
-        e.emit(f"{tile_type(r.type)} {name};")
+        e.emit(f"{e.type_of(r)} {name};")
     for k, region in enumerate(op.regions):
         e.emit(f"if ({e[op.operands[0]]}) {{" if k == 0 else "} else {")
-        _region(e, region, results)
+        _region(e, region, results, [e.plan.of(r) for r in op.results])
     e.emit("}")
 
 
@@ -452,19 +483,23 @@ def _for(e, op):
     iv, *carried = body.args
     names = [e.define(r) for r in op.results]
     for r, name, start in zip(op.results, names, init):
-        e.emit(f"{tile_type(r.type)} {name} = {e[start]};")
+        e.emit(f"{e.type_of(r)} {name} = {e.in_layout(start, e.plan.of(r))};")
         e.names[id(next(a for a, x in zip(carried, op.results) if x is r))] = name
     i = e.define(iv, iv.name or "i")
     e.emit(f"for (int32_t {i} = {e[lo]}; {i} < {e[hi]}; {i} += {e[step]}) {{")
-    _region(e, body, names)
+    _region(e, body, names, [e.plan.of(r) for r in op.results])
     e.emit("}")
 
 
-def _region(e, block, targets):
+def _region(e, block, targets, layouts):
     """A region's ops, then its yielded values assigned to the enclosing op's result variables."""
     e.indent += "  "
     e.block(block.ops)
     yielded = block.ops[-1].operands if block.ops and block.ops[-1].name == "yield" else []
+    own = {id(v): e[v] for v in yielded}
+    converted = [e.in_layout(v, layout) for v, layout in zip(yielded, layouts)]
+    for v, name in zip(yielded, converted):
+        e.names[id(v)] = name
     if len(yielded) > 1:  # assign through temporaries: a yielded value may be another carried variable
         temps = []
         for k, v in enumerate(yielded):
@@ -475,6 +510,7 @@ def _region(e, block, targets):
     elif yielded:
         if e[yielded[0]] != targets[0]:
             e.emit(f"{targets[0]} = {e[yielded[0]]};")
+    e.names.update(own)
     e.indent = e.indent[:-2]
 
 
@@ -499,9 +535,17 @@ def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
     """CUDA C++ source for one kernel specialization."""
     itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
     vec = max(1, 16 // min(itemsizes))
-    threads = choose_threads(fn, vec, threads)
-    e = _Emitter(fn, threads)
+    plan = plan_layouts(fn, threads)
+    threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
+    e = _Emitter(fn, threads, plan)
     signature, setup, params = [], [], []
+    layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)
+    for layout in layouts:
+        e.used.add(layout.alias)
+        setup.append(f"using {layout.alias} = {layout.cpp};  // tensor-core accumulator layout")
+    if plan.tensor_core:
+        e.used.add("mma_stage")
+        setup.append("int mma_stage = 0;  // alternates the tensor-core mma operand buffers")
     for p, arg in zip(fn.runtime_params, fn.body.args):
         name = e.define(arg, p.name)
         if p.kind == "array":
@@ -518,16 +562,23 @@ def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
             params.append((p.name, "scalar", p.type.dtype, 0))
     e.block(fn.body.ops)
     consts = ", ".join(f"{p.name}={p.value!r}" for p in fn.params if p.kind == "constant")
+    smem = e.smem + e.mma_smem
+    # Two blocks per SM let one block's loads overlap the other's mma: ask for 128 registers where
+    # the accumulators take at most 64 of them (fits without spills at 128x128 tiles over 8 warps).
+    small_acc = all(op.result.type.size <= 64 * threads for op in fn.walk() if id(op) in plan.tensor_core)
+    bounds = f"{threads}, 2" if plan.tensor_core and small_acc else f"{threads}"
     head = [
         f"// Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else "") + ".",
-        f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes.",
+        f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes"
+        + (f", {e.mma_smem} for tensor-core mma operands." if e.mma_smem else "."),
         f"#define TW_THREADS {threads}",
         f"#define TW_VEC {vec}",
+    ] + ([f"#define TW_MMA_SMEM_BASE {e.smem}"] if e.mma_smem else []) + [
         "#include <tileworkbench/tile.cuh>",
         "",
-        f'extern "C" __global__ void __launch_bounds__({threads}) {fn.name}(',
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {fn.name}(',
         "    " + ",\n    ".join(signature) + ") {",
     ]
     body = ["  " + s for s in setup] + e.lines
     source = "\n".join(head + body + ["}", ""])
-    return GeneratedKernel(fn.name, source, threads, e.smem, params)
+    return GeneratedKernel(fn.name, source, threads, smem, params)

@@ -1,7 +1,8 @@
 // The tileworkbench tile library: tiles spread over the threads of a block.
 //
-// A tile<T, shape<...>> is a small array with a static shape. Its elements, numbered in C order,
-// are dealt to the TW_THREADS threads of the block in chunks of V consecutive elements:
+// A tile<T, shape<...>, L> is a small array with a static shape; the layout L says which thread
+// holds which element. The default, `blocked`, deals the elements, numbered in C order, to the
+// TW_THREADS threads of the block in chunks of V consecutive elements:
 //
 //     element e  lives in  thread (e / V) % TW_THREADS,  register (e / V / TW_THREADS) * V + e % V
 //
@@ -9,7 +10,9 @@
 // (V = TW_VEC, 16 bytes of the kernel's narrowest memory dtype). The layout depends on the
 // element count only, never on the dtype: elementwise ops, casts and C-order reshapes are pure
 // register code. A tile with fewer elements than threads is replicated (thread t holds element
-// t % N); scalars are tiles of shape<> held by every thread.
+// t % N); scalars are tiles of shape<> held by every thread. The other layout, the tensor-core
+// accumulator layout mma_layout<WM, WN>, is described in tile_mma.cuh; elementwise ops and casts
+// work in any layout, everything else takes blocked tiles, and convert_layout moves between them.
 //
 // Everything that moves elements between threads (permute, broadcast, reductions, mma...) goes
 // through the block's dynamic shared memory; the kernel launches with TW_SMEM_BYTES of it.
@@ -82,33 +85,45 @@ struct shape {
 
 // ---- tiles -----------------------------------------------------------------------------------
 
-template <class T, class S>
+struct blocked {
+  template <class S> __host__ __device__ static constexpr int registers() {
+    return S::size >= TW_THREADS ? S::size / TW_THREADS : 1;
+  }
+  template <class S> __host__ __device__ static constexpr int vec() {
+    return registers<S>() < TW_VEC ? registers<S>() : TW_VEC;
+  }
+  // the element held in register r of this thread (a tile smaller than the block is replicated)
+  template <class S> __device__ static int elem(int r) {
+    constexpr int V = vec<S>();
+    return S::size < TW_THREADS ? int(threadIdx.x) % S::size : ((r / V) * TW_THREADS + int(threadIdx.x)) * V + r % V;
+  }
+  // whether this thread writes its elements back (each element has exactly one owner)
+  template <class S> __device__ static bool owner() { return S::size >= TW_THREADS || int(threadIdx.x) < S::size; }
+};
+
+template <class T, class S, class L = blocked>
 struct tile {
   using element_type = T;
   using shape_type = S;
+  using layout = L;
   static constexpr int N = S::size;
-  static constexpr int R = N >= TW_THREADS ? N / TW_THREADS : 1;  // registers per thread
-  static constexpr int V = R < TW_VEC ? R : TW_VEC;               // elements per chunk
-  static constexpr bool replicated = N < TW_THREADS;
+  static constexpr int R = L::template registers<S>();  // registers per thread
+  static constexpr int V = L::template vec<S>();        // consecutive elements per chunk
   T v[R];
 
-  // the element held in register r of this thread
-  __device__ static int elem(int r) {
-    return replicated ? int(threadIdx.x) % N : ((r / V) * TW_THREADS + int(threadIdx.x)) * V + r % V;
-  }
-  // whether this thread writes its elements back (each element has exactly one owner)
-  __device__ static bool owner() { return !replicated || int(threadIdx.x) < N; }
+  __device__ static int elem(int r) { return L::template elem<S>(r); }
+  __device__ static bool owner() { return L::template owner<S>(); }
   __device__ T item() const { return v[0]; }
 };
 
 template <class T>
 using scalar = tile<T, shape<>>;
 
-template <class T, class S>
-__device__ tile<T, S> full(T value) {
-  tile<T, S> out;
+template <class T, class S, class L = blocked>
+__device__ tile<T, S, L> full(T value) {
+  tile<T, S, L> out;
 #pragma unroll
-  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = value;
+  for (int r = 0; r < tile<T, S, L>::R; ++r) out.v[r] = value;
   return out;
 }
 
@@ -137,13 +152,13 @@ __device__ tile<T, S> iota() {
   return out;
 }
 
-// Apply f elementwise; every operand has the same shape, hence the same layout.
-template <class F, class T, class S, class... Ts>
-__device__ auto map(F f, const tile<T, S>& a, const tile<Ts, S>&... b) {
+// Apply f elementwise; every operand has the same shape and layout.
+template <class F, class T, class S, class L, class... Ts>
+__device__ auto map(F f, const tile<T, S, L>& a, const tile<Ts, S, L>&... b) {
   using U = decltype(f(a.v[0], b.v[0]...));
-  tile<U, S> out;
+  tile<U, S, L> out;
 #pragma unroll
-  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = f(a.v[r], b.v[r]...);
+  for (int r = 0; r < tile<T, S, L>::R; ++r) out.v[r] = f(a.v[r], b.v[r]...);
   return out;
 }
 
@@ -257,43 +272,43 @@ template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : is
 // ---- elementwise tile operations (one line each) ----------------------------------------------------
 
 #define TW_UNARY(name) \
-  template <class T, class S> __device__ auto name(const tile<T, S>& x) { return map([](T a) { return op::name(a); }, x); }
+  template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x) { return map([](T a) { return op::name(a); }, x); }
 TW_UNARY(exp) TW_UNARY(exp2) TW_UNARY(log) TW_UNARY(log2) TW_UNARY(sqrt) TW_UNARY(rsqrt) TW_UNARY(sin)
 TW_UNARY(cos) TW_UNARY(tan) TW_UNARY(sinh) TW_UNARY(cosh) TW_UNARY(tanh) TW_UNARY(floor) TW_UNARY(ceil)
 TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite)
 
 #define TW_BINARY(name) \
-  template <class T, class S> __device__ auto name(const tile<T, S>& x, const tile<T, S>& y) { \
+  template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
 TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(minimum) TW_BINARY(maximum)
 TW_BINARY(minimum_nan) TW_BINARY(maximum_nan)
 
 #define TW_OPERATOR(sym, name)                                                                  \
-  template <class T, class S> __device__ auto operator sym(const tile<T, S>& x, const tile<T, S>& y) { \
+  template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return T(a sym b); }, x, y); }
 TW_OPERATOR(+, add) TW_OPERATOR(-, sub) TW_OPERATOR(*, mul) TW_OPERATOR(/, truediv)
 TW_OPERATOR(&, bitwise_and) TW_OPERATOR(|, bitwise_or) TW_OPERATOR(^, bitwise_xor)
 TW_OPERATOR(<<, lshift) TW_OPERATOR(>>, rshift)
 
 #define TW_COMPARISON(sym)                                                                      \
-  template <class T, class S> __device__ auto operator sym(const tile<T, S>& x, const tile<T, S>& y) { \
+  template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return bool(a sym b); }, x, y); }
 TW_COMPARISON(==) TW_COMPARISON(!=) TW_COMPARISON(<) TW_COMPARISON(<=) TW_COMPARISON(>) TW_COMPARISON(>=)
 
-template <class T, class S>
-__device__ auto operator~(const tile<T, S>& x) {
+template <class T, class S, class L>
+__device__ auto operator~(const tile<T, S, L>& x) {
   return map([](T a) { return T(~a); }, x);
 }
 
 // cond ? x : y, elementwise ("select" in the tile-operations specification)
-template <class T, class S>
-__device__ tile<T, S> select(const tile<bool, S>& c, const tile<T, S>& x, const tile<T, S>& y) {
+template <class T, class S, class L>
+__device__ tile<T, S, L> select(const tile<bool, S, L>& c, const tile<T, S, L>& x, const tile<T, S, L>& y) {
   return map([](bool p, T a, T b) { return p ? a : b; }, c, x, y);
 }
 
 // element_cast: convert each element (float -> int truncates toward zero)
-template <class U, class T, class S>
-__device__ tile<U, S> element_cast(const tile<T, S>& x) {
+template <class U, class T, class S, class L>
+__device__ tile<U, S, L> element_cast(const tile<T, S, L>& x) {
   return map([](T a) { return convert<U>(a); }, x);
 }
 
@@ -305,8 +320,8 @@ __device__ U bitcast(T a) {
 }
 
 // element_bitcast: reinterpret each element's bits
-template <class U, class T, class S>
-__device__ tile<U, S> element_bitcast(const tile<T, S>& x) {
+template <class U, class T, class S, class L>
+__device__ tile<U, S, L> element_bitcast(const tile<T, S, L>& x) {
   static_assert(sizeof(U) == sizeof(T), "element_bitcast needs types of one size");
   return map([](T a) { return bitcast<U>(a); }, x);
 }
@@ -331,21 +346,31 @@ __device__ inline unsigned char* smem() {
 // Skew shared-memory indices by one element every 32 so power-of-two strides spread over banks.
 __device__ inline int skew(int i) { return i + (i >> 5); }
 
-template <class T, class S>
-__device__ void to_smem(const tile<T, S>& x, T* buf, int offset = 0) {
+template <class T, class S, class L>
+__device__ void to_smem(const tile<T, S, L>& x, T* buf, int offset = 0) {
   if (x.owner()) {
 #pragma unroll
-    for (int r = 0; r < tile<T, S>::R; ++r) buf[skew(offset + x.elem(r))] = x.v[r];
+    for (int r = 0; r < tile<T, S, L>::R; ++r) buf[skew(offset + x.elem(r))] = x.v[r];
   }
 }
 
 // out[e] = source element src(e) of the tiles written to shared memory
-template <class S2, class T, class F>
-__device__ tile<T, S2> from_smem(const T* buf, F src) {
-  tile<T, S2> out;
+template <class S2, class L2 = blocked, class T, class F>
+__device__ tile<T, S2, L2> from_smem(const T* buf, F src) {
+  tile<T, S2, L2> out;
 #pragma unroll
-  for (int r = 0; r < tile<T, S2>::R; ++r) out.v[r] = buf[skew(src(tile<T, S2>::elem(r)))];
+  for (int r = 0; r < tile<T, S2, L2>::R; ++r) out.v[r] = buf[skew(src(tile<T, S2, L2>::elem(r)))];
   return out;
+}
+
+// The same tile in layout L2.
+template <class L2, class T, class S, class L>
+__device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) {
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  to_smem(x, buf);
+  __syncthreads();
+  return from_smem<S, L2>(buf, [](int e) { return e; });
 }
 
 // Result axis k is input axis Axes[k].
@@ -456,3 +481,4 @@ __device__ tile<T, S> insert(const tile<T, S>& x, const tile<T, S2>& value, cons
 
 #include "tile_reduce.cuh"
 #include "tile_memory.cuh"
+#include "tile_mma.cuh"

@@ -1,4 +1,4 @@
-// Reductions, scans and matrix multiply.
+// Reductions and scans (matrix multiply is in tile_mma.cuh).
 //
 // A reduction writes the tile to shared memory grouped by output element (the reduced elements
 // of one output side by side), then each output is combined by a group of threads: each thread
@@ -208,34 +208,5 @@ template <int Axis, bool Reverse = false, class T, class S>
 __device__ tile<T, S> cumsum(const tile<T, S>& x) { return scan<Axis, Reverse, false>(x); }
 template <int Axis, bool Reverse = false, class T, class S>
 __device__ tile<T, S> cumprod(const tile<T, S>& x) { return scan<Axis, Reverse, true>(x); }
-
-// The type an mma accumulates in: float for 16-bit float accumulators, else the accumulator's.
-template <class C> struct mma_accumulator { using type = C; };
-template <> struct mma_accumulator<__half> { using type = float; };
-template <> struct mma_accumulator<int32_t> { using type = int32_t; };
-
-// acc + a @ b over the last two dims (leading dims are batch dims of equal extent).
-template <class TA, class TB, class TC, class SA, class SB, class SC>
-__device__ tile<TC, SC> mma(const tile<TA, SA>& a, const tile<TB, SB>& b, const tile<TC, SC>& acc) {
-  constexpr int Rk = SA::rank, M = SA::dim(Rk - 2), K = SA::dim(Rk - 1), N = SB::dim(Rk - 1);
-  using A = typename mma_accumulator<TC>::type;
-  TA* abuf = reinterpret_cast<TA*>(smem());
-  TB* bbuf = reinterpret_cast<TB*>(smem() + ((skew(SA::size) * sizeof(TA) + 15) / 16) * 16);
-  __syncthreads();
-  to_smem(a, abuf);
-  to_smem(b, bbuf);
-  __syncthreads();
-  tile<TC, SC> out;
-#pragma unroll
-  for (int r = 0; r < tile<TC, SC>::R; ++r) {
-    int e = tile<TC, SC>::elem(r);
-    int batch = e / (M * N), i = e / N % M, j = e % N;
-    A sum = convert<A>(acc.v[r]);
-    for (int k = 0; k < K; ++k)
-      sum += convert<A>(abuf[skew((batch * M + i) * K + k)]) * convert<A>(bbuf[skew((batch * K + k) * N + j)]);
-    out.v[r] = convert<TC>(sum);
-  }
-  return out;
-}
 
 }  // namespace tw

@@ -1,0 +1,175 @@
+"""Layout assignment: which tiles live in a tensor-core accumulator layout instead of `blocked`.
+
+Rule: an mma that runs on tensor cores produces its result in the mma layout of its warp
+arrangement; the values that share a C++ variable with it (loop-carried values, `for` and `if`
+results) take the same layout; an elementwise op with an operand in an mma layout stays in it; a
+constant tile all of whose uses want one layout is built in it. Every other tile is blocked, and
+the emitter converts (through shared memory) where an operand's layout is not the one its use
+wants.
+
+    %z = constant 0.0 : tile<float32, 128x128>        mma<2x4>  (its one use wants it)
+    %acc = for %k ... iter(%c = %z) {                  mma<2x4>
+      %a = load %A, ... : tile<bfloat16, 128x32>       blocked   (tensor-core mma takes blocked operands)
+      %r = mma %a, %b, %c                              mma<2x4>
+      yield %r
+    }
+    %h = astype %acc : tile<bfloat16, 128x128>         mma<2x4>
+    store %C, ..., %h                                  converted to blocked, then stored
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ir.core import Function, Op, Value
+from ..ir.ops import BINARY, COMPARISONS, PREDICATES, UNARY
+from ..ir.types import bfloat16, float16, float32
+
+# ops that work elementwise in any layout (the op declarations' elementwise tables, plus casts and where)
+ELEMENTWISE = set(UNARY) | set(PREDICATES) | set(BINARY) | set(COMPARISONS) | {"where", "astype", "bitcast"}
+
+MAX_WARPS = 8
+
+
+@dataclass(frozen=True)
+class MmaLayout:
+    """The accumulator layout of mma.sync m16n8k16 over wm x wn warps (tile_mma.cuh)."""
+
+    wm: int
+    wn: int
+
+    @property
+    def alias(self) -> str:
+        return f"mma_{self.wm}x{self.wn}"
+
+    @property
+    def cpp(self) -> str:
+        return f"tw::mma_layout<{self.wm}, {self.wn}>"
+
+
+@dataclass
+class LayoutPlan:
+    """Warps per block (None: no tensor-core mma), and the layout of every non-blocked value."""
+
+    warps: int | None
+    layouts: dict  # id(Value) -> MmaLayout
+    tensor_core: dict  # id(mma Op) -> MmaLayout
+    operands: set = None  # id(Value) of 2-D loads used only as tensor-core mma operands
+
+    def of(self, v: Value):
+        return self.layouts.get(id(v))
+
+
+def _mma_shape(op: Op):
+    """(M, N, K) when this mma can run on tensor cores (any warp arrangement aside), else None."""
+    a, b, acc = op.operands
+    if len(a.shape) != 2 or a.dtype not in (float16, bfloat16) or b.dtype is not a.dtype:
+        return None
+    if acc.dtype is not float32 or op.result.dtype is not float32:
+        return None
+    (m, k), n = a.shape, b.shape[1]
+    return (m, n, k) if m % 16 == 0 and n % 8 == 0 and k % 16 == 0 else None
+
+
+def _wanted_warps(m: int, n: int) -> int:
+    """About 2048 accumulator elements (64 float registers) per warp, at most MAX_WARPS warps."""
+    warps = 1
+    while warps < MAX_WARPS and m * n // (warps * 2) >= 2048:
+        warps *= 2
+    return warps
+
+
+def _arrangement(m: int, n: int, warps: int) -> MmaLayout | None:
+    """The wm x wn split of `warps` with the squarest warp tile (fewest ldmatrix per k step)."""
+    best = None
+    for wm in (w for w in (1, 2, 4, 8, 16, 32) if w <= warps and warps % w == 0):
+        wn = warps // wm
+        if m % (16 * wm) or n % (8 * wn):
+            continue
+        cost = m // wm // 16 + (n // wn + 15) // 16
+        if best is None or cost < best[0]:
+            best = (cost, MmaLayout(wm, wn))
+    return best[1] if best else None
+
+
+def plan_layouts(fn: Function, threads: int | None = None) -> LayoutPlan:
+    """Choose the warp count from the tensor-core mmas, then propagate layouts to a fixpoint."""
+    shapes = {id(op): s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
+    if threads is not None:
+        warps = threads // 32 if threads % 32 == 0 else None
+    else:
+        warps = max((_wanted_warps(m, n) for m, n, _ in shapes.values()), default=None)
+    tensor_core = {}
+    if warps:
+        for op_id, (m, n, _) in shapes.items():
+            if (layout := _arrangement(m, n, warps)) is not None:
+                tensor_core[op_id] = layout
+    plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set())
+    if not tensor_core:
+        return plan
+    for op in fn.walk():
+        if op.name == "load" and len(op.result.shape) == 2 and op.attrs["order"] == (0, 1):
+            uses = [user for user, _ in _uses(fn, op.result)]
+            if uses and all(id(u) in tensor_core and op.result is not u.operands[2] for u in uses):
+                plan.operands.add(id(op.result))
+    changed = True
+    while changed:
+        changed = False
+        for op in fn.walk():
+            for value, layout in _implied(plan, op):
+                if layout is not None and id(value) not in plan.layouts:
+                    plan.layouts[id(value)] = layout
+                    changed = True
+    for op in fn.walk():  # constants take the layout all their uses want
+        if op.name == "constant" and op.result.shape and id(op.result) not in plan.layouts:
+            wants = {w for w in (wanted_layout(plan, user, v) for user, v in _uses(fn, op.result))}
+            if len(wants) == 1 and None not in wants:
+                plan.layouts[id(op.result)] = wants.pop()
+    return plan
+
+
+def _implied(plan: LayoutPlan, op: Op):
+    """(value, layout) pairs that follow from the layouts already known."""
+    if id(op) in plan.tensor_core:
+        yield op.result, plan.tensor_core[id(op)]
+    elif op.name in ELEMENTWISE and op.result.shape:
+        yield op.result, next((plan.of(v) for v in op.operands if plan.of(v)), None)
+    elif op.name == "for":
+        body = op.regions[0]
+        yielded = body.ops[-1].operands
+        for k, result in enumerate(op.results):
+            layout = plan.of(op.operands[3 + k]) or plan.of(yielded[k])
+            yield result, layout
+            yield body.args[1 + k], layout
+    elif op.name == "if":
+        for k, result in enumerate(op.results):
+            yield result, next((plan.of(r.ops[-1].operands[k]) for r in op.regions if plan.of(r.ops[-1].operands[k])),
+                               None)
+
+
+def _uses(fn: Function, value: Value):
+    """(user op, the enclosing op for a yield) for each use of value."""
+    def walk(block, parent):
+        for op in block.ops:
+            if any(v is value for v in op.operands):
+                yield (parent if op.name == "yield" else op), value
+            for region in op.regions:
+                yield from walk(region, op)
+    yield from walk(fn.body, None)
+
+
+def wanted_layout(plan: LayoutPlan, op: Op, operand: Value):
+    """The layout `op` takes `operand` in (None: blocked). For a for/if, the one of its results."""
+    if id(op) in plan.tensor_core:
+        return plan.tensor_core[id(op)] if operand is op.operands[2] else None
+    if op.name in ELEMENTWISE and op.result.shape:
+        return plan.of(op.result)
+    if op.name == "for":
+        k = next((k for k, v in enumerate(op.operands[3:]) if v is operand), None)
+        if k is None:  # a value yielded by the body
+            k = next(k for k, v in enumerate(op.regions[0].ops[-1].operands) if v is operand)
+        return plan.of(op.results[k])
+    if op.name == "if":
+        k = next((k for r in op.regions for k, v in enumerate(r.ops[-1].operands) if v is operand), None)
+        return plan.of(op.results[k]) if k is not None else None
+    return None
+
