@@ -101,3 +101,16 @@ def test_sweep_compiles_every_configuration_and_shows_the_explorer(shell):
     assert type(view).__name__ == "SweepView"
     assert [r["T"] for r in view.data["rows"]] == [16, 32, 64]
     assert all(r["status"] == "ok" and r["registers"] > 0 for r in view.data["rows"])
+
+
+def test_viz_runs_the_interpreter_with_tracing_and_shows_the_views(shell):
+    shell.user_ns.update(x=np.arange(60, dtype=np.float32).reshape(6, 10), y=np.zeros((6, 10), np.float32))
+    body = '''def copy(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (4, 4), padding_mode=ct.PaddingMode.ZERO))
+'''
+    _, out = cell(shell, '--grid "(2, 3)" --args "x, y" --viz', body)
+    shown = [o.data.get("text/plain", "") for o in out.outputs]
+    assert any("CoverageView" in s for s in shown) and sum("TileSpaceView" in s for s in shown) == 2
+    assert all("image/svg+xml" in o.data for o in out.outputs)
+    np.testing.assert_array_equal(shell.user_ns["y"], shell.user_ns["x"])

@@ -1,0 +1,142 @@
+"""Index map view: lane outcomes, targets, ghost cells and collisions of real gathers/scatters."""
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.interp import Status, run
+from tileworkbench.widgets._base import static
+from tileworkbench.widgets.index_map import IndexMapView, index_map_data, padding_value_of, partners
+from tileworkbench.widgets.tile_space import STATUS_COLOURS
+
+SVG = "{http://www.w3.org/2000/svg}"
+IDX = np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
+
+
+@ct.kernel
+def gather_scatter(x, y, idx):
+    index = ct.load(idx, (0,), (8,))
+    values = ct.gather(x, index, mask=index != 3, padding_value=-1)
+    ct.scatter(y, index, values)
+
+
+@ct.kernel
+def gather_2d(x, out):
+    rows = ct.arange(4, dtype=ct.int32)[:, None] - 1
+    cols = ct.arange(4, dtype=ct.int32)[None, :] * 2
+    ct.store(out, (0, 0), ct.gather(x, (rows, cols)))
+
+
+@ct.kernel
+def embed(table, ids, out):
+    r = ct.bid(0)
+    row = ct.load(ids, (r,), ())
+    ct.store(out, (r, 0), ct.gather(table, (ct.full((1, 8), row, ct.int32), ct.arange(8, dtype=ct.int32)[None, :])))
+
+
+def traced():
+    x = np.arange(10, dtype=np.int32) * 10
+    before = x.copy()
+    trace = run(gather_scatter, (1,), (x, np.zeros(10, np.int32), IDX), trace=True)
+    return trace, before
+
+
+def rects(svg_text, cls):
+    return [e for e in ET.fromstring(svg_text).iter(f"{SVG}rect") if e.get("class") == cls]
+
+
+def test_gather_negative_index_is_out_of_bounds_and_masked_lanes_read_padding():
+    trace, before = traced()
+    d = IndexMapView.from_trace(trace, op="gather", block=(0,), values=before).data
+    assert d["status"].tolist() == [Status.LOADED, Status.MASKED, Status.OUT_OF_BOUNDS, Status.OUT_OF_BOUNDS,
+                                    Status.LOADED, Status.LOADED, Status.LOADED, Status.LOADED]
+    assert [p["name"] for p in d["panels"]] == ["indices", "mask", "result"]
+    assert d["panels"][0]["labels"] == [str(i) for i in IDX]
+    assert d["panels"][1]["labels"] == ["1", "0", "1", "1", "1", "1", "1", "1"]
+    assert d["panels"][2]["labels"] == ["0", "-1", "-1", "-1", "50", "50", "70", "10"]
+    assert d["padding_value"] == "-1" and d["elem"].tolist() == [0, -1, -1, -1, 5, 5, 7, 1]
+    assert d["panels"][2]["fill"][2] == STATUS_COLOURS[Status.OUT_OF_BOUNDS]
+    # the masked lane points nowhere; the two out-of-bounds lanes point at ghost cells on each side
+    assert d["tx"][1] == -1 and d["tx"][2] < d["ax0"] < d["tx"][0] and d["tx"][3] > d["tx"][7]
+    assert len(d["ghost_x"]) == 2
+    assert d["cell_fill"].tolist() == [1, 1, 0, 0, 0, 1, 0, 1, 0, 0]   # elements 0, 1, 5, 7 read
+
+
+def test_scatter_collision_lights_up_every_lane_writing_the_element():
+    trace, _ = traced()
+    view = IndexMapView.from_trace(trace, op="scatter")
+    d = view.data
+    assert d["panels"][-1]["name"] == "values"
+    assert (d["status"] == Status.COLLISION).sum() == 2 and partners(d, 4) == [4, 5]
+    assert d["cell_fill"][5] == 3 and d["cell_fill"][0] == 2    # collision, stored once
+    view.lane = 4
+    svg = view.to_svg()
+    highlight = next(g for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("class") == "highlight")
+    assert len(highlight.findall(f"{SVG}line")) == 2           # one line per writer
+    assert len(highlight.findall(f"{SVG}rect")) == 2 * 3 + 2   # each writer in 3 panels, plus its target
+
+
+def test_svg_has_one_cell_per_lane_per_panel_and_per_element():
+    trace, before = traced()
+    svg = IndexMapView.from_trace(trace, op="gather", values=before).to_svg()
+    lanes = rects(svg, "lane")
+    assert len(lanes) == 8 * 3 and len(rects(svg, "element")) == 10 and len(rects(svg, "ghost")) == 2
+    assert sum(r.get("data-status") == "OUT_OF_BOUNDS" for r in lanes) == 2 * 3
+
+
+def test_2d_gather_has_one_index_panel_per_axis():
+    x = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
+    trace = run(gather_2d, (1,), (x, np.zeros((4, 4), np.float32)), trace=True)
+    d = IndexMapView.from_trace(trace, op="gather", values=x).data
+    assert [p["name"] for p in d["panels"]] == ["indices[0]", "indices[1]", "mask", "result"]
+    status = d["status"].reshape(4, 4)
+    assert (status[0] == Status.OUT_OF_BOUNDS).all() and (status[1:, 3] == Status.OUT_OF_BOUNDS).all()
+    assert (status[1:, :3] == Status.LOADED).all()
+    assert d["panels"][3]["labels"][5] == "2" and d["panels"][3]["labels"][0] == "0"   # x[0, 2]; padding 0
+    assert d["coords"].reshape(4, 4, 2)[0, 1].tolist() == [-1, 2]
+
+
+def test_big_arrays_are_binned():
+    table = np.arange(300 * 8, dtype=np.float32).reshape(300, 8)
+    ids = np.array([0, 299, 150], np.int32)
+    trace = run(embed, (3,), (table, ids, np.zeros((3, 8), np.float32)), trace=True)
+    d = IndexMapView.from_trace(trace, op="gather", block=(1,)).data
+    assert d["factors"] == [5, 1] and d["binned"] == [60, 8]
+    assert set(d["target"].tolist()) == {59 * 8 + c for c in range(8)}   # row 299 is in bin 59
+    assert d["block"] == [1, 0, 0]
+
+
+def test_padding_value_is_read_from_the_source_line():
+    assert padding_value_of("ct.gather(x, i, padding_value=-2.5)") == -2.5
+    assert padding_value_of("ct.gather(x, i)") == 0
+    assert padding_value_of("ct.gather(x, i, padding_value=fill)") is None
+
+
+def test_refusals_are_clear():
+    trace, _ = traced()
+    with pytest.raises(ValueError, match="no scatter_adv"):
+        IndexMapView.from_trace(trace, op="scatter_adv")
+    with pytest.raises(ValueError, match="block \\(1,\\)"):
+        IndexMapView.from_trace(trace, op="gather", block=(1,))
+    with pytest.raises(ValueError, match="gather and scatter"):
+        index_map_data(trace.by_op("load")[0].for_block((0,)), (8,))
+
+
+def test_widget_state_holds_the_lanes():
+    trace, before = traced()
+    view = IndexMapView.from_trace(trace, op="gather", values=before)
+    state = view.get_state()
+    assert state["lane"] == -1 and state["data"]["status"]["shape"] == [8]
+    assert state["data"]["palette"] == view.data["palette"] and state["data"]["lines"] is True
+
+
+def test_js_parses(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH: cannot check that index_map.js parses")
+    copy = tmp_path / "index_map.mjs"
+    copy.write_text(static("index_map.js").read_text())
+    subprocess.run([node, "--check", str(copy)], check=True)

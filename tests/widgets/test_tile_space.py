@@ -1,0 +1,155 @@
+"""Tile space view: geometry read back from real loads/stores, padding regions, sliders, SVG export."""
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.interp import Status, run
+from tileworkbench.widgets._base import static
+from tileworkbench.widgets.tile_space import (
+    PALETTE,
+    TileSpaceView,
+    padding_mode_of,
+    probe,
+    tile_geometry,
+    tile_space_data,
+)
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@ct.kernel
+def copy_ragged(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (4, 8), padding_mode=ct.PaddingMode.NAN))
+
+
+@ct.kernel
+def copy_fortran(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (4, 2), order="F"), order="F")
+
+
+@ct.kernel
+def copy_1d(x, y):
+    i = ct.bid(0)
+    ct.store(y, (i,), ct.load(x, (i,), (4,)))
+
+
+def cells(svg_text, cls):
+    root = ET.fromstring(svg_text)
+    return [e for e in root.iter(f"{SVG}rect") if e.get("class") == cls]
+
+
+def test_ragged_edge_tile_splits_into_inside_and_padding():
+    x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
+    trace = run(copy_ragged, (3, 2), (x.copy(), np.zeros_like(x)), trace=True)
+    view = TileSpaceView.from_trace(trace, op="load", array="x", block=(2, 1), values=x)
+    d = view.data
+    assert (d["index"], d["tile_shape"], d["order"]) == ([2, 1], [4, 8], [0, 1])
+    assert d["padding_mode"] == "NAN" and d["tiles2"] == [3, 2]
+    status = d["lane_status"].reshape(4, 8)
+    assert (status[:2, :4] == Status.LOADED).all() and (status[2:] == Status.PADDED).all()
+    assert (status[:, 4:] == Status.PADDED).all()
+    assert d["lane_r"].reshape(4, 8)[:, 0].tolist() == [8, 9, 10, 11]
+    assert d["lane_c"].reshape(4, 8)[0].tolist() == list(range(8, 16))
+    # padding regions: tiles (2, 0) and (2, 1) hang below the array, tiles (0..2, 1) past its right edge
+    padding = d["regions"][d["regions"][:, 4] == 1]
+    assert sorted({(int(r), int(c)) for r, c in padding[:, 5:]}) == [(0, 1), (1, 1), (2, 0), (2, 1)]
+    assert d["values"].shape == (10, 12) and d["values"][9, 11] == x[9, 11]
+    svg = view.to_svg()
+    assert len(cells(svg, "lane")) == 32 and len(cells(svg, "padding")) == len(padding) == 5
+    assert len(cells(svg, "inside")) == 1 and len(cells(svg, "tile")) == 1
+    assert sum(c.get("data-status") == "PADDED" for c in cells(svg, "lane")) == 24
+    assert all(c.get("fill") == PALETTE["NAN"] for c in cells(svg, "padding"))
+
+
+def test_order_f_lane_r_c_reads_element_c_r():
+    x = np.arange(6 * 4, dtype=np.float32).reshape(6, 4)
+    trace = run(copy_fortran, (1, 3), (x, np.zeros_like(x)), trace=True)
+    d = TileSpaceView.from_trace(trace, op="load", array="x", block=(0, 2)).data
+    assert (d["index"], d["tile_shape"], d["order"]) == ([0, 2], [4, 2], [1, 0])
+    assert d["box2"] == [2, 4]   # the (4, 2) tile of the transposed tile space is 2 x 4 in the array
+    lanes = np.stack([d["lane_r"], d["lane_c"]], 1).reshape(4, 2, 2)
+    assert lanes[1, 0].tolist() == [4, 1] and lanes[0, 1].tolist() == [5, 0]
+    assert (d["lane_status"] == Status.LOADED).all()
+
+
+def test_store_marks_dropped_lanes_and_the_outside_as_dropped():
+    x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
+    trace = run(copy_ragged, (3, 2), (x, np.zeros_like(x)), trace=True)
+    view = TileSpaceView.from_trace(trace, op="store", array="y", block=(2, 1))
+    assert set(np.unique(view.data["lane_status"])) == {Status.STORED, Status.DROPPED}
+    assert all(c.get("fill") == PALETTE["dropped"] for c in cells(view.to_svg(), "padding"))
+
+
+def test_1d_array_is_one_row():
+    x = np.arange(10, dtype=np.float32)
+    trace = run(copy_1d, (3,), (x, np.zeros_like(x)), trace=True)
+    d = TileSpaceView.from_trace(trace, op="load", array="x", block=(2,), values=x).data
+    assert d["shape2"] == [1, 10] and d["index"] == [2] and d["tile_shape"] == [4]
+    assert d["lane_r"].tolist() == [0, 0, 0, 0] and d["lane_c"].tolist() == [8, 9, 10, 11]
+    assert d["padding_mode"] == "UNDETERMINED"
+    ET.fromstring(TileSpaceView.from_trace(trace, op="load", array="x", block=(2,)).to_svg())
+
+
+def test_explorer_runs_a_real_load_and_sliders_recompute():
+    view = TileSpaceView(array_shape=(10, 12), tile_shape=(4, 8), index=(2, 1), order="F", padding_mode="ZERO")
+    d = view.data
+    assert d["order"] == [1, 0] and d["box2"] == [8, 4] and d["index"] == [2, 1]
+    assert d["lane_r"].min() == 8 and d["lane_c"].min() == 8   # tile (2, 1) of the transposed space
+    assert view.slider_ranges() == {"index_max": [2, 1], "shape_max": [16, 16]}
+    view.tile_shape = [8, 8]             # fewer tiles: the index is clamped and the picture recomputed
+    assert view.index == [1, 1] and view.data["tile_shape"] == [8, 8] and view.data["index"] == [1, 1]
+    view.index = [0, 0]
+    assert view.data["lane_r"].min() == 0 and "(0, 0), (8, 8)" in view.data["title"]
+
+
+def test_probe_matches_the_formula_with_negative_index():
+    e = probe((5,), (4,), (-1,))
+    assert e.coords[0, :, 0].tolist() == [-4, -3, -2, -1] and (e.status == Status.PADDED).all()
+    assert tile_geometry(e.coords[0], 1) == ((-1,), (4,), (0,))
+
+
+def test_refusals_are_clear():
+    with pytest.raises(ValueError, match="1-D and 2-D"):
+        TileSpaceView(array_shape=(2, 3, 4), tile_shape=(1, 2, 2))
+    with pytest.raises(ValueError, match="powers of two"):
+        TileSpaceView(array_shape=(8, 8), tile_shape=(3, 4))
+    x = np.zeros((4, 4, 4), np.float32)
+    event = probe((4, 4), (2, 2), (0, 0))
+    with pytest.raises(ValueError, match="shape \\(4, 4, 4\\)"):
+        tile_space_data(event, x.shape)
+
+
+def test_padding_mode_is_read_from_the_source_line():
+    assert padding_mode_of("t = ct.load(x, (i,), (4,), padding_mode=ct.PaddingMode.NEG_INF)") == "NEG_INF"
+    assert padding_mode_of("t = ct.load(x, (i,), (4,))") == "UNDETERMINED"
+
+
+def test_big_arrays_scale_cells_down_and_cap_the_drawing():
+    view = TileSpaceView(array_shape=(1000, 3000), tile_shape=(64, 64), index=(3, 5))
+    d = view.data
+    assert d["cell"] < 1 and d["width"] < 900 and d["height"] < 700
+    assert len(cells(view.to_svg(), "lane")) == 64 * 64
+
+
+def test_widget_state_and_palette_travel_with_the_data():
+    view = TileSpaceView(array_shape=(8, 8), tile_shape=(4, 4), index=(1, 0), values=np.arange(64).reshape(8, 8))
+    state = view.get_state()
+    assert state["index"] == [1, 0] and state["tile_shape"] == [4, 4]
+    assert state["data"]["palette"] == PALETTE
+    assert state["data"]["lane_status"]["dtype"] == "uint8" and state["data"]["values"]["shape"] == [8, 8]
+    assert "image/svg+xml" in view._repr_mimebundle_()[0]
+
+
+def test_js_parses(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH: cannot check that tile_space.js parses")
+    copy = tmp_path / "tile_space.mjs"
+    copy.write_text(static("tile_space.js").read_text())
+    subprocess.run([node, "--check", str(copy)], check=True)

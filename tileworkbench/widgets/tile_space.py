@@ -1,0 +1,369 @@
+"""Tile space: an array drawn as its grid of tiles for one `load`/`store`, the block's tile on top.
+
+The array is drawn in its own axis order (rows = axis 0; a 1-D array is one row) with the tile
+boundaries of the op's tile space. Edge tiles are split into the part inside the array and the
+part hanging over the edge, which a load fills per `padding_mode` (a store drops it). The lanes of
+the block's tile are drawn from the trace, each coloured by its status and, where the cells are
+big enough, numbered in tile order, so an `order="F"` load visibly walks down the columns.
+
+    >>> view = TileSpaceView.from_trace(run(copy, (3, 2), (x, y), trace=True), array="x", block=(2, 1))
+    >>> view = TileSpaceView(array_shape=(10, 12), tile_shape=(4, 8), index=(2, 1), order="F")
+
+Sliders over the tile index and the (power-of-two) tile shape recompute the picture by running a
+one-block load through the interpreter (`probe`), so the geometry is always the interpreter's.
+"""
+from __future__ import annotations
+
+import math
+import re
+from xml.sax.saxutils import escape
+
+import numpy as np
+import traitlets
+
+import tileworkbench.tile as ct
+
+from ..interp import Status, run
+from ._base import Data, View, static
+from .transform import PAD, TITLE_H, text
+
+MODES = tuple(m.name for m in ct.PaddingMode)
+# one table for every lane status (the index map view uses it too) ...
+STATUS_COLOURS = {Status.LOADED: "#1e88e5", Status.PADDED: "#fb8c00", Status.MASKED: "#9e9e9e",
+                  Status.OUT_OF_BOUNDS: "#e53935", Status.STORED: "#43a047", Status.DROPPED: "#616161",
+                  Status.COLLISION: "#8e24aa"}
+STATUS_LABELS = {Status.LOADED: "loaded", Status.PADDED: "padded", Status.MASKED: "masked off",
+                 Status.OUT_OF_BOUNDS: "out of bounds", Status.STORED: "stored", Status.DROPPED: "dropped",
+                 Status.COLLISION: "collision (several lanes wrote it)"}
+# ... and the tile-space picture's own colours; padding regions are drawn at REGION_OPACITY
+PALETTE = {"inside": "#e3e7ee", "tile_line": "#37474f", "element_line": "#ffffff", "tile": "#000000",
+           "hover": "#d81b60", "dropped": "#9e9e9e",
+           "UNDETERMINED": "#e57373", "ZERO": "#ffd54f", "NEG_ZERO": "#ffb74d", "NAN": "#ba68c8",
+           "POS_INF": "#4db6ac", "NEG_INF": "#81c784"}
+PADDING_TEXT = {"UNDETERMINED": "undetermined (NaN for floats, min/max for ints)", "ZERO": "0", "NEG_ZERO": "-0.0",
+                "NAN": "NaN", "POS_INF": "+inf", "NEG_INF": "-inf"}
+REGION_OPACITY = 0.45
+MAX_W, MAX_H, MAX_CELL = 720, 520, 28     # the drawing area in pixels, and the biggest cell
+MAX_VALUES = 1 << 20                      # bigger arrays get no hover values (they would all go over the wire)
+
+
+# ---- reading a load/store event -------------------------------------------------------------------
+
+def normalize_order(order, ndim: int) -> tuple[int, ...]:
+    if order == "C":
+        return tuple(range(ndim))
+    if order == "F":
+        return tuple(reversed(range(ndim)))
+    return tuple(int(a) % ndim for a in order)
+
+
+def tile_geometry(coords: np.ndarray, ndim: int):
+    """(index, tile shape, order) in the op's tile space, read back from one block's lane coordinates
+    (`coords`: (*tile shape, ndim), as the trace records them)."""
+    shape = coords.shape[:-1]
+    origin = coords[(0,) * len(shape)]
+    order = [None] * len(shape)
+    for k, n in enumerate(shape):
+        if n > 1:   # tile axis k walks the array axis along which its first step moves
+            step = coords[(0,) * k + (1,) + (0,) * (len(shape) - k - 1)] - origin
+            order[k] = int(np.argmax(np.abs(step)))
+    rest = iter(sorted(set(range(ndim)) - {o for o in order if o is not None}))
+    order = tuple(o if o is not None else next(rest) for o in order)
+    box = [0] * ndim
+    for k, n in enumerate(shape):
+        box[order[k]] = n
+    index = tuple(int(origin[order[k]] // box[order[k]]) for k in range(len(shape)))
+    return index, tuple(int(n) for n in shape), order
+
+
+def padding_mode_of(source: str) -> str:
+    """The padding_mode written in an op's source line (the trace does not record it); the default
+    UNDETERMINED when the line names none."""
+    m = re.search(r"padding_mode\s*=\s*(?:[\w.]*\.)?(\w+)", source)
+    return m.group(1) if m and m.group(1) in MODES else "UNDETERMINED"
+
+
+def _call_text(array: str, index, shape, order, mode) -> str:
+    tup = lambda t: "(" + ", ".join(map(str, t)) + ("," if len(t) == 1 else "") + ")"
+    order_text = "" if order == tuple(range(len(order))) else \
+        ', order="F"' if order == tuple(reversed(range(len(order)))) else f", order={tup(order)}"
+    return f"ct.load({array}, {tup(index)}, {tup(shape)}{order_text}, padding_mode=ct.PaddingMode.{mode})"
+
+
+# ---- the probe: a one-block load through the interpreter ----------------------------------------
+
+PROBE_PADDINGS = tuple(ct.PaddingMode)
+
+
+@ct.kernel
+def tile_space_probe(x, out, N: ct.Constant[int], S0: ct.Constant[int], S1: ct.Constant[int],
+                     O0: ct.Constant[int], O1: ct.Constant[int], PAD: ct.Constant[int], i0, i1):
+    t = ct.load(x, (i0, i1)[:N], (S0, S1)[:N], order=(O0, O1)[:N], padding_mode=PROBE_PADDINGS[PAD])
+    ct.store(out, (0, 0)[:N], t)
+
+
+def probe(array_shape, tile_shape, index, order="C", padding_mode="ZERO"):
+    """The trace event of `ct.load(x, index, tile_shape, order=order, padding_mode=padding_mode)` on an
+    array of `array_shape`, run by the interpreter in a one-block kernel."""
+    nd = len(array_shape)
+    perm = normalize_order(order, nd)
+    pad = lambda t, fill: tuple(int(v) for v in t) + (fill,) * (2 - nd)
+    x = np.zeros(tuple(array_shape), np.uint8)
+    out = np.zeros(tuple(tile_shape), np.uint8)
+    trace = run(tile_space_probe, (1,), (x, out, nd, *pad(tile_shape, 1), *pad(perm, 0),
+                                         MODES.index(padding_mode), *pad(index, 0)), trace=True)
+    return trace.by_op("load")[0]
+
+
+# ---- the picture ---------------------------------------------------------------------------------
+
+def tile_space_data(event, array_shape, *, padding_mode="UNDETERMINED", values=None, title=None) -> dict:
+    """The figure of one block's `load`/`store` (`event`: the lanes of that block) on an array of
+    `array_shape` (1-D or 2-D): pixel geometry, tile-boundary lines, region rectangles (inside
+    parts of the array and the padding parts of edge tiles), the block's lanes with statuses,
+    the legend and, optionally, the array's values for hover read-outs."""
+    array_shape = tuple(int(d) for d in array_shape)
+    nd = len(array_shape)
+    if nd not in (1, 2):
+        raise ValueError(f"the tile space view draws 1-D and 2-D arrays; {event.array} has shape {array_shape}")
+    if event.op not in ("load", "store"):
+        raise ValueError(f"the tile space view draws load and store events, not {event.op}")
+    if padding_mode not in MODES:
+        raise ValueError(f"padding_mode must be one of {', '.join(MODES)}, not {padding_mode!r}")
+    coords, status = event.coords[0], event.status[0]
+    index, tile_shape, order = tile_geometry(coords, nd)
+    box = [0] * nd
+    for k, n in enumerate(tile_shape):
+        box[order[k]] = n
+    # drawn as 2-D: a 1-D array is one row
+    shape2, box2 = ((1,) + array_shape, [1] + box) if nd == 1 else (array_shape, box)
+    lanes = coords.reshape(-1, nd).astype(np.int64)
+    lanes2 = np.concatenate([np.zeros((len(lanes), 1), np.int64), lanes], 1) if nd == 1 else lanes
+    tiles = [-(-n // t) for n, t in zip(shape2, box2)]
+    lo = np.minimum(0, lanes2.min(axis=0))
+    hi = np.maximum([n * t for n, t in zip(tiles, box2)], lanes2.max(axis=0) + 1)
+    ext = hi - lo
+    cell = float(min(MAX_CELL, (MAX_W if nd == 2 else MAX_W + 200) / ext[1], MAX_H / ext[0]))
+    cell = math.floor(cell * 100) / 100
+    x0, y0 = PAD + 36, TITLE_H + 2 * 18 + 20      # room for the title, two lines and the column ruler
+
+    def px(r, c):
+        return x0 + (c - lo[1]) * cell, y0 + (r - lo[0]) * cell
+
+    regions = []   # [x, y, w, h, kind (0 inside, 1 padding), tile row, tile column]
+    for tr in range(tiles[0]):
+        for tc in range(tiles[1]):
+            r0, c0 = tr * box2[0], tc * box2[1]
+            r1, c1 = min(r0 + box2[0], shape2[0]), min(c0 + box2[1], shape2[1])
+            # an edge tile's padding: the rows below the array's end, then the columns right of it
+            if r1 < r0 + box2[0]:
+                regions.append([*px(r1, c0), box2[1] * cell, (r0 + box2[0] - r1) * cell, 1, tr, tc])
+            if c1 < c0 + box2[1]:
+                regions.append([*px(r0, c1), (c0 + box2[1] - c1) * cell, (r1 - r0) * cell, 1, tr, tc])
+    regions.insert(0, [*px(0, 0), shape2[1] * cell, shape2[0] * cell, 0, -1, -1])
+    lines = [[*px(r, 0), *px(r, tiles[1] * box2[1])] for r in range(0, tiles[0] * box2[0] + 1, box2[0])] + \
+        [[*px(0, c), *px(tiles[0] * box2[0], c)] for c in range(0, tiles[1] * box2[1] + 1, box2[1])]
+    if box2[0] * cell < 3 or box2[1] * cell < 3:   # too fine to see: keep the outline only
+        lines = [lines[0], lines[tiles[0]], lines[tiles[0] + 1], lines[-1]]
+    fine = []
+    if cell >= 8:
+        fine = [[*px(r, lo[1]), *px(r, hi[1])] for r in range(lo[0] + 1, hi[0])] + \
+            [[*px(lo[0], c), *px(hi[0], c)] for c in range(lo[1] + 1, hi[1])]
+    store = event.op == "store"
+    lane_x, lane_y = px(lanes2[:, 0], lanes2[:, 1])
+    present = [Status(int(s)) for s in np.unique(status)]
+    outside = "dropped" if store else padding_mode
+    legend = [{"label": "array (inside)", "colour": PALETTE["inside"]},
+              {"label": "outside the array: a store drops it" if store else
+               f"padding ({padding_mode}: reads {PADDING_TEXT[padding_mode]})", "colour": PALETTE[outside]}]
+    legend += [{"label": f"block's tile: {STATUS_LABELS[s]}",
+                "colour": PALETTE[padding_mode] if s == Status.PADDED else STATUS_COLOURS[s]} for s in present]
+    index_arr = [int(lanes2[0, d] // box2[d]) for d in range(2)]
+    if title is None:
+        title = f"{event.op} {event.array}, line {event.line}: {event.source.strip()}"
+    texts = [text(PAD, 16, title, size=13, weight="bold"),
+             text(PAD, TITLE_H + 14, f"{event.array} {array_shape}: {' x '.join(map(str, tiles[2 - nd:]))} tiles of "
+                  f"{tuple(box)} in array order; tile space order {order}, tile {index} of shape {tile_shape}", size=11),
+             text(PAD, TITLE_H + 30, f"block's tile = array tile {tuple(index_arr[2 - nd:])}; "
+                  f"{int(np.isin(status, (Status.LOADED, Status.STORED)).sum())} of {status.size} lanes inside", size=11)]
+    ruler_step = box2[1] if box2[1] * cell >= 24 else max(1, 2 ** math.ceil(math.log2(30 / cell))) if cell < 30 else 1
+    texts += [text(px(0, c)[0] + 1, y0 - 4, c, size=9) for c in range(0, int(hi[1]), int(ruler_step))
+              if c >= lo[1]][:64]
+    if nd == 2:
+        row_step = box2[0] if box2[0] * cell >= 14 else max(1, 2 ** math.ceil(math.log2(14 / cell))) if cell < 14 else 1
+        texts += [text(x0 - 4, px(r, 0)[1] + 10, r, size=9, anchor="end") for r in range(0, int(hi[0]), int(row_step))
+                  if r >= lo[0]][:64]
+    width = max(x0 + ext[1] * cell + PAD, PAD + 7 * len(title))
+    data = {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
+            "shape2": list(shape2), "box2": box2, "tiles2": tiles, "index": list(index), "tile_shape": list(tile_shape),
+            "order": list(order), "padding_mode": padding_mode, "padding_text": PADDING_TEXT[padding_mode],
+            "cell": cell, "x0": x0, "y0": y0, "lo": [int(v) for v in lo], "ext": [int(v) for v in ext],
+            "width": math.ceil(width), "height": math.ceil(y0 + ext[0] * cell + PAD),
+            "texts": texts, "regions": np.array(regions, np.float32).reshape(-1, 7),
+            "lines": np.array(lines, np.float32).reshape(-1, 4), "fine": np.array(fine, np.float32).reshape(-1, 4),
+            "lane_x": lane_x.astype(np.float32), "lane_y": lane_y.astype(np.float32),
+            "lane_r": lanes2[:, 0].astype(np.int32), "lane_c": lanes2[:, 1].astype(np.int32),
+            "lane_status": status.ravel().astype(np.uint8),
+            "palette": PALETTE, "status_colours": {int(s): c for s, c in STATUS_COLOURS.items()},
+            "status_labels": {int(s): t for s, t in STATUS_LABELS.items()}, "region_opacity": REGION_OPACITY,
+            "legend": legend, "values": None, "dtype": None,
+            "tile_space_dims": [array_shape[o] for o in order]}
+    if values is not None:
+        values = np.asarray(values)
+        if values.shape != array_shape:
+            raise ValueError(f"values has shape {values.shape}, the array {array_shape}")
+        if values.size <= MAX_VALUES:
+            data["values"], data["dtype"] = values.reshape(shape2), str(values.dtype)
+    return data
+
+
+# ---- static export (the same picture tile_space.js draws) ----------------------------------------
+
+def svg_text(t: dict) -> str:
+    return (f'<text x="{t["x"]}" y="{t["y"]}" font-size="{t["size"]}" font-weight="{t["weight"]}" '
+            f'text-anchor="{t["anchor"]}">{escape(t["text"])}</text>')
+
+
+def legend_svg(legend, x: int, y: int) -> list[str]:
+    out = []
+    for item in legend:
+        out.append(f'<rect class="legend" x="{x}" y="{y}" width="12" height="12" fill="{item["colour"]}" '
+                   f'stroke="#444"/>')
+        out.append(svg_text(text(x + 16, y + 10, item["label"], size=11)))
+        x += 28 + int(6.2 * len(item["label"]))
+    return out
+
+
+def legend_width(legend) -> int:
+    return PAD + sum(28 + int(6.2 * len(item["label"])) for item in legend)
+
+
+def svg_document(width: int, height: int, body: list[str]) -> str:
+    return "\n".join([(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                      f'viewBox="0 0 {width} {height}" font-family="sans-serif">'),
+                      f'<rect width="{width}" height="{height}" fill="white"/>', *body, "</svg>"])
+
+
+def ink_of(colour: str) -> str:
+    """Black or white, whichever reads better on `colour` ("#rrggbb")."""
+    r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
+    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 150 else "#222"
+
+
+def fmt(v) -> str:
+    """A pixel coordinate for SVG: at most two decimals."""
+    return f"{float(v):.2f}".rstrip("0").rstrip(".")
+
+
+def tile_space_svg(data: dict) -> str:
+    pal, cell = data["palette"], data["cell"]
+    outside = "dropped" if data["op"] == "store" else data["padding_mode"]
+    body = [svg_text(t) for t in data["texts"]]
+    for x, y, w, h, kind, tr, tc in data["regions"]:
+        if kind == 0:
+            body.append(f'<rect class="inside" x="{fmt(x)}" y="{fmt(y)}" width="{fmt(w)}" height="{fmt(h)}" '
+                        f'fill="{pal["inside"]}"/>')
+        else:
+            body.append(f'<rect class="padding" data-tile="{int(tr)},{int(tc)}" x="{fmt(x)}" y="{fmt(y)}" '
+                        f'width="{fmt(w)}" height="{fmt(h)}" fill="{pal[outside]}" '
+                        f'fill-opacity="{data["region_opacity"]}"/>')
+    for cls, lines, colour, width in (("fine", data["fine"], pal["element_line"], 1),
+                                      ("tile-line", data["lines"], pal["tile_line"], 1.5)):
+        body.append(f'<g class="{cls}" stroke="{colour}" stroke-width="{width}">')
+        body += [f'<line x1="{fmt(a)}" y1="{fmt(b)}" x2="{fmt(c)}" y2="{fmt(d)}"/>' for a, b, c, d in lines]
+        body.append("</g>")
+    labels = cell >= 16
+    body.append('<g class="lanes" stroke="white" stroke-width="0.5">')
+    for k, (x, y, s) in enumerate(zip(data["lane_x"], data["lane_y"], data["lane_status"])):
+        colour = pal[outside] if s == Status.PADDED else data["status_colours"][int(s)]
+        body.append(f'<rect class="lane" data-status="{Status(int(s)).name}" data-lane="{k}" x="{fmt(x)}" '
+                    f'y="{fmt(y)}" width="{fmt(cell)}" height="{fmt(cell)}" fill="{colour}"/>')
+        if labels:
+            body.append(f'<text x="{fmt(x + cell / 2)}" y="{fmt(y + cell / 2 + 4)}" font-size="{int(cell * 0.4)}" '
+                        f'text-anchor="middle" fill="{ink_of(colour)}" stroke="none">{k}</text>')
+    body.append("</g>")
+    xs, ys = data["lane_x"], data["lane_y"]
+    body.append(f'<rect class="tile" x="{fmt(xs.min())}" y="{fmt(ys.min())}" width="{fmt(xs.max() - xs.min() + cell)}" '
+                f'height="{fmt(ys.max() - ys.min() + cell)}" fill="none" stroke="{pal["tile"]}" stroke-width="2.5"/>')
+    width = max(data["width"], legend_width(data["legend"]))
+    body += legend_svg(data["legend"], PAD, data["height"] + 2)
+    return svg_document(width, data["height"] + 22, body)
+
+
+# ---- the view ------------------------------------------------------------------------------------
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+class TileSpaceView(View):
+    """An array's tile space for one load/store with the block's tile highlighted; sliders over the
+    tile index and tile shape re-run a one-block load through the interpreter."""
+
+    _esm = static("tile_space.js")
+    data = Data()
+    index = traitlets.List().tag(sync=True)        # the tile index, in the tile space's axis order
+    tile_shape = traitlets.List().tag(sync=True)   # powers of two, in the tile space's axis order
+
+    def __init__(self, array_shape=None, tile_shape=None, index=None, order="C", padding_mode="ZERO",
+                 values=None, *, data=None, **kwargs):
+        if data is None:
+            if array_shape is None or tile_shape is None:
+                raise ValueError("TileSpaceView needs array_shape and tile_shape (or use TileSpaceView.from_trace)")
+            nd = len(array_shape)
+            if nd not in (1, 2):
+                raise ValueError(f"the tile space view draws 1-D and 2-D arrays, not shape {tuple(array_shape)}")
+            if len(tile_shape) != nd:
+                raise ValueError(f"tile_shape {tuple(tile_shape)} and array_shape {tuple(array_shape)} differ in rank")
+            index = tuple(index) if index is not None else (0,) * nd
+            data = self._probe_data(array_shape, tile_shape, index, order, padding_mode, values)
+        self._array_shape, self._order = tuple(data["array_shape"]), tuple(data["order"])
+        self._padding_mode, self._values = data["padding_mode"], values
+        super().__init__(data=data, index=list(data["index"]), tile_shape=list(data["tile_shape"]), **kwargs)
+        self.observe(self._recompute, names=["index", "tile_shape"])
+
+    @classmethod
+    def from_trace(cls, trace, op: str = "load", array: str = "a", block=(0, 0), values=None, *,
+                   line: int | None = None, padding_mode: str | None = None) -> TileSpaceView:
+        """The `op` ("load" or "store") of `array` executed by `block` (the first such op, or the one on
+        `line`). padding_mode: what the picture calls the padding (read from the op's source line when
+        not given: the trace does not record it). values: the array's contents, for hover read-outs."""
+        events = [e for e in trace.by_array(array) if e.op == op and (line is None or e.line == line)]
+        if not events:
+            raise ValueError(f"the trace of {trace.kernel} has no {op} of {array!r} (it has "
+                             f"{', '.join(sorted({f'{e.op} {e.array}' for e in trace.events if e.array}))})")
+        event = events[0].for_block(block)
+        if not len(event.blocks):
+            raise ValueError(f"block {tuple(block)} did not execute the {op} of {array} on line {events[0].line}")
+        mode = padding_mode or padding_mode_of(event.source)
+        return cls(data=tile_space_data(event, trace.arrays[array]["shape"], padding_mode=mode, values=values),
+                   values=values)
+
+    @staticmethod
+    def _probe_data(array_shape, tile_shape, index, order, padding_mode, values):
+        for n in tile_shape:
+            if n < 1 or n & (n - 1):
+                raise ValueError(f"tile shapes are powers of two, not {tuple(tile_shape)}")
+        event = probe(array_shape, tile_shape, index, order, padding_mode)
+        title = "tile space: " + _call_text("x", tuple(index), tuple(tile_shape),
+                                            normalize_order(order, len(array_shape)), padding_mode)
+        return tile_space_data(event, array_shape, padding_mode=padding_mode, values=values, title=title)
+
+    def slider_ranges(self) -> dict:
+        """What the sliders offer: tile indices 0..tiles-1 and tile shapes 1..the next power of two
+        at least the array's extent, per tile-space axis."""
+        dims = [self._array_shape[o] for o in self._order]
+        return {"index_max": [max(0, -(-d // t) - 1) for d, t in zip(dims, self.tile_shape)],
+                "shape_max": [_pow2_at_least(d) for d in dims]}
+
+    def _recompute(self, change):
+        shape = [int(t) for t in self.tile_shape]
+        dims = [self._array_shape[o] for o in self._order]
+        index = [min(int(i), max(0, -(-d // t) - 1)) for i, d, t in zip(self.index, dims, shape)]
+        if index != list(self.index):
+            self.index = index      # a bigger tile shape has fewer tiles; this call recomputes
+            return
+        self.data = self._probe_data(self._array_shape, shape, index, self._order, self._padding_mode, self._values)
+
+    def to_svg(self) -> str:
+        return tile_space_svg(self.data)
