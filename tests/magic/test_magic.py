@@ -114,3 +114,9 @@ def test_viz_runs_the_interpreter_with_tracing_and_shows_the_views(shell):
     assert any("CoverageView" in s for s in shown) and sum("TileSpaceView" in s for s in shown) == 2
     assert all("image/svg+xml" in o.data for o in out.outputs)
     np.testing.assert_array_equal(shell.user_ns["y"], shell.user_ns["x"])
+
+
+def test_bench_without_a_gpu_reports_compile_time_resources_and_says_timings_need_one(shell):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    _, out = cell(shell, '--grid "(3,)" --args "a, b, c, 4" --bench', ADD)
+    assert "registers/thread" in out.stdout and "timings need a GPU" in out.stdout

@@ -76,8 +76,21 @@ def visualize(kernel, grid, args):
 
 
 def bench(kernel, grid, args):
-    from ..widgets.launch_report import LaunchReportView
-    return LaunchReportView.measure(kernel, grid, args)
+    """--bench: a measured launch report on a GPU; without one, what the compiler decided."""
+    if not gpu_available() or _is_numpy_launch(args):
+        show(kernel, args, "resources", None)
+        print("timings need a GPU (and device arrays): these are compile-time resources for sm_90")
+        return None
+    from ..profile import benchmark
+    r = benchmark(kernel, grid, args)
+    t = r.timing
+    print(f"{r.kernel}: median {t.median_ms:.4f} ms (p10 {t.p10_ms:.4f}, p90 {t.p90_ms:.4f}, "
+          f"{t.repetitions} runs, L2 flushed: {t.l2_flushed})\n"
+          f"{r.gbs:.0f} GB/s of {r.peaks.bandwidth_gbs:.0f}; {r.tflops:.1f} TFLOP/s\n"
+          f"{r.threads} threads, {r.registers} registers, {r.shared_bytes} B shared, {r.local_bytes} B local; "
+          f"occupancy {r.occupancy.occupancy:.0%} (theoretical, limited by {r.occupancy.limiter}), "
+          f"{r.driver_blocks_per_sm} blocks/SM from the driver")
+    return None
 
 
 def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, arch: str | None):
