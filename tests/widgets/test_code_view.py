@@ -1,0 +1,64 @@
+"""The code view: IR / CUDA / PTX / resources of a specialization, and the diff of two."""
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from tileworkbench.kernels import vector_add
+from tileworkbench.widgets._base import static
+from tileworkbench.widgets.code_view import TABS, CodeView
+
+N = 4096
+
+
+def args(tile):
+    return np.arange(N, dtype=np.float32), np.ones(N, np.float32), np.zeros(N, np.float32), tile
+
+
+@pytest.fixture(scope="module")
+def view():
+    return CodeView(vector_add, args(256))
+
+
+def test_tabs_hold_ir_cuda_ptx_and_resources(view):
+    assert [t["name"] for t in view.data["tabs"]] == list(TABS)
+    assert "kernel vector_add(" in view.tab("IR")
+    assert 'extern "C" __global__' in view.tab("CUDA")
+    assert ".entry vector_add" in view.tab("PTX")
+    assert "registers" in view.tab("resources") and "spill stores" in view.tab("resources")
+    assert view.data["mode"] == "code" and "TILE=256" in view.data["title"]
+    assert all(t["lines"] > 0 for t in view.data["tabs"])
+
+
+def test_svg_shows_the_first_ir_lines(view):
+    root = ET.fromstring(view.to_svg())
+    text = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "kernel vector_add(" in text
+
+
+def test_diff_between_tile_sizes_has_changed_lines():
+    diff = CodeView.diff(vector_add, args(256), args(1024))
+    assert diff.data["mode"] == "diff" and diff.data["labels"] == ["TILE=256", "TILE=1024"]
+    ir = diff.tab("IR")
+    assert any(line.startswith("-") and "256" in line for line in ir.splitlines())
+    assert any(line.startswith("+") and "1024" in line for line in ir.splitlines())
+    ir_tab = next(t for t in diff.data["tabs"] if t["name"] == "IR")
+    assert ir_tab["added"] > 0 and ir_tab["removed"] > 0
+    assert diff.tab("CUDA").count("\n+") > 0
+    ET.fromstring(diff.to_svg())
+
+
+def test_diff_of_the_same_specialization_is_empty():
+    diff = CodeView.diff(vector_add, args(256), args(256))
+    assert all(t["text"] == "" for t in diff.data["tabs"])
+
+
+def test_js_module_parses(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH: cannot check that code_view.js parses")
+    copy = tmp_path / "code_view.mjs"
+    copy.write_text(static("code_view.js").read_text())
+    subprocess.run([node, "--check", str(copy)], check=True)

@@ -1,0 +1,95 @@
+"""The launch report without a GPU: compiler resources, theoretical occupancy, work, and the untimed message."""
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+from tileworkbench.kernels import vector_add
+from tileworkbench.profile.bench import DevicePeaks, Timing
+from tileworkbench.profile.occupancy import LIMITERS
+from tileworkbench.widgets._base import static
+from tileworkbench.widgets.launch_report import (UNTIMED_MESSAGE, CompileReport, LaunchReportView, compile_report,
+                                                 launch_report_data)
+
+N, TILE = 4096, 256
+
+
+def args(tile=TILE):
+    a = np.arange(N, dtype=np.float32)
+    return a, np.ones(N, np.float32), np.zeros(N, np.float32), tile
+
+
+@pytest.fixture(scope="module")
+def report():
+    return compile_report(vector_add, (N // TILE,), args())
+
+
+def test_compile_report_has_resources_occupancy_and_work(report):
+    assert report.kernel == "vector_add"
+    assert report.registers > 0
+    assert report.occupancy.limiter in LIMITERS
+    assert report.occupancy.blocks_per_sm > 0
+    assert report.work.bytes == 3 * N * 4
+    assert report.work.bytes_read == 2 * N * 4 and report.work.flops == 0
+    assert report.timing is None and report.driver_blocks_per_sm is None
+    assert report.gbs is None and report.tflops is None
+
+
+def test_data_of_an_untimed_report(report):
+    d = launch_report_data(report)
+    assert d["message"] == UNTIMED_MESSAGE and "timings need a GPU" in d["message"]
+    assert d["timed"] is False and d["timing"] is None
+    assert d["throughput"]["gbs"] is None and d["throughput"]["tflops"] is None
+    assert d["resources"]["registers"] == report.registers
+    assert d["resources"]["spill_stores"] == 0
+    o = d["occupancy"]
+    assert o["limiter"] == report.occupancy.limiter and o["blocks_per_sm"] == report.occupancy.blocks_per_sm
+    assert o["warps_per_sm"] == report.occupancy.warps_per_sm and o["driver_blocks_per_sm"] is None
+    assert set(d["curves"]) == {"threads", "registers", "shared"}
+    for key, current in (("threads", report.threads), ("registers", report.registers),
+                         ("shared", report.shared_bytes)):
+        curve = d["curves"][key]
+        assert curve["current"] == current and len(curve["values"]) == len(curve["occupancy"]) > 1
+    assert d["work"]["bytes"] == 3 * N * 4 and d["work"]["intensity"] == 0
+    rl = d["roofline"]
+    assert rl["point"]["y"] is None and rl["point"]["x"] == 0
+    assert rl["bandwidth_gbs"] > 0 and rl["compute_tflops"] > 0 and rl["peaks_source"] == "nominal"
+
+
+def test_data_of_a_timed_report(report):
+    timing = Timing(0.01, 0.009, 0.012, 100, 10, True)
+    peaks = DevicePeaks("H100", "sm_90", 132, 1980.0, 3352.0, 1070.0, 67.0)
+    fields = {f: getattr(report, f) for f in CompileReport.__dataclass_fields__}
+    timed = CompileReport(**{**fields, "timing": timing, "peaks": peaks,
+                             "driver_blocks_per_sm": report.occupancy.blocks_per_sm})
+    d = launch_report_data(timed)
+    assert d["timed"] and d["message"] == "" and d["timing"]["median_ms"] == 0.01
+    assert d["throughput"]["gbs"] == pytest.approx(3 * N * 4 / 0.01 / 1e6)
+    assert d["throughput"]["gbs_fraction"] == pytest.approx(d["throughput"]["gbs"] / 3352.0)
+    assert d["occupancy"]["agrees"] is True and d["roofline"]["peaks_source"] == "device"
+    ET.fromstring(LaunchReportView(timed).to_svg())
+
+
+def test_view_measures_without_a_gpu_and_renders_svg(report):
+    view = LaunchReportView(report)
+    assert view.data["kernel"] == "vector_add"
+    root = ET.fromstring(view.to_svg())
+    assert root.tag.endswith("svg")
+    text = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
+    assert "timings need a GPU" in text and "limited by" in text
+    measured = LaunchReportView.measure(vector_add, (N // TILE,), args())
+    assert measured.data["resources"]["registers"] > 0
+    if measured.data["timed"] is False:
+        assert measured.data["message"]
+    assert "image/svg+xml" in measured._repr_mimebundle_()[0]
+
+
+def test_js_module_parses(tmp_path):
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not on PATH: cannot check that launch_report.js parses")
+    copy = tmp_path / "launch_report.mjs"
+    copy.write_text(static("launch_report.js").read_text())
+    subprocess.run([node, "--check", str(copy)], check=True)

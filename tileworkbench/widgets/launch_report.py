@@ -1,0 +1,264 @@
+"""Launch report: timing, throughput on a roofline, resources and occupancy with what-if curves.
+
+    view = LaunchReportView.measure(matmul, grid, args)   # GPU: profile.benchmark; none: compile_report
+    view = LaunchReportView(compile_report(matmul, grid, numpy_args, arch="sm_90"))
+
+`launch_report_data(report)` turns a LaunchReport (profile.benchmark's) or a CompileReport (the same
+fields, timing and driver occupancy None) into plain numbers; static/launch_report.js and `to_svg`
+only draw them. Without a GPU the roofline uses a datasheet's peaks for the arch (NOMINAL_PEAKS).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
+
+from ..profile import DevicePeaks, Occupancy, Timing, Work, arch_limits, launch_work, occupancy_curve
+from ..profile import theoretical_occupancy
+from ._base import Data, View, static
+
+UNTIMED_MESSAGE = "timings need a GPU: compile-time resources (NVRTC), theoretical occupancy and the IR's work"
+# Datasheet figures (dense, no sparsity): NVIDIA H100 SXM5 and A100 SXM4 80GB.
+NOMINAL_PEAKS = {
+    "sm_90": DevicePeaks("H100 SXM (datasheet)", "sm_90", 132, 1980.0, 3350.0, 989.0, 67.0),
+    "sm_80": DevicePeaks("A100 SXM 80GB (datasheet)", "sm_80", 108, 1410.0, 2039.0, 312.0, 19.5),
+}
+CURVES = (("threads", "threads per block"), ("registers", "registers per thread"), ("shared", "shared bytes per block"))
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    """The shape of profile.LaunchReport; timing and driver_blocks_per_sm are None without a GPU."""
+
+    kernel: str
+    grid: tuple
+    threads: int
+    shared_bytes: int
+    registers: int
+    local_bytes: int
+    spill_stores: int | None
+    timing: Timing | None
+    work: Work
+    occupancy: Occupancy
+    driver_blocks_per_sm: int | None
+    peaks: DevicePeaks | None
+    spill_loads: int | None = None
+
+    @property
+    def gbs(self) -> float | None:
+        return self.work.bytes / self.timing.median_ms / 1e6 if self.timing else None
+
+    @property
+    def tflops(self) -> float | None:
+        return self.work.flops / self.timing.median_ms / 1e9 if self.timing else None
+
+
+def gpu_available() -> bool:
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+def compile_report(kernel, grid, args, arch: str = "sm_90") -> CompileReport:
+    """What the compiler decided, with no GPU: NVRTC resources, theoretical occupancy, the IR's work.
+    `args` may be NumPy arrays (only their shapes are read).
+
+        >>> r = compile_report(vector_add, (16,), (a, b, c, 256))
+        >>> r.registers > 0, r.occupancy.limiter, r.timing
+    """
+    from ..runtime.launch import build
+    from ..tile._kernel import normalize_grid
+    grid = normalize_grid(grid)
+    fn = kernel.specialize(args)
+    generated, module = build(fn, arch)
+    r = module.kernels[generated.name]
+    shared = generated.smem_bytes + r.shared_static_bytes
+    runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
+    shapes = {p.name: tuple(a.shape) for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}
+    return CompileReport(fn.name, grid, generated.threads, shared, r.registers, r.local_bytes, r.spill_stores,
+                         None, launch_work(fn, grid, shapes),
+                         theoretical_occupancy(arch, generated.threads, r.registers, shared), None,
+                         NOMINAL_PEAKS.get(arch.rstrip("af")), r.spill_loads)
+
+
+def _roofline(report, intensity: float, timed: bool) -> dict:
+    peaks = report.peaks
+    roofs = [] if peaks is None else [{"name": name, "tflops": value} for name, value in
+                                      (("tensor core 16-bit", peaks.tensor16_tflops), ("FP32", peaks.fp32_tflops))
+                                      if value]
+    return {"bandwidth_gbs": peaks.bandwidth_gbs if peaks else None,
+            "compute_tflops": max((r["tflops"] for r in roofs), default=None), "roofs": roofs,
+            "point": {"x": intensity, "y": report.tflops if timed else None},
+            "x_label": "flop per byte (arithmetic intensity)", "y_label": "TFLOP/s",
+            "peaks_source": "device" if timed else "nominal"}
+
+
+def _curves(report) -> dict:
+    current = {"threads": report.threads, "registers": report.registers, "shared": report.shared_bytes}
+    curves = {}
+    for vary, label in CURVES:
+        c = occupancy_curve(report.occupancy.arch, vary, threads_per_block=report.threads,
+                            registers_per_thread=report.registers, shared_bytes_per_block=report.shared_bytes)
+        curves[vary] = {**c, "label": label, "current": current[vary]}
+    return curves
+
+
+def launch_report_data(report) -> dict:
+    """Everything the view draws, as plain numbers and lists."""
+    t, w, o, peaks = report.timing, report.work, report.occupancy, report.peaks
+    timed = t is not None
+    intensity = w.flops / w.bytes if w.bytes else 0.0
+    gbs, tflops = (report.gbs, report.tflops) if timed else (None, None)
+    driver = report.driver_blocks_per_sm
+    return {
+        "kernel": report.kernel, "grid": list(report.grid), "threads": report.threads, "arch": o.arch,
+        "device": peaks.name if peaks else None, "timed": timed, "message": "" if timed else UNTIMED_MESSAGE,
+        "timing": None if not timed else {"median_ms": t.median_ms, "p10_ms": t.p10_ms, "p90_ms": t.p90_ms,
+                                          "repetitions": t.repetitions, "warmup": t.warmup,
+                                          "l2_flushed": t.l2_flushed},
+        "throughput": {"gbs": gbs, "tflops": tflops,
+                       "gbs_fraction": gbs / peaks.bandwidth_gbs if timed and peaks else None,
+                       "tflops_fraction": tflops / peaks.tensor16_tflops
+                       if timed and peaks and peaks.tensor16_tflops else None},
+        "work": {"bytes_read": w.bytes_read, "bytes_written": w.bytes_written, "bytes": w.bytes, "flops": w.flops,
+                 "intensity": intensity},
+        "resources": {"threads": report.threads, "registers": report.registers, "shared_bytes": report.shared_bytes,
+                      "local_bytes": report.local_bytes, "spill_stores": report.spill_stores,
+                      "spill_loads": getattr(report, "spill_loads", None)},
+        "occupancy": {"blocks_per_sm": o.blocks_per_sm, "warps_per_sm": o.warps_per_sm,
+                      "max_warps_per_sm": arch_limits(o.arch).max_warps_per_sm, "occupancy": o.occupancy,
+                      "limiter": o.limiter, "limits": dict(o.limits), "driver_blocks_per_sm": driver,
+                      "agrees": None if driver is None else driver == o.blocks_per_sm},
+        "curves": _curves(report),
+        "roofline": _roofline(report, intensity, timed),
+    }
+
+
+class LaunchReportView(View):
+    _esm = static("launch_report.js")
+    data = Data({})
+
+    def __init__(self, report, **kwargs):
+        super().__init__(data=launch_report_data(report), **kwargs)
+        self.report = report
+
+    @classmethod
+    def measure(cls, kernel, grid, args, arch: str = "sm_90", **bench_options) -> "LaunchReportView":
+        """On a GPU: profile.benchmark (NumPy arrays are copied to the GPU first). Without one: what the
+        compiler decided for `arch`, and the view says that timings need a GPU."""
+        if not gpu_available():
+            return cls(compile_report(kernel, grid, args, arch))
+        import cupy
+        import numpy as np
+
+        from ..profile import benchmark
+        device = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+        return cls(benchmark(kernel, grid, device, **bench_options))
+
+    def __repr__(self) -> str:
+        d, o = self.data, self.data["occupancy"]
+        head = f"median {d['timing']['median_ms']:.4g} ms" if d["timed"] else "untimed"
+        return f"LaunchReportView({d['kernel']}: {head}, occupancy {o['occupancy']:.0%} limited by {o['limiter']})"
+
+    def to_svg(self) -> str:
+        return report_svg(self.data)
+
+
+# ---- static export ---------------------------------------------------------------------------------
+
+def card_lines(d: dict) -> list[tuple[str, str]]:
+    """(label, text) rows of the card, as static/launch_report.js shows them."""
+    o, r, w, t, th = d["occupancy"], d["resources"], d["work"], d["timing"], d["throughput"]
+    rows = [("kernel", f"{d['kernel']}  grid {tuple(d['grid'])}  {d['threads']} threads  {d['arch']}")]
+    if t:
+        rows.append(("time", f"{t['median_ms'] * 1e3:.2f} us median (p10 {t['p10_ms'] * 1e3:.2f}, "
+                             f"p90 {t['p90_ms'] * 1e3:.2f}; {t['repetitions']} runs)"))
+        pct = lambda f: "" if f is None else f" ({f:.0%} of peak)"  # noqa: E731
+        rows.append(("throughput", f"{th['gbs']:.1f} GB/s{pct(th['gbs_fraction'])}  "
+                                   f"{th['tflops']:.3f} TFLOP/s{pct(th['tflops_fraction'])}"))
+    else:
+        rows.append(("time", d["message"]))
+    rows.append(("work", f"{w['bytes_read']:,} B read  {w['bytes_written']:,} B written  {w['flops']:,} flop"))
+    rows.append(("occupancy", f"{o['blocks_per_sm']} blocks, {o['warps_per_sm']}/{o['max_warps_per_sm']} warps per "
+                              f"SM ({o['occupancy']:.0%}), limited by {o['limiter']}"))
+    rows.append(("limits", " · ".join(f"{k} {v}" for k, v in o["limits"].items()) + " blocks"))
+    if o["driver_blocks_per_sm"] is not None:
+        rows.append(("driver", f"{o['driver_blocks_per_sm']} blocks per SM"
+                               + ("" if o["agrees"] else " (differs from theory)")))
+    spills = "-" if r["spill_stores"] is None else r["spill_stores"]
+    rows.append(("resources", f"{r['registers']} registers/thread  {r['shared_bytes']} B shared  "
+                              f"{r['local_bytes']} B local  {spills} spill stores"))
+    return rows
+
+
+def _text(x, y, s, size=11, anchor="start", fill="#222", weight="normal") -> str:
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}" '
+            f'font-weight="{weight}">{escape(str(s))}</text>')
+
+
+def _polyline(points, stroke, width=1.5) -> str:
+    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    return f'<polyline points="{path}" fill="none" stroke="{stroke}" stroke-width="{width}"/>'
+
+
+def _roofline_svg(rl: dict, x0: float, y0: float, pw: float, ph: float) -> list[str]:
+    xmin, xmax = 1 / 16, 1024
+    ymax = max([1] + [r["tflops"] for r in rl["roofs"]]) * 2
+    ymin = ymax / 1e5
+    px = lambda v: x0 + math.log10(min(max(v, xmin), xmax) / xmin) / math.log10(xmax / xmin) * pw  # noqa: E731
+    py = lambda v: y0 + ph - math.log10(min(max(v, ymin), ymax) / ymin) / math.log10(ymax / ymin) * ph  # noqa: E731
+    parts = [f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+             _text(x0 + pw / 2, y0 + ph + 26, rl["x_label"], anchor="middle"),
+             _text(x0 - 36, y0 - 4, rl["y_label"])]
+    parts += [_text(px(10 ** e), y0 + ph + 12, f"{10 ** e:g}", 10, "middle") for e in range(-1, 4)]
+    parts += [_text(x0 - 4, py(10 ** e) + 3, f"{10 ** e:g}", 10, "end") for e in range(-3, 5) if ymin <= 10 ** e <= ymax]
+    bw = rl["bandwidth_gbs"]
+    for i, roof in enumerate(rl["roofs"] if bw else []):
+        ridge = roof["tflops"] * 1000 / bw
+        colour = "#1f77b4" if i == 0 else "#aec7e8"
+        parts.append(_polyline([(px(xmin), py(xmin * bw / 1000)), (px(ridge), py(roof["tflops"])),
+                                (px(xmax), py(roof["tflops"]))], colour, 2))
+        parts.append(_text(x0 + pw - 4, py(roof["tflops"]) - 4, f"{roof['name']} {roof['tflops']:.0f}", 10, "end",
+                           colour))
+    if bw:
+        parts.append(_text(x0 + 6, y0 + ph - 6, f"{bw:.0f} GB/s ({rl['peaks_source']})", 10, fill="#1f77b4"))
+    p = rl["point"]
+    cx = px(p["x"] if p["x"] > 0 else xmin)
+    if p["y"] is not None:
+        parts.append(f'<circle cx="{cx:.1f}" cy="{py(p["y"] or ymin):.1f}" r="5" fill="#d62728"/>')
+    else:
+        parts.append(f'<line x1="{cx:.1f}" y1="{y0}" x2="{cx:.1f}" y2="{y0 + ph}" stroke="#d62728" '
+                     f'stroke-dasharray="4 3"/>')
+    parts.append(_text(cx + 6, y0 + 14, f"{p['x']:.3g} flop/B", 10, fill="#d62728"))
+    return parts
+
+
+def _curve_svg(c: dict, occupancy: float, x0: float, y0: float, pw: float, ph: float) -> list[str]:
+    lo, hi = min(c["values"]), max(c["values"])
+    px = lambda v: x0 + (v - lo) / max(hi - lo, 1) * pw  # noqa: E731
+    py = lambda o: y0 + ph - o * ph  # noqa: E731
+    return [_text(x0, y0 - 5, f"occupancy vs {c['label']}"),
+            f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+            *[_text(x0 - 3, py(o) + 3, f"{o:.0%}", 10, "end") for o in (0, 0.5, 1)],
+            _text(x0, y0 + ph + 12, f"{lo:g}", 10), _text(x0 + pw, y0 + ph + 12, f"{hi:g}", 10, "end"),
+            _polyline([(px(v), py(f)) for v, f in zip(c["values"], c["occupancy"])], "#2ca02c"),
+            f'<circle cx="{px(min(max(c["current"], lo), hi)):.1f}" cy="{py(occupancy):.1f}" r="4" fill="#d62728"/>']
+
+
+def report_svg(d: dict) -> str:
+    rows = card_lines(d)
+    parts = [_text(10, 18, f"Launch report: {d['kernel']}" + (f" on {d['device']}" if d["device"] else ""), 13,
+                   weight="bold")]
+    for k, (label, value) in enumerate(rows):
+        y = 38 + 16 * k
+        colour = "#b45f06" if label == "time" and not d["timed"] else "#222"
+        parts += [_text(10, y, label, fill="#666"), _text(90, y, value, fill=colour)]
+    top = 38 + 16 * len(rows) + 20
+    parts += _roofline_svg(d["roofline"], 60, top, 360, 220)
+    for k, key in enumerate(("threads", "registers", "shared")):
+        parts += _curve_svg(d["curves"][key], d["occupancy"]["occupancy"], 500, top + k * 90, 210, 60)
+    width, height = 760, top + 270
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">'
+            f'<rect width="{width}" height="{height}" fill="white"/>{"".join(parts)}</svg>')
