@@ -64,3 +64,39 @@ def test_generated_source_points_back_to_kernel_lines():
     line = vector_add._pyfunc.__code__.co_firstlineno + 4  # below the docstring
     assert f"// line {line}: ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))" in source
     assert "const tw::tile<float, tw::shape<1024>>" in source
+
+
+def test_line_directives_give_every_statement_its_kernel_line():
+    x = np.zeros(4096, np.float32)
+    fn = vector_add.specialize((x, x, x, 1024))
+    lines = generate(fn).source.splitlines()
+    file = vector_add._pyfunc.__code__.co_filename
+    presumed, seen = None, []
+    for text in lines:  # replay the preprocessor's line numbering over the kernel body
+        m = re.match(r'\s*#line (\d+) "(.*)"', text)
+        if m:
+            assert m.group(2) == file
+            presumed = int(m.group(1))
+            continue
+        if presumed is not None:
+            if text.strip().startswith(("const", "tw::")):
+                seen.append((presumed, text.strip()))
+            presumed += 1
+    first = vector_add._pyfunc.__code__.co_firstlineno
+    assert [line - first for line, _ in seen] == [3, 4, 4, 4, 4]  # bid; then the loads, the add and the store
+    assert seen[-1][1].startswith("tw::store")
+
+
+def test_compile_errors_point_at_the_kernel_line(monkeypatch):
+    from tileworkbench.codegen import cuda
+    from tileworkbench.runtime.nvrtc import NvrtcError
+    x = np.zeros(4096, np.float32)
+    fn = vector_add.specialize((x, x, x, 1024))
+    # a library call that does not exist, as a broken emission rule would write it
+    monkeypatch.setitem(cuda.EMIT, "store", lambda e, op: e.emit("tw::no_such_store();"))
+    with pytest.raises(NvrtcError) as caught:
+        runtime.build(fn, "sm_90")
+    error = caught.value
+    assert error.loc.line == vector_add._pyfunc.__code__.co_firstlineno + 4
+    assert error.loc.source_line.strip().startswith("ct.store(c, (i,)")
+    assert '"no_such_store"' in str(error) and "kernel `vector_add`" in str(error)

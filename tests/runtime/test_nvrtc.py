@@ -101,3 +101,15 @@ def test_missing_nvrtc_says_what_to_install(nvrtc_missing):
     with pytest.raises(NvrtcUnavailableError, match="pip install cuda-bindings nvidia-cuda-nvrtc"):
         compile_cuda(ADD)
     assert "pip install" in unavailable_reason()
+
+
+def test_template_errors_carry_their_instantiation_lines():
+    source = ('template <class T> __device__ T twice(T x) { static_assert(sizeof(T) == 2, "16-bit only"); return x; }\n'
+              '#line 7 "<cell>"\n'
+              'extern "C" __global__ void k(float* a) { a[0] = twice(a[1]); }\n')
+    with pytest.raises(NvrtcError) as caught:
+        compile_cuda(source, arch="sm_80")
+    (d,) = caught.value.diagnostics
+    assert (d.filename, d.line) == ("kernel.cu", 1) and "16-bit only" in d.message
+    assert d.context == (("<cell>", 7),)
+    assert d.line_in("<cell>") == 7 and d.line_in("kernel.cu") == 1 and d.line_in("other.py") is None

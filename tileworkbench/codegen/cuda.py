@@ -81,6 +81,10 @@ def literal(value, dtype: DType) -> str:
     return f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})"
 
 
+def _c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _skewed(n: int) -> int:
     return n + n // 32
 
@@ -96,6 +100,8 @@ class _Emitter:
         self.lines: list[str] = []
         self.indent = "  "
         self.last_line = None
+        self.loc = None  # the op being emitted: its statements carry a #line directive to its source line
+        self.presumed_line = None  # the line number NVRTC gives the next emitted line
         self.smem = 0
 
     # ---- names ----------------------------------------------------------------------------------
@@ -124,7 +130,19 @@ class _Emitter:
         return f"tw::at({', '.join(self[v] for v in values)})"
 
     def emit(self, text: str):
+        # `#line` makes NVRTC report errors (and -lineinfo map SASS) at the kernel's own source line;
+        # the first statement of a source line also shows that line as a comment.
+        loc = self.loc
+        if loc is not None and (loc.line != self.last_line or loc.line != self.presumed_line):
+            directive = f'#line {loc.line} "{_c_string(loc.filename)}"'
+            if loc.line != self.last_line:
+                # a trailing backslash would continue the // comment onto the next line of C++
+                directive += f"  // line {loc.line}: {loc.source_line.strip().rstrip(chr(92)).rstrip()}"
+            self.lines.append(self.indent + directive)
+            self.presumed_line = self.last_line = loc.line
         self.lines.append(self.indent + text)
+        if self.presumed_line is not None:
+            self.presumed_line += 1
 
     def need_smem(self, nbytes: int):
         self.smem = max(self.smem, (nbytes + 15) // 16 * 16)
@@ -135,22 +153,21 @@ class _Emitter:
         for op in ops:
             if op.name == "yield":
                 continue
-            if op.loc and op.loc.line != self.last_line:
-                self.last_line = op.loc.line
-                # a trailing backslash would continue the // comment onto the next line of C++
-                self.emit(f"// line {op.loc.line}: {op.loc.source_line.strip().rstrip(chr(92)).rstrip()}")
+            self.loc = op.loc
             rule = EMIT.get(op.name)
             if rule is None:
                 raise TileUnsupportedFeatureError(f"'{op.name}' is not supported in GPU kernels yet; "
                                                   f"run this kernel on the interpreter", op.loc)
             if op.name in ("for", "if"):  # their operands' layouts are settled by the rule
                 rule(self, op)
+                self.loc = None
                 continue
             own = {id(v): self[v] for v in op.operands}
             for v in op.operands:  # the rule sees each operand in the layout the op takes it in
                 self.names[id(v)] = self.in_layout(v, wanted_layout(self.plan, op, v))
             rule(self, op)
             self.names.update(own)
+        self.loc = None
 
     def type_of(self, v: Value) -> str:
         return tile_type(v.type, self.plan.of(v))

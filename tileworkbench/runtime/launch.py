@@ -14,6 +14,7 @@ import numpy as np
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate
 from ..ir.core import Function
 from .arrays import cupy_stream, device_array
+from .nvrtc import NvrtcError
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute in cuda.h
 COMPILE_OPTIONS = ()  # the NVRTC layer adds -arch, -lineinfo and --std=c++17
@@ -57,12 +58,33 @@ def cuda_include_dirs() -> tuple[str, ...]:
 
 
 def build(fn: Function, arch: str, threads: int | None = None):
-    """Generate and compile (through the cache) one specialization for `arch`; no GPU needed."""
+    """Generate and compile (through the cache) one specialization for `arch`; no GPU needed.
+    A compile error is raised at the kernel source line it comes from."""
     from .cache import compile_cached
     generated = generate(fn, threads=threads)
-    module = compile_cached(generated.source, arch=arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
-                            include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
+    try:
+        module = compile_cached(generated.source, arch=arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
+                                include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
+    except NvrtcError as e:
+        raise _at_source_line(e, fn) from None
     return generated, module
+
+
+def _at_source_line(error: NvrtcError, fn: Function) -> NvrtcError:
+    """The error located at the kernel line of its first diagnostic that the #line directives of the
+    generated code (or a template's instantiation point) lead back to."""
+    locs = {}
+    for op in fn.walk():
+        if op.loc:
+            locs.setdefault((op.loc.filename, op.loc.line), op.loc)
+    for d in error.diagnostics:
+        for filename in {f for f, _ in locs}:
+            loc = locs.get((filename, d.line_in(filename)))
+            if loc is not None:
+                return NvrtcError(f"CUDA compilation of kernel `{fn.name}` failed: {d.message}\n"
+                                  f"(in the CUDA generated for this line: `--show cuda` shows it)",
+                                  error.log, error.diagnostics, loc)
+    return error
 
 
 _loaded: dict = {}

@@ -31,18 +31,26 @@ class NvrtcUnavailableError(RuntimeError):
 
 
 class Diagnostic(NamedTuple):
-    """One compiler error, at the file and line that `#line` directives name."""
+    """One compiler error, at the file and line that `#line` directives name. An error inside a
+    header template carries the (file, line) pairs it was instantiated from in `context`."""
 
     filename: str
     line: int
     message: str
+    context: tuple = ()
+
+    def line_in(self, filename: str) -> int | None:
+        """The line of `filename` this error comes from: its own, or the instantiation's there."""
+        if self.filename == filename:
+            return self.line
+        return next((line for f, line in reversed(self.context) if f == filename), None)
 
 
 class NvrtcError(TileCompilerExecutionError):
     """NVRTC rejected the source. `log` is the whole compiler log, `diagnostics` its errors."""
 
-    def __init__(self, message: str, log: str, diagnostics: list[Diagnostic]):
-        super().__init__(message)
+    def __init__(self, message: str, log: str, diagnostics: list[Diagnostic], loc=None):
+        super().__init__(message, loc)
         self.log = log
         self.diagnostics = diagnostics
 
@@ -140,9 +148,19 @@ def _check_arch(arch: str) -> None:
 _DIAGNOSTIC = re.compile(r"^(.+?)\((\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (.*)$", re.MULTILINE)
 
 
+# the notes under an error in a template:  detected during instantiation of "..." at line 7 of <cell>
+_INSTANTIATED_AT = re.compile(r"at line (\d+) of (.+)$", re.MULTILINE)
+
+
 def parse_diagnostics(log: str) -> list[Diagnostic]:
-    """The errors in an NVRTC log, in order."""
-    return [Diagnostic(f, int(line), message.strip()) for f, line, message in _DIAGNOSTIC.findall(log)]
+    """The errors in an NVRTC log, in order, each with the instantiation lines noted under it."""
+    matches = list(_DIAGNOSTIC.finditer(log))
+    diagnostics = []
+    for k, m in enumerate(matches):
+        notes = log[m.end():matches[k + 1].start() if k + 1 < len(matches) else len(log)]
+        context = tuple((f.strip(), int(line)) for line, f in _INSTANTIATED_AT.findall(notes))
+        diagnostics.append(Diagnostic(m.group(1), int(m.group(2)), m.group(3).strip(), context))
+    return diagnostics
 
 
 def _read(nvrtc, program, get_size, get) -> bytes:
