@@ -56,17 +56,16 @@ def device_array(obj, position: int = 0) -> DeviceArray:
     return DeviceArray(int(cai["data"][0]), shape, tuple(strides), to_dtype(dtype))
 
 
-def cupy_stream(stream):
-    """A CuPy stream for what cuTile accepts: CuPy, PyTorch or Numba streams, a raw handle, or 0."""
-    import cupy
-    if stream is None:
-        raise TypeError("Stream is required, got None")
-    if isinstance(stream, cupy.cuda.Stream):
+def stream_handle(stream) -> int:
+    """The raw CUstream of what cuTile accepts: CuPy, PyTorch or Numba streams, a raw handle, or 0."""
+    if type(stream) is int:
         return stream
-    for attribute in ("cuda_stream", "ptr", "handle"):  # torch, cupy-like, numba
+    for attribute in ("ptr", "cuda_stream", "handle"):  # cupy, torch, numba
         handle = getattr(stream, attribute, None)
         if handle is not None:
-            return cupy.cuda.ExternalStream(int(handle.value if hasattr(handle, "value") else handle))
-    if isinstance(stream, int):
-        return cupy.cuda.Stream.null if stream == 0 else cupy.cuda.ExternalStream(stream)
+            return int(handle.value if hasattr(handle, "value") else handle)
+    if stream is None:
+        raise TypeError("Stream is required, got None")
+    if isinstance(stream, (int, np.integer)) and not isinstance(stream, bool):
+        return int(stream)
     raise TypeError(f"Unsupported stream object of type '{type(stream).__name__}'")

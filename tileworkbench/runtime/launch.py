@@ -3,17 +3,21 @@
     generate (IR -> CUDA C++) -> NVRTC (cached in memory and on disk) -> cubin -> CuPy module -> launch
 
 The cubin is loaded with CuPy's driver-module binding rather than RawModule, so any arch NVRTC
-can target (sm_90a included) works.
+can target (sm_90a included) works. Launches go straight to cuLaunchKernel (see Launcher).
 """
 from __future__ import annotations
 
+import ctypes
+import functools
+import struct
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate
 from ..ir.core import Function
-from .arrays import cupy_stream, device_array
+from .arrays import _is_torch, device_array, stream_handle
 from .nvrtc import NvrtcError
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute in cuda.h
@@ -91,8 +95,14 @@ _loaded: dict = {}
 
 
 def _current_device() -> int:
-    import cupy
-    return cupy.cuda.runtime.getDevice()
+    global _get_device
+    if _get_device is None:
+        import cupy
+        _get_device = cupy.cuda.runtime.getDevice
+    return _get_device()
+
+
+_get_device = None
 
 
 def load(fn: Function, arch: str | None = None) -> GpuKernel:
@@ -113,70 +123,125 @@ def load(fn: Function, arch: str | None = None) -> GpuKernel:
     return kernel
 
 
-def _array_packer(position: int, example):
-    """Pack an array argument as (pointer, shape..., strides in elements...). The launcher's argument
-    profile fixes the argument's type, so the packer is chosen once, from the first launch."""
-    import cupy
-    i32 = np.int32
-    if type(example) is cupy.ndarray:
-        itemsize = example.itemsize
+# ---- the launch fast path -------------------------------------------------------------------------
+#
+# A launch packs the arguments into one preallocated parameter buffer with a precompiled
+# struct.Struct and hands it to cuLaunchKernel through ctypes: one C call, no per-argument objects.
 
-        def pack_cupy(value, out):
-            out.append(value)  # CuPy passes its own arrays as device pointers
-            out += [i32(n) for n in value.shape]
-            out += [i32(s // itemsize) for s in value.strides]
-        return pack_cupy
+@functools.cache
+def _driver():
+    """cuLaunchKernel and cuGetErrorName from the CUDA driver library."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    launch = lib.cuLaunchKernel
+    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+    launch.restype = ctypes.c_int
+    error_name = lib.cuGetErrorName
+    error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    error_name.restype = ctypes.c_int
 
-    def pack_any(value, out):
-        a = device_array(value, position)
-        out.append(np.uint64(a.ptr))
-        out += [i32(n) for n in a.shape]
-        out += [i32(s) for s in a.strides]
-    return pack_any
+    def name_of(code: int) -> str:
+        text = ctypes.c_char_p()
+        return text.value.decode() if error_name(code, ctypes.byref(text)) == 0 and text.value else f"CUresult {code}"
+    return launch, name_of
+
+
+# struct codes of the scalar parameter types; bfloat16 and fp8 travel as their bits
+_STRUCT_CODES = {"bool_": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
+                 "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
 
 
 def _scalar_packer(dtype):
+    """(struct code, value -> what the code packs) for a scalar parameter."""
     make = dtype.numpy.type
-    return lambda value, out: out.append(make(value))
+    code = _STRUCT_CODES.get(dtype.name)
+    if code is not None:
+        return code, make
+    bits = np.dtype(f"uint{dtype.bitwidth}")
+    return bits.char, lambda value: np.array(value, dtype=dtype.numpy).view(bits).item()
+
+
+def _array_packer(position: int, example, ndim: int):
+    """value -> (pointer, shape..., strides in elements...) for an array parameter. The launcher's
+    argument profile fixes the argument's type, so the packer is chosen once, from the first launch."""
+    if type(example).__module__ == "cupy" and type(example).__name__ == "ndarray":
+        itemsize = example.itemsize
+        return lambda value: (value.data.ptr, *value.shape, *[s // itemsize for s in value.strides])
+    if _is_torch(example):
+        def pack_torch(value):
+            if not value.is_cuda:
+                raise ValueError(f"Kernel argument #{position}: the tensor is not on a CUDA device")
+            return (value.data_ptr(), *value.shape, *value.stride())
+        return pack_torch
+
+    def pack_any(value):
+        a = device_array(value, position)
+        return (a.ptr, *a.shape, *a.strides)
+    return pack_any
 
 
 class Launcher:
-    """One argument profile of a kernel, ready to launch: the loaded kernel and a packer per argument.
-    Built on the first launch of the profile; later launches cost a dictionary lookup and the packing."""
+    """One argument profile of a kernel, ready to launch: the loaded kernel, a packer per argument
+    and the parameter buffer. Built on the first launch of the profile; later launches cost a
+    dictionary lookup, the packing and one driver call."""
 
     def __init__(self, fn: Function, gpu: GpuKernel, args):
         self.fn, self.gpu = fn, gpu
-        self.block = (gpu.generated.threads, 1, 1)
+        self.threads = gpu.generated.threads
         self.smem = gpu.generated.smem_bytes
-        self.packers = []
+        self.function = ctypes.c_void_p(int(gpu.function.ptr))
+        self.packers, codes = [], []
         for k, (p, value) in enumerate(zip(fn.params, args)):
             if p.kind == "array":
-                self.packers.append(_array_packer(k, value))
+                self.packers.append((k, _array_packer(k, value, p.type.ndim), True))
+                codes += ["Q"] + ["i"] * (2 * p.type.ndim)
             elif p.kind == "scalar":
-                self.packers.append(_scalar_packer(p.type.dtype))
-            else:
-                self.packers.append(None)
+                code, convert = _scalar_packer(p.type.dtype)
+                self.packers.append((k, convert, False))
+                codes.append(code)
+        self.struct, self.buffer, self.params = _parameter_buffer(codes)
+        self.lock = threading.Lock()  # one buffer: pack and launch as one step
 
-    def __call__(self, stream, grid, args):
-        packed = []
-        for pack, value in zip(self.packers, args):
-            if pack is not None:
-                pack(value, packed)
-        try:
-            self.gpu.function(grid, self.block, packed, shared_mem=self.smem, stream=stream)
-        except OverflowError:
-            raise OverflowError("An array shape or stride, or an int argument, does not fit 32 bits") from None
-        except Exception as e:
-            if type(e).__name__ != "CUDADriverError":
-                raise
-            raise LaunchError(self.describe_failure(str(e), grid)) from None
+    def __call__(self, stream: int, grid, args):
+        values = []
+        for k, pack, is_array in self.packers:
+            if is_array:
+                values += pack(args[k])
+            else:
+                values.append(pack(args[k]))
+        launch, name_of = _driver()
+        with self.lock:
+            try:
+                self.struct.pack_into(self.buffer, 0, *values)
+            except struct.error:
+                raise OverflowError("An array shape or stride, or an int argument, does not fit its "
+                                    "parameter type (32 bits for shapes and strides)") from None
+            status = launch(self.function, grid[0], grid[1], grid[2], self.threads, 1, 1, self.smem, stream,
+                            self.params, None)
+        if status:
+            raise LaunchError(self.describe_failure(name_of(status), grid))
 
     def describe_failure(self, error: str, grid) -> str:
         r = self.gpu.resources
-        config = (f"kernel `{self.gpu.generated.name}`, grid {tuple(grid)}, {self.block[0]} threads per block, "
+        config = (f"kernel `{self.gpu.generated.name}`, grid {tuple(grid)}, {self.threads} threads per block, "
                   f"{self.smem} bytes of dynamic shared memory, {r.registers} registers per thread")
         hint = _HINTS.get(error.split(":")[0].strip(), "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing launch")
         return f"{error}\n  {config}\n  hint: {hint}"
+
+
+def _parameter_buffer(codes: list[str]):
+    """A struct for the kernel's parameters laid out as the CUDA ABI lays them (each at its natural
+    alignment), a buffer for it, and the array of pointers to each parameter cuLaunchKernel takes."""
+    fmt, offsets, end = "=", [], 0
+    for code in codes:
+        size = struct.calcsize("=" + code)
+        pad = -end % size
+        fmt += "x" * pad + code
+        offsets.append(end + pad)
+        end += pad + size
+    buffer = ctypes.create_string_buffer(max(end, 8))
+    base = ctypes.addressof(buffer)
+    params = (ctypes.c_void_p * max(len(offsets), 1))(*(base + o for o in offsets))
+    return struct.Struct(fmt), buffer, params
 
 
 class LaunchError(RuntimeError):
@@ -206,8 +271,7 @@ def _profile_key(kernel, args) -> tuple:
 def launch(kernel, stream, grid, args) -> None:
     """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
     try:
-        import cupy
-        device = cupy.cuda.runtime.getDevice()
+        device = _current_device()
     except Exception as e:
         raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
                            f"interpreter, pass NumPy arrays to ct.launch.") from None
@@ -216,4 +280,4 @@ def launch(kernel, stream, grid, args) -> None:
     if launcher is None:
         fn = kernel.specialize(args)
         launcher = kernel._launchers[key] = Launcher(fn, load(fn), args)
-    launcher(cupy_stream(stream), grid, args)
+    launcher(stream_handle(stream), grid, args)

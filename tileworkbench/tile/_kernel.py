@@ -65,8 +65,16 @@ class ParamSpec:
 
 
 def is_array_like(obj) -> bool:
-    return (isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__")
-            or hasattr(obj, "__dlpack__"))
+    if type(obj) in _ARRAY_TYPES:  # launches ask this for every argument: remember the array types
+        return True
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"):
+        if hasattr(type(obj), "__cuda_array_interface__") or hasattr(type(obj), "__dlpack__"):
+            _ARRAY_TYPES.add(type(obj))  # a class-level protocol: every instance is an array
+        return True
+    return False
+
+
+_ARRAY_TYPES: set = set()
 
 
 def _scalar_spec(name, value, annotation, position):
