@@ -66,21 +66,20 @@ def test_generated_source_points_back_to_kernel_lines():
     assert "const tw::tile<float, tw::shape<1024>>" in source
 
 
-def test_line_directives_give_every_statement_its_kernel_line():
+def test_line_directives_and_line_map_give_every_statement_its_kernel_line():
     x = np.zeros(4096, np.float32)
-    fn = vector_add.specialize((x, x, x, 1024))
-    lines = generate(fn).source.splitlines()
+    generated = generate(vector_add.specialize((x, x, x, 1024)))
     file = vector_add._pyfunc.__code__.co_filename
     presumed, seen = None, []
-    for text in lines:  # replay the preprocessor's line numbering over the kernel body
-        m = re.match(r'\s*#line (\d+) "(.*)"', text)
+    for text in generated.source.splitlines():  # replay the preprocessor's line numbering
+        m = re.match(r'\s*#line (\d+) "(.*)"  // line (\d+): ', text)
         if m:
-            assert m.group(2) == file
+            assert m.group(2) == file and m.group(1) == m.group(3)
             presumed = int(m.group(1))
             continue
         if presumed is not None:
             if text.strip().startswith(("const", "tw::")):
-                seen.append((presumed, text.strip()))
+                seen.append((generated.line_map[(file, presumed)], text.strip()))
             presumed += 1
     first = vector_add._pyfunc.__code__.co_firstlineno
     assert [line - first for line, _ in seen] == [3, 4, 4, 4, 4]  # bid; then the loads, the add and the store

@@ -20,9 +20,37 @@ def test_bf16_matmul_keeps_its_accumulator_in_the_mma_layout_across_the_loop():
     source = generate(_matmul(BF16)).source
     assert "using mma_2x4 = tw::mma_layout<2, 4>;" in source
     assert "tw::tile<float, tw::shape<128, 128>, mma_2x4> acc = tw::full<float, tw::shape<128, 128>, mma_2x4>(0.0f);" in source
-    assert "tw::mma(a, b, acc_1, mma_stage)" in source
     assert source.count("tw::convert_layout") == 1  # once, before the store, never in the loop
     assert "#define TW_THREADS 256" in source
+
+
+def test_matmul_operand_loads_are_pipelined_through_shared_memory_stages():
+    generated = generate(_matmul(BF16, tiles=(128, 128, 64)), arch="sm_80")
+    source = generated.source
+    # 2 x 16 KB per stage; sm_80 gives two blocks of 256 threads 81 KB each: 4 stages do not fit, 2 do
+    assert "the loads of a and b run 1 iteration ahead, copied by cp.async into 2 shared-memory stages" in source
+    assert "const tw::operand_stages<__nv_bfloat16, 128, 64, 2> a_stages{tw::smem() + 0};" in source
+    assert "const tw::operand_stages<__nv_bfloat16, 64, 128, 2> b_stages{tw::smem() + 32768};" in source
+    assert "tw::load_async(a_stages[stage], A, tw::at(bm, k), " in source
+    loop = source[source.index("for (int32_t k = 0, stage = 0;"):]
+    assert "tw::mma(a_stages[stage], b_stages[stage], acc_1)" in loop and "load_operand" not in loop
+    assert generated.smem_bytes >= 65536 and generated.arch is None
+
+
+def test_mma_of_computed_operands_keeps_the_register_path():
+    import tileworkbench.tile as ct
+
+    @ct.kernel
+    def doubled(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+        acc = ct.zeros((TM, TN), ct.float32)
+        for k in range(ct.num_tiles(A, 1, (TM, TK))):
+            a = ct.load(A, (0, k), (TM, TK))
+            acc = ct.mma(a + a, ct.load(B, (k, 0), (TK, TN)), acc)
+        ct.store(C, (0, 0), acc.astype(C.dtype))
+    a = np.zeros((128, 128), BF16)
+    source = generate(doubled.specialize((a, a, a, 128, 128, 32)), arch="sm_90").source
+    assert "software pipeline" not in source and "wgmma" not in source
+    assert re.search(r"tw::mma\(\w+, \w+, acc_1, mma_stage\)", source)
 
 
 def test_float32_matmul_keeps_the_generic_path():
@@ -33,12 +61,27 @@ def test_float32_matmul_keeps_the_generic_path():
 
 @pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
 @pytest.mark.parametrize("dtype", [np.float16, BF16])
-def test_tensor_core_matmul_uses_ldmatrix_and_mma_sync_without_spills(dtype, tmp_path, monkeypatch):
+def test_tensor_core_matmul_uses_cp_async_ldmatrix_and_mma_sync_without_spills(dtype, tmp_path, monkeypatch):
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
     from tileworkbench.runtime import cache
     monkeypatch.setattr(cache, "_default", None)
-    generated, module = runtime.build(_matmul(dtype), "sm_90")
+    generated, module = runtime.build(_matmul(dtype), "sm_80")
     assert "mma.sync.aligned.m16n8k16.row.col.f32" in module.ptx
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in module.ptx
+    assert "cp.async.cg.shared.global" in module.ptx and "cp.async.wait_group" in module.ptx
     resources = module.kernels["matmul"]
     assert resources.registers <= 128 and not resources.spill_stores
+
+
+@pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+@pytest.mark.parametrize("tiles, n", [((128, 128, 32), 128), ((64, 64, 32), 64), ((128, 256, 64), 256)])
+def test_sm90_matmul_runs_on_wgmma_from_the_pipeline_stages(tiles, n, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    from tileworkbench.runtime import cache
+    monkeypatch.setattr(cache, "_default", None)
+    generated, module = runtime.build(_matmul(BF16, tiles=tiles), "sm_90")
+    assert generated.arch == "sm_90a" and module.arch == "sm_90a"
+    assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in module.ptx
+    assert "mma.sync" not in module.ptx and "fence.proxy.async" in module.ptx
+    assert generated.threads == tiles[0] // 16 * 32  # one warpgroup per 64 rows
+    assert not module.kernels["matmul"].spill_stores

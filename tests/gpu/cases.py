@@ -246,6 +246,16 @@ for _dt in (np.float16, BF16):
     case(f"matmul-{np.dtype(_dt).name}", matmul, (3, 3),
          lambda dt=_dt: (random_array((96, 80), dt), random_array((80, 72), dt), np.zeros((96, 72), dt), 32, 32, 16))
 
+# Tile shapes of the software-pipelined tensor-core path (wgmma on sm_90): ragged M, N and K; K = 130
+# has rows that are not 16-byte aligned, so every operand load takes the element-by-element path.
+for _dt in (np.float16, BF16):
+    for (_m, _k, _n), (_tm, _tn, _tk) in [((200, 136, 264), (128, 128, 64)), ((200, 130, 264), (128, 128, 64)),
+                                           ((100, 96, 80), (64, 64, 32)), ((256, 192, 520), (128, 256, 64))]:
+        case(f"matmul-{np.dtype(_dt).name}-{_m}x{_k}x{_n}-tiles-{_tm}x{_tn}x{_tk}", matmul,
+             (ct.cdiv(_m, _tm), ct.cdiv(_n, _tn)),
+             lambda dt=_dt, m=_m, k=_k, n=_n, tiles=(_tm, _tn, _tk): (
+                 random_array((m, k), dt), random_array((k, n), dt), np.zeros((m, n), np.float32), *tiles))
+
 
 @ct.kernel
 def matmul_operator(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import keyword
 import math
+import re
 
 import numpy as np
 import struct
@@ -22,10 +23,10 @@ from ..errors import TileUnsupportedFeatureError
 from ..interp.memory import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.types import DType, TileType, bool_, float32, float64
-from .layout import LayoutPlan, MmaLayout, plan_layouts, wanted_layout
+from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
-HEADER_VERSION = "2"  # bump when the tile library changes what compiled kernels do
+HEADER_VERSION = "3"  # bump when the tile library changes what compiled kernels do
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -44,6 +45,8 @@ class GeneratedKernel:
     threads: int
     smem_bytes: int
     params: list = field(default_factory=list)  # (name, kind, dtype, ndim) per runtime parameter
+    arch: str | None = None  # the target it must be compiled for, where it needs a specific one
+    line_map: dict = field(default_factory=dict)  # (file, line NVRTC reports) -> kernel source line
 
 
 def tile_type(t: TileType, layout: MmaLayout | None = None) -> str:
@@ -102,7 +105,10 @@ class _Emitter:
         self.last_line = None
         self.loc = None  # the op being emitted: its statements carry a #line directive to its source line
         self.presumed_line = None  # the line number NVRTC gives the next emitted line
+        self.line_map: dict = {}  # (file, line NVRTC reports) -> the kernel source line it came from
         self.smem = 0
+        self.stage_views: dict[int, str] = {}  # id(staged load result) -> its stage in the pipelined loop
+        self.stage_rings: dict[int, str] = {}  # id(staged load op) -> its stage buffers
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -130,16 +136,17 @@ class _Emitter:
         return f"tw::at({', '.join(self[v] for v in values)})"
 
     def emit(self, text: str):
-        # `#line` makes NVRTC report errors (and -lineinfo map SASS) at the kernel's own source line;
-        # the first statement of a source line also shows that line as a comment.
+        # A `#line` directive at the first statement of each kernel source line makes NVRTC report
+        # errors (and -lineinfo map SASS) there; it also shows that line as a comment. The lines
+        # after it count on from it, so `line_map` records each statement's true source line.
         loc = self.loc
-        if loc is not None and (loc.line != self.last_line or loc.line != self.presumed_line):
-            directive = f'#line {loc.line} "{_c_string(loc.filename)}"'
-            if loc.line != self.last_line:
-                # a trailing backslash would continue the // comment onto the next line of C++
-                directive += f"  // line {loc.line}: {loc.source_line.strip().rstrip(chr(92)).rstrip()}"
-            self.lines.append(self.indent + directive)
+        if loc is not None and loc.line != self.last_line:
+            # a trailing backslash would continue the // comment onto the next line of C++
+            self.lines.append(f'{self.indent}#line {loc.line} "{_c_string(loc.filename)}"  '
+                              f"// line {loc.line}: {loc.source_line.strip().rstrip(chr(92)).rstrip()}")
             self.presumed_line = self.last_line = loc.line
+        if loc is not None and self.presumed_line is not None:
+            self.line_map[(loc.filename, self.presumed_line)] = loc.line
         self.lines.append(self.indent + text)
         if self.presumed_line is not None:
             self.presumed_line += 1
@@ -365,6 +372,9 @@ def _scan(e, op):
 @emits("mma")
 def _mma(e, op):
     a, b, acc = op.operands
+    if id(a) in e.plan.staged:  # both operands wait in shared-memory stages
+        e.assign(op, f"tw::{'wgmma' if id(op) in e.plan.wgmma else 'mma'}({e[a]}, {e[b]}, {e[acc]})")
+        return
     if id(op) in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
         stage = (m * (k + 8) + k * (n + 8)) * a.dtype.itemsize
@@ -410,6 +420,9 @@ def _pad(op) -> str:
 def _load(e, op):
     array, *index = op.operands
     order, shape = op.attrs["order"], op.attrs["shape"]
+    if id(op.result) in e.plan.staged:  # issued ahead by the pipelined loop; read from its stage
+        e.names[id(op.result)] = e.stage_views[id(op.result)]
+        return
     if order == tuple(range(len(order))):
         fn = "load_operand" if id(op.result) in e.plan.operands else "load"
         e.assign(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
@@ -503,9 +516,67 @@ def _for(e, op):
         e.emit(f"{e.type_of(r)} {name} = {e.in_layout(start, e.plan.of(r))};")
         e.names[id(next(a for a, x in zip(carried, op.results) if x is r))] = name
     i = e.define(iv, iv.name or "i")
+    if id(op) in e.plan.pipelines:
+        _pipelined_loop(e, op, e.plan.pipelines[id(op)], i)
+        return
     e.emit(f"for (int32_t {i} = {e[lo]}; {i} < {e[hi]}; {i} += {e[step]}) {{")
     _region(e, body, names, [e.plan.of(r) for r in op.results])
     e.emit("}")
+
+
+def _pipelined_loop(e, op, pipeline, i):
+    """The loop with its operand loads issued `stages - 1` iterations ahead through cp.async."""
+    lo, hi, step = (e[v] for v in op.operands[:3])
+    body, stages, ahead = op.regions[0], pipeline.stages, pipeline.stages - 1
+    loc, first_line = e.loc, len(e.lines)
+    e.emit(f"// software pipeline: the loads of {' and '.join(l.result.name or 'an operand' for l in pipeline.loads)} "
+           f"run {ahead} iteration{'s' if ahead > 1 else ''} ahead, copied by cp.async into {stages} "
+           f"shared-memory stages")
+    offset = 0
+    for load in pipeline.loads:
+        rows, cols = load.result.shape
+        ring = e.define(Value(load.result.type), f"{load.result.name or 'operand'}_stages")
+        e.emit(f"const tw::operand_stages<{load.result.dtype.ctype}, {rows}, {cols}, {stages}> {ring}"
+               f"{{tw::smem() + PIPELINE_BASE + {offset}}};")
+        offset += stages * ((load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024)
+        e.stage_views[id(load.result)] = f"{ring}[stage]"
+        e.stage_rings[id(load)] = ring
+    e.emit(f"const auto load_stage = [&](int32_t {i}, int stage) {{  // the loads of iteration {i}")
+    e.indent += "  "
+    for load in pipeline.loads:
+        array, *index = load.operands
+        e.loc = load.loc
+        e.emit(f"tw::load_async({e.stage_rings[id(load)]}[stage], {e[array]}, {e.at(index)}, {_pad(load)});")
+    e.loc = None
+    e.indent = e.indent[:-2]
+    e.emit("};")
+    e.loc = loc
+    e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
+    e.emit(f"for (int stage = 0; stage < {ahead}; ++stage) {{")
+    e.emit(f"  if ({_affine(lo, 'stage', step)} < {hi}) load_stage({_affine(lo, 'stage', step)}, stage);")
+    e.emit("  tw::cp_async_commit();")
+    e.emit("}")
+    e.emit(f"for (int32_t {i} = {lo}, stage = 0; {i} < {hi}; {i} += {step}, stage = stage == {stages - 1} ? 0 : stage + 1) {{")
+    e.emit(f"  tw::stage_ready<{ahead - 1}>();  // this iteration's stage has landed; the previous one is free")
+    e.emit(f"  if ({_affine(i, ahead, step)} < {hi}) load_stage({_affine(i, ahead, step)}, "
+           f"stage == 0 ? {stages - 1} : stage - 1);")
+    e.emit("  tw::cp_async_commit();")
+    outer_smem, e.smem = e.smem, 0
+    _region(e, body, [e[r] for r in op.results], [e.plan.of(r) for r in op.results])
+    base = (e.smem + 1023) // 1024 * 1024  # above what the loop body's own ops stage, if any
+    e.smem = max(outer_smem, e.smem)
+    e.need_smem(base + offset)
+    e.emit("}")
+    e.emit("tw::cp_async_wait<0>();")
+    e.emit("__syncthreads();  // the stages are free for the ops after the loop")
+    e.lines[first_line:] = [re.sub(r"PIPELINE_BASE \+ (\d+)", lambda m: str(base + int(m.group(1))), line)
+                            for line in e.lines[first_line:]]
+
+
+def _affine(start: str, count, step: str) -> str:
+    """`start + count * step` as C++, without the terms that are 0 or the factors that are 1."""
+    term = str(count) if step == "1" else step if str(count) == "1" else f"{count} * {step}"
+    return term if start == "0" else f"{start} + {term}"
 
 
 def _region(e, block, targets, layouts):
@@ -548,11 +619,32 @@ def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
     return threads
 
 
-def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
-    """CUDA C++ source for one kernel specialization."""
+def wgmma_definition(n: int, dtype: DType) -> str:
+    """tw::wgmma_op<n, T>: one wgmma.mma_async.m64n{n}k16 (f32 accumulators, both operands in
+    shared memory, A K-major, B N-major) with its n / 2 accumulator registers spelled out."""
+    kind = {"float16": "f16", "bfloat16": "bf16"}[dtype.name]
+    count = n // 2
+    registers = ",".join(f"%{r}" for r in range(count))
+    outputs = [f'"+f"(d[{r}])' for r in range(count)]
+    rows = [", ".join(outputs[k:k + 8]) for k in range(0, count, 8)]
+    return "\n".join([
+        f"template <> struct tw::wgmma_op<{n}, {dtype.ctype}> {{  // d (64 x {n}, f32) += a (64 x 16) @ b (16 x {n})",
+        "  __device__ static void run(float* d, uint64_t a, uint64_t b) {",
+        f'    asm volatile("{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "',
+        f'                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1; }}"',
+        "                 : " + ",\n                   ".join(rows),
+        '                 : "l"(a), "l"(b));',
+        "  }",
+        "};",
+        ""])
+
+
+def generate(fn: Function, *, threads: int | None = None, arch: str | None = None) -> GeneratedKernel:
+    """CUDA C++ source for one kernel specialization. `arch` tunes it for one GPU (pipeline depth by
+    its shared memory; wgmma on sm_90, which then needs the sm_90a target: GeneratedKernel.arch)."""
     itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
     vec = max(1, 16 // min(itemsizes))
-    plan = plan_layouts(fn, threads)
+    plan = plan_layouts(fn, threads, arch)
     threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
     e = _Emitter(fn, threads, plan)
     signature, setup, params = [], [], []
@@ -560,7 +652,8 @@ def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
     for layout in layouts:
         e.used.add(layout.alias)
         setup.append(f"using {layout.alias} = {layout.cpp};  // tensor-core accumulator layout")
-    if plan.tensor_core:
+    if any(id(op) not in plan.wgmma and id(op.operands[0]) not in plan.staged
+           for op in fn.walk() if id(op) in plan.tensor_core):
         e.used.add("mma_stage")
         setup.append("int mma_stage = 0;  // alternates the tensor-core mma operand buffers")
     for p, arg in zip(fn.runtime_params, fn.body.args):
@@ -580,10 +673,9 @@ def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
     e.block(fn.body.ops)
     consts = ", ".join(f"{p.name}={p.value!r}" for p in fn.params if p.kind == "constant")
     smem = e.smem + e.mma_smem
-    # Two blocks per SM let one block's loads overlap the other's mma: ask for 128 registers where
-    # the accumulators take at most 64 of them (fits without spills at 128x128 tiles over 8 warps).
-    small_acc = all(op.result.type.size <= 64 * threads for op in fn.walk() if id(op) in plan.tensor_core)
-    bounds = f"{threads}, 2" if plan.tensor_core and small_acc else f"{threads}"
+    bounds = f"{threads}, 2" if plan.tensor_core and two_blocks_per_sm(fn, plan) else f"{threads}"
+    wgmmas = sorted({(op.result.shape[1], op.operands[0].dtype.name): op.operands[0].dtype
+                     for op in fn.walk() if id(op) in plan.wgmma}.items())
     head = [
         f"// Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else "") + ".",
         f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes"
@@ -593,9 +685,12 @@ def generate(fn: Function, *, threads: int | None = None) -> GeneratedKernel:
     ] + ([f"#define TW_MMA_SMEM_BASE {e.smem}"] if e.mma_smem else []) + [
         "#include <tileworkbench/tile.cuh>",
         "",
+    ] + [wgmma_definition(n, dtype) for (n, _), dtype in wgmmas] + [
         f'extern "C" __global__ void __launch_bounds__({bounds}) {fn.name}(',
         "    " + ",\n    ".join(signature) + ") {",
     ]
     body = ["  " + s for s in setup] + e.lines
     source = "\n".join(head + body + ["}", ""])
-    return GeneratedKernel(fn.name, source, threads, smem, params)
+    # wgmma exists only in the arch-specific sm_90a target
+    return GeneratedKernel(fn.name, source, threads, smem, params, arch="sm_90a" if wgmmas else None,
+                           line_map=e.line_map)

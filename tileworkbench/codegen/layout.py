@@ -18,11 +18,12 @@ wants.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..ir.core import Function, Op, Value
 from ..ir.ops import BINARY, COMPARISONS, PREDICATES, UNARY
 from ..ir.types import bfloat16, float16, float32
+from ..profile.occupancy import arch_limits
 
 # ops that work elementwise in any layout (the op declarations' elementwise tables, plus casts and where)
 ELEMENTWISE = set(UNARY) | set(PREDICATES) | set(BINARY) | set(COMPARISONS) | {"where", "astype", "bitcast"}
@@ -47,6 +48,21 @@ class MmaLayout:
 
 
 @dataclass
+class Pipeline:
+    """A loop whose mma operand loads are software-pipelined: copied by cp.async into shared-memory
+    stages ahead of the iteration that uses them (tile_pipeline.cuh). `loads` are ops of the body."""
+
+    loop: Op
+    loads: list
+    stages: int = 0  # shared-memory buffers per operand: loads run stages - 1 iterations ahead
+
+    @property
+    def stage_bytes(self) -> int:
+        """One stage of every operand, each buffer 1024-byte aligned (tile_pipeline.cuh)."""
+        return sum((l.result.type.size * l.result.dtype.itemsize + 1023) // 1024 * 1024 for l in self.loads)
+
+
+@dataclass
 class LayoutPlan:
     """Warps per block (None: no tensor-core mma), and the layout of every non-blocked value."""
 
@@ -54,6 +70,9 @@ class LayoutPlan:
     layouts: dict  # id(Value) -> MmaLayout
     tensor_core: dict  # id(mma Op) -> MmaLayout
     operands: set = None  # id(Value) of 2-D loads used only as tensor-core mma operands
+    pipelines: dict = field(default_factory=dict)  # id(for Op) -> Pipeline
+    staged: dict = field(default_factory=dict)  # id(load result) -> its Pipeline
+    wgmma: set = field(default_factory=set)  # id(mma Op) that run as sm_90a wgmma
 
     def of(self, v: Value):
         return self.layouts.get(id(v))
@@ -91,17 +110,26 @@ def _arrangement(m: int, n: int, warps: int) -> MmaLayout | None:
     return best[1] if best else None
 
 
-def plan_layouts(fn: Function, threads: int | None = None) -> LayoutPlan:
-    """Choose the warp count from the tensor-core mmas, then propagate layouts to a fixpoint."""
+def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = None) -> LayoutPlan:
+    """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
+    propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma."""
     shapes = {id(op): s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
+    pipelines = _pipelines(fn, shapes)
+    pipelined = {id(op) for p in pipelines.values() for op in _pipelined_mmas(p)}
+    wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
+    use_wgmma = (threads is None and arch is not None and arch.startswith("sm_90") and pipelined == set(shapes)
+                 and len(wgmma_rows) == 1 and wgmma_rows <= {64, 128} and all(shapes[i][1] <= 256 for i in shapes))
     if threads is not None:
         warps = threads // 32 if threads % 32 == 0 else None
+    elif use_wgmma:
+        warps = wgmma_rows.pop() // 16  # one warpgroup per 64 rows
     else:
         warps = max((_wanted_warps(m, n) for m, n, _ in shapes.values()), default=None)
     tensor_core = {}
     if warps:
         for op_id, (m, n, _) in shapes.items():
-            if (layout := _arrangement(m, n, warps)) is not None:
+            layout = MmaLayout(warps, 1) if use_wgmma else _arrangement(m, n, warps)
+            if layout is not None:
                 tensor_core[op_id] = layout
     plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set())
     if not tensor_core:
@@ -111,6 +139,14 @@ def plan_layouts(fn: Function, threads: int | None = None) -> LayoutPlan:
             uses = [user for user, _ in _uses(fn, op.result)]
             if uses and all(id(u) in tensor_core and op.result is not u.operands[2] for u in uses):
                 plan.operands.add(id(op.result))
+    blocks_per_sm = 2 if two_blocks_per_sm(fn, plan) else 1
+    for key, pipeline in pipelines.items():
+        pipeline.stages = _stages(pipeline, arch, blocks_per_sm)
+        if pipeline.stages >= 2 and all(id(op) in tensor_core for op in _pipelined_mmas(pipeline)):
+            plan.pipelines[key] = pipeline
+            plan.staged.update((id(load.result), pipeline) for load in pipeline.loads)
+            if use_wgmma:
+                plan.wgmma.update(id(op) for op in _pipelined_mmas(pipeline))
     changed = True
     while changed:
         changed = False
@@ -125,6 +161,65 @@ def plan_layouts(fn: Function, threads: int | None = None) -> LayoutPlan:
             if len(wants) == 1 and None not in wants:
                 plan.layouts[id(op.result)] = wants.pop()
     return plan
+
+
+def two_blocks_per_sm(fn: Function, plan: LayoutPlan) -> bool:
+    """Two blocks per SM let one block's loads overlap the other's mma: aimed for (128 registers per
+    thread) where the tensor-core accumulators take at most 64 of them."""
+    threads = 32 * plan.warps
+    return all(op.result.type.size <= 64 * threads for op in fn.walk() if id(op) in plan.tensor_core)
+
+
+def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int) -> int:
+    """As many stages (2 to 4) as the shared memory of `blocks_per_sm` blocks allows on `arch`
+    (no arch: the smallest shared memory of the supported GPUs)."""
+    try:
+        limits = arch_limits(arch or "sm_86")
+    except ValueError:
+        limits = arch_limits("sm_86")
+    budget = min(limits.shared_per_block_optin,
+                 limits.shared_per_sm // blocks_per_sm - limits.reserved_shared_per_block)
+    return min(4, budget // pipeline.stage_bytes)
+
+
+def _panel_fits(shape) -> bool:
+    """A 16-bit operand tile the swizzled stage layout can hold: rows of 32, 64 or k * 128 bytes."""
+    rows, cols = shape
+    return rows % 8 == 0 and (cols * 2 in (32, 64) or cols * 2 % 128 == 0)
+
+
+def _pipelines(fn: Function, shapes: dict) -> dict:
+    """Loops whose tensor-core mmas take both operands straight from loads in the loop body, each
+    load indexed by the loop variable and by values from outside the loop, and used by such mmas
+    only: those loads can be issued iterations ahead."""
+    found = {}
+    for loop in fn.walk():
+        if loop.name != "for":
+            continue
+        body = loop.regions[0]
+        iv = body.args[0]
+        inside = {id(r) for op in body.ops for r in op.results} | {id(a) for a in body.args}
+
+        def ahead(v: Value):  # a load that can run ahead
+            op = v.owner
+            if op is None or op not in body.ops or op.name != "load" or op.attrs["order"] != (0, 1):
+                return None
+            array, *index = op.operands
+            if id(array) in inside or any(x is not iv and id(x) in inside for x in index):
+                return None
+            return op if _panel_fits(v.shape) else None
+        mmas = [op for op in body.ops if id(op) in shapes and ahead(op.operands[0]) and ahead(op.operands[1])]
+        loads = list({id(l): l for m in mmas for l in (m.operands[0].owner, m.operands[1].owner)}.values())
+        users_ok = all(all(id(u) in {id(m) for m in mmas} and l.result is not u.operands[2]
+                           for u, _ in _uses(fn, l.result)) for l in loads)
+        if mmas and users_ok:
+            found[id(loop)] = Pipeline(loop, sorted(loads, key=body.ops.index))
+    return found
+
+
+def _pipelined_mmas(pipeline: Pipeline):
+    staged = {id(l.result) for l in pipeline.loads}
+    return [op for op in pipeline.loop.regions[0].ops if op.name == "mma" and id(op.operands[0]) in staged]
 
 
 def _implied(plan: LayoutPlan, op: Op):

@@ -65,16 +65,16 @@ def build(fn: Function, arch: str, threads: int | None = None):
     """Generate and compile (through the cache) one specialization for `arch`; no GPU needed.
     A compile error is raised at the kernel source line it comes from."""
     from .cache import compile_cached
-    generated = generate(fn, threads=threads)
+    generated = generate(fn, threads=threads, arch=arch)
     try:
-        module = compile_cached(generated.source, arch=arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
+        module = compile_cached(generated.source, arch=generated.arch or arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
                                 include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
     except NvrtcError as e:
-        raise _at_source_line(e, fn) from None
+        raise _at_source_line(e, fn, generated) from None
     return generated, module
 
 
-def _at_source_line(error: NvrtcError, fn: Function) -> NvrtcError:
+def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel) -> NvrtcError:
     """The error located at the kernel line of its first diagnostic that the #line directives of the
     generated code (or a template's instantiation point) lead back to."""
     locs = {}
@@ -83,7 +83,8 @@ def _at_source_line(error: NvrtcError, fn: Function) -> NvrtcError:
             locs.setdefault((op.loc.filename, op.loc.line), op.loc)
     for d in error.diagnostics:
         for filename in {f for f, _ in locs}:
-            loc = locs.get((filename, d.line_in(filename)))
+            line = d.line_in(filename)
+            loc = locs.get((filename, generated.line_map.get((filename, line), line)))
             if loc is not None:
                 return NvrtcError(f"CUDA compilation of kernel `{fn.name}` failed: {d.message}\n"
                                   f"(in the CUDA generated for this line: `--show cuda` shows it)",

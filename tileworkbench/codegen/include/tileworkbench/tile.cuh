@@ -482,3 +482,4 @@ __device__ tile<T, S> insert(const tile<T, S>& x, const tile<T, S2>& value, cons
 #include "tile_reduce.cuh"
 #include "tile_memory.cuh"
 #include "tile_mma.cuh"
+#include "tile_pipeline.cuh"

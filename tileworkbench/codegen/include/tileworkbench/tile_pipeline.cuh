@@ -1,0 +1,196 @@
+// Software-pipelined mma operands: a K loop's operand tiles are copied by cp.async straight from
+// global into shared memory, STAGES - 1 iterations ahead of the mma that reads them, so loads and
+// tensor-core math overlap (docs/architecture.md, "Pipelined mma loops").
+//
+// Shared-memory layout of one R x C operand tile (16-bit elements): each row is cut into panels of
+// P = min(128, 2C) bytes; panel p holds all R rows of P bytes; inside a panel, 16-byte chunk c of
+// row r is stored at chunk c ^ ((r * P / 128) % (P / 16)). This is the 128/64/32-byte swizzle that
+// wgmma descriptors name, and it also lets the 8 row addresses of an ldmatrix hit distinct banks.
+#pragma once
+
+namespace tw {
+
+// ---- cp.async ------------------------------------------------------------------------------------
+
+__device__ inline void cp_async_16(void* dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_address(dst)), "l"(src) : "memory");
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int Pending> __device__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory"); }
+
+// Shared memory this thread wrote (cp.async or plain stores) becomes visible to the tensor cores'
+// asynchronous proxy, which is how wgmma reads it. Needed before the barrier that publishes a stage.
+__device__ inline void fence_proxy_async() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
+// ---- the swizzled operand layout -----------------------------------------------------------------
+
+template <class T, int R, int C>
+struct swizzled {
+  static_assert(sizeof(T) == 2, "pipelined mma operands are 16-bit");
+  static constexpr int row_bytes = C * 2;
+  static constexpr int P = row_bytes < 128 ? row_bytes : 128;  // panel width in bytes
+  static_assert(P == 32 || P == 64 || row_bytes % 128 == 0, "rows of 32, 64 or a multiple of 128 bytes");
+  static constexpr int bytes = R * row_bytes;
+  unsigned char* base;
+
+  // Byte offset of the 16-byte chunk holding elements (r, 8k .. 8k + 7).
+  __device__ static int chunk_offset(int r, int k) {
+    constexpr int per_panel = P / 16;
+    const int o = r * P + k % per_panel * 16;
+    return k / per_panel * (R * P) + (o ^ ((o >> 7) & (per_panel - 1)) << 4);
+  }
+};
+
+// STAGES buffers of one operand, each 1024-byte aligned (a swizzle pattern repeats every 1024 bytes).
+template <class T, int R, int C, int STAGES>
+struct operand_stages {
+  static constexpr int stage_bytes = (swizzled<T, R, C>::bytes + 1023) / 1024 * 1024;
+  static constexpr int bytes = STAGES * stage_bytes;
+  unsigned char* base;
+  __device__ swizzled<T, R, C> operator[](int stage) const { return {base + stage * stage_bytes}; }
+};
+
+// One 16-byte chunk of elements (i, j .. j + 7) the slow way: element by element, the padding value
+// outside the array. Out of line, so the bounds bookkeeping holds no registers in the K loop.
+template <class T>
+__device__ __noinline__ void load_chunk_checked(unsigned char* dst, const array<T, 2>& a, long long i, long long j, T pad) {
+  T v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const bool inside = i >= 0 && i < a.shape[0] && j + e >= 0 && j + e < a.shape[1];
+    v[e] = inside ? a.ptr[i * a.stride[0] + (j + e) * a.stride[1]] : pad;
+  }
+  copy_chunk<16>(dst, v);
+}
+
+// Start copying tile `index` (shape R x C) of a 2-D array into `dst`. A tile wholly inside a
+// row-major array with 16-byte aligned rows goes by cp.async, chunk by chunk; any other (edges,
+// padding, other strides) is checked chunk by chunk and copied element by element where needed.
+template <class T, int R, int C>
+__device__ void load_async(swizzled<T, R, C> dst, const array<T, 2>& a, const coords<2>& index, T pad) {
+  constexpr int chunks = R * C / 8, per_row = C / 8;
+  const long long i0 = (long long)index[0] * R, j0 = (long long)index[1] * C;
+  const bool rows_aligned = a.stride[1] == 1 && a.stride[0] % 8 == 0 && aligned<16>(a.ptr);
+  if (rows_aligned && i0 >= 0 && j0 >= 0 && i0 + R <= a.shape[0] && j0 + C <= a.shape[1]) {
+    const T* tile = a.ptr + i0 * a.stride[0] + j0;
+#pragma unroll
+    for (int q0 = 0; q0 < chunks; q0 += TW_THREADS) {
+      const int q = q0 + threadIdx.x;
+      if (chunks % TW_THREADS != 0 && q >= chunks) break;
+      cp_async_16(dst.base + dst.chunk_offset(q / per_row, q % per_row), tile + q / per_row * a.stride[0] + q % per_row * 8);
+    }
+    return;
+  }
+  for (int q = threadIdx.x; q < chunks; q += TW_THREADS) {
+    const long long i = i0 + q / per_row, j = j0 + q % per_row * 8;
+    unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
+    if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
+      cp_async_16(d, a.ptr + i * a.stride[0] + j);
+    else
+      load_chunk_checked(d, a, i, j, pad);
+  }
+}
+
+// Wait until the stage of the current iteration has landed and publish it to every thread (and to
+// the tensor cores' proxy). `Pending` copy groups, those of later iterations, may still be in flight.
+template <int Pending>
+__device__ void stage_ready() {
+  cp_async_wait<Pending>();
+  fence_proxy_async();
+  __syncthreads();
+}
+
+// ---- mma.sync from swizzled stages (sm_80 and later) ----------------------------------------------
+
+template <class T, int M, int N, int K, int WM, int WN>
+__device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(swizzled<T, M, K> a, swizzled<T, K, N> b,
+                                                           tile<float, shape<M, N>, mma_layout<WM, WN>> acc) {
+  constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int a_row = warp / WN * WTM + lane % 16, b_chunk = warp % WN * WTN / 8 + lane / 16;
+#pragma unroll 1  // one k step's fragments live at a time: fewer registers, more blocks per SM
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+    for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], a.base + a.chunk_offset(a_row + i * 16, k0 / 8 + lane / 16), false);
+#pragma unroll
+    for (int j = 0; j < NI; j += 2) {
+      const unsigned char* p = b.base + b.chunk_offset(k0 + lane % 16, b_chunk + j);
+      if (j + 1 < NI) {
+        uint32_t r[4];
+        ldmatrix_x4(r, p, true);
+        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
+      } else {
+        ldmatrix_x2_trans(bf[j], p);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
+  }
+  return acc;
+}
+
+// ---- wgmma from swizzled stages (sm_90a) -----------------------------------------------------------
+//
+// A warpgroup (4 warps) computes 64 rows x all N columns: warpgroup g owns rows [64g, 64g + 64), so
+// the accumulators are in mma_layout<W, 1> (W warps, each 16 rows). The kernel defines
+// wgmma_op<N, T>::run, one wgmma.mma_async.m64nNk16 with its N / 2 accumulator registers.
+
+template <int N, class T> struct wgmma_op;
+
+// A shared-memory matrix descriptor: start address, leading and stride byte offsets, swizzle.
+__device__ inline uint64_t wgmma_descriptor(const void* p, int leading_bytes, int stride_bytes, int panel_bytes) {
+  const uint64_t swizzle = panel_bytes == 128 ? 1 : panel_bytes == 64 ? 2 : 3;
+  return uint64_t((smem_address(p) & 0x3FFFF) >> 4) | uint64_t((leading_bytes >> 4) & 0x3FFF) << 16 |
+         uint64_t((stride_bytes >> 4) & 0x3FFF) << 32 | swizzle << 62;
+}
+
+// A (M x K, K contiguous: "K-major"), rows [row0, row0 + 64), columns [k0, k0 + 16): core
+// matrices of 8 rows sit 8 * P bytes apart; a 16-column step inside a panel moves the start by 32
+// bytes (the hardware applies the swizzle to the address).
+template <class T, int R, int C>
+__device__ uint64_t k_major_descriptor(swizzled<T, R, C> s, int row0, int k0) {
+  constexpr int P = swizzled<T, R, C>::P;
+  const int offset = k0 * 2 / P * (R * P) + row0 * P + k0 * 2 % P;
+  return wgmma_descriptor(s.base + offset, 16, 8 * P, P);
+}
+
+// B (K x N, N contiguous: "MN-major"), rows [k0, k0 + 16): panels of P / 2 columns sit R * P bytes
+// apart (the leading offset), groups of 8 rows 8 * P bytes apart (the stride offset).
+template <class T, int R, int C>
+__device__ uint64_t mn_major_descriptor(swizzled<T, R, C> s, int k0) {
+  constexpr int P = swizzled<T, R, C>::P;
+  return wgmma_descriptor(s.base + k0 * P, R * P, 8 * P, P);
+}
+
+// Keep the compiler from moving accumulator reads or writes across the asynchronous wgmma.
+template <class Tile>
+__device__ void fence_registers(Tile& t) {
+#pragma unroll
+  for (int r = 0; r < Tile::R; ++r) asm volatile("" : "+f"(t.v[r])::"memory");
+}
+
+template <class T, int M, int N, int K, int W>
+__device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a, swizzled<T, K, N> b,
+                                                           tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
+  static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
+  const int row0 = threadIdx.x / 128 * 64;
+  fence_registers(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16)
+    wgmma_op<N, T>::run(acc.v, k_major_descriptor(a, row0, k0), mn_major_descriptor(b, k0));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  fence_registers(acc);
+  return acc;
+}
+
+}  // namespace tw
