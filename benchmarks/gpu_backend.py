@@ -33,7 +33,8 @@ def timed(fn, reps=50, warmup=5):
     return t.median_ms, t.p10_ms, t.p90_ms
 
 
-MATMUL_TILES = [(64, 64, 32), (128, 128, 32), (128, 128, 64)]  # the last: the tensor-core path's best
+MATMUL_TILES = [(64, 64, 32), (128, 128, 32), (128, 128, 64), (128, 256, 32), (128, 256, 64)]
+BF16_TILES = MATMUL_TILES[2:]  # the large-matmul candidates
 
 
 def launcher(kernel, grid, args):
@@ -111,12 +112,15 @@ def main():
     B = cp.random.randn(size, size, dtype=cp.float32).astype(cp.float16)
     C = cp.empty((size, size), cp.float16)
     flops = 2 * size ** 3
+    ref = A.astype(cp.float32) @ B.astype(cp.float32)
     for tm, tn, tk in MATMUL_TILES:
         grid = (size // tm, size // tn)
+        C.fill(cp.nan)
         ct.launch(stream, grid, matmul, (A, B, C, tm, tn, tk))
-        ref = A.astype(cp.float32) @ B.astype(cp.float32)
         err = float(cp.linalg.norm(C.astype(cp.float32) - ref) / cp.linalg.norm(ref))
-        assert err < 1e-2, err
+        if not err < 1e-2:
+            print(f"matmul f16 {tm}x{tn}x{tk}: WRONG RESULT, relative error {err}")
+            continue
         record("matmul 4096^3 f16", f"tileworkbench {tm}x{tn}x{tk}",
                timed(launcher(matmul, grid, (A, B, C, tm, tn, tk)), reps=10), flops=flops)
     record("matmul 4096^3 f16", "cupy (cuBLAS)", timed(lambda: cp.matmul(A, B, out=C), reps=20), flops=flops)
@@ -126,14 +130,17 @@ def main():
             tB = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
             tC = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
             flops = 2 * size ** 3
-            tm, tn, tk = MATMUL_TILES[-1]
-            grid = (size // tm, size // tn)
-            ct.launch(stream, grid, matmul, (tA, tB, tC, tm, tn, tk))
             ref = tA.float() @ tB.float()
-            err = float((tC.float() - ref).norm() / ref.norm())
-            assert err < 1e-2, err
-            record(f"matmul {size}^3 bf16", f"tileworkbench {tm}x{tn}x{tk}",
-                   timed(launcher(matmul, grid, (tA, tB, tC, tm, tn, tk)), reps=5), flops=flops)
+            for tm, tn, tk in BF16_TILES:
+                grid = (size // tm, size // tn)
+                tC.fill_(float("nan"))
+                ct.launch(stream, grid, matmul, (tA, tB, tC, tm, tn, tk))
+                err = float((tC.float() - ref).norm() / ref.norm())
+                if not err < 1e-2:
+                    print(f"matmul bf16 {size} {tm}x{tn}x{tk}: WRONG RESULT, relative error {err}")
+                    continue
+                record(f"matmul {size}^3 bf16", f"tileworkbench {tm}x{tn}x{tk}",
+                       timed(launcher(matmul, grid, (tA, tB, tC, tm, tn, tk)), reps=5), flops=flops)
             record(f"matmul {size}^3 bf16", "torch (cuBLAS)", timed(lambda: torch.matmul(tA, tB, out=tC), reps=20),
                    flops=flops)
             del tA, tB, tC, ref
@@ -147,36 +154,40 @@ def main():
     for label in ("cold compile", "disk cache hit"):
         result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
         rows.append({"case": "compile vector add, new process", "impl": label, "ms": float(result.stdout.split()[-1]) * 1e3})
-    # host launch overhead: many launches of a tiny kernel, wall clock per launch
-    tiny = cp.zeros(128, cp.float32)
-    go = launcher(vector_add, (1,), (tiny, tiny, tiny, 128))
-    go()
-    stream.synchronize()
-    t = time.perf_counter()
-    for _ in range(2000):
+    # host launch overhead: many launches of a tiny kernel, wall clock per launch (best of 3 rounds)
+    def per_launch(go, n=20000):
         go()
-    stream.synchronize()
-    ours = (time.perf_counter() - t) / 2000
-    raw = cp.RawKernel(r'extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }', "k")
-    raw((1,), (128,), (tiny,))
-    stream.synchronize()
-    t = time.perf_counter()
-    for _ in range(2000):
-        raw((1,), (128,), (tiny,))
-    stream.synchronize()
-    theirs = (time.perf_counter() - t) / 2000
-    rows.append({"case": "host launch overhead", "impl": "tileworkbench", "ms": ours * 1e3})
-    rows.append({"case": "host launch overhead", "impl": "cupy RawKernel", "ms": theirs * 1e3})
+        best = float("inf")
+        for _ in range(3):
+            stream.synchronize()
+            t = time.perf_counter()
+            for _ in range(n):
+                go()
+            stream.synchronize()
+            best = min(best, (time.perf_counter() - t) / n)
+        return best * 1e3
+
+    tiny = cp.zeros(128, cp.float32)
+    rows.append({"case": "host launch overhead", "impl": "tileworkbench (3 arrays + int)",
+                 "ms": per_launch(launcher(vector_add, (1,), (tiny, tiny, tiny, 128)))})
+    one = cp.RawKernel(r'extern "C" __global__ void k(float* a) { a[threadIdx.x] += 1.0f; }', "k")
+    rows.append({"case": "host launch overhead", "impl": "cupy RawKernel (1 array)",
+                 "ms": per_launch(lambda: one((1,), (128,), (tiny,)))})
+    same = cp.RawKernel(r'extern "C" __global__ void k(float* c, const float* a, const float* b, int n) '
+                        r'{ int i = threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }', "k")
+    n = np.int32(128)
+    rows.append({"case": "host launch overhead", "impl": "cupy RawKernel (3 arrays + int)",
+                 "ms": per_launch(lambda: same((1,), (128,), (tiny, tiny, tiny, n)))})
 
     out_dir = os.environ.get("OUT", ".")
     with open(os.path.join(out_dir, "gpu_backend.json"), "w") as f:
         json.dump({"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, f, indent=1)
     copy_gbs = rows[0]["GB/s"]
-    print(f"{'case':42} {'impl':16} {'ms':>9} {'p10-p90':>17} {'GB/s':>7} {'xcopy':>6} {'TFLOP/s':>8}")
+    print(f"{'case':42} {'impl':32} {'ms':>9} {'p10-p90':>17} {'GB/s':>7} {'xcopy':>6} {'TFLOP/s':>8}")
     for r in rows:
         gbs = r.get("GB/s")
         spread = f"{r['p10']:.3f}-{r['p90']:.3f}" if "p10" in r else ""
-        print(f"{r['case']:42} {r['impl']:16} {r['ms']:9.3f} {spread:>17} {gbs or 0:7.0f} "
+        print(f"{r['case']:42} {r['impl']:32} {r['ms']:9.4f} {spread:>17} {gbs or 0:7.0f} "
               f"{(gbs or 0) / copy_gbs:6.2f} {r.get('TFLOP/s', 0):8.1f}")
 
 

@@ -254,7 +254,7 @@ for _dt in (np.float16, BF16):
         case(f"matmul-{np.dtype(_dt).name}-{_m}x{_k}x{_n}-tiles-{_tm}x{_tn}x{_tk}", matmul,
              (ct.cdiv(_m, _tm), ct.cdiv(_n, _tn)),
              lambda dt=_dt, m=_m, k=_k, n=_n, tiles=(_tm, _tn, _tk): (
-                 random_array((m, k), dt), random_array((k, n), dt), np.zeros((m, n), np.float32), *tiles))
+                 random_array((m, k), dt), random_array((k, n), dt), np.zeros((m, n), dt), *tiles))
 
 
 @ct.kernel

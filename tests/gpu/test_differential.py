@@ -59,3 +59,19 @@ def test_matmul_interpreter_is_close_to_float64():
     run(case.kernel, case.grid, (A, B, C, *tiles))
     reference = A.astype(np.float64) @ B.astype(np.float64)
     assert np.linalg.norm(C.astype(np.float64) - reference) / np.linalg.norm(reference) < 1e-2
+
+
+MMA_SYNC_CASES = [c for c in CASES if c.id.startswith("matmul-") and "tiles" in c.id]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", MMA_SYNC_CASES, ids=[c.id for c in MMA_SYNC_CASES])
+def test_pipelined_mma_sync_path_matches_interpreter_on_any_gpu(case, monkeypatch):
+    """The same kernels generated without an arch: the mma.sync consumer of the pipeline stages,
+    which sm_80-sm_89 GPUs run (an sm_90 GPU would otherwise take wgmma)."""
+    from tileworkbench.runtime import launch
+    real_generate = launch.generate
+    monkeypatch.setattr(launch, "generate", lambda fn, threads=None, arch=None: real_generate(fn, threads=threads))
+    monkeypatch.setattr(launch, "_loaded", {})
+    monkeypatch.setattr(case.kernel, "_launchers", {})
+    test_gpu_matches_interpreter(case)

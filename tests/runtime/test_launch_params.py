@@ -1,12 +1,16 @@
-"""The launch fast path's argument handling, without a GPU: parameter layout, scalar packing, streams."""
+"""The launch fast path's argument handling, without a GPU: parameter layout, the generated
+matches/pack functions of a launcher, scalar packing, streams."""
 import ctypes
+import struct
+import types
 
 import numpy as np
 import pytest
 
+import tileworkbench.tile as ct
 from tileworkbench.ir.types import bfloat16, bool_, float16, float32, int8, int64, uint16
 from tileworkbench.runtime.arrays import stream_handle
-from tileworkbench.runtime.launch import _parameter_buffer, _scalar_packer
+from tileworkbench.runtime.launch import Launcher, _parameter_buffer, _scalar_expression
 
 CTYPES = {"Q": ctypes.c_uint64, "i": ctypes.c_int32, "e": ctypes.c_uint16, "H": ctypes.c_uint16,
           "q": ctypes.c_int64, "?": ctypes.c_bool, "b": ctypes.c_int8, "d": ctypes.c_double, "f": ctypes.c_float}
@@ -33,21 +37,87 @@ def test_packed_values_read_back_through_the_parameter_pointers():
     assert read == [0xDEADBEEF000, 7, -3, -2**40]
 
 
+def _packed(dtype, value) -> bytes:
+    env = {}
+    code, expression = _scalar_expression("x", dtype, env)
+    struct_, buffer, _ = _parameter_buffer([code])
+    struct_.pack_into(buffer, 0, eval(expression, env, {"x": value}))
+    return buffer.raw[:dtype.itemsize]
+
+
 @pytest.mark.parametrize("dtype, value, bits", [
     (bfloat16, 1.5, 0x3FC0), (float16, 1.5, 0x3E00), (bool_, True, 1), (int8, -2, 0xFE), (uint16, 65535, 0xFFFF)])
 def test_scalars_pack_to_their_bits(dtype, value, bits):
-    code, convert = _scalar_packer(dtype)
-    struct_, buffer, _ = _parameter_buffer([code])
-    struct_.pack_into(buffer, 0, convert(value))
-    assert int.from_bytes(buffer.raw[:dtype.itemsize], "little") == bits
+    assert int.from_bytes(_packed(dtype, value), "little") == bits
 
 
 def test_float32_scalars_round_as_numpy_does():
-    code, convert = _scalar_packer(float32)
-    struct_, buffer, _ = _parameter_buffer([code])
-    struct_.pack_into(buffer, 0, convert(0.1))
-    assert np.frombuffer(buffer.raw[:4], np.float32)[0] == np.float32(0.1)
-    assert _scalar_packer(int64)[0] == "q"
+    assert np.frombuffer(_packed(float32, 0.1), np.float32)[0] == np.float32(0.1)
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert np.frombuffer(_packed(float32, 1e39), np.float32)[0] == np.inf
+    assert _scalar_expression("x", int64, {})[0] == "q"
+
+
+class _Memory:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+class _CupyArray:
+    """What the fast path reads of a CuPy array, under CuPy's module and class name."""
+
+    def __init__(self, shape, dtype=np.float32, ptr=0x7000):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.ndim, self.itemsize, self.data = len(shape), self.dtype.itemsize, _Memory(ptr)
+        self.strides = tuple(int(s) for s in np.empty(shape, dtype).strides)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False), "version": 3}
+
+
+_CupyArray.__module__, _CupyArray.__name__ = "cupy", "ndarray"
+
+
+@ct.kernel
+def _scaled_copy(x, y, alpha, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(y, (i, 0), ct.load(x, (i, 0), (TILE, TILE)) * alpha)
+
+
+def _launcher(args):
+    fn = _scaled_copy.specialize(args)
+    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k"),
+                                function=types.SimpleNamespace(ptr=1))
+    return Launcher(fn, gpu, args, device=0)
+
+
+def test_launcher_packs_pointer_shape_strides_and_scalars_in_parameter_order():
+    x, y = _CupyArray((64, 48), ptr=0x1000), _CupyArray((64, 48), ptr=0x2000)
+    launcher = _launcher((x, y, 2.5, 16))
+    launcher.pack((x, y, 2.5, 16))
+    fields = struct.unpack("=" + "Qiiii" * 2 + "f", launcher.buffer.raw[:launcher.struct.size])
+    assert fields == (0x1000, 64, 48, 48, 1, 0x2000, 64, 48, 48, 1, 2.5)
+    assert "x.data.ptr" not in launcher.source and "a0.data.ptr" in launcher.source
+
+
+def test_launcher_matches_only_its_argument_profile():
+    x, y = _CupyArray((64, 48)), _CupyArray((64, 48))
+    launcher = _launcher((x, y, 2.5, 16))
+    assert launcher.matches((_CupyArray((8, 8)), _CupyArray((4, 4)), 1.0, 16))  # shapes may change
+    assert not launcher.matches((x, y, 2.5, 32))  # another Constant: another specialization
+    assert not launcher.matches((x, _CupyArray((64, 48), np.float16), 2.5, 16))  # another dtype
+    assert not launcher.matches((x, _CupyArray((64,)), 2.5, 16))  # another rank
+    assert not launcher.matches((x, y, 2, 16))  # an int is another scalar type
+    assert not launcher.matches((x, y, 2.5))
+
+
+def test_shapes_beyond_32_bits_are_refused_before_launching():
+    x, y = _CupyArray((64, 48)), _CupyArray((64, 48))
+    launcher = _launcher((x, y, 2.5, 16))
+    big = _CupyArray((2**31, 1))
+    with pytest.raises(OverflowError, match="does not fit"):
+        launcher(0, (1, 1, 1), (big, y, 2.5, 16))
 
 
 class _CupyLike:

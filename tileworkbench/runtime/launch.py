@@ -8,7 +8,6 @@ can target (sm_90a included) works. Launches go straight to cuLaunchKernel (see 
 from __future__ import annotations
 
 import ctypes
-import functools
 import struct
 import threading
 from dataclasses import dataclass
@@ -127,23 +126,8 @@ def load(fn: Function, arch: str | None = None) -> GpuKernel:
 # ---- the launch fast path -------------------------------------------------------------------------
 #
 # A launch packs the arguments into one preallocated parameter buffer with a precompiled
-# struct.Struct and hands it to cuLaunchKernel through ctypes: one C call, no per-argument objects.
-
-@functools.cache
-def _driver():
-    """cuLaunchKernel and cuGetErrorName from the CUDA driver library."""
-    lib = ctypes.CDLL("libcuda.so.1")
-    launch = lib.cuLaunchKernel
-    launch.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-    launch.restype = ctypes.c_int
-    error_name = lib.cuGetErrorName
-    error_name.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    error_name.restype = ctypes.c_int
-
-    def name_of(code: int) -> str:
-        text = ctypes.c_char_p()
-        return text.value.decode() if error_name(code, ctypes.byref(text)) == 0 and text.value else f"CUresult {code}"
-    return launch, name_of
+# struct.Struct and hands its address to cuLaunchKernel through CuPy's driver binding, which takes
+# raw handles and pointers as C integers: one compiled call, no per-argument objects.
 
 
 # struct codes of the scalar parameter types; bfloat16 and fp8 travel as their bits
@@ -151,75 +135,96 @@ _STRUCT_CODES = {"bool_": "?", "int8": "b", "int16": "h", "int32": "i", "int64":
                  "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
 
 
-def _scalar_packer(dtype):
-    """(struct code, value -> what the code packs) for a scalar parameter."""
-    make = dtype.numpy.type
+def _scalar_expression(name: str, dtype, env: dict) -> tuple[str, str]:
+    """(struct code, Python expression of what it packs) for the scalar argument `name`."""
     code = _STRUCT_CODES.get(dtype.name)
-    if code is not None:
-        return code, make
-    bits = np.dtype(f"uint{dtype.bitwidth}")
-    return bits.char, lambda value: np.array(value, dtype=dtype.numpy).view(bits).item()
+    if code is not None and (dtype.is_integral or dtype.name == "bool_"):
+        return code, name  # struct checks the range itself
+    if code is not None:  # rounded (and overflowing to inf) as NumPy does
+        env[f"make_{name}"] = dtype.numpy.type
+        return code, f"make_{name}({name})"
+    bits = np.dtype(f"uint{dtype.bitwidth}")  # bfloat16, fp8: their bits
+    env[f"bits_{name}"] = lambda value, numpy=dtype.numpy: np.array(value, dtype=numpy).view(bits).item()
+    return bits.char, f"bits_{name}({name})"
 
 
-def _array_packer(position: int, example, ndim: int):
-    """value -> (pointer, shape..., strides in elements...) for an array parameter. The launcher's
-    argument profile fixes the argument's type, so the packer is chosen once, from the first launch."""
+def _array_expressions(name: str, position: int, example, ndim: int, env: dict) -> tuple[list[str], list[str]]:
+    """(checks, expressions): what the argument `name` must be for this launcher, and its pointer,
+    shape and strides in elements, read the cheapest way its framework allows."""
+    env[f"dtype_{name}"] = example.dtype
+    checks = [f"{name}.dtype == dtype_{name}", f"{name}.ndim == {ndim}"]
+    dims = range(ndim)
     if type(example).__module__ == "cupy" and type(example).__name__ == "ndarray":
         itemsize = example.itemsize
-        return lambda value: (value.data.ptr, *value.shape, *[s // itemsize for s in value.strides])
+        return checks, ([f"{name}.data.ptr"] + [f"{name}.shape[{d}]" for d in dims]
+                        + [f"{name}.strides[{d}] // {itemsize}" for d in dims])
     if _is_torch(example):
-        def pack_torch(value):
-            if not value.is_cuda:
-                raise ValueError(f"Kernel argument #{position}: the tensor is not on a CUDA device")
-            return (value.data_ptr(), *value.shape, *value.stride())
-        return pack_torch
-
-    def pack_any(value):
-        a = device_array(value, position)
-        return (a.ptr, *a.shape, *a.strides)
-    return pack_any
+        return checks + [f"{name}.is_cuda"], ([f"{name}.data_ptr()"] + [f"{name}.shape[{d}]" for d in dims]
+                                             + [f"{name}.stride({d})" for d in dims])
+    env[f"describe_{name}"] = lambda value: device_array(value, position)
+    return checks, ([f"describe_{name}({name}).ptr"] + [f"describe_{name}({name}).shape[{d}]" for d in dims]
+                    + [f"describe_{name}({name}).strides[{d}]" for d in dims])
 
 
 class Launcher:
-    """One argument profile of a kernel, ready to launch: the loaded kernel, a packer per argument
-    and the parameter buffer. Built on the first launch of the profile; later launches cost a
-    dictionary lookup, the packing and one driver call."""
+    """One argument profile of a kernel, ready to launch: the loaded kernel, its parameter buffer,
+    and functions generated for the profile (as dataclasses generate theirs): `matches(args)`,
+    whether arguments have this profile, and `pack(args)`, which writes them into the buffer with
+    one precompiled struct. A later launch costs those two calls and one driver call.
+    `launcher.source` shows the generated functions."""
 
-    def __init__(self, fn: Function, gpu: GpuKernel, args):
-        self.fn, self.gpu = fn, gpu
+    def __init__(self, fn: Function, gpu: GpuKernel, args, device: int):
+        self.fn, self.gpu, self.device = fn, gpu, device
         self.threads = gpu.generated.threads
         self.smem = gpu.generated.smem_bytes
-        self.function = ctypes.c_void_p(int(gpu.function.ptr))
-        self.packers, codes = [], []
-        for k, (p, value) in enumerate(zip(fn.params, args)):
-            if p.kind == "array":
-                self.packers.append((k, _array_packer(k, value, p.type.ndim), True))
+        self.function = int(gpu.function.ptr)
+        names = [f"a{k}" for k in range(len(args))]
+        env, checks, values, codes = {}, [], [], []
+        for k, (p, value, name) in enumerate(zip(fn.params, args, names)):
+            env[f"type_{name}"] = type(value)
+            checks.append(f"type({name}) is type_{name}")
+            if p.kind == "constant":
+                env[f"value_{name}"] = value
+                checks.append(f"{name} == value_{name}")
+            elif p.kind == "array":
+                array_checks, expressions = _array_expressions(name, k, value, p.type.ndim, env)
+                checks += array_checks
+                values += expressions
                 codes += ["Q"] + ["i"] * (2 * p.type.ndim)
-            elif p.kind == "scalar":
-                code, convert = _scalar_packer(p.type.dtype)
-                self.packers.append((k, convert, False))
+            else:
+                code, expression = _scalar_expression(name, p.type.dtype, env)
+                values.append(expression)
                 codes.append(code)
-        self.struct, self.buffer, self.params = _parameter_buffer(codes)
+        self.struct, self.buffer, params = _parameter_buffer(codes)
+        self.params = (params, ctypes.addressof(params))  # the array, kept alive, and its address
+        env.update(pack_into=self.struct.pack_into, buffer=self.buffer)
+        arguments = ", ".join(names)
+        legend = ", ".join(f"{name}: {p.name}" for name, p in zip(names, fn.params))
+        conditions = " and\n            ".join(checks or ["True"])
+        self.source = (f"# {fn.name}({legend})\n"
+                       f"def matches(args):\n    return len(args) == {len(names)} and _matches(*args)\n\n"
+                       f"def _matches({arguments}):\n    return ({conditions})\n\n"
+                       f"def pack(args):\n    ({arguments}{',' if names else ''}) = args\n"
+                       f"    pack_into(buffer, 0, {', '.join(values)})\n")
+        exec(compile(self.source, f"<launcher of {fn.name}>", "exec"), env)
+        self.matches, self.pack = env["matches"], env["pack"]
         self.lock = threading.Lock()  # one buffer: pack and launch as one step
+        self.launch_kernel = _launch_kernel()
 
     def __call__(self, stream: int, grid, args):
-        values = []
-        for k, pack, is_array in self.packers:
-            if is_array:
-                values += pack(args[k])
-            else:
-                values.append(pack(args[k]))
-        launch, name_of = _driver()
         with self.lock:
             try:
-                self.struct.pack_into(self.buffer, 0, *values)
+                self.pack(args)
             except struct.error:
                 raise OverflowError("An array shape or stride, or an int argument, does not fit its "
                                     "parameter type (32 bits for shapes and strides)") from None
-            status = launch(self.function, grid[0], grid[1], grid[2], self.threads, 1, 1, self.smem, stream,
-                            self.params, None)
-        if status:
-            raise LaunchError(self.describe_failure(name_of(status), grid))
+            try:
+                self.launch_kernel(self.function, grid[0], grid[1], grid[2], self.threads, 1, 1, self.smem, stream,
+                                   self.params[1], 0)
+            except Exception as e:
+                if type(e).__name__ != "CUDADriverError":
+                    raise
+                raise LaunchError(self.describe_failure(str(e), grid)) from None
 
     def describe_failure(self, error: str, grid) -> str:
         r = self.gpu.resources
@@ -260,13 +265,9 @@ _HINTS = {
 
 def _profile_key(kernel, args) -> tuple:
     """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
-    key = []
-    for constant, value in zip(kernel._constant_mask, args):
-        if constant:
-            key.append((type(value), value))
-        else:
-            key.append((type(value), getattr(value, "dtype", None), getattr(value, "ndim", None)))
-    return tuple(key)
+    return tuple((type(value), value) if constant else
+                 (type(value), getattr(value, "dtype", None), getattr(value, "ndim", None))
+                 for constant, value in zip(kernel._constant_mask, args))
 
 
 def launch(kernel, stream, grid, args) -> None:
@@ -280,5 +281,24 @@ def launch(kernel, stream, grid, args) -> None:
     launcher = kernel._launchers.get(key)
     if launcher is None:
         fn = kernel.specialize(args)
-        launcher = kernel._launchers[key] = Launcher(fn, load(fn), args)
+        launcher = kernel._launchers[key] = Launcher(fn, load(fn), args, device)
+    kernel._last_launcher = launcher  # ct.launch tries it first next time
     launcher(stream_handle(stream), grid, args)
+
+
+def relaunch(launcher: Launcher, stream, grid, args) -> bool:
+    """Launch again through a kernel's last launcher if it takes these arguments on the current
+    device (ct.launch's fast path); False, launching nothing, if not."""
+    if not (launcher.matches(args) and _current_device() == launcher.device):
+        return False
+    launcher(stream_handle(stream), grid, args)
+    return True
+
+
+def _launch_kernel():
+    """CuPy's binding of cuLaunchKernel: raw handles and pointers as C integers, one compiled call."""
+    try:
+        import cupy
+    except ImportError:  # launchers are built on machines with a GPU; tests elsewhere build them too
+        return None
+    return cupy.cuda.driver.launchKernel

@@ -112,6 +112,7 @@ class Kernel:
         self._specializations: dict = {}
         self._constant_mask = tuple(self.is_constant_param(p.name) for p in self._params)
         self._launchers: dict = {}  # argument profile -> ready-to-launch GPU kernel (runtime.launch)
+        self._last_launcher = None  # the one used last: ct.launch tries it first
 
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
@@ -191,6 +192,8 @@ def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_
 
 
 def normalize_grid(grid) -> tuple[int, int, int]:
+    if type(grid) is tuple and grid in _valid_grids:  # launch loops repeat their grids
+        return _valid_grids[grid]
     if not isinstance(grid, tuple):
         raise TypeError("Grid must be a tuple")
     if len(grid) > 3:
@@ -200,8 +203,13 @@ def normalize_grid(grid) -> tuple[int, int, int]:
             raise ValueError(f"Grid[{i}] must be a positive integer, got {g!r}")
         if g > 2**24 - 1:
             raise ValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
-    return tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    normalized = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    if len(_valid_grids) < 4096 and all(type(g) is int for g in grid):
+        _valid_grids[grid] = normalized
+    return normalized
 
+
+_valid_grids: dict = {}
 
 def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launch=False):
     """Run `kernel` over `grid`. NumPy arrays run on the interpreter (any stream, None included) and
@@ -211,18 +219,21 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if not isinstance(kernel_args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
-    if any(type(a) is np.ndarray for a in kernel_args) or not any(is_array_like(a) for a in kernel_args):
+    if kernel._last_launcher is not None and _gpu_runtime().relaunch(kernel._last_launcher, stream, grid, kernel_args):
+        return
+    types = set(map(type, kernel_args))
+    if np.ndarray in types or not any(t in _ARRAY_TYPES for t in types) and not any(map(is_array_like, kernel_args)):
         from ..interp import run
         run(kernel, grid, kernel_args)
         return
-    _gpu_launch()(kernel, stream, grid, kernel_args)
+    _gpu_runtime().launch(kernel, stream, grid, kernel_args)
 
 
-def _gpu_launch():
-    global _gpu_launch_fn
-    if _gpu_launch_fn is None:  # imported on first use: the interpreter needs no GPU libraries
-        from ..runtime.launch import launch as _gpu_launch_fn
-    return _gpu_launch_fn
+def _gpu_runtime():
+    global _gpu_runtime_module
+    if _gpu_runtime_module is None:  # imported on first use: the interpreter needs no GPU libraries
+        from ..runtime import launch as _gpu_runtime_module
+    return _gpu_runtime_module
 
 
-_gpu_launch_fn = None
+_gpu_runtime_module = None
