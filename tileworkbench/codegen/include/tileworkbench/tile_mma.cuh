@@ -72,6 +72,30 @@ __device__ void mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+// One k step of 16 for a warp's MI x NI accumulator fragments: ldmatrix the A fragments (a_at(i):
+// this lane's row address of fragment row i) and the B fragments (b_at(j): this lane's row address
+// for the fragment pair j, j + 1, B stored K-major), then one mma.sync per fragment.
+template <class T, int MI, int NI, class AAt, class BAt>
+__device__ void mma_k16(float* acc, AAt a_at, BAt b_at) {
+  uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+  for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], a_at(i), false);
+#pragma unroll
+  for (int j = 0; j < NI; j += 2) {
+    if (j + 1 < NI) {
+      uint32_t r[4];
+      ldmatrix_x4(r, b_at(j), true);
+      bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
+    } else {
+      ldmatrix_x2_trans(bf[j], b_at(j));
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j) mma_16816<T>(&acc[(i * NI + j) * 4], af[i], bf[j]);
+}
+
 // A blocked (Rows, Cols) tile into shared memory, rows Cols + 8 elements apart, chunk by chunk.
 template <class T, int Rows, int Cols>
 __device__ void to_padded_smem(const tile<T, shape<Rows, Cols>>& x, T* buf) {
@@ -130,26 +154,9 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(const tile<T, shape<
   const T* a_rows = abuf + (warp / WN * WTM + lane % 16) * (K + 8) + lane / 16 * 8;
   const T* b_rows = bbuf + (lane % 16) * (N + 8) + warp % WN * WTN + lane / 16 * 8;
 #pragma unroll 1  // one k step's fragments live at a time: fewer registers, more blocks per SM
-  for (int k0 = 0; k0 < K; k0 += 16) {
-    uint32_t af[MI][4], bf[NI][2];
-#pragma unroll
-    for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], a_rows + i * 16 * (K + 8) + k0, false);
-#pragma unroll
-    for (int j = 0; j < NI; j += 2) {
-      const T* p = b_rows + k0 * (N + 8) + j * 8;
-      if (j + 1 < NI) {
-        uint32_t r[4];
-        ldmatrix_x4(r, p, true);
-        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
-      } else {
-        ldmatrix_x2_trans(bf[j], p);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
-  }
+  for (int k0 = 0; k0 < K; k0 += 16)
+    mma_k16<T, MI, NI>(acc.v, [&](int i) { return a_rows + i * 16 * (K + 8) + k0; },
+                       [&](int j) { return b_rows + k0 * (N + 8) + j * 8; });
   return acc;
 }
 

@@ -114,26 +114,9 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(swizzled<T, M, K> a,
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int a_row = warp / WN * WTM + lane % 16, b_chunk = warp % WN * WTN / 8 + lane / 16;
 #pragma unroll 1  // one k step's fragments live at a time: fewer registers, more blocks per SM
-  for (int k0 = 0; k0 < K; k0 += 16) {
-    uint32_t af[MI][4], bf[NI][2];
-#pragma unroll
-    for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], a.base + a.chunk_offset(a_row + i * 16, k0 / 8 + lane / 16), false);
-#pragma unroll
-    for (int j = 0; j < NI; j += 2) {
-      const unsigned char* p = b.base + b.chunk_offset(k0 + lane % 16, b_chunk + j);
-      if (j + 1 < NI) {
-        uint32_t r[4];
-        ldmatrix_x4(r, p, true);
-        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
-      } else {
-        ldmatrix_x2_trans(bf[j], p);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
-  }
+  for (int k0 = 0; k0 < K; k0 += 16)
+    mma_k16<T, MI, NI>(acc.v, [&](int i) { return a.base + a.chunk_offset(a_row + i * 16, k0 / 8 + lane / 16); },
+                       [&](int j) { return b.base + b.chunk_offset(k0 + lane % 16, b_chunk + j); });
   return acc;
 }
 
