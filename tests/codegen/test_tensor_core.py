@@ -85,3 +85,15 @@ def test_sm90_matmul_runs_on_wgmma_from_the_pipeline_stages(tiles, n, tmp_path, 
     assert "mma.sync" not in module.ptx and "fence.proxy.async" in module.ptx
     assert generated.threads == tiles[0] // 16 * 32  # one warpgroup per 64 rows
     assert not module.kernels["matmul"].spill_stores
+    assert "C7514" not in module.log  # ptxas did not have to serialize the wgmmas
+
+
+def test_a_lone_block_per_sm_keeps_one_wgmma_group_in_flight():
+    source = generate(_matmul(BF16, tiles=(128, 256, 64)), arch="sm_90").source
+    assert "the loads of a and b run 2 iterations ahead, copied by cp.async into 4 shared-memory stages" in source
+    loop = source[source.index("for (int32_t k = 0, stage = 0;"):]
+    assert "tw::wgmma_async(a_stages[stage], b_stages[stage], acc_1);" in loop
+    assert "load_stage(k + 2, stage + 2 < 4 ? stage + 2 : stage - 2);" in loop
+    assert loop.index("tw::wgmma_wait_all(acc_1);") < loop.index("convert_layout")
+    # two blocks per SM (128 x 128 accumulators): the other block fills the gaps, no group stays in flight
+    assert "wgmma_async" not in generate(_matmul(BF16, tiles=(128, 128, 64)), arch="sm_90").source

@@ -250,7 +250,8 @@ for _dt in (np.float16, BF16):
 # has rows that are not 16-byte aligned, so every operand load takes the element-by-element path.
 for _dt in (np.float16, BF16):
     for (_m, _k, _n), (_tm, _tn, _tk) in [((200, 136, 264), (128, 128, 64)), ((200, 130, 264), (128, 128, 64)),
-                                           ((100, 96, 80), (64, 64, 32)), ((256, 192, 520), (128, 256, 64))]:
+                                           ((100, 96, 80), (64, 64, 32)), ((256, 192, 520), (128, 256, 64)),
+                                           ((130, 40, 300), (128, 256, 64))]:
         case(f"matmul-{np.dtype(_dt).name}-{_m}x{_k}x{_n}-tiles-{_tm}x{_tn}x{_tk}", matmul,
              (ct.cdiv(_m, _tm), ct.cdiv(_n, _tn)),
              lambda dt=_dt, m=_m, k=_k, n=_n, tiles=(_tm, _tn, _tk): (

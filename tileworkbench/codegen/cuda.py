@@ -26,7 +26,7 @@ from ..ir.types import DType, TileType, bool_, float32, float64
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
-HEADER_VERSION = "4"  # bump when the tile library changes what compiled kernels do
+HEADER_VERSION = "5"  # bump when the tile library changes what compiled kernels do
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -373,6 +373,10 @@ def _scan(e, op):
 def _mma(e, op):
     a, b, acc = op.operands
     if id(a) in e.plan.staged:  # both operands wait in shared-memory stages
+        if e.plan.staged[id(a)].in_flight:  # into the loop-carried accumulator, in place
+            e.emit(f"tw::wgmma_async({e[a]}, {e[b]}, {e[acc]});")
+            e.names[id(op.result)] = e[acc]
+            return
         e.assign(op, f"tw::{'wgmma' if id(op) in e.plan.wgmma else 'mma'}({e[a]}, {e[b]}, {e[acc]})")
         return
     if id(op) in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
@@ -527,7 +531,7 @@ def _for(e, op):
 def _pipelined_loop(e, op, pipeline, i):
     """The loop with its operand loads issued `stages - 1` iterations ahead through cp.async."""
     lo, hi, step = (e[v] for v in op.operands[:3])
-    body, stages, ahead = op.regions[0], pipeline.stages, pipeline.stages - 1
+    body, stages, ahead = op.regions[0], pipeline.stages, pipeline.ahead
     loc, first_line = e.loc, len(e.lines)
     e.emit(f"// software pipeline: the loads of {' and '.join(l.result.name or 'an operand' for l in pipeline.loads)} "
            f"run {ahead} iteration{'s' if ahead > 1 else ''} ahead, copied by cp.async into {stages} "
@@ -557,9 +561,10 @@ def _pipelined_loop(e, op, pipeline, i):
     e.emit("  tw::cp_async_commit();")
     e.emit("}")
     e.emit(f"for (int32_t {i} = {lo}, stage = 0; {i} < {hi}; {i} += {step}, stage = stage == {stages - 1} ? 0 : stage + 1) {{")
-    e.emit(f"  tw::stage_ready<{ahead - 1}>();  // this iteration's stage has landed; the previous one is free")
+    e.emit(f"  tw::stage_ready<{ahead - 1}>();  // this iteration's stage has landed; "
+           f"{'the one two back' if pipeline.in_flight else 'the previous one'} is free")
     e.emit(f"  if ({_affine(i, ahead, step)} < {hi}) load_stage({_affine(i, ahead, step)}, "
-           f"stage == 0 ? {stages - 1} : stage - 1);")
+           f"stage + {ahead} < {stages} ? stage + {ahead} : stage - {stages - ahead});")
     e.emit("  tw::cp_async_commit();")
     outer_smem, e.smem = e.smem, 0
     _region(e, body, [e[r] for r in op.results], [e.plan.of(r) for r in op.results])
@@ -567,6 +572,8 @@ def _pipelined_loop(e, op, pipeline, i):
     e.smem = max(outer_smem, e.smem)
     e.need_smem(base + offset)
     e.emit("}")
+    if pipeline.in_flight:
+        e.emit(f"tw::wgmma_wait_all({e[op.results[0]]});  // the last wgmma group")
     e.emit("tw::cp_async_wait<0>();")
     e.emit("__syncthreads();  // the stages are free for the ops after the loop")
     e.lines[first_line:] = [re.sub(r"PIPELINE_BASE \+ (\d+)", lambda m: str(base + int(m.group(1))), line)

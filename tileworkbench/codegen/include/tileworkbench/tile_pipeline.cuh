@@ -176,4 +176,27 @@ __device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a,
   return acc;
 }
 
+// acc += a @ b in place, leaving this wgmma group in flight: it waits only for the group before it,
+// so the tensor cores have the next group queued while the block syncs and requests copies. The
+// stage that group read is free once the next call returns; wgmma_wait_all ends the chain.
+template <class T, int M, int N, int K, int W>
+__device__ void wgmma_async(swizzled<T, M, K> a, swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
+  static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
+  const int row0 = threadIdx.x / 128 * 64;
+  fence_registers(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int k0 = 0; k0 < K; k0 += 16)
+    wgmma_op<N, T>::run(acc.v, k_major_descriptor(a, row0, k0), mn_major_descriptor(b, k0));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+  fence_registers(acc);
+}
+
+template <class Tile>
+__device__ void wgmma_wait_all(Tile& acc) {
+  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  fence_registers(acc);
+}
+
 }  // namespace tw
