@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..interp import Status
+from ..profile.check import agreement
+from ..runtime import device
 from ._base import Data, View, static
 
 _WRITES = ("store", "scatter", "store_adv")
@@ -53,16 +56,12 @@ class Verdict:
         return not self.message and all(a.matching == a.elements for a in self.arrays)
 
 
-def _tolerance(dtype) -> float:
-    return {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12}.get(np.dtype(dtype).name, 0.0)
-
-
 def _writer(trace, array: str, element: tuple):
     """(block, position in the tile, line) of the last write of `element` in the interpreter's trace."""
     for event in reversed(trace.events if trace else []):
         if event.op not in _WRITES or event.array != array:
             continue
-        hit = np.all(event.coords == np.asarray(element, np.int32), axis=-1) & (event.status == 5)
+        hit = np.all(event.coords == np.asarray(element, np.int32), axis=-1) & (event.status == Status.STORED)
         if hit.any():
             lane = np.argwhere(hit)[-1]
             return tuple(int(b) for b in event.blocks[lane[0]]), tuple(int(i) for i in lane[1:]), event.line
@@ -73,13 +72,8 @@ def compare(kernel_name: str, expected: dict, actual: dict, trace=None, rtol=Non
     """Compare two result sets (array name -> NumPy array); locate the first mismatches through `trace`."""
     verdict = Verdict(kernel_name)
     for name, want in expected.items():
-        got = np.asarray(actual[name])
-        tol = _tolerance(want.dtype)
-        r, a = (rtol if rtol is not None else tol), (atol if atol is not None else tol)
-        w, g = want.astype(np.float64), got.astype(np.float64)
-        same_nan = np.isnan(w) & np.isnan(g)
-        close = same_nan | (np.abs(g - w) <= a + r * np.abs(w))
-        error = np.where(same_nan, 0.0, np.abs(g - w))
+        close, error = agreement(want, actual[name], rtol, atol)
+        w, g = want.astype(np.float64), np.asarray(actual[name]).astype(np.float64)
         rel = error / np.maximum(np.abs(w), np.finfo(np.float64).tiny)
         verdict.arrays.append(ArrayVerdict(name, want.size, int(close.sum()), float(np.nanmax(error, initial=0)),
                                            float(np.nanmax(np.where(close, 0, rel), initial=0))))
@@ -90,42 +84,24 @@ def compare(kernel_name: str, expected: dict, actual: dict, trace=None, rtol=Non
     return verdict
 
 
-def _gpu_copy(a):
-    import cupy
-    if a.dtype.name == "bfloat16":
-        import torch
-        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).cuda()
-    return cupy.asarray(a)
-
-
-def _host(d, dtype):
-    import cupy
-    if np.dtype(dtype).name == "bfloat16":
-        import torch
-        return d.view(torch.int16).cpu().numpy().view(dtype)
-    return cupy.asnumpy(d)
-
-
 def verify(kernel, grid, args, rtol=None, atol=None) -> Verdict:
     """Run the launch on the interpreter (traced) and on the GPU, and compare every array argument."""
     from ..interp import run
     names = list(kernel._signature.parameters)
     host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     trace = run(kernel, grid, tuple(host), trace=True)
-    try:
-        import cupy
-        if cupy.cuda.runtime.getDeviceCount() == 0:
-            raise RuntimeError("no CUDA device")
-    except Exception as e:
-        return Verdict(kernel.name, message=f"The GPU side needs a CUDA GPU ({type(e).__name__}: {e}); "
-                                            f"the interpreter ran alone.")
+    reason = device.unavailable_reason()
+    if reason is not None:
+        return Verdict(kernel.name, message=f"The GPU side needs a CUDA GPU ({reason}); the interpreter ran alone.")
+    import cupy
+
     from .. import tile as ct
-    device = [_gpu_copy(a) if isinstance(a, np.ndarray) else a for a in args]
+    gpu = [device.to_device(a) for a in args]
     stream = cupy.cuda.get_current_stream()
-    ct.launch(stream, grid, kernel, tuple(device))
+    ct.launch(stream, grid, kernel, tuple(gpu))
     stream.synchronize()
     expected = {n: h for n, h in zip(names, host) if isinstance(h, np.ndarray)}
-    actual = {n: _host(d, h.dtype) for n, h, d in zip(names, host, device) if isinstance(h, np.ndarray)}
+    actual = {n: device.to_host(d) for n, h, d in zip(names, host, gpu) if isinstance(h, np.ndarray)}
     return compare(kernel.name, expected, actual, trace, rtol, atol)
 
 
