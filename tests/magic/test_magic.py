@@ -1,4 +1,6 @@
 """%%tilekernel in a real IPython shell: definition, options, errors at cell lines, diagnostics."""
+import dataclasses
+
 import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -6,6 +8,7 @@ from IPython.utils.capture import capture_output
 
 from tileworkbench.magic import DIAGNOSTICS_MIME
 from tileworkbench.magic.diagnostics import TileKernelCellError
+from tileworkbench.runtime import device
 
 ADD = '''def add(a, b, c, TILE: ct.Constant[int]):
     i = ct.bid(0)
@@ -116,7 +119,48 @@ def test_viz_runs_the_interpreter_with_tracing_and_shows_the_views(shell):
     np.testing.assert_array_equal(shell.user_ns["y"], shell.user_ns["x"])
 
 
-def test_bench_without_a_gpu_reports_compile_time_resources_and_says_timings_need_one(shell):
+def test_bench_without_a_gpu_shows_the_compile_time_report_for_the_chosen_arch(shell, monkeypatch):
     pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
-    _, out = cell(shell, '--grid "(3,)" --args "a, b, c, 4" --bench', ADD)
-    assert "registers/thread" in out.stdout and "timings need a GPU" in out.stdout
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+    view, _ = cell(shell, '--grid "(3,)" --args "a, b, c, 4" --bench --arch sm_80', ADD)
+    assert type(view).__name__ == "LaunchReportView"
+    d = view.data
+    assert d["arch"] == "sm_80" and d["device"].startswith("A100") and not d["timed"]
+    assert d["message"].startswith("timings need a GPU") and d["resources"]["registers"] > 0
+    assert d["occupancy"]["limiter"] and d["work"]["bytes"] == 3 * 3 * 4 * 4   # 3 blocks, 3 arrays, 4-element tiles
+    bundle = view._repr_mimebundle_()[0]
+    text = bundle["text/plain"]
+    assert text.startswith("Launch report: add") and "timings need a GPU" in text
+    assert f"{d['resources']['registers']} registers/thread" in text and "sm_80" in text
+    assert "timings need a GPU" in bundle["image/svg+xml"]
+
+
+def test_bench_on_a_gpu_measures_device_copies_of_numpy_arguments(shell, monkeypatch):
+    from tileworkbench.profile import DevicePeaks, Timing
+    from tileworkbench.widgets import launch_report
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    calls = []
+
+    class OnDevice:
+        def __init__(self, a):
+            self.host = a
+
+    def benchmark(kernel, grid, args, **options):
+        calls.append((kernel.name, grid, args))
+        host = tuple(a.host if isinstance(a, OnDevice) else a for a in args)
+        report = launch_report.compile_report(kernel, grid, host, "sm_90")
+        return dataclasses.replace(report, timing=Timing(0.004, 0.0035, 0.005, 100, 10, True),
+                                   driver_blocks_per_sm=report.occupancy.blocks_per_sm,
+                                   peaks=DevicePeaks("NVIDIA H100 80GB HBM3", "sm_90", 132, 1980.0, 3352.0, 989.0, 67.0))
+    monkeypatch.setattr(device, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(device, "to_device", lambda a: OnDevice(a) if isinstance(a, np.ndarray) else a)
+    monkeypatch.setattr(launch_report, "benchmark", benchmark)
+    view, _ = cell(shell, '--grid "(3,)" --args "a, b, c, 4" --bench', ADD)
+    ((name, grid, args),) = calls
+    assert name == "add" and grid == (3,)
+    assert [a.host is shell.user_ns[n] for a, n in zip(args[:3], "abc")] == [True] * 3 and args[3] == 4
+    d = view.data
+    assert d["timed"] and d["timing"]["median_ms"] == 0.004 and d["device"] == "NVIDIA H100 80GB HBM3"
+    assert d["occupancy"]["agrees"] is True and d["message"] == ""
+    text = view._repr_mimebundle_()[0]["text/plain"]
+    assert "4.00 us median" in text and "timings need a GPU" not in text

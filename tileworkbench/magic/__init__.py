@@ -52,14 +52,15 @@ class TileKernelMagics(Magics):
     @magic_arguments()
     @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the last)")
     @argument("--cpu", action="store_true", help="run on the NumPy interpreter even where a GPU is available")
-    @argument("--arch", default=None, help="GPU architecture for --show cuda/ptx/resources, e.g. sm_90 "
-                                           "(default: the GPU's, or sm_90 without one)")
+    @argument("--arch", default=None, help="GPU architecture for --show cuda/ptx/resources, --sweep, and "
+                                           "--bench without a GPU, e.g. sm_90 (default: the GPU's, or sm_90 without one)")
     @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources"], default=[],
               help="print the kernel's IR, generated CUDA, PTX or resources (repeatable; needs --args)")
     @argument("--grid", default=None, help="launch grid, a Python expression, e.g. \"(ct.cdiv(n, 256),)\"")
     @argument("--args", default=None, help="launch arguments, a Python expression, e.g. \"a, b, c, 256\"")
     @argument("--viz", action="store_true", help="launch on the interpreter with tracing and show the views")
-    @argument("--bench", action="store_true", help="measure the launch and show the launch report")
+    @argument("--bench", action="store_true", help="measure the launch and show the launch report (without a GPU: "
+                                                          "compile-time resources and occupancy for --arch)")
     @argument("--sweep", default=None, help="sweep Constant parameters: \"TM=32,64,128 TN=32,64\"")
     @cell_magic
     def tilekernel(self, line, cell):
@@ -136,7 +137,7 @@ class TileKernelMagics(Magics):
         if args.viz:
             return actions.visualize(kernel, grid, launch_args)
         if args.bench:
-            return actions.bench(kernel, grid, launch_args)
+            return actions.bench(kernel, grid, launch_args, args.arch)
         actions.launch(kernel, grid, launch_args, cpu=args.cpu)
         return None
 

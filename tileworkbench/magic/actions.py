@@ -6,24 +6,8 @@ from IPython.display import display
 
 from .. import tile as ct
 from ..ir import print_function
+from ..runtime import device
 from .diagnostics import TileKernelCellError
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
-
-
-def default_arch(arch: str | None) -> str:
-    if arch:
-        return arch
-    if gpu_available():
-        from ..runtime.launch import device_arch
-        return device_arch()
-    return "sm_90"
 
 
 def show(kernel, args, what: str, arch: str | None):
@@ -31,13 +15,13 @@ def show(kernel, args, what: str, arch: str | None):
     if what == "ir":
         print(print_function(fn))
         return
+    arch = device.target_arch(arch)
     if what == "cuda":
         from ..codegen import generate
-        print(generate(fn).source)
+        print(generate(fn, arch=arch).source)
         return
     from ..profile import theoretical_occupancy
     from ..runtime.launch import build
-    arch = default_arch(arch)
     generated, module = build(fn, arch)
     if what == "ptx":
         print(module.ptx)
@@ -75,22 +59,11 @@ def visualize(kernel, grid, args):
     return None
 
 
-def bench(kernel, grid, args):
-    """--bench: a measured launch report on a GPU; without one, what the compiler decided."""
-    if not gpu_available() or _is_numpy_launch(args):
-        show(kernel, args, "resources", None)
-        print("timings need a GPU (and device arrays): these are compile-time resources for sm_90")
-        return None
-    from ..profile import benchmark
-    r = benchmark(kernel, grid, args)
-    t = r.timing
-    print(f"{r.kernel}: median {t.median_ms:.4f} ms (p10 {t.p10_ms:.4f}, p90 {t.p90_ms:.4f}, "
-          f"{t.repetitions} runs, L2 flushed: {t.l2_flushed})\n"
-          f"{r.gbs:.0f} GB/s of {r.peaks.bandwidth_gbs:.0f}; {r.tflops:.1f} TFLOP/s\n"
-          f"{r.threads} threads, {r.registers} registers, {r.shared_bytes} B shared, {r.local_bytes} B local; "
-          f"occupancy {r.occupancy.occupancy:.0%} (theoretical, limited by {r.occupancy.limiter}), "
-          f"{r.driver_blocks_per_sm} blocks/SM from the driver")
-    return None
+def bench(kernel, grid, args, arch: str | None):
+    """--bench: the launch report. On a GPU a measured one (NumPy arguments are copied over); without
+    one, what the compiler decided for `arch`, and the report says that timings need a GPU."""
+    from ..widgets.launch_report import LaunchReportView
+    return LaunchReportView.measure(kernel, grid, args, arch)
 
 
 def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, arch: str | None):

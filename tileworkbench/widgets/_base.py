@@ -61,10 +61,16 @@ class View(anywidget.AnyWidget):
     def save_svg(self, path) -> None:
         pathlib.Path(path).write_text(self.to_svg())
 
+    def to_text(self) -> str:
+        """What a text-only front end shows (a terminal, `print` of the bundle): the repr by default."""
+        return repr(self)
+
     def _repr_mimebundle_(self, **kwargs):
-        # the live widget where a widget manager runs; the SVG where none does (static viewers)
+        # the live widget where a widget manager runs; the SVG where none does (static viewers);
+        # text/plain for text-only front ends
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = self.to_text()
         try:
             data["image/svg+xml"] = self.to_svg()
         except NotImplementedError:

@@ -13,8 +13,9 @@ import math
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from ..profile import DevicePeaks, Occupancy, Timing, Work, arch_limits, launch_work, occupancy_curve
+from ..profile import DevicePeaks, Occupancy, Timing, Work, arch_limits, benchmark, launch_work, occupancy_curve
 from ..profile import theoretical_occupancy
+from ..runtime import device
 from ._base import Data, View, static
 
 UNTIMED_MESSAGE = "timings need a GPU: compile-time resources (NVRTC), theoretical occupancy and the IR's work"
@@ -51,14 +52,6 @@ class CompileReport:
     @property
     def tflops(self) -> float | None:
         return self.work.flops / self.timing.median_ms / 1e9 if self.timing else None
-
-
-def gpu_available() -> bool:
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
 
 
 def compile_report(kernel, grid, args, arch: str = "sm_90") -> CompileReport:
@@ -145,22 +138,21 @@ class LaunchReportView(View):
         self.report = report
 
     @classmethod
-    def measure(cls, kernel, grid, args, arch: str = "sm_90", **bench_options) -> "LaunchReportView":
-        """On a GPU: profile.benchmark (NumPy arrays are copied to the GPU first). Without one: what the
-        compiler decided for `arch`, and the view says that timings need a GPU."""
-        if not gpu_available():
-            return cls(compile_report(kernel, grid, args, arch))
-        import cupy
-        import numpy as np
-
-        from ..profile import benchmark
-        device = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
-        return cls(benchmark(kernel, grid, device, **bench_options))
+    def measure(cls, kernel, grid, args, arch: str | None = None, **bench_options) -> "LaunchReportView":
+        """On a GPU: profile.benchmark on the device's arch (NumPy arrays are copied to the GPU first).
+        Without one: what the compiler decided for `arch` (default sm_90), and the view says that
+        timings need a GPU."""
+        if not device.gpu_available():
+            return cls(compile_report(kernel, grid, args, device.target_arch(arch)))
+        return cls(benchmark(kernel, grid, tuple(device.to_device(a) for a in args), **bench_options))
 
     def __repr__(self) -> str:
         d, o = self.data, self.data["occupancy"]
         head = f"median {d['timing']['median_ms']:.4g} ms" if d["timed"] else "untimed"
         return f"LaunchReportView({d['kernel']}: {head}, occupancy {o['occupancy']:.0%} limited by {o['limiter']})"
+
+    def to_text(self) -> str:
+        return report_text(self.data)
 
     def to_svg(self) -> str:
         return report_svg(self.data)
@@ -191,6 +183,17 @@ def card_lines(d: dict) -> list[tuple[str, str]]:
     rows.append(("resources", f"{r['registers']} registers/thread  {r['shared_bytes']} B shared  "
                               f"{r['local_bytes']} B local  {spills} spill stores"))
     return rows
+
+
+def report_title(d: dict) -> str:
+    return f"Launch report: {d['kernel']}" + (f" on {d['device']}" if d["device"] else "")
+
+
+def report_text(d: dict) -> str:
+    """The card as plain text: what a viewer with no widgets and no SVG shows."""
+    rows = card_lines(d)
+    width = max(len(label) for label, _ in rows)
+    return "\n".join([report_title(d)] + [f"  {label:<{width}}  {value}" for label, value in rows])
 
 
 def _text(x, y, s, size=11, anchor="start", fill="#222", weight="normal") -> str:
@@ -249,8 +252,7 @@ def _curve_svg(c: dict, occupancy: float, x0: float, y0: float, pw: float, ph: f
 
 def report_svg(d: dict) -> str:
     rows = card_lines(d)
-    parts = [_text(10, 18, f"Launch report: {d['kernel']}" + (f" on {d['device']}" if d["device"] else ""), 13,
-                   weight="bold")]
+    parts = [_text(10, 18, report_title(d), 13, weight="bold")]
     for k, (label, value) in enumerate(rows):
         y = 38 + 16 * k
         colour = "#b45f06" if label == "time" and not d["timed"] else "#222"
