@@ -1,10 +1,13 @@
 """A sweep compiles every configuration (no GPU needed), keeps failures with their reasons and
-picks a best configuration; results export to CSV and JSON."""
+picks a best configuration; results export to CSV and JSON. On a GPU (here a stand-in that launches
+on the interpreter) every configuration is checked against the interpreter before it is timed."""
 import csv
 import json
 
 import numpy as np
 import pytest
+
+import tileworkbench.tile as ct
 
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
@@ -53,3 +56,97 @@ def test_csv_and_json_exports_round_trip(result, tmp_path):
     result.to_json(tmp_path / "s.json")
     data = json.load(open(tmp_path / "s.json"))
     assert data["kernel"] == "transpose" and len(data["rows"]) == 4 and data["timed"] is False
+
+
+# ---- the GPU path, through a stand-in GPU: the interpreter plays the device -----------------------
+
+class OnDevice:
+    """An array "on the device": the stand-in keeps it apart from the host arrays."""
+
+    def __init__(self, host):
+        self.array = np.array(host, copy=True)
+        self.shape = self.array.shape
+
+
+class FakeGpu:
+    """Launches on the interpreter; `corrupt(config_T, y)` plays a codegen bug."""
+
+    def __init__(self, corrupt=None, fail_at=None):
+        self.corrupt, self.fail_at, self.launches = corrupt, fail_at, []
+
+    def to_device(self, a):
+        return OnDevice(a) if isinstance(a, np.ndarray) else a
+
+    def to_host(self, a):
+        return np.array(a.array if isinstance(a, OnDevice) else a, copy=True)
+
+    def launch(self, kernel, grid, args):
+        from tileworkbench.interp import run
+        T = args[-1]
+        self.launches.append(T)
+        if T == self.fail_at:
+            raise RuntimeError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested")
+        run(kernel, grid, tuple(a.array if isinstance(a, OnDevice) else a for a in args))
+        if self.corrupt:
+            self.corrupt(T, args[1].array)
+
+    def time_ms(self, kernel, grid, args, repetitions):
+        return 1.0 / args[-1]    # bigger tiles "run faster"
+
+
+def fake_sweep(gpu, space=(16, 32, 64), **options):
+    x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    return sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]),
+                 args_fn=lambda c: (x, np.zeros_like(x), c["T"]), space={"T": list(space)}, arch="sm_80",
+                 gpu=gpu, **options)
+
+
+def test_on_a_gpu_each_configuration_is_checked_against_the_interpreter_and_timed():
+    def corrupt(T, y):
+        if T == 32:
+            y[3, 5] += 0.5
+    result = fake_sweep(FakeGpu(corrupt))
+    assert result.timed and result.note == ""
+    by_t = {row.config["T"]: row for row in result.rows}
+    assert by_t[32].status == "mismatch"
+    assert by_t[32].reason == "y: 1 of 16384 elements differ from the interpreter, max error 0.5 at (3, 5)"
+    assert by_t[32].time_ms is None
+    assert by_t[16].ok and by_t[64].ok and by_t[64].time_ms == 1 / 64 and by_t[64].gbs > 0
+    assert result.best().config == {"T": 64}
+
+
+def test_a_difference_within_the_dtype_tolerance_is_not_a_mismatch():
+    result = fake_sweep(FakeGpu(lambda T, y: y.__imul__(np.float32(1 + 1e-6))), space=(32,))
+    assert result.rows[0].ok
+
+
+def test_without_a_reference_a_wrong_output_is_still_caught_and_check_false_skips_the_interpreter():
+    def zero(T, y):
+        y[:] = 0
+    assert fake_sweep(FakeGpu(zero), space=(64,)).rows[0].status == "mismatch"
+    assert fake_sweep(FakeGpu(zero), space=(64,), check=False).rows[0].ok
+
+
+def test_a_user_reference_is_checked_too():
+    wrong = lambda c: [np.ones((128, 128), np.float32)]  # noqa: E731
+    (row,) = fake_sweep(FakeGpu(), space=(64,), reference=wrong).rows
+    assert row.status == "mismatch" and row.reason.endswith("against the reference")
+
+
+@ct.kernel
+def increment(x, T: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(x, (i,), ct.load(x, (i,), (T,)) + 1)
+
+
+def test_the_interpreter_starts_from_the_inputs_as_they_were_before_the_gpu_launch():
+    x = np.arange(256, dtype=np.float32)
+    result = sweep(increment, lambda c: (256 // c["T"],), lambda c: (x, c["T"]), {"T": [64]}, arch="sm_80",
+                   gpu=FakeGpu())
+    assert result.rows[0].ok, result.rows[0].reason
+
+
+def test_a_launch_that_fails_keeps_its_error():
+    result = fake_sweep(FakeGpu(fail_at=16), space=(16, 32))
+    assert result.rows[0].status == "launch error" and "OUT_OF_RESOURCES" in result.rows[0].reason
+    assert result.rows[1].ok

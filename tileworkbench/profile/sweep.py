@@ -6,10 +6,13 @@
     result.best().config, result.to_csv("sweep.csv")
 
 Compiles run in parallel (NVRTC, through the disk cache). With a GPU each configuration is then
-launched and timed; `reference(config)` (optional) returns the expected outputs, checked after
-one launch. Without a GPU each configuration reports its compile-time resources and theoretical
-occupancy, and the result says that timings need a GPU. A configuration that fails keeps its
-reason: a tile-language error, a compile error, a resource limit, or a mismatch.
+launched once and checked: the interpreter runs the same launch on host copies of the inputs and
+every array argument must agree with it (within the dtype's tolerance, profile/check.py), and
+with `reference(config)` (optional, the expected outputs) when given. Only then is it timed.
+Without a GPU each configuration reports its compile-time resources and theoretical occupancy,
+and the result says that timings need a GPU. A configuration that fails keeps its reason: a
+tile-language error, a compile error, a resource limit, a launch error, or a mismatch (which
+array, how many elements, the largest error and where).
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import TileError
+from ..runtime import device
+from .check import agreement
 from .occupancy import theoretical_occupancy
 
 
@@ -100,16 +105,37 @@ class SweepResult:
                        "note": self.note, "rows": self.records()}, f, indent=1)
 
 
-def _gpu_available() -> bool:
-    try:
+class Gpu:
+    """The GPU side of a sweep: copies to and from the device, one launch, timing. A sweep on a
+    machine with a GPU uses this one; tests pass a stand-in with the same methods."""
+
+    def to_device(self, a):
+        return device.to_device(a)
+
+    def to_host(self, a) -> np.ndarray:
+        return device.to_host(a)
+
+    def launch(self, kernel, grid, args) -> None:
         import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
+
+        from .. import tile as ct
+        stream = cupy.cuda.get_current_stream()
+        ct.launch(stream, grid, kernel, args)
+        stream.synchronize()
+
+    def time_ms(self, kernel, grid, args, repetitions: int) -> float:
+        """The median time of the launch, in milliseconds."""
+        import cupy
+
+        from .. import tile as ct
+        from .bench import time_launches
+        stream = cupy.cuda.get_current_stream()
+        return time_launches(lambda: ct.launch(stream, grid, kernel, args), repetitions=repetitions,
+                             warmup=3).median_ms
 
 
 def _compile(kernel, config, args, arch):
-    """Specialize and compile one configuration; returns (row, fn, generated) with failures recorded."""
+    """Specialize and compile one configuration; returns (row, fn) with failures recorded."""
     from ..runtime.launch import build
     row = SweepRow(dict(config))
     try:
@@ -131,15 +157,17 @@ def _compile(kernel, config, args, arch):
     return row, fn
 
 
-def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, reference=None, workers: int = 2,
-          repetitions: int = 20, progress=None) -> SweepResult:
-    """Compile (and, with a GPU, time) `kernel` for every combination in `space`.
+def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, reference=None, check: bool = True,
+          workers: int = 2, repetitions: int = 20, progress=None, gpu: Gpu | None = None) -> SweepResult:
+    """Compile (and, with a GPU, check and time) `kernel` for every combination in `space`.
     `grid_fn(config)` and `args_fn(config)` give each configuration's grid and arguments;
-    `progress(done, total)` is called as configurations finish."""
-    timed = _gpu_available()
-    if arch is None:
-        from ..runtime.launch import device_arch
-        arch = device_arch() if timed else "sm_90"
+    `progress(done, total)` is called as configurations finish. On a GPU each configuration's
+    outputs are compared with the interpreter's run of the same launch (`check=False` skips that:
+    it runs the whole launch on the CPU) and with `reference(config)` when given."""
+    if gpu is None and device.gpu_available():
+        gpu = Gpu()
+    timed = gpu is not None
+    arch = device.target_arch(arch)
     configs = [dict(zip(space, values)) for values in itertools.product(*space.values())]
     total = len(configs) * (2 if timed else 1)
     done = 0
@@ -161,40 +189,59 @@ def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, ref
     result = SweepResult(kernel.name, arch, {k: list(v) for k, v in space.items()}, timed=timed)
     for config, (row, fn) in zip(configs, compiled):
         if timed and row.ok:
-            _time(kernel, config, row, fn, grid_fn, args_fn, reference, repetitions)
+            _run(gpu, kernel, fn, config, row, grid_fn, args_fn, reference, check, repetitions)
             step()
         result.rows.append(row)
     return result
 
 
-def _time(kernel, config, row, fn, grid_fn, args_fn, reference, repetitions):
-    import cupy
-
-    from .. import tile as ct
-    from ..runtime.arrays import device_array
+def _run(gpu, kernel, fn, config, row, grid_fn, args_fn, reference, check, repetitions):
+    """Launch one configuration on the GPU, check its outputs, time it; failures land in `row`."""
     from ..tile._kernel import normalize_grid
-    from .bench import time_launches
     from .work import launch_work
     args, grid = args_fn(config), normalize_grid(grid_fn(config))
-    stream = cupy.cuda.get_current_stream()
+    arrays = [p.kind == "array" for p in fn.params]
+    before = [gpu.to_host(a) if is_array else a for a, is_array in zip(args, arrays)]   # the launch writes outputs
+    on_device = tuple(gpu.to_device(a) for a in args)
     try:
-        ct.launch(stream, grid, kernel, args)
-        stream.synchronize()
+        gpu.launch(kernel, grid, on_device)
     except Exception as e:
         row.status, row.reason = "launch error", f"{type(e).__name__}: {str(e).splitlines()[0]}"
         return
-    if reference is not None:
-        expected = reference(config)
-        outputs = [a for a in args if hasattr(a, "__cuda_array_interface__")]
-        for want, got in zip(expected, outputs[-len(expected):]):
-            got = cupy.asnumpy(got)
-            if not np.allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=1e-2, atol=1e-2):
-                row.status, row.reason = "mismatch", f"max error {np.abs(got - want).max():.3g} against the reference"
-                return
-    timing = time_launches(lambda: ct.launch(stream, grid, kernel, args), repetitions=repetitions, warmup=3)
-    runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
-    shapes = {p.name: device_array(a).shape for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}
+    after = [gpu.to_host(a) if is_array else None for a, is_array in zip(on_device, arrays)]
+    reason = _interpreter_mismatch(kernel, grid, fn, before, after) if check else None
+    if reason is None and reference is not None:
+        reason = _reference_mismatch(reference(config), [a for a in after if a is not None])
+    if reason is not None:
+        row.status, row.reason = "mismatch", reason
+        return
+    row.time_ms = gpu.time_ms(kernel, grid, on_device, repetitions)
+    shapes = {p.name: tuple(a.shape) for p, a in zip(fn.params, args) if p.kind == "array"}
     work = launch_work(fn, grid, shapes)
-    row.time_ms = timing.median_ms
-    row.gbs = work.bytes / timing.median_ms / 1e6
-    row.tflops = work.flops / timing.median_ms / 1e9
+    row.gbs = work.bytes / row.time_ms / 1e6
+    row.tflops = work.flops / row.time_ms / 1e9
+
+
+def _interpreter_mismatch(kernel, grid, fn, before: list, after: list) -> str | None:
+    """Run the launch on the interpreter over `before` (host copies of the inputs, updated in place)
+    and compare every array argument with the GPU's result `after`; None when all agree."""
+    from ..interp import run
+    run(kernel, grid, tuple(before))
+    for p, want, got in zip(fn.params, before, after):
+        if p.kind != "array":
+            continue
+        close, error = agreement(want, got)
+        if not close.all():
+            worst = np.unravel_index(int(np.argmax(error)), error.shape)
+            return (f"{p.name}: {int((~close).sum())} of {close.size} elements differ from the interpreter, "
+                    f"max error {error[worst]:.3g} at {tuple(int(i) for i in worst)}")
+    return None
+
+
+def _reference_mismatch(expected: list, outputs: list) -> str | None:
+    """`expected` against the last len(expected) array arguments, within 1e-2."""
+    for want, got in zip(expected, outputs[-len(expected):]):
+        close, error = agreement(np.asarray(want), got, rtol=1e-2, atol=1e-2)
+        if not close.all():
+            return f"max error {error.max():.3g} against the reference"
+    return None
