@@ -1,7 +1,18 @@
 """How much memory traffic and math a launch does, read off the IR.
 
-Each memory op moves its tile's bytes each time it runs; each mma does 2*M*N*K flops (times its
-batch). An op inside `for` runs once per iteration: trip counts are evaluated from the launch's
+Each memory op moves its tile's bytes each time it runs. A flop is one floating-point arithmetic
+result:
+- an elementwise math op on a float tile (or float scalar) does one flop per result element:
+  neg, abs, exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tan, sinh, cosh, tanh, floor, ceil,
+  add, sub, mul, truediv, floordiv, mod, pow, minimum, maximum, atan2 (a transcendental counts
+  one, like an add);
+- a reduction (sum, prod, max, min) or scan (cumsum, cumprod) of a float tile does one flop per
+  input element (a sum of n elements counts n);
+- an mma does 2*M*N*K (times its batch), whatever its dtypes.
+Not flops: integer and bitwise arithmetic (index math included), comparisons and predicates,
+`where`, casts, argmax/argmin, and data movement (memory and shape ops).
+
+An op inside `for` runs once per iteration: trip counts are evaluated from the launch's
 real array shapes and grid with the interpreter's own scalar rules, taking block (0, 0, 0) as the
 representative block. Out-of-bounds lanes of edge tiles are counted, so ragged launches read
 slightly high.
@@ -19,10 +30,14 @@ import numpy as np
 
 from ..interp.rules import RULES
 from ..ir.core import Block, Function
+from ..ir.ops import BINARY, UNARY
 from ..ir.types import TileType
 
 _READS = ("load", "gather", "load_adv")
 _WRITES = ("store", "scatter", "store_adv")
+_NOT_ARITHMETIC = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
+_ELEMENTWISE_MATH = (set(UNARY) | set(BINARY)) - _NOT_ARITHMETIC   # one flop per result element
+_REDUCTIONS = {"sum", "prod", "max", "min", "cumsum", "cumprod"}      # one flop per input element
 
 
 @dataclass(frozen=True)
@@ -75,9 +90,8 @@ def _walk(block: Block, values: dict, ctx, times: int, totals: list):
         elif op.name in _WRITES:
             tile = op.operands[-1 if op.name != "scatter" else op.operands[0].type.ndim + 1].type
             totals[1] += times * tile.size * tile.dtype.itemsize
-        elif op.name == "mma":
-            a, b = op.operands[0].type, op.operands[1].type
-            totals[2] += times * 2 * math.prod(a.shape) * b.shape[-1]
+        elif op.name in _FLOP_OPS:
+            totals[2] += times * _flops(op)
         elif op.name == "for":
             lo, hi, step = (_scalar(values, v) for v in op.operands[:3])
             trips = max(0, -(-(hi - lo) // step)) if None not in (lo, hi, step) and step > 0 else 1
@@ -92,6 +106,21 @@ def _walk(block: Block, values: dict, ctx, times: int, totals: list):
             for k in range(3):
                 totals[k] += heavier[k]
         _evaluate_scalar(op, values, ctx)
+
+
+_FLOP_OPS = _ELEMENTWISE_MATH | _REDUCTIONS | {"mma"}
+
+
+def _flops(op) -> int:
+    """Flops of one execution of `op` in one block (see the module docstring for what counts)."""
+    if op.name == "mma":
+        a, b = op.operands[0].type, op.operands[1].type
+        return 2 * math.prod(a.shape) * b.shape[-1]
+    if op.name in _REDUCTIONS:
+        x = op.operands[0].type
+        return x.size if x.dtype.is_float else 0
+    t = op.result.type
+    return t.size if t.dtype.is_float else 0
 
 
 def _evaluate_scalar(op, values, ctx):
