@@ -109,3 +109,79 @@ def test_shape_op_events_record_their_operand_shapes_and_keep_them_on_disk(tmp_p
     assert trace.by_op("permute")[0].operand_shapes == ((4, 2),)
     trace.save(tmp_path / "t.npz")
     assert Trace.load(tmp_path / "t.npz").by_op("permute")[0].operand_shapes == ((4, 2),)
+
+
+@ct.kernel
+def load_modes(xf, xi, y):
+    i = ct.bid(0)
+    a = ct.load(xf, (i,), (4,), padding_mode=ct.PaddingMode.NEG_ZERO)
+    b = ct.load(xf, (i,), (4,), padding_mode=ct.PaddingMode.NAN)
+    c = ct.load(xi, (i,), (4,))                                  # UNDETERMINED: the minimum for int32
+    ct.store(y, (i,), a + b + ct.astype(c, ct.float32))
+
+
+@ct.kernel
+def gather_per_block_padding(x, y, idx):
+    values = ct.gather(x, ct.load(idx, (0,), (4,)), padding_value=ct.bid(0) * 10)
+    ct.store(y, (ct.bid(0),), values)
+
+
+def test_loads_record_their_padding_mode_and_the_value_padded_lanes_read():
+    trace = run(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
+                                   np.zeros(10, np.float32)), trace=True)
+    neg_zero, nan, undetermined = trace.by_op("load")
+    assert neg_zero.padding_mode == "NEG_ZERO" and str(neg_zero.padding_value) == "-0.0"
+    assert nan.padding_mode == "NAN" and np.isnan(nan.padding_value)
+    assert undetermined.padding_mode == "UNDETERMINED" and undetermined.padding_value == -2 ** 31
+    store = trace.by_op("store")[0]
+    assert store.padding_mode is None and store.padding_value is None
+
+
+def test_gather_records_its_padding_value_as_a_scalar_or_per_lane():
+    x, idx = np.arange(10, dtype=np.int32), np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
+    gather = run(gather_scatter, (1,), (x, np.zeros(10, np.int32), idx), trace=True).by_op("gather")[0]
+    assert gather.padding_mode is None and gather.padding_value == -1 and type(gather.padding_value) is int
+    trace = run(gather_per_block_padding, (3,), (x, np.zeros(12, np.int32), idx[:4]), trace=True)
+    per_lane = trace.by_op("gather")[0]
+    assert per_lane.padding_value.shape == (3, 4)
+    assert per_lane.for_block((2,)).padding_value.tolist() == [[20, 20, 20, 20]]
+
+
+def test_padding_survives_the_file_format(tmp_path):
+    trace = run(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
+                                   np.zeros(10, np.float32)), trace=True)
+    trace.save(tmp_path / "t.npz")
+    with np.load(tmp_path / "t.npz") as data:
+        meta = json.loads(bytes(data["meta"]).decode(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
+    assert meta["version"] == 2 and [e["padding_value"] for e in meta["events"][:3]] == [-0.0, "nan", -2 ** 31]
+    back = Trace.load(tmp_path / "t.npz")
+    for a, b in zip(trace.events, back.events):
+        assert a.padding_mode == b.padding_mode and repr(a.padding_value) == repr(b.padding_value)
+    x, idx = np.arange(10, dtype=np.int32), np.array([0, 3, -1, 12], np.int32)
+    run(gather_per_block_padding, (3,), (x, np.zeros(12, np.int32), idx), trace=True).save(tmp_path / "g.npz")
+    gather = Trace.load(tmp_path / "g.npz").by_op("gather")[0]
+    assert gather.padding_value.tolist() == [[0] * 4, [10] * 4, [20] * 4]
+
+
+def test_version_1_files_still_load_without_padding(tmp_path):
+    meta = {"format": "tileworkbench-trace", "version": 1, "kernel": "k", "grid": [2, 1, 1],
+            "arrays": {"x": {"shape": [8], "dtype": "float32"}},
+            "events": [{"op": "load", "array": "x", "line": 3, "col": 4, "source": "ct.load(x, (i,), (4,))",
+                        "shape": [4], "operand_shapes": None}]}
+    np.savez(tmp_path / "v1.npz", meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+             e0_blocks=np.array([[0, 0, 0], [1, 0, 0]], np.int32),
+             e0_coords=np.arange(8, dtype=np.int32).reshape(2, 4, 1), e0_status=np.ones((2, 4), np.uint8))
+    (event,) = Trace.load(tmp_path / "v1.npz").events
+    assert event.op == "load" and event.padding_mode is None and event.padding_value is None
+    assert event.for_block((1,)).coords[0, :, 0].tolist() == [4, 5, 6, 7]
+
+
+def test_padding_is_kept_when_traces_of_several_batches_are_merged(monkeypatch):
+    monkeypatch.setattr(executor, "BATCH_ELEMENTS", 4)   # one block per batch
+    x, idx = np.arange(10, dtype=np.int32), np.array([0, 3, -1, 12], np.int32)
+    trace = run(gather_per_block_padding, (8,), (x, np.zeros(32, np.int32), idx), trace=True)
+    assert trace.by_op("gather")[0].padding_value[:, 0].tolist() == [0, 10, 20, 30, 40, 50, 60, 70]
+    trace = run(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
+                                   np.zeros(10, np.float32)), trace=True)
+    assert [e.padding_mode for e in trace.by_op("load")] == ["NEG_ZERO", "NAN", "UNDETERMINED"]
+    assert str(trace.by_op("load")[0].padding_value) == "-0.0"

@@ -17,7 +17,7 @@ from ..ir.core import Block, Function, Value
 from ..ir.types import TileType
 from .memory import MEMORY_RULES
 from .rules import RULES
-from .trace import Event, Status, Trace
+from .trace import Event, Status, Trace, padding_scalar
 
 BATCH_ELEMENTS = 1 << 22
 SHAPE_OPS = ("reshape", "permute", "broadcast", "cat", "extract", "insert")
@@ -70,13 +70,17 @@ class Context:
     def subset(self, rows) -> "Context":
         return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace)
 
-    def record(self, op, array_name, coords, status, full):
+    def record(self, op, array_name, coords, status, full, padding_mode=None, padding=None):
+        """One memory op's event; `padding` is what its padded lanes read (a scalar or per lane)."""
         if self.trace is None:
             return
         stacked = np.stack([np.broadcast_to(c, full) for c in coords], axis=-1).astype(np.int32)
+        if padding is not None:
+            padding = np.asarray(padding).item() if np.ndim(padding) == 0 else \
+                padding_scalar(np.array(np.broadcast_to(padding, full)))
         self.trace.events.append(Event(op.name, array_name, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
                                        op.loc.source_line if op.loc else "", self.bids.copy(), stacked,
-                                       np.asarray(status, np.uint8)))
+                                       np.asarray(status, np.uint8), padding_mode=padding_mode, padding_value=padding))
 
 
 def _elements_per_block(fn: Function) -> int:

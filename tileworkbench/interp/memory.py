@@ -88,13 +88,14 @@ def load(ctx, op, array, *index):
     name = ctx.array_name(op.operands[0])
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~_full(inb, full), "from")
+    pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     if np.all(inb):
         values = array[tuple(_full(c, full) for c in coords)]
     else:
         safe = tuple(np.where(inb, c, 0) for c in coords)
-        values = np.where(inb, array[tuple(_full(c, full) for c in safe)],
-                          array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype)))
-    ctx.record(op, name, coords, np.where(_full(inb, full), Status.LOADED, Status.PADDED), full)
+        values = np.where(inb, array[tuple(_full(c, full) for c in safe)], pad)
+    ctx.record(op, name, coords, np.where(_full(inb, full), Status.LOADED, Status.PADDED), full,
+               op.attrs["padding"].name, pad)
     return values
 
 
@@ -136,7 +137,7 @@ def gather(ctx, op, array, *rest):
     ok = on & inb
     values = np.where(ok, array[tuple(np.where(ok, c, 0) for c in coords)], _full(pad, full))
     status = np.where(ok, Status.LOADED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED))
-    ctx.record(op, name, coords, status, full)
+    ctx.record(op, name, coords, status, full, padding=pad)
     return values
 
 
@@ -178,7 +179,8 @@ def load_adv(ctx, op, array, index, *starts):
     safe = tuple(np.where(inb, c, 0) for c in coords)
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     values = np.where(inb, array[safe], pad)
-    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.LOADED, Status.PADDED), full)
+    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.LOADED, Status.PADDED), full,
+               op.attrs["padding"].name, pad)
     return values
 
 

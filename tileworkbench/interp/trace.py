@@ -11,10 +11,17 @@ For shape ops (reshape, permute, broadcast, cat, extract, insert, and the `order
 is None and B is 1 because the map is the same in every block; `operand_shapes` gives the
 input tiles' shapes.
 
+Reads that pad record what a padded lane reads: `padding_mode` (load, load_adv: the PaddingMode's
+name) and `padding_value` (load, load_adv, gather): a Python scalar when every lane of the event
+pads with the same value, else a (B, *shape) array of the value per lane (a gather's
+padding_value tile).
+
 On disk a trace is one `.npz` file: the entry `meta` holds UTF-8 JSON
-`{"format": "tileworkbench-trace", "version": 1, "kernel", "grid", "arrays": {name: {"shape", "dtype"}},
-"events": [{"op", "array", "line", "col", "source", "shape", "operand_shapes"}, ...]}` and the entries
-`e<k>_blocks`, `e<k>_coords`, `e<k>_status` hold event k's arrays.
+`{"format": "tileworkbench-trace", "version": 2, "kernel", "grid", "arrays": {name: {"shape", "dtype"}},
+"events": [{"op", "array", "line", "col", "source", "shape", "operand_shapes", "padding_mode",
+"padding_value"}, ...]}` and the entries `e<k>_blocks`, `e<k>_coords`, `e<k>_status` (and
+`e<k>_padding` for a per-lane padding value) hold event k's arrays. Version 1 files (no padding
+fields) still load, with padding_mode and padding_value None. docs/traces.md has the details.
 """
 from __future__ import annotations
 
@@ -27,7 +34,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 FORMAT = "tileworkbench-trace"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
+PER_LANE = "lanes"   # meta's padding_value when the value differs between lanes (in e<k>_padding)
 
 
 class Status(enum.IntEnum):
@@ -53,10 +62,18 @@ class Event:
     coords: np.ndarray
     status: np.ndarray
     operand_shapes: tuple | None = None  # shape ops: the tile shape of each data operand
+    padding_mode: str | None = None      # load, load_adv: the PaddingMode's name ("ZERO", "NAN", ...)
+    padding_value: object = None         # load, load_adv, gather: a scalar, or a (B, *shape) array per lane
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.status.shape[1:])
+
+    def padding_of_lanes(self) -> np.ndarray | None:
+        """The padding value of every lane, (B, *shape), or None for ops that do not pad."""
+        if self.padding_value is None:
+            return None
+        return np.broadcast_to(np.asarray(self.padding_value), self.status.shape)
 
     def for_block(self, block) -> "Event":
         """The lanes of one block (a tuple of 1 to 3 grid coordinates)."""
@@ -66,8 +83,9 @@ class Event:
             rows = np.zeros(1, np.intp) if len(rows) else rows
             return Event(self.op, None, self.line, self.col, self.source, self.blocks[:len(rows)],
                          self.coords[rows], self.status[rows], self.operand_shapes)
+        pad = self.padding_value[rows] if isinstance(self.padding_value, np.ndarray) else self.padding_value
         return Event(self.op, self.array, self.line, self.col, self.source, self.blocks[rows],
-                     self.coords[rows], self.status[rows])
+                     self.coords[rows], self.status[rows], padding_mode=self.padding_mode, padding_value=pad)
 
     def counts(self) -> dict[str, int]:
         values, n = np.unique(self.status, return_counts=True)
@@ -100,7 +118,8 @@ class Trace:
                                     es[0].coords, es[0].status, es[0].operand_shapes))
                 continue
             events.append(Event(op, array, line, col, es[0].source, np.concatenate([x.blocks for x in es]),
-                                np.concatenate([x.coords for x in es]), np.concatenate([x.status for x in es])))
+                                np.concatenate([x.coords for x in es]), np.concatenate([x.status for x in es]),
+                                padding_mode=es[0].padding_mode, padding_value=_joined_padding(es)))
         return Trace(self.kernel, self.grid, dict(self.arrays), events)
 
     def save(self, path) -> None:
@@ -109,11 +128,14 @@ class Trace:
                 "arrays": self.arrays,
                 "events": [{"op": e.op, "array": e.array, "line": e.line, "col": e.col, "source": e.source,
                             "shape": list(e.shape),
-                            "operand_shapes": [list(s) for s in e.operand_shapes] if e.operand_shapes else None}
+                            "operand_shapes": [list(s) for s in e.operand_shapes] if e.operand_shapes else None,
+                            "padding_mode": e.padding_mode, "padding_value": _padding_to_json(e.padding_value)}
                            for e in self.events]}
-        entries = {"meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+        entries = {"meta": np.frombuffer(json.dumps(meta, allow_nan=False).encode(), np.uint8)}
         for k, e in enumerate(self.events):
             entries[f"e{k}_blocks"], entries[f"e{k}_coords"], entries[f"e{k}_status"] = e.blocks, e.coords, e.status
+            if isinstance(e.padding_value, np.ndarray):
+                entries[f"e{k}_padding"] = e.padding_value
         path = os.fspath(path)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
         try:
@@ -130,11 +152,50 @@ class Trace:
             meta = json.loads(bytes(data["meta"]).decode())
             if meta.get("format") != FORMAT:
                 raise ValueError(f"{path} is not a tileworkbench trace")
-            if meta.get("version") != VERSION:
+            if meta.get("version") not in READABLE_VERSIONS:
                 raise ValueError(f"{path} is a version {meta.get('version')} trace; this tileworkbench reads "
-                                 f"version {VERSION}")
+                                 f"versions {', '.join(map(str, READABLE_VERSIONS))}")
             events = [Event(m["op"], m["array"], m["line"], m["col"], m["source"], data[f"e{k}_blocks"],
                             data[f"e{k}_coords"], data[f"e{k}_status"],
-                            tuple(map(tuple, m["operand_shapes"])) if m.get("operand_shapes") else None)
+                            tuple(map(tuple, m["operand_shapes"])) if m.get("operand_shapes") else None,
+                            m.get("padding_mode"),
+                            data[f"e{k}_padding"] if m.get("padding_value") == PER_LANE else
+                            _padding_from_json(m.get("padding_value")))
                       for k, m in enumerate(meta["events"])]
         return cls(meta["kernel"], tuple(meta["grid"]), meta["arrays"], events)
+
+
+def padding_scalar(values: np.ndarray):
+    """One Python scalar when every lane pads with the same value (bit for bit: -0.0 is not 0.0),
+    else the array itself."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    if flat.size and (flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all():
+        return flat[0].item()
+    return values
+
+
+def _joined_padding(events: list[Event]):
+    """The padding value of one op's events from several chunks of the grid, joined."""
+    values = [e.padding_value for e in events]
+    if all(not isinstance(v, np.ndarray) for v in values):
+        first = values[0]
+        if all(_same_scalar(v, first) for v in values):
+            return first
+    return np.concatenate([e.padding_of_lanes() for e in events])
+
+
+def _same_scalar(a, b) -> bool:
+    return type(a) is type(b) and repr(a) == repr(b)   # repr tells -0.0 from 0.0 and matches NaN with NaN
+
+
+def _padding_to_json(value):
+    """JSON has no NaN or infinities: those travel as the strings "nan", "inf", "-inf"."""
+    if isinstance(value, np.ndarray):
+        return PER_LANE
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if np.isnan(value) else "inf" if value > 0 else "-inf"
+    return value
+
+
+def _padding_from_json(value):
+    return float(value) if value in ("nan", "inf", "-inf") else value
