@@ -1,4 +1,5 @@
 """Index map view: lane outcomes, targets, ghost cells and collisions of real gathers/scatters."""
+import dataclasses
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -109,7 +110,36 @@ def test_big_arrays_are_binned():
     assert d["block"] == [1, 0, 0]
 
 
-def test_padding_value_is_read_from_the_source_line():
+@ct.kernel
+def gather_padded_per_lane(x, out, idx):
+    index = ct.load(idx, (0,), (8,))
+    fill = ct.arange(8, dtype=ct.int32) * -100          # lane k pads with -100 k
+    ct.store(out, (0,), ct.gather(x, index, mask=index != 3, padding_value=fill))
+
+
+def test_padded_lanes_show_the_recorded_padding_value_of_each_lane():
+    x = np.arange(10, dtype=np.int32) * 10
+    trace = run(gather_padded_per_lane, (1,), (x.copy(), np.zeros(8, np.int32), IDX), trace=True)
+    view = IndexMapView.from_trace(trace, op="gather", values=x)
+    d = view.data
+    assert d["panels"][-1]["labels"] == ["0", "-100", "-200", "-300", "50", "50", "70", "10"]
+    labels = [item["label"] for item in d["legend"]]
+    assert "masked off (reads padding_value -100)" in labels
+    assert "out of bounds (reads padding_value -200 / -300)" in labels
+    assert "-300" in view.to_svg()
+
+
+def test_padded_lanes_are_labelled_without_the_arrays_values_too():
+    trace, _ = traced()
+    d = IndexMapView.from_trace(trace, op="gather").data
+    assert d["panels"][-1]["labels"] == ["", "-1", "-1", "-1", "", "", "", ""]
+
+
+def test_a_version_1_trace_falls_back_to_the_source_line():
+    trace, before = traced()
+    trace.events = [dataclasses.replace(e, padding_mode=None, padding_value=None) for e in trace.events]
+    assert IndexMapView.from_trace(trace, op="gather", values=before).data["padding_value"] == "-1"
+    assert IndexMapView.from_trace(trace, op="gather", values=before, padding_value=7).data["padding_value"] == "7"
     assert padding_value_of("ct.gather(x, i, padding_value=-2.5)") == -2.5
     assert padding_value_of("ct.gather(x, i)") == 0
     assert padding_value_of("ct.gather(x, i, padding_value=fill)") is None

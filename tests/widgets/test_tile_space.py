@@ -1,4 +1,5 @@
 """Tile space view: geometry read back from real loads/stores, padding regions, sliders, SVG export."""
+import dataclasses
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -125,7 +126,41 @@ def test_refusals_are_clear():
         tile_space_data(event, x.shape)
 
 
-def test_padding_mode_is_read_from_the_source_line():
+MODE = ct.PaddingMode.NEG_INF
+
+
+@ct.kernel
+def copy_with_mode(x, y):
+    i = ct.bid(0)
+    ct.store(y, (i,), ct.load(x, (i,), (8,), padding_mode=MODE))   # the line does not say which mode
+
+
+def test_the_recorded_padding_mode_colours_the_padding_and_the_legend_shows_its_value():
+    x = np.arange(10, dtype=np.float32)
+    view = TileSpaceView.from_trace(run(copy_with_mode, (2,), (x, np.zeros_like(x)), trace=True), array="x",
+                                    block=(1,))
+    d = view.data
+    assert d["padding_mode"] == "NEG_INF" and d["padding_text"] == "-inf"
+    assert d["legend"][1]["label"] == "padding (NEG_INF): reads -inf" and d["legend"][1]["colour"] == PALETTE["NEG_INF"]
+    svg = view.to_svg()
+    assert all(c.get("fill") == PALETTE["NEG_INF"] for c in cells(svg, "padding")) and cells(svg, "padding")
+    assert "padding (NEG_INF): reads -inf" in svg
+
+
+def test_an_undetermined_integer_load_shows_the_value_the_interpreter_pads_with():
+    x = np.arange(10, dtype=np.int32)
+    trace = run(copy_1d, (3,), (x, np.zeros_like(x)), trace=True)
+    d = TileSpaceView.from_trace(trace, array="x", block=(2,)).data
+    assert d["padding_mode"] == "UNDETERMINED" and d["legend"][1]["label"] == "padding (UNDETERMINED): reads -2147483648"
+
+
+def test_a_version_1_trace_falls_back_to_the_source_line_or_the_given_mode():
+    trace = run(copy_ragged, (3, 2), (np.arange(120, dtype=np.float32).reshape(10, 12),
+                                      np.zeros((10, 12), np.float32)), trace=True)
+    trace.events = [dataclasses.replace(e, padding_mode=None, padding_value=None) for e in trace.events]
+    d = TileSpaceView.from_trace(trace, array="x", block=(2, 1)).data
+    assert d["padding_mode"] == "NAN" and d["padding_text"] == "NaN"
+    assert TileSpaceView.from_trace(trace, array="x", block=(2, 1), padding_mode="ZERO").data["padding_mode"] == "ZERO"
     assert padding_mode_of("t = ct.load(x, (i,), (4,), padding_mode=ct.PaddingMode.NEG_INF)") == "NEG_INF"
     assert padding_mode_of("t = ct.load(x, (i,), (4,))") == "UNDETERMINED"
 

@@ -11,7 +11,9 @@ target and, for a collision, every lane that wrote the same element.
     ...                                block=(1,), values=table_before)
 
 Arrays over 64 elements along an axis are drawn in bins of several elements (a lane points at
-its bin); the mask is not recorded by the trace, it is read back from the MASKED lanes.
+its bin); the mask is not recorded by the trace, it is read back from the MASKED lanes. What a
+masked or out-of-bounds gather lane reads is the trace's recorded padding_value (per lane when
+it differs between lanes).
 """
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ PALETTE = {"untouched": "#eceff1", "read": "#90caf9", "mask_on": "#cfd8dc", "lin
 
 
 def padding_value_of(source: str):
-    """The padding_value written in a gather's source line (the trace does not record it); 0, the
-    default, when the line names none or a name the picture cannot evaluate."""
+    """The padding_value written in a gather's source line, for version 1 traces (which do not
+    record it); 0, the default, when the line names none; None for a name the picture cannot
+    evaluate."""
     m = re.search(r"padding_value\s*=\s*([-+]?[\w.]+)", source)
     try:
         return float(m.group(1)) if m else 0
@@ -48,12 +51,20 @@ def _label(v) -> str:
     return str(v) if isinstance(v, (int, bool)) else f"{v:.4g}"
 
 
+def _padding_labels(event, padding_value, n: int) -> list[str]:
+    """What each lane of a gather reads where it pads: the trace's record, else `padding_value`."""
+    if event.padding_value is not None:
+        return [_label(v) for v in event.padding_of_lanes()[0].ravel()]
+    return ["?" if padding_value is None else _label(padding_value)] * n
+
+
 def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     """The figure of one block's gather/scatter (`event`: the lanes of that block) on an array of
     `array_shape` (1-D or 2-D). Lane panels share one layout (`lane_x`, `lane_y` per lane, offset
     by each panel's `x`); every lane has its flat target element (`elem`, -1 when out of bounds),
     target cell (`target`) and the centre of what it points at (`tx`, `ty`: an array cell, a
-    ghost cell outside the edge, or -1 for a masked lane)."""
+    ghost cell outside the edge, or -1 for a masked lane). A gather's padded lanes read the
+    event's recorded padding value; `padding_value` stands in where it has none (version 1)."""
     array_shape = tuple(int(d) for d in array_shape)
     nd = len(array_shape)
     if nd not in (1, 2):
@@ -82,12 +93,11 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     if values is not None and values.shape != array_shape:
         raise ValueError(f"values has shape {values.shape}, the array {array_shape}")
     if scatter:
-        result = [""] * n
-    elif values is not None:
-        pad = "?" if padding_value is None else _label(padding_value)
-        result = [_label(values[tuple(c)]) if s == Status.LOADED else pad for c, s in zip(coords, status)]
+        result, pads = [""] * n, None
     else:
-        result = [""] * n
+        pads = _padding_labels(event, padding_value, n)
+        result = [(_label(values[tuple(c)]) if values is not None else "") if s == Status.LOADED else pad
+                  for c, s, pad in zip(coords, status, pads)]
     fills = [STATUS_COLOURS[Status(int(s))] for s in status]
     mask_fills = [PALETTE["mask_on"] if o else STATUS_COLOURS[Status.MASKED] for o in on]
     panels, x = [], PAD
@@ -139,10 +149,14 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     texts.append(text(PAD, ay0 - ring * acell - 8, f"{event.array} {array_shape}{binning}", weight="bold"))
     width = max(x, ax0 + (binned[1] + ring) * acell + PAD, PAD + 7 * len(title), PAD + 6 * len(texts[1]["text"]))
     present = [Status(int(s)) for s in np.unique(status)]
-    legend = [{"label": STATUS_LABELS[s] + (" (reads padding_value)" if not scatter and s in
-                                            (Status.MASKED, Status.OUT_OF_BOUNDS) else
-                                            " (dropped)" if scatter and s in (Status.MASKED, Status.OUT_OF_BOUNDS)
-                                            else ""), "colour": STATUS_COLOURS[s]} for s in present]
+    padded = (Status.MASKED, Status.OUT_OF_BOUNDS)
+
+    def reads(of):   # the distinct padding values the lanes of these statuses read, in lane order
+        return list(dict.fromkeys(p for p, st in zip(pads, status) if st in of))
+    legend = [{"label": STATUS_LABELS[s] + ((" (dropped)" if scatter else
+                                             f" (reads padding_value {' / '.join(reads((s,)))})")
+                                            if s in padded else ""),
+               "colour": STATUS_COLOURS[s]} for s in present]
     legend += [{"label": "mask on", "colour": PALETTE["mask_on"]},
                {"label": "element written" if scatter else "element read", "colour": fill_names[2 if scatter else 1]},
                {"label": "untouched", "colour": PALETTE["untouched"]}]
@@ -158,7 +172,7 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
             "ghost_x": (ax0 + ghosts[:, 1] * acell).astype(np.int32), "ghost_y": (ay0 + ghosts[:, 0] * acell).astype(np.int32),
             "lines": n <= MAX_LINES, "palette": PALETTE,
             "status_labels": {int(s): t for s, t in STATUS_LABELS.items()}, "legend": legend,
-            "padding_value": None if scatter or padding_value is None else _label(padding_value)}
+            "padding_value": None if scatter or not reads(padded) else " / ".join(reads(padded))}
 
 
 def partners(data: dict, lane: int) -> list[int]:
@@ -232,8 +246,9 @@ class IndexMapView(View):
     def from_trace(cls, trace, op: str = "gather", block=(0,), values=None, *, index: int = 0,
                    padding_value=None) -> IndexMapView:
         """The `index`-th `op` ("gather" or "scatter") of the trace, for one block. values: the
-        array's contents before the launch (a gather's result labels). padding_value: what
-        masked and out-of-bounds gather lanes read (read from the source line when not given)."""
+        array's contents before the launch (a gather's result labels). What masked and
+        out-of-bounds gather lanes read is the trace's record; for a version 1 trace (no record)
+        it is `padding_value`, or what the op's source line says."""
         events = trace.by_op(op)
         if not events:
             raise ValueError(f"the trace of {trace.kernel} has no {op} (it has "

@@ -14,6 +14,7 @@ one-block load through the interpreter (`probe`), so the geometry is always the 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from xml.sax.saxutils import escape
@@ -77,10 +78,21 @@ def tile_geometry(coords: np.ndarray, ndim: int):
 
 
 def padding_mode_of(source: str) -> str:
-    """The padding_mode written in an op's source line (the trace does not record it); the default
-    UNDETERMINED when the line names none."""
+    """The padding_mode written in an op's source line, for version 1 traces (which do not record
+    it); the default UNDETERMINED when the line names none."""
     m = re.search(r"padding_mode\s*=\s*(?:[\w.]*\.)?(\w+)", source)
     return m.group(1) if m and m.group(1) in MODES else "UNDETERMINED"
+
+
+def padding_text(value) -> str:
+    """A recorded padding value as the legend and the hover show it: NaN, +inf, -0.0, 7, True."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "+inf" if value > 0 else "-inf"
+        return "-0.0" if value == 0 and math.copysign(1, value) < 0 else f"{value:.6g}"
+    return str(value)
 
 
 def _call_text(array: str, index, shape, order, mode) -> str:
@@ -112,24 +124,29 @@ def probe(array_shape, tile_shape, index, order="C", padding_mode="ZERO"):
     out = np.zeros(tuple(tile_shape), np.uint8)
     trace = run(tile_space_probe, (1,), (x, out, nd, *pad(tile_shape, 1), *pad(perm, 0),
                                          MODES.index(padding_mode), *pad(index, 0)), trace=True)
-    return trace.by_op("load")[0]
+    # the value the probe's uint8 array pads with says nothing about the user's dtype: describe the mode
+    return dataclasses.replace(trace.by_op("load")[0], padding_value=None)
 
 
 # ---- the picture ---------------------------------------------------------------------------------
 
-def tile_space_data(event, array_shape, *, padding_mode="UNDETERMINED", values=None, title=None) -> dict:
+def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title=None) -> dict:
     """The figure of one block's `load`/`store` (`event`: the lanes of that block) on an array of
     `array_shape` (1-D or 2-D): pixel geometry, tile-boundary lines, region rectangles (inside
     parts of the array and the padding parts of edge tiles), the block's lanes with statuses,
-    the legend and, optionally, the array's values for hover read-outs."""
+    the legend and, optionally, the array's values for hover read-outs. The padding is the
+    event's recorded padding_mode and value; `padding_mode` names it where the event has none
+    (a version 1 trace), UNDETERMINED by default."""
     array_shape = tuple(int(d) for d in array_shape)
     nd = len(array_shape)
     if nd not in (1, 2):
         raise ValueError(f"the tile space view draws 1-D and 2-D arrays; {event.array} has shape {array_shape}")
     if event.op not in ("load", "store"):
         raise ValueError(f"the tile space view draws load and store events, not {event.op}")
+    padding_mode = event.padding_mode or padding_mode or "UNDETERMINED"
     if padding_mode not in MODES:
         raise ValueError(f"padding_mode must be one of {', '.join(MODES)}, not {padding_mode!r}")
+    reads = PADDING_TEXT[padding_mode] if event.padding_value is None else padding_text(event.padding_value)
     coords, status = event.coords[0], event.status[0]
     index, tile_shape, order = tile_geometry(coords, nd)
     box = [0] * nd
@@ -175,7 +192,7 @@ def tile_space_data(event, array_shape, *, padding_mode="UNDETERMINED", values=N
     outside = "dropped" if store else padding_mode
     legend = [{"label": "array (inside)", "colour": PALETTE["inside"]},
               {"label": "outside the array: a store drops it" if store else
-               f"padding ({padding_mode}: reads {PADDING_TEXT[padding_mode]})", "colour": PALETTE[outside]}]
+               f"padding ({padding_mode}): reads {reads}", "colour": PALETTE[outside]}]
     legend += [{"label": f"block's tile: {STATUS_LABELS[s]}",
                 "colour": PALETTE[padding_mode] if s == Status.PADDED else STATUS_COLOURS[s]} for s in present]
     index_arr = [int(lanes2[0, d] // box2[d]) for d in range(2)]
@@ -196,7 +213,7 @@ def tile_space_data(event, array_shape, *, padding_mode="UNDETERMINED", values=N
     width = max(x0 + ext[1] * cell + PAD, PAD + 7 * len(title))
     data = {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
             "shape2": list(shape2), "box2": box2, "tiles2": tiles, "index": list(index), "tile_shape": list(tile_shape),
-            "order": list(order), "padding_mode": padding_mode, "padding_text": PADDING_TEXT[padding_mode],
+            "order": list(order), "padding_mode": padding_mode, "padding_text": reads,
             "cell": cell, "x0": x0, "y0": y0, "lo": [int(v) for v in lo], "ext": [int(v) for v in ext],
             "width": math.ceil(width), "height": math.ceil(y0 + ext[0] * cell + PAD),
             "texts": texts, "regions": np.array(regions, np.float32).reshape(-1, 7),
@@ -326,8 +343,9 @@ class TileSpaceView(View):
     def from_trace(cls, trace, op: str = "load", array: str = "a", block=(0, 0), values=None, *,
                    line: int | None = None, padding_mode: str | None = None) -> TileSpaceView:
         """The `op` ("load" or "store") of `array` executed by `block` (the first such op, or the one on
-        `line`). padding_mode: what the picture calls the padding (read from the op's source line when
-        not given: the trace does not record it). values: the array's contents, for hover read-outs."""
+        `line`). The padding is the trace's record of the load; for a version 1 trace (no record) it
+        is `padding_mode`, or what the op's source line says. values: the array's contents, for
+        hover read-outs."""
         events = [e for e in trace.by_array(array) if e.op == op and (line is None or e.line == line)]
         if not events:
             raise ValueError(f"the trace of {trace.kernel} has no {op} of {array!r} (it has "
@@ -335,7 +353,7 @@ class TileSpaceView(View):
         event = events[0].for_block(block)
         if not len(event.blocks):
             raise ValueError(f"block {tuple(block)} did not execute the {op} of {array} on line {events[0].line}")
-        mode = padding_mode or padding_mode_of(event.source)
+        mode = event.padding_mode or padding_mode or padding_mode_of(event.source)
         return cls(data=tile_space_data(event, trace.arrays[array]["shape"], padding_mode=mode, values=values),
                    values=values)
 

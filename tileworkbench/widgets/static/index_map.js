@@ -128,15 +128,15 @@ function describe(data, a, i) {
   const what = data.status_labels[status];
   const lanes = partners(a, i);
   let text = `lane ${i}: ${data.array}[${index.join(", ")}] \u2014 ${what}`;
+  const result = data.panels[data.panels.length - 1].labels[i];
   if (data.op === "gather" && (what === "masked off" || what === "out of bounds")) {
-    text += `, reads padding_value${data.padding_value !== null ? ` = ${data.padding_value}` : ""}`;
+    return `${text}, reads padding_value = ${result || "?"}`;
   }
   if (data.op === "scatter" && (what === "masked off" || what === "out of bounds")) text += ", dropped";
   if (what.startsWith("collision")) {
     text += lanes.length > 1 ? `: lanes ${lanes.join(", ")} write this element`
       : ": the other writer is in another block";
   }
-  const result = data.panels[data.panels.length - 1].labels[i];
   return result ? `${text}; result ${result}` : text;
 }
 
