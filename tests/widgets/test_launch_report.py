@@ -11,7 +11,7 @@ from tileworkbench.profile.bench import DevicePeaks, Timing
 from tileworkbench.profile.occupancy import LIMITERS
 from tileworkbench.widgets._base import static
 from tileworkbench.widgets.launch_report import (UNTIMED_MESSAGE, CompileReport, LaunchReportView, compile_report,
-                                                 launch_report_data)
+                                                 launch_report_data, roofline_layout, text_width)
 
 N, TILE = 4096, 256
 
@@ -84,6 +84,31 @@ def test_view_measures_without_a_gpu_and_renders_svg(report):
     if measured.data["timed"] is False:
         assert measured.data["message"]
     assert "image/svg+xml" in measured._repr_mimebundle_()[0]
+
+
+def label_boxes(layout):
+    boxes = []
+    for t in layout["labels"]:
+        w = text_width(t["text"], 10)
+        left = t["x"] - w if t["anchor"] == "end" else t["x"]
+        boxes.append((left, t["y"] - 10, left + w, t["y"] + 2))
+    return boxes
+
+
+@pytest.mark.parametrize("intensity, tflops", [(0.05, None), (31.0, None), (2000.0, None), (31.0, 400.0),
+                                               (0.5, 0.2), (300.0, 900.0)])
+def test_roofline_labels_stay_inside_the_plot_and_never_overlap(intensity, tflops):
+    rl = {"bandwidth_gbs": 3350.0, "roofs": [{"name": "tensor core 16-bit", "tflops": 989.0},
+                                             {"name": "FP32", "tflops": 67.0}],
+          "point": {"x": intensity, "y": tflops}, "peaks_source": "nominal"}
+    layout = roofline_layout(rl)
+    boxes = label_boxes(layout)
+    assert len(boxes) == 4 and layout["labels"][-1]["text"].startswith(f"{intensity:.3g} flop/B")
+    assert all(0 <= a and c <= layout["width"] and 0 <= b and d <= layout["height"] for a, b, c, d in boxes)
+    for i, p in enumerate(boxes):
+        for q in boxes[i + 1:]:
+            assert not (p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]), (p, q)
+    assert (layout["dot"] is None) == (tflops is None)
 
 
 def test_js_module_parses(tmp_path):

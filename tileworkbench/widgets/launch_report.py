@@ -81,11 +81,76 @@ def _roofline(report, intensity: float, timed: bool) -> dict:
     roofs = [] if peaks is None else [{"name": name, "tflops": value} for name, value in
                                       (("tensor core 16-bit", peaks.tensor16_tflops), ("FP32", peaks.fp32_tflops))
                                       if value]
-    return {"bandwidth_gbs": peaks.bandwidth_gbs if peaks else None,
-            "compute_tflops": max((r["tflops"] for r in roofs), default=None), "roofs": roofs,
-            "point": {"x": intensity, "y": report.tflops if timed else None},
-            "x_label": "flop per byte (arithmetic intensity)", "y_label": "TFLOP/s",
-            "peaks_source": "device" if timed else "nominal"}
+    rl = {"bandwidth_gbs": peaks.bandwidth_gbs if peaks else None,
+          "compute_tflops": max((r["tflops"] for r in roofs), default=None), "roofs": roofs,
+          "point": {"x": intensity, "y": report.tflops if timed else None},
+          "x_label": "flop per byte (arithmetic intensity)", "y_label": "TFLOP/s",
+          "peaks_source": "device" if timed else "nominal"}
+    rl["layout"] = roofline_layout(rl)
+    return rl
+
+
+ROOF_W, ROOF_H = 360, 220          # the roofline's plot area in pixels (the SVG and the widget alike)
+ROOF_COLOURS = ("#1f77b4", "#aec7e8")
+POINT_COLOUR = "#d62728"
+
+
+def text_width(text: str, size: float) -> float:
+    """A generous estimate of a sans-serif label's width in pixels (no font metrics here)."""
+    return 0.6 * size * len(text)
+
+
+def roofline_layout(rl: dict, pw: float = ROOF_W, ph: float = ROOF_H) -> dict:
+    """The roofline in pixels of its plot area (origin at the top left): axis ticks, the roof
+    polylines, the kernel's dot (timed) or dashed line (untimed), and the labels, each put where
+    it overlaps no label before it and stays inside the plot."""
+    xmin, xmax = 1 / 16, 1024
+    ymax = max([1] + [r["tflops"] for r in rl["roofs"]]) * 2
+    ymin = ymax / 1e5
+    px = lambda v: math.log10(min(max(v, xmin), xmax) / xmin) / math.log10(xmax / xmin) * pw  # noqa: E731
+    py = lambda v: ph - math.log10(min(max(v, ymin), ymax) / ymin) / math.log10(ymax / ymin) * ph  # noqa: E731
+    layout = {"width": pw, "height": ph,
+              "x_ticks": [{"x": px(10 ** e), "text": f"{10 ** e:g}"} for e in range(-1, 4)],
+              "y_ticks": [{"y": py(10 ** e), "text": f"{10 ** e:g}"} for e in range(-3, 5) if ymin <= 10 ** e <= ymax],
+              "lines": [], "labels": [], "dot": None, "dashed_x": None}
+    taken = []
+
+    def place(text, colour, candidates, size=10):
+        """The first candidate (x, y, anchor) whose box is inside the plot and clear of the others."""
+        w = text_width(text, size)
+        for x, y, anchor in candidates:
+            left = x - w if anchor == "end" else x
+            box = (left, y - size, left + w, y + 2)
+            if box[0] >= 0 and box[2] <= pw and box[1] >= 0 and box[3] <= ph and \
+                    not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                break
+        taken.append(box)
+        layout["labels"].append({"x": x, "y": y, "text": text, "anchor": anchor, "colour": colour})
+
+    bw = rl["bandwidth_gbs"]
+    for i, roof in enumerate(rl["roofs"] if bw else []):
+        ridge = roof["tflops"] * 1000 / bw
+        colour = ROOF_COLOURS[min(i, 1)]
+        layout["lines"].append({"points": [[px(xmin), py(xmin * bw / 1000)], [px(ridge), py(roof["tflops"])],
+                                           [px(xmax), py(roof["tflops"])]], "colour": colour})
+        y = py(roof["tflops"])
+        place(f"{roof['name']} {roof['tflops']:.0f}", colour, [(pw - 4, y - 4, "end"), (pw - 4, y + 12, "end")])
+    if bw:
+        place(f"{bw:.0f} GB/s ({rl['peaks_source']})", ROOF_COLOURS[0], [(6, ph - 6, "start")])
+    p = rl["point"]
+    cx = px(p["x"] if p["x"] > 0 else xmin)
+    if p["y"] is not None:
+        cy = py(p["y"] or ymin)
+        layout["dot"] = {"x": cx, "y": cy}
+        text = f"{p['x']:.3g} flop/B, {p['y']:.3g} TFLOP/s"
+        # beside the dot, then ever further above and below it
+        heights = [cy + dy for k in range(ph // 12 + 1) for dy in ((-6 - 12 * k), (14 + 12 * k))]
+    else:
+        layout["dashed_x"] = cx
+        text = f"{p['x']:.3g} flop/B"
+        heights = [14 + 12 * k for k in range(ph // 12)]   # down along the line
+    place(text, POINT_COLOUR, [c for y in heights for c in ((cx + 8, y, "start"), (cx - 8, y, "end"))])
+    return layout
 
 
 def _curves(report) -> dict:
@@ -206,35 +271,25 @@ def _polyline(points, stroke, width=1.5) -> str:
     return f'<polyline points="{path}" fill="none" stroke="{stroke}" stroke-width="{width}"/>'
 
 
-def _roofline_svg(rl: dict, x0: float, y0: float, pw: float, ph: float) -> list[str]:
-    xmin, xmax = 1 / 16, 1024
-    ymax = max([1] + [r["tflops"] for r in rl["roofs"]]) * 2
-    ymin = ymax / 1e5
-    px = lambda v: x0 + math.log10(min(max(v, xmin), xmax) / xmin) / math.log10(xmax / xmin) * pw  # noqa: E731
-    py = lambda v: y0 + ph - math.log10(min(max(v, ymin), ymax) / ymin) / math.log10(ymax / ymin) * ph  # noqa: E731
+def _roofline_svg(rl: dict, x0: float, y0: float) -> list[str]:
+    lay = rl["layout"]
+    pw, ph = lay["width"], lay["height"]
     parts = [f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
              _text(x0 + pw / 2, y0 + ph + 26, rl["x_label"], anchor="middle"),
              _text(x0 - 36, y0 - 4, rl["y_label"])]
-    parts += [_text(px(10 ** e), y0 + ph + 12, f"{10 ** e:g}", 10, "middle") for e in range(-1, 4)]
-    parts += [_text(x0 - 4, py(10 ** e) + 3, f"{10 ** e:g}", 10, "end") for e in range(-3, 5) if ymin <= 10 ** e <= ymax]
-    bw = rl["bandwidth_gbs"]
-    for i, roof in enumerate(rl["roofs"] if bw else []):
-        ridge = roof["tflops"] * 1000 / bw
-        colour = "#1f77b4" if i == 0 else "#aec7e8"
-        parts.append(_polyline([(px(xmin), py(xmin * bw / 1000)), (px(ridge), py(roof["tflops"])),
-                                (px(xmax), py(roof["tflops"]))], colour, 2))
-        parts.append(_text(x0 + pw - 4, py(roof["tflops"]) - 4, f"{roof['name']} {roof['tflops']:.0f}", 10, "end",
-                           colour))
-    if bw:
-        parts.append(_text(x0 + 6, y0 + ph - 6, f"{bw:.0f} GB/s ({rl['peaks_source']})", 10, fill="#1f77b4"))
-    p = rl["point"]
-    cx = px(p["x"] if p["x"] > 0 else xmin)
-    if p["y"] is not None:
-        parts.append(f'<circle cx="{cx:.1f}" cy="{py(p["y"] or ymin):.1f}" r="5" fill="#d62728"/>')
+    parts += [_text(x0 + t["x"], y0 + ph + 12, t["text"], 10, "middle") for t in lay["x_ticks"]]
+    parts += [_text(x0 - 4, y0 + t["y"] + 3, t["text"], 10, "end") for t in lay["y_ticks"]]
+    parts += [_polyline([(x0 + x, y0 + y) for x, y in line["points"]], line["colour"], 2) for line in lay["lines"]]
+    if lay["dot"] is not None:
+        parts.append(f'<circle cx="{x0 + lay["dot"]["x"]:.1f}" cy="{y0 + lay["dot"]["y"]:.1f}" r="5" '
+                     f'fill="{POINT_COLOUR}"/>')
     else:
-        parts.append(f'<line x1="{cx:.1f}" y1="{y0}" x2="{cx:.1f}" y2="{y0 + ph}" stroke="#d62728" '
+        cx = x0 + lay["dashed_x"]
+        parts.append(f'<line x1="{cx:.1f}" y1="{y0}" x2="{cx:.1f}" y2="{y0 + ph}" stroke="{POINT_COLOUR}" '
                      f'stroke-dasharray="4 3"/>')
-    parts.append(_text(cx + 6, y0 + 14, f"{p['x']:.3g} flop/B", 10, fill="#d62728"))
+    halo = ' stroke="white" stroke-width="3" paint-order="stroke"'   # readable where a line runs under it
+    parts += [_text(x0 + t["x"], y0 + t["y"], t["text"], 10, t["anchor"], t["colour"]).replace("<text ", f"<text{halo} ")
+              for t in lay["labels"]]
     return parts
 
 
@@ -258,9 +313,9 @@ def report_svg(d: dict) -> str:
         colour = "#b45f06" if label == "time" and not d["timed"] else "#222"
         parts += [_text(10, y, label, fill="#666"), _text(90, y, value, fill=colour)]
     top = 38 + 16 * len(rows) + 20
-    parts += _roofline_svg(d["roofline"], 60, top, 360, 220)
+    parts += _roofline_svg(d["roofline"], 60, top)
     for k, key in enumerate(("threads", "registers", "shared")):
-        parts += _curve_svg(d["curves"][key], d["occupancy"]["occupancy"], 500, top + k * 90, 210, 60)
-    width, height = 760, top + 270
+        parts += _curve_svg(d["curves"][key], d["occupancy"]["occupancy"], 500, top + k * 96, 210, 60)
+    width, height = 760, top + 290
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">'
             f'<rect width="{width}" height="{height}" fill="white"/>{"".join(parts)}</svg>')

@@ -52,51 +52,38 @@ function card(d) {
   return table;
 }
 
+// The plot's geometry and label positions come from Python (roofline_layout): labels never overlap.
 function roofline(d) {
-  const rl = d.roofline;
-  const W = 440, H = 280, x0 = 60, y0 = 10, pw = 360, ph = 220;
-  const xmin = 1 / 16, xmax = 1024;
-  const ymax = Math.max(1, ...rl.roofs.map((r) => r.tflops)) * 2, ymin = ymax / 1e5;
-  const lx = (v) => Math.log10(Math.min(Math.max(v, xmin), xmax));
-  const ly = (v) => Math.log10(Math.min(Math.max(v, ymin), ymax));
-  const px = (v) => x0 + (lx(v) - Math.log10(xmin)) / (Math.log10(xmax) - Math.log10(xmin)) * pw;
-  const py = (v) => y0 + ph - (ly(v) - Math.log10(ymin)) / (Math.log10(ymax) - Math.log10(ymin)) * ph;
+  const rl = d.roofline, lay = rl.layout;
+  const x0 = 60, y0 = 10, pw = lay.width, ph = lay.height, W = x0 + pw + 20, H = y0 + ph + 50;
   const svg = svgEl("svg", { width: W, height: H, "font-family": "sans-serif", "font-size": 10 });
   svg.appendChild(svgEl("rect", { x: x0, y: y0, width: pw, height: ph, fill: "none", stroke: "#999" }));
-  for (let e = -1; e <= 3; e++) svg.appendChild(svgEl("text", { x: px(10 ** e), y: y0 + ph + 12, "text-anchor": "middle" }, `${10 ** e}`));
-  for (let e = -3; e <= 4; e++) {
-    const v = 10 ** e;
-    if (v >= ymin && v <= ymax) svg.appendChild(svgEl("text", { x: x0 - 4, y: py(v) + 3, "text-anchor": "end" }, `${v}`));
-  }
+  for (const t of lay.x_ticks) svg.appendChild(svgEl("text", { x: x0 + t.x, y: y0 + ph + 12, "text-anchor": "middle" }, t.text));
+  for (const t of lay.y_ticks) svg.appendChild(svgEl("text", { x: x0 - 4, y: y0 + t.y + 3, "text-anchor": "end" }, t.text));
   svg.appendChild(svgEl("text", { x: x0 + pw / 2, y: H - 20, "text-anchor": "middle", "font-size": 11 }, rl.x_label));
   svg.appendChild(svgEl("text", { x: 12, y: y0 + ph / 2, transform: `rotate(-90 12 ${y0 + ph / 2})`, "text-anchor": "middle", "font-size": 11 }, rl.y_label));
-  const bw = rl.bandwidth_gbs;
-  rl.roofs.forEach((roof, i) => {
-    if (!bw) return;
-    const ridge = roof.tflops * 1000 / bw;
-    const pts = [[xmin, xmin * bw / 1000], [ridge, roof.tflops], [xmax, roof.tflops]];
-    const color = i === 0 ? "#1f77b4" : "#aec7e8";
-    svg.appendChild(svgEl("polyline", { points: pts.map(([a, b]) => `${px(a)},${py(b)}`).join(" "), fill: "none", stroke: color, "stroke-width": 2 }));
-    svg.appendChild(svgEl("text", { x: x0 + pw - 4, y: py(roof.tflops) - 4, "text-anchor": "end", fill: color }, `${roof.name} ${roof.tflops.toFixed(0)}`));
-  });
-  if (bw) svg.appendChild(svgEl("text", { x: x0 + 6, y: y0 + ph - 6, fill: "#1f77b4" }, `${bw.toFixed(0)} GB/s (${rl.peaks_source || ""})`));
+  for (const line of lay.lines) {
+    svg.appendChild(svgEl("polyline", { points: line.points.map(([a, b]) => `${x0 + a},${y0 + b}`).join(" "),
+      fill: "none", stroke: line.colour, "stroke-width": 2 }));
+  }
   const p = rl.point;
-  if (p.x !== null && p.x !== undefined) {
-    const cx = px(p.x > 0 ? p.x : xmin);
-    if (p.y !== null && p.y !== undefined) {
-      const dot = svgEl("circle", { cx, cy: py(p.y || ymin), r: 5, fill: "#d62728" });
-      dot.appendChild(svgEl("title", {}, `${p.x.toPrecision(3)} flop/B, ${p.y.toPrecision(3)} TFLOP/s`));
-      svg.appendChild(dot);
-    } else {
-      svg.appendChild(svgEl("line", { x1: cx, y1: y0, x2: cx, y2: y0 + ph, stroke: "#d62728", "stroke-dasharray": "4 3" }));
-    }
-    svg.appendChild(svgEl("text", { x: cx + 6, y: y0 + 14, fill: "#d62728" }, `${p.x.toPrecision(3)} flop/B`));
+  if (lay.dot) {
+    const dot = svgEl("circle", { cx: x0 + lay.dot.x, cy: y0 + lay.dot.y, r: 5, fill: "#d62728" });
+    dot.appendChild(svgEl("title", {}, `${p.x.toPrecision(3)} flop/B, ${p.y.toPrecision(3)} TFLOP/s`));
+    svg.appendChild(dot);
+  } else {
+    svg.appendChild(svgEl("line", { x1: x0 + lay.dashed_x, y1: y0, x2: x0 + lay.dashed_x, y2: y0 + ph, stroke: "#d62728",
+      "stroke-dasharray": "4 3" }));
+  }
+  for (const t of lay.labels) {
+    svg.appendChild(svgEl("text", { x: x0 + t.x, y: y0 + t.y, "text-anchor": t.anchor, fill: t.colour,
+      stroke: "white", "stroke-width": 3, "paint-order": "stroke" }, t.text));  // readable over a line
   }
   return svg;
 }
 
 function curvePlot(curve, occupancy) {
-  const W = 260, H = 150, x0 = 34, y0 = 16, pw = 210, ph = 100;
+  const W = 260, H = 164, x0 = 34, y0 = 16, pw = 210, ph = 100;
   const vmax = Math.max(...curve.values), vmin = Math.min(...curve.values);
   const px = (v) => x0 + (v - vmin) / Math.max(vmax - vmin, 1) * pw;
   const py = (o) => y0 + ph - o * ph;
@@ -109,7 +96,8 @@ function curvePlot(curve, occupancy) {
   const pts = curve.values.map((v, i) => `${px(v)},${py(curve.occupancy[i])}`).join(" ");
   svg.appendChild(svgEl("polyline", { points: pts, fill: "none", stroke: "#2ca02c", "stroke-width": 1.5 }));
   const hit = svgEl("rect", { x: x0, y: y0, width: pw, height: ph, fill: "transparent" });
-  const tip = svgEl("text", { x: x0 + pw, y: 11, "text-anchor": "end", fill: "#555" }, "");
+  // the read-out goes under the axis, between its end values, never over the title
+  const tip = svgEl("text", { x: x0 + pw / 2, y: y0 + ph + 26, "text-anchor": "middle", fill: "#555" }, "");
   hit.addEventListener("mousemove", (ev) => {
     const box = svg.getBoundingClientRect();
     const v = vmin + (ev.clientX - box.left - x0) / pw * (vmax - vmin);
