@@ -9,11 +9,13 @@ import pytest
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.widgets._base import static
-from tileworkbench.widgets.sweep import SweepView, sweep_data
+from tileworkbench.widgets.sweep import SweepView, sweep_data, text_width
+from tileworkbench.widgets.tile_space import ink_of
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
 
 X = np.zeros((128, 128), np.float32)
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +34,31 @@ def test_data_lists_every_configuration_and_marks_the_best(view):
 
 def test_svg_has_a_cell_per_configuration_and_outlines_the_best(view):
     root = ET.fromstring(view.to_svg())
-    cells = [e for e in root.iter("{http://www.w3.org/2000/svg}rect") if e.get("class") == "sweep-cell"]
+    cells = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "sweep-cell"]
     assert len(cells) == 6
     assert sum(1 for c in cells if c.get("stroke") == "#d62728") == 1
+
+
+def test_cell_labels_are_white_on_dark_cells_and_dark_on_light_ones(view):
+    root = ET.fromstring(view.to_svg())
+    cells = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "sweep-cell"]
+    labels = [e for e in root.iter(f"{SVG}text") if e.get("text-anchor") == "middle" and e.get("fill")]
+    assert len(labels) == len(cells) == 6
+    for cell, label in zip(cells, labels):
+        assert label.get("fill") == ink_of(cell.get("fill"))
+    assert ink_of("#253494") == "white" and ink_of("#ffffcc") == "#222"   # the two ends of the colour map
+
+
+def test_the_note_and_every_failure_reason_fit_inside_the_picture():
+    result = sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]), args_fn=lambda c: (X, X.copy(), c["T"]),
+                   space={"T": [16, 24, 48]}, arch="sm_90")
+    root = ET.fromstring(SweepView(result).to_svg())
+    width, height = float(root.get("width")), float(root.get("height"))
+    lines = [e for e in root.iter(f"{SVG}text") if e.get("x") == "8" and e.get("fill") in ("#666", "#b00")]
+    text = " ".join(e.text for e in lines)
+    assert "timings need a GPU" in text and "T=24: tile error" in text and "T=48: tile error" in text
+    for e in lines:
+        assert 8 + text_width(e.text, 12) <= width and float(e.get("y")) <= height
 
 
 def test_widget_state_holds_the_data(view):

@@ -8,11 +8,14 @@ table sorts by any column; failed configurations show their reason; the best one
 from __future__ import annotations
 
 import math
+import textwrap
+from xml.sax.saxutils import escape
 
 import traitlets
 
 from ..profile.sweep import SweepResult, sweep
 from ._base import Data, View, static
+from .tile_space import ink_of
 
 
 def sweep_data(result: SweepResult) -> dict:
@@ -104,12 +107,11 @@ class SweepView(View):
         finite = values[np.isfinite(values)]
         lo, hi = (finite.min(), finite.max()) if finite.size else (0, 1)
         cell, left, top = 56, 70, 40
-        width, height = left + cell * len(xs) + 20, top + cell * len(ys) + 60
+        title = (f'{self.data["kernel"]}: {metric} over {self.x}{" x " + self.y if self.y else ""} '
+                 f'({self.data["arch"]})')
+        width = max(left + cell * len(xs) + 20, 16 + text_width(title, 12, bold=True), MIN_WIDTH)
         best = self.result.best()
-        parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
-                 f'font-size="12">',
-                 f'<text x="8" y="18" font-weight="bold">{self.data["kernel"]}: {metric} over {self.x}'
-                 f'{" x " + self.y if self.y else ""} ({self.data["arch"]})</text>']
+        parts = [f'<text x="8" y="18" font-weight="bold">{escape(title)}</text>']
         for j, yv in enumerate(ys):
             parts.append(f'<text x="8" y="{top + j * cell + cell / 2 + 4}">{self.y}={yv}</text>' if self.y else "")
             for i, xv in enumerate(xs):
@@ -125,11 +127,40 @@ class SweepView(View):
                 label = "—" if not np.isfinite(v) else (f"{v:.3g}" if metric == "time_ms" else f"{v:.0%}")
                 parts.append(f'<rect class="sweep-cell" x="{x0}" y="{y0}" width="{cell}" height="{cell}" '
                              f'fill="{fill}"{stroke}/>')
-                parts.append(f'<text x="{x0 + cell / 2}" y="{y0 + cell / 2 + 4}" text-anchor="middle">{label}</text>')
+                parts.append(f'<text x="{x0 + cell / 2}" y="{y0 + cell / 2 + 4}" text-anchor="middle" '
+                             f'fill="{ink_of(fill)}">{label}</text>')
         for i, xv in enumerate(xs):
             parts.append(f'<text x="{left + i * cell + cell / 2}" y="{top + len(ys) * cell + 16}" '
                          f'text-anchor="middle">{self.x}={xv}</text>')
-        if self.data["note"]:
-            parts.append(f'<text x="8" y="{height - 10}" fill="#666">{self.data["note"]}</text>')
-        parts.append("</svg>")
-        return "".join(parts)
+        y = top + len(ys) * cell + 40
+        failed = [r for r in self.result.rows if not r.ok]
+        reasons = [f"{_config_text(r.config)}: {r.status}: {r.reason}" for r in failed[:MAX_REASONS]]
+        if len(failed) > MAX_REASONS:
+            reasons.append(f"... and {len(failed) - MAX_REASONS} more failed configurations (see the table)")
+        notes = [(line, "#666") for line in wrap(self.data["note"], width - 16)] + \
+            [(line, "#b00") for reason in reasons for line in wrap(reason, width - 16)]
+        for line, colour in notes:
+            parts.append(f'<text x="8" y="{y}" fill="{colour}">{escape(line)}</text>')
+            y += 16
+        height = y - 6
+        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
+                f'font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>'
+                + "".join(parts) + "</svg>")
+
+
+MIN_WIDTH = 420   # wide enough for the no-GPU note in three lines
+MAX_REASONS = 6   # failed configurations listed under the heatmap; the table has them all
+
+
+def text_width(text: str, size: float, bold: bool = False) -> float:
+    """A generous estimate of a sans-serif line's width in pixels (no font metrics here)."""
+    return (0.62 if bold else 0.56) * size * len(text)
+
+
+def wrap(text: str, width: float, size: float = 12) -> list[str]:
+    """`text` in lines no wider than `width` pixels, broken at spaces."""
+    return textwrap.wrap(text, max(10, int(width // (0.56 * size)))) if text else []
+
+
+def _config_text(config: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items())

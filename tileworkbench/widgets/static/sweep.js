@@ -6,7 +6,13 @@ function colour(t) {  // light yellow (0) to dark blue (1)
   t = Math.min(1, Math.max(0, t)) * (stops.length - 1);
   const k = Math.min(Math.floor(t), stops.length - 2), f = t - k;
   const c = stops[k].map((a, i) => Math.round(a + (stops[k + 1][i] - a) * f));
-  return `rgb(${c[0]},${c[1]},${c[2]})`;
+  return `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+}
+
+/** Black or white, whichever reads better on "#rrggbb" (as tile_space.ink_of). */
+function inkOf(colour) {
+  const [r, g, b] = [1, 3, 5].map((k) => parseInt(colour.slice(k, k + 2), 16));
+  return 0.299 * r + 0.587 * g + 0.114 * b < 150 ? "white" : "#222";
 }
 
 function format(v, column) {
@@ -26,6 +32,7 @@ function heatmap(data, x, y) {
   const lo = Math.min(...values), hi = Math.max(...values);
   const cell = 56, left = 80, top = 10;
   const svg = document.createElementNS(SVG, "svg");
+  svg.setAttribute("font-family", "sans-serif");
   svg.setAttribute("width", left + cell * xs.length + 10);
   svg.setAttribute("height", top + cell * ys.length + 30);
   const text = (tx, ty, s, anchor = "middle") => {
@@ -43,7 +50,8 @@ function heatmap(data, x, y) {
       if (data.lower_is_better) t = 1 - t;
       rect.setAttribute("x", left + i * cell); rect.setAttribute("y", top + j * cell);
       rect.setAttribute("width", cell); rect.setAttribute("height", cell);
-      rect.setAttribute("fill", ok ? colour(t) : "#eee");
+      const fill = ok ? colour(t) : "#eeeeee";
+      rect.setAttribute("fill", fill);
       rect.setAttribute("stroke", r === best ? "#d62728" : "#fff");
       rect.setAttribute("stroke-width", r === best ? 3 : 1);
       rect.setAttribute("class", "sweep-cell");
@@ -51,7 +59,8 @@ function heatmap(data, x, y) {
       title.textContent = r ? `${JSON.stringify(Object.fromEntries(data.names.map((n) => [n, r[n]])))}: ` +
         (ok ? format(r[metric], metric) : `${r.status} ${r.reason}`) : "not run";
       rect.appendChild(title); svg.appendChild(rect);
-      text(left + i * cell + cell / 2, top + j * cell + cell / 2 + 4, ok ? format(r[metric], metric) : "✕");
+      text(left + i * cell + cell / 2, top + j * cell + cell / 2 + 4, ok ? format(r[metric], metric) : "✕")
+        .setAttribute("fill", inkOf(fill));
     });
   });
   xs.forEach((xv, i) => text(left + i * cell + cell / 2, top + ys.length * cell + 18, `${x}=${xv}`));
