@@ -60,5 +60,5 @@ def test_js_module_parses(tmp_path):
     if node is None:
         pytest.skip("node is not on PATH: cannot check that code_view.js parses")
     copy = tmp_path / "code_view.mjs"
-    copy.write_text(static("code_view.js").read_text())
+    copy.write_text(static("code_view.js"))
     subprocess.run([node, "--check", str(copy)], check=True)

@@ -134,5 +134,5 @@ def test_js_module_parses(tmp_path):
         pytest.skip("node is not on PATH: cannot check that coverage.js parses")
     from tileworkbench.widgets._base import static
     copy = tmp_path / "coverage.mjs"
-    copy.write_text(static("coverage.js").read_text())
+    copy.write_text(static("coverage.js"))
     subprocess.run([node, "--check", str(copy)], check=True)

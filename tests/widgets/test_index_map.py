@@ -168,5 +168,5 @@ def test_js_parses(tmp_path):
     if node is None:
         pytest.skip("node is not on PATH: cannot check that index_map.js parses")
     copy = tmp_path / "index_map.mjs"
-    copy.write_text(static("index_map.js").read_text())
+    copy.write_text(static("index_map.js"))
     subprocess.run([node, "--check", str(copy)], check=True)

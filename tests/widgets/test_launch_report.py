@@ -116,5 +116,5 @@ def test_js_module_parses(tmp_path):
     if node is None:
         pytest.skip("node is not on PATH: cannot check that launch_report.js parses")
     copy = tmp_path / "launch_report.mjs"
-    copy.write_text(static("launch_report.js").read_text())
+    copy.write_text(static("launch_report.js"))
     subprocess.run([node, "--check", str(copy)], check=True)

@@ -69,5 +69,5 @@ def test_widget_state_holds_the_data(view):
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
 def test_javascript_parses(tmp_path):
     copy = tmp_path / "sweep.mjs"
-    copy.write_text(static("sweep.js").read_text())
+    copy.write_text(static("sweep.js"))
     assert subprocess.run(["node", "--check", str(copy)], capture_output=True).returncode == 0

@@ -186,5 +186,5 @@ def test_js_parses(tmp_path):
     if node is None:
         pytest.skip("node is not on PATH: cannot check that tile_space.js parses")
     copy = tmp_path / "tile_space.mjs"
-    copy.write_text(static("tile_space.js").read_text())
+    copy.write_text(static("tile_space.js"))
     subprocess.run([node, "--check", str(copy)], check=True)

@@ -140,5 +140,5 @@ def test_js_module_parses(tmp_path):
         pytest.skip("node is not on PATH: cannot check that transform.js parses")
     from tileworkbench.widgets._base import static
     copy = tmp_path / "transform.mjs"
-    copy.write_text(static("transform.js").read_text())
+    copy.write_text(static("transform.js"))
     subprocess.run([node, "--check", str(copy)], check=True)

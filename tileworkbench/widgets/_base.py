@@ -1,6 +1,7 @@
 """What every view shares: NumPy arrays synced to JavaScript as binary buffers, and static export.
 
-A view is one Python class (an anywidget) plus one ES module in static/. The Python side turns a
+A view is one Python class (an anywidget) plus one ES module in static/ (code that several views
+share lives in static/_*.js, imported by relative path and inlined by `static`). The Python side turns a
 trace or a launch record into plain data with a pure function (tested without a browser); the
 JavaScript only draws that data. Each view can also render itself to SVG with no browser and no
 kernel, so docs and saved notebooks show it.
@@ -13,6 +14,7 @@ kernel, so docs and saved notebooks show it.
 from __future__ import annotations
 
 import pathlib
+import re
 
 import anywidget
 import numpy as np
@@ -21,8 +23,24 @@ import traitlets
 STATIC = pathlib.Path(__file__).parent / "static"
 
 
-def static(name: str) -> pathlib.Path:
-    return STATIC / name
+# `import { a, b } from "./shared.js";` at the start of a line: the only import form the views use
+_RELATIVE_IMPORT = re.compile(r'^import \{[\w\s,]*\} from "\./([\w.-]+\.js)";\n', re.M)
+
+
+def static(name: str) -> str:
+    """A view's ES module as the browser gets it. anywidget loads each view from a Blob URL, where a
+    relative import cannot resolve, so `import { ... } from "./x.js";` lines are replaced by x.js
+    itself (its `export` keywords dropped): static/ keeps one copy of shared code.
+
+        >>> 'from "./_cells.js"' in static("coverage.js"), "function drawCells(" in static("coverage.js")
+        (False, True)
+    """
+    return _RELATIVE_IMPORT.sub(lambda m: _shared(m.group(1)), (STATIC / name).read_text())
+
+
+def _shared(name: str) -> str:
+    body = re.sub(r"^export ", "", (STATIC / name).read_text(), flags=re.M)
+    return f"// ---- inlined from static/{name}\n{body}// ---- end of static/{name}\n"
 
 
 def _to_json(value, widget=None):

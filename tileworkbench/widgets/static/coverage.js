@@ -2,15 +2,9 @@
 // block's footprint, and drives the `block` trait from sliders, a play timer and clicks.
 // @ts-check
 
-const TYPES = { int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, float32: Float32Array, float64: Float64Array };
-const WRITE = 2;
+import { canvasOf, drawCells, drawTexts, hit, legendOf, typed } from "./_cells.js";
 
-/** A {dtype, shape, buffer: DataView} from Python as a typed array. */
-function typed(a) {
-  const T = TYPES[a.dtype];
-  return new T(a.buffer.buffer, a.buffer.byteOffset, a.buffer.byteLength / T.BYTES_PER_ELEMENT);
-}
+const WRITE = 2;
 
 function panelsOf(data) {
   return data.panels.map((p) => ({ ...p, cx: typed(p.cx), cy: typed(p.cy), fill: typed(p.fill),
@@ -25,28 +19,10 @@ function drawFigure(ctx, data, panels, block, legendColours) {
   const cell = data.cell;
   ctx.fillStyle = "white";
   ctx.fillRect(0, 0, data.width, data.height);
-  for (const t of data.texts) {
-    ctx.font = `${t.weight} ${t.size}px sans-serif`;
-    ctx.textAlign = t.anchor === "middle" ? "center" : t.anchor === "end" ? "right" : "left";
-    ctx.textBaseline = "alphabetic";
-    ctx.fillStyle = "black";
-    ctx.fillText(t.text, t.x, t.y);
-  }
-  const font = Math.max(7, Math.floor(cell * 0.42));
+  drawTexts(ctx, data.texts);
   const b = linear(data.grid, block);
   for (const p of panels) {
-    for (let i = 0; i < p.cx.length; i++) {
-      ctx.fillStyle = `rgb(${p.fill[3 * i]},${p.fill[3 * i + 1]},${p.fill[3 * i + 2]})`;
-      ctx.fillRect(p.cx[i], p.cy[i], cell - 1, cell - 1);
-      const label = String(p.text[i]);
-      if (cell >= 14 && p.text[i] >= 0 && label.length * font * 0.6 <= cell) {
-        ctx.font = `${font}px sans-serif`;
-        ctx.textAlign = "center";
-        ctx.textBaseline = "middle";
-        ctx.fillStyle = p.ink[i] ? "white" : "black";
-        ctx.fillText(label, p.cx[i] + cell / 2, p.cy[i] + cell / 2);
-      }
-    }
+    drawCells(ctx, p, cell);
     ctx.lineWidth = 2;
     for (let j = p.fpStart[b]; j < p.fpStart[b + 1]; j++) {
       const i = p.fpCells[j];
@@ -54,29 +30,6 @@ function drawFigure(ctx, data, panels, block, legendColours) {
       ctx.strokeRect(p.cx[i] + 1, p.cy[i] + 1, cell - 3, cell - 3);
     }
   }
-}
-
-function legendOf(items) {
-  const div = document.createElement("div");
-  div.style.cssText = "font: 12px sans-serif; display: flex; gap: 14px; flex-wrap: wrap; margin: 4px 12px;";
-  for (const item of items) {
-    const span = document.createElement("span");
-    span.innerHTML = `<span style="display:inline-block;width:12px;height:12px;border:1px solid #444;` +
-      `vertical-align:middle;background:${item.colour}"></span> ${item.label}`;
-    div.appendChild(span);
-  }
-  return div;
-}
-
-/** [panel, cell] under (x, y), or null. */
-function hit(panels, cell, x, y) {
-  for (let k = 0; k < panels.length; k++) {
-    const p = panels[k];
-    for (let i = 0; i < p.cx.length; i++) {
-      if (x >= p.cx[i] && x < p.cx[i] + cell && y >= p.cy[i] && y < p.cy[i] + cell) return [k, i];
-    }
-  }
-  return null;
 }
 
 /** The element (or the first element of the bin) that cell i of panel p stands for. */
@@ -133,15 +86,8 @@ export default {
         controls.appendChild(label);
       }
 
-      const canvas = document.createElement("canvas");
-      const dpr = window.devicePixelRatio || 1;
-      canvas.width = data.width * dpr;
-      canvas.height = data.height * dpr;
-      canvas.style.width = `${data.width}px`;
-      canvas.style.height = `${data.height}px`;
+      const { canvas, ctx } = canvasOf(data.width, data.height);
       canvas.style.cursor = "pointer";
-      const ctx = canvas.getContext("2d");
-      ctx.scale(dpr, dpr);
       const status = document.createElement("div");
       status.style.cssText = "font: 12px monospace; margin: 2px 12px; min-height: 16px; color: #333;";
 
