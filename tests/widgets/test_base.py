@@ -9,28 +9,39 @@ import pytest
 
 from tileworkbench.widgets._base import STATIC, static
 
-CANVAS_VIEWS = ("coverage.js", "transform.js")
+VIEWS = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_"))
+SHARED = {"_data.js": ("typed",), "_cells.js": ("canvasOf", "drawTexts", "drawCells", "legendOf", "hit"),
+          "_svg.js": ("svg", "label", "inkOf", "legendSvg", "legendWidth")}
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
 
 
-@pytest.mark.parametrize("name", CANVAS_VIEWS)
-def test_a_view_module_has_its_shared_code_inlined_once_and_no_relative_import(name):
-    assert 'from "./_cells.js"' in (STATIC / name).read_text()
+@pytest.mark.parametrize("name", VIEWS)
+def test_a_view_module_has_what_it_imports_inlined_once_and_no_relative_import(name):
+    source = (STATIC / name).read_text()
+    imported = re.findall(r'^import \{[^}]*\} from "\./(_\w+\.js)";', source, re.M)
     module = static(name)
     assert not re.search(r'^import .* from "\./', module, re.M)
-    for function in ("typed", "canvasOf", "drawTexts", "drawCells", "legendOf", "hit"):
-        assert module.count(f"function {function}(") == 1
-    assert module.count("export default") == 1 and "export function" not in module
+    for shared in imported:
+        for function in SHARED[shared]:
+            assert module.count(f"function {function}(") == 1, (shared, function)
+    assert module.count("export default") == 1 and "export function" not in module and "export const" not in module
+
+
+def test_the_views_import_the_shared_modules_they_were_copied_from():
+    assert {name for name in VIEWS if "./_cells.js" in (STATIC / name).read_text()} == {"coverage.js", "transform.js"}
+    assert {name for name in VIEWS if "./_svg.js" in (STATIC / name).read_text()} >= {"tile_space.js", "index_map.js",
+                                                                                      "sweep.js"}
 
 
 def test_each_shared_function_is_written_once_in_static():
-    for function in ("drawCells", "legendOf", "hit", "canvasOf"):
-        defining = [p.name for p in STATIC.glob("*.js") if f"function {function}(" in p.read_text()]
-        assert defining == ["_cells.js"], (function, defining)
+    for shared, functions in SHARED.items():
+        for function in functions:
+            defining = [p.name for p in STATIC.glob("*.js") if f"function {function}(" in p.read_text()]
+            assert defining == [shared], (function, defining)
 
 
 @needs_node
-@pytest.mark.parametrize("name", CANVAS_VIEWS)
+@pytest.mark.parametrize("name", VIEWS)
 def test_the_inlined_module_parses(name, tmp_path):
     copy = tmp_path / name.replace(".js", ".mjs")
     copy.write_text(static(name))
@@ -44,7 +55,7 @@ def test_the_source_modules_link_against_the_shared_module(tmp_path):
     for path in STATIC.glob("*.js"):
         shutil.copy(path, tmp_path / path.name)
     (tmp_path / "package.json").write_text(json.dumps({"type": "module"}))
-    script = "; ".join(f"await import('./{name}')" for name in CANVAS_VIEWS)
+    script = "; ".join(f"await import('./{name}')" for name in VIEWS)
     result = subprocess.run(["node", "--input-type=module", "-e", script], cwd=tmp_path, capture_output=True,
                             text=True)
     assert result.returncode == 0, result.stderr

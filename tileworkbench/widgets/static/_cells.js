@@ -1,18 +1,8 @@
-// What the canvas views (coverage.js, transform.js) share: typed arrays from Python's buffers, a
-// crisp canvas, the figure's texts, panels of labelled cells, the legend, and hit testing.
+// What the canvas views (coverage.js, transform.js) share: a crisp canvas, the figure's texts, panels of labelled cells, the legend, and hit testing.
 // A view imports it with `import { ... } from "./_cells.js";`; widgets/_base.py inlines it into the
 // view's module, because anywidget loads each view from a Blob URL, where relative imports cannot
 // resolve.
 // @ts-check
-
-const TYPES = { int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, float32: Float32Array, float64: Float64Array };
-
-/** A {dtype, shape, buffer: DataView} from Python as a typed array. */
-export function typed(a) {
-  const T = TYPES[a.dtype];
-  return new T(a.buffer.buffer, a.buffer.byteOffset, a.buffer.byteLength / T.BYTES_PER_ELEMENT);
-}
 
 /** A canvas of width x height CSS pixels at the screen's resolution, and its 2-D context. */
 export function canvasOf(width, height) {

@@ -2,7 +2,8 @@
 // block's footprint, and drives the `block` trait from sliders, a play timer and clicks.
 // @ts-check
 
-import { canvasOf, drawCells, drawTexts, hit, legendOf, typed } from "./_cells.js";
+import { canvasOf, drawCells, drawTexts, hit, legendOf } from "./_cells.js";
+import { typed } from "./_data.js";
 
 const WRITE = 2;
 

@@ -3,44 +3,8 @@
 // element (a scatter collision lights up every writer) and syncs the `lane` trait.
 // @ts-check
 
-const SVG = "http://www.w3.org/2000/svg";
-const TYPES = { int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, float32: Float32Array, float64: Float64Array };
-
-/** A {dtype, shape, buffer: DataView} from Python as a typed array. */
-function typed(a) {
-  const T = TYPES[a.dtype];
-  return new T(a.buffer.buffer, a.buffer.byteOffset, a.buffer.byteLength / T.BYTES_PER_ELEMENT);
-}
-
-function svg(tag, attrs = {}, parent = null) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (parent) parent.appendChild(node);
-  return node;
-}
-
-function label(parent, t, fill = "black") {
-  const node = svg("text", { x: t.x, y: t.y, "font-size": t.size, "font-weight": t.weight,
-    "text-anchor": t.anchor, fill, stroke: "none" }, parent);
-  node.textContent = t.text;
-  return node;
-}
-
-/** Black or white, whichever reads better on "#rrggbb" (as tile_space.ink_of). */
-function inkOf(colour) {
-  const [r, g, b] = [1, 3, 5].map((k) => parseInt(colour.slice(k, k + 2), 16));
-  return 0.299 * r + 0.587 * g + 0.114 * b < 150 ? "white" : "#222";
-}
-
-function legendSvg(parent, legend, x, y) {
-  for (const item of legend) {
-    svg("rect", { x, y, width: 12, height: 12, fill: item.colour, stroke: "#444" }, parent);
-    label(parent, { x: x + 16, y: y + 10, text: item.label, size: 11, weight: "normal", anchor: "start" });
-    x += 28 + Math.floor(6.2 * item.label.length);
-  }
-  return x;
-}
+import { typed } from "./_data.js";
+import { inkOf, label, legendSvg, legendWidth, svg } from "./_svg.js";
 
 function arraysOf(data) {
   return { laneX: typed(data.lane_x), laneY: typed(data.lane_y), status: typed(data.status),
@@ -51,7 +15,7 @@ function arraysOf(data) {
 
 function drawFigure(data, a) {
   const pal = data.palette, cell = data.cell, acell = data.acell;
-  const width = Math.max(data.width, 12 + data.legend.reduce((w, i) => w + 28 + Math.floor(6.2 * i.label.length), 0));
+  const width = Math.max(data.width, legendWidth(data.legend));
   const height = data.height + 22;
   const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, "font-family": "sans-serif" });
   svg("rect", { width, height, fill: "white" }, root);

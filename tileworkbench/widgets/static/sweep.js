@@ -1,5 +1,5 @@
 // Sweep explorer: a heatmap over two swept names and a sortable table of every configuration.
-const SVG = "http://www.w3.org/2000/svg";
+import { SVG, inkOf } from "./_svg.js";
 
 function colour(t) {  // light yellow (0) to dark blue (1)
   const stops = [[255, 255, 204], [161, 218, 180], [65, 182, 196], [44, 127, 184], [37, 52, 148]];
@@ -7,12 +7,6 @@ function colour(t) {  // light yellow (0) to dark blue (1)
   const k = Math.min(Math.floor(t), stops.length - 2), f = t - k;
   const c = stops[k].map((a, i) => Math.round(a + (stops[k + 1][i] - a) * f));
   return `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
-}
-
-/** Black or white, whichever reads better on "#rrggbb" (as tile_space.ink_of). */
-function inkOf(colour) {
-  const [r, g, b] = [1, 3, 5].map((k) => parseInt(colour.slice(k, k + 2), 16));
-  return 0.299 * r + 0.587 * g + 0.114 * b < 150 ? "white" : "#222";
 }
 
 function format(v, column) {

@@ -3,49 +3,10 @@
 // (Python re-runs the load through the interpreter and sends new data).
 // @ts-check
 
-const SVG = "http://www.w3.org/2000/svg";
-const TYPES = { int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, float32: Float32Array, float64: Float64Array };
+import { typed } from "./_data.js";
+import { inkOf, label, legendSvg, legendWidth, svg } from "./_svg.js";
+
 const PADDED = 2;
-
-/** A {dtype, shape, buffer: DataView} from Python as a typed array. */
-function typed(a) {
-  const T = TYPES[a.dtype];
-  return new T(a.buffer.buffer, a.buffer.byteOffset, a.buffer.byteLength / T.BYTES_PER_ELEMENT);
-}
-
-/** An SVG element with attributes. */
-function svg(tag, attrs = {}, parent = null) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
-  if (parent) parent.appendChild(node);
-  return node;
-}
-
-function label(parent, t) {
-  const node = svg("text", { x: t.x, y: t.y, "font-size": t.size, "font-weight": t.weight,
-    "text-anchor": t.anchor }, parent);
-  node.textContent = t.text;
-  return node;
-}
-
-/** Black or white, whichever reads better on "#rrggbb" (as tile_space.ink_of). */
-function inkOf(colour) {
-  const [r, g, b] = [1, 3, 5].map((k) => parseInt(colour.slice(k, k + 2), 16));
-  return 0.299 * r + 0.587 * g + 0.114 * b < 150 ? "white" : "#222";
-}
-
-function legendSvg(parent, legend, x, y) {
-  for (const item of legend) {
-    svg("rect", { x, y, width: 12, height: 12, fill: item.colour, stroke: "#444" }, parent);
-    label(parent, { x: x + 16, y: y + 10, text: item.label, size: 11, weight: "normal", anchor: "start" });
-    x += 28 + Math.floor(6.2 * item.label.length);
-  }
-}
-
-function legendWidth(legend) {
-  return 12 + legend.reduce((w, item) => w + 28 + Math.floor(6.2 * item.label.length), 0);
-}
 
 function formatValue(v) {
   return Number.isInteger(v) ? String(v) : Number(v).toPrecision(5);
@@ -76,10 +37,8 @@ function drawFigure(data) {
     const colour = status[k] === PADDED ? pal[outside] : data.status_colours[status[k]];
     svg("rect", { x: xs[k], y: ys[k], width: cell, height: cell, fill: colour }, lanes);
     if (cell >= 16) {
-      const lane = label(lanes, { x: xs[k] + cell / 2, y: ys[k] + cell / 2 + 4, text: String(k), size: Math.floor(cell * 0.4),
-        weight: "normal", anchor: "middle" });
-      lane.setAttribute("fill", inkOf(colour));
-      lane.setAttribute("stroke", "none");
+      label(lanes, { x: xs[k] + cell / 2, y: ys[k] + cell / 2 + 4, text: String(k), size: Math.floor(cell * 0.4),
+        weight: "normal", anchor: "middle" }, inkOf(colour));
     }
   }
   const x0 = Math.min(...xs), y0 = Math.min(...ys);

@@ -2,7 +2,8 @@
 // hovering a cell outlines every cell with the same source (where it came from, where it went).
 // @ts-check
 
-import { canvasOf, drawCells, drawTexts, hit, legendOf, typed } from "./_cells.js";
+import { canvasOf, drawCells, drawTexts, hit, legendOf } from "./_cells.js";
+import { typed } from "./_data.js";
 
 function panelsOf(data) {
   return data.panels.map((p) => ({ cx: typed(p.cx), cy: typed(p.cy), ids: typed(p.ids),
