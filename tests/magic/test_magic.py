@@ -93,8 +93,9 @@ def test_help_documents_every_option(shell):
         assert option in doc
 
 
-def test_sweep_compiles_every_configuration_and_shows_the_explorer(shell):
+def test_sweep_compiles_every_configuration_and_shows_the_explorer(shell, monkeypatch):
     pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
     shell.user_ns.update(x=np.zeros((64, 64), np.float32), y=np.zeros((64, 64), np.float32))
     body = '''def tr(x, y, T: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)

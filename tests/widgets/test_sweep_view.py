@@ -8,6 +8,7 @@ import pytest
 
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
+from tileworkbench.runtime import device
 from tileworkbench.widgets._base import static
 from tileworkbench.widgets.sweep import SweepView, sweep_data, text_width
 from tileworkbench.widgets.tile_space import ink_of
@@ -20,8 +21,10 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 @pytest.fixture(scope="module")
 def view():
-    result = sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]), args_fn=lambda c: (X, X.copy(), c["T"]),
-                   space={"T": [16, 32, 64], "W": [1, 2]}, arch="sm_90")
+    with pytest.MonkeyPatch.context() as mp:   # compile-time results, the same on a machine with a GPU
+        mp.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+        result = sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]),
+                       args_fn=lambda c: (X, X.copy(), c["T"]), space={"T": [16, 32, 64], "W": [1, 2]}, arch="sm_90")
     return SweepView(result)
 
 
@@ -49,7 +52,8 @@ def test_cell_labels_are_white_on_dark_cells_and_dark_on_light_ones(view):
     assert ink_of("#253494") == "white" and ink_of("#ffffcc") == "#222"   # the two ends of the colour map
 
 
-def test_the_note_and_every_failure_reason_fit_inside_the_picture():
+def test_the_note_and_every_failure_reason_fit_inside_the_picture(monkeypatch):
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
     result = sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]), args_fn=lambda c: (X, X.copy(), c["T"]),
                    space={"T": [16, 24, 48]}, arch="sm_90")
     root = ET.fromstring(SweepView(result).to_svg())

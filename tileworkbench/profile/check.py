@@ -1,8 +1,11 @@
 """Does a GPU result agree with the interpreter's? The tolerance per dtype and the element test
 that sweeps (profile/sweep.py) and the verdict view (widgets/verdict.py) share.
 
-Floats agree within a relative and absolute tolerance that follows the dtype (TOLERANCE); NaN
-agrees with NaN and an infinity with the same infinity; integers and bools agree exactly.
+Floats agree within a relative and absolute tolerance that follows the dtype (TOLERANCE); the
+absolute part is scaled by the largest magnitude in the expected array, because the rounding error
+of a sum of products (a matmul element, a reduction) follows the size of its terms, not of the
+result: an element that cancels to nearly 0 carries the error of its big terms. NaN agrees with
+NaN and an infinity with the same infinity; integers and bools agree exactly.
 
     >>> close, error = agreement(np.float32([1, 2, np.nan]), np.float32([1, 2.5, np.nan]))
     >>> close.tolist(), float(error.max())
@@ -21,10 +24,13 @@ def tolerance(dtype) -> float:
 
 def agreement(expected, actual, rtol: float | None = None, atol: float | None = None):
     """(close, error) per element: whether `actual` agrees with `expected`, and |actual - expected|
-    (0 where they agree exactly, NaN and infinities included; inf where only one is NaN)."""
+    (0 where they agree exactly, NaN and infinities included; inf where only one is NaN).
+    `rtol`/`atol` replace the dtype's tolerances (atol then is absolute, unscaled)."""
     tol = tolerance(expected.dtype)
-    rtol, atol = (tol if rtol is None else rtol), (tol if atol is None else atol)
     w, g = np.asarray(expected).astype(np.float64), np.asarray(actual).astype(np.float64)
+    finite = np.abs(w[np.isfinite(w)])
+    rtol = tol if rtol is None else rtol
+    atol = tol * max(1.0, float(finite.max(initial=0))) if atol is None else atol
     same = (w == g) | (np.isnan(w) & np.isnan(g))
     with np.errstate(invalid="ignore"):
         error = np.where(same, 0.0, np.nan_to_num(np.abs(g - w), nan=np.inf))

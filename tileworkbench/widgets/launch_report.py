@@ -299,7 +299,7 @@ def _curve_svg(c: dict, occupancy: float, x0: float, y0: float, pw: float, ph: f
     py = lambda o: y0 + ph - o * ph  # noqa: E731
     return [_text(x0, y0 - 5, f"occupancy vs {c['label']}"),
             f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
-            *[_text(x0 - 3, py(o) + 3, f"{o:.0%}", 10, "end") for o in (0, 0.5, 1)],
+            *[_text(x0 - 7, py(o) + 3, f"{o:.0%}", 10, "end") for o in (0, 0.5, 1)],
             _text(x0, y0 + ph + 12, f"{lo:g}", 10), _text(x0 + pw, y0 + ph + 12, f"{hi:g}", 10, "end"),
             _polyline([(px(v), py(f)) for v, f in zip(c["values"], c["occupancy"])], "#2ca02c"),
             f'<circle cx="{px(min(max(c["current"], lo), hi)):.1f}" cy="{py(occupancy):.1f}" r="4" fill="#d62728"/>']

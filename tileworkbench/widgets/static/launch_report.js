@@ -90,7 +90,7 @@ function curvePlot(curve, occupancy) {
   const svg = svgEl("svg", { width: W, height: H, "font-family": "sans-serif", "font-size": 10 });
   svg.appendChild(svgEl("text", { x: x0, y: 11, "font-size": 11 }, `occupancy vs ${curve.label}`));
   svg.appendChild(svgEl("rect", { x: x0, y: y0, width: pw, height: ph, fill: "none", stroke: "#999" }));
-  for (const o of [0, 0.5, 1]) svg.appendChild(svgEl("text", { x: x0 - 3, y: py(o) + 3, "text-anchor": "end" }, `${o * 100}%`));
+  for (const o of [0, 0.5, 1]) svg.appendChild(svgEl("text", { x: x0 - 7, y: py(o) + 3, "text-anchor": "end" }, `${o * 100}%`));
   svg.appendChild(svgEl("text", { x: x0, y: y0 + ph + 12 }, `${vmin}`));
   svg.appendChild(svgEl("text", { x: x0 + pw, y: y0 + ph + 12, "text-anchor": "end" }, `${vmax}`));
   const pts = curve.values.map((v, i) => `${px(v)},${py(curve.occupancy[i])}`).join(" ");
