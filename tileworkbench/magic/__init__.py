@@ -53,7 +53,8 @@ class TileKernelMagics(Magics):
     @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the last)")
     @argument("--cpu", action="store_true", help="run on the NumPy interpreter even where a GPU is available")
     @argument("--arch", default=None, help="GPU architecture for --show cuda/ptx/resources, --sweep, and "
-                                           "--bench without a GPU, e.g. sm_90 (default: the GPU's, or sm_90 without one)")
+                                           "--bench without a GPU, e.g. sm_90 (default: the GPU's, or sm_90 "
+                                           "without one)")
     @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources"], default=[],
               help="print the kernel's IR, generated CUDA, PTX or resources (repeatable; needs --args)")
     @argument("--grid", default=None, help="launch grid, a Python expression, e.g. \"(ct.cdiv(n, 256),)\"")

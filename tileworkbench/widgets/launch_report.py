@@ -13,8 +13,17 @@ import math
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
-from ..profile import DevicePeaks, Occupancy, Timing, Work, arch_limits, benchmark, launch_work, occupancy_curve
-from ..profile import theoretical_occupancy
+from ..profile import (
+    DevicePeaks,
+    Occupancy,
+    Timing,
+    Work,
+    arch_limits,
+    benchmark,
+    launch_work,
+    occupancy_curve,
+    theoretical_occupancy,
+)
 from ..runtime import device
 from ._base import Data, View, static
 
@@ -261,9 +270,11 @@ def report_text(d: dict) -> str:
     return "\n".join([report_title(d)] + [f"  {label:<{width}}  {value}" for label, value in rows])
 
 
-def _text(x, y, s, size=11, anchor="start", fill="#222", weight="normal") -> str:
+def _text(x, y, s, size=11, anchor="start", fill="#222", weight="normal", halo=False) -> str:
+    """An SVG text; `halo` outlines it in white, so it reads where a line runs under it."""
+    outline = ' stroke="white" stroke-width="3" paint-order="stroke"' if halo else ""
     return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" fill="{fill}" '
-            f'font-weight="{weight}">{escape(str(s))}</text>')
+            f'font-weight="{weight}"{outline}>{escape(str(s))}</text>')
 
 
 def _polyline(points, stroke, width=1.5) -> str:
@@ -287,8 +298,7 @@ def _roofline_svg(rl: dict, x0: float, y0: float) -> list[str]:
         cx = x0 + lay["dashed_x"]
         parts.append(f'<line x1="{cx:.1f}" y1="{y0}" x2="{cx:.1f}" y2="{y0 + ph}" stroke="{POINT_COLOUR}" '
                      f'stroke-dasharray="4 3"/>')
-    halo = ' stroke="white" stroke-width="3" paint-order="stroke"'   # readable where a line runs under it
-    parts += [_text(x0 + t["x"], y0 + t["y"], t["text"], 10, t["anchor"], t["colour"]).replace("<text ", f"<text{halo} ")
+    parts += [_text(x0 + t["x"], y0 + t["y"], t["text"], 10, t["anchor"], t["colour"], halo=True)
               for t in lay["labels"]]
     return parts
 
