@@ -1,17 +1,12 @@
 """Test-suite wiring: GPU tests run only where a CUDA device answers, and say so otherwise."""
-import functools
-
 import pytest
 
+from tileworkbench.runtime import device
 
-@functools.lru_cache(maxsize=None)
+
 def gpu_unavailable_reason() -> str | None:
-    try:
-        import cupy
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # no CuPy, no driver, or no device
-        return f"needs a CUDA GPU ({type(e).__name__}: {e})".splitlines()[0]
-    return None if count else "needs a CUDA GPU (none found)"
+    reason = device.unavailable_reason()
+    return None if reason is None else f"needs a CUDA GPU ({reason})"
 
 
 def pytest_collection_modifyitems(config, items):

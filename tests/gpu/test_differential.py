@@ -6,28 +6,10 @@ import pytest
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
 
-from .cases import BF16, CASES
+from tileworkbench.profile.check import tolerance
+from tileworkbench.runtime.device import to_device, to_host
 
-def to_device(a):
-    """CuPy arrays, except bfloat16, which CuPy lacks: those travel as PyTorch tensors."""
-    import cupy as cp
-    if not isinstance(a, np.ndarray):
-        return a
-    if a.dtype == BF16:
-        torch = pytest.importorskip("torch", reason="bfloat16 device arrays need PyTorch")
-        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).cuda()
-    return cp.asarray(a)
-
-
-def to_host(d, dtype):
-    import cupy as cp
-    if dtype == BF16:
-        return d.view(__import__("torch").int16).cpu().numpy().view(BF16)
-    return cp.asnumpy(d)
-
-
-TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12}
-
+from .cases import CASES
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -43,12 +25,12 @@ def test_gpu_matches_interpreter(case):
     for k, (want, got) in enumerate(zip(host, device)):
         if not isinstance(want, np.ndarray):
             continue
-        got = to_host(got, want.dtype)
+        got = to_host(got)
         if case.exact or want.dtype.kind in "biu":
             # bit patterns, so NaN padding and -0.0 must match too
             np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"argument #{k}")
         else:
-            tol = TOLERANCE[want.dtype.name]
+            tol = tolerance(want.dtype)
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
                                        err_msg=f"argument #{k}")
 
