@@ -13,6 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -30,6 +31,12 @@ def _missing() -> str | None:
     except ImportError as e:
         return f"needs JupyterLab and Playwright ({e})"
     return None
+
+
+class Lab(NamedTuple):
+    base: str      # http://127.0.0.1:PORT
+    token: str
+    root: Path     # the server's root folder: a copy of notebooks/ under notebooks/
 
 
 def _free_port() -> int:
@@ -68,7 +75,7 @@ def lab(tmp_path_factory):
     else:
         server.terminate()
         pytest.fail("JupyterLab did not start: " + (tmp / "server.log").read_text()[-2000:])
-    yield base, token
+    yield Lab(base, token, served)
     server.terminate()
     server.wait(10)
 
@@ -87,11 +94,14 @@ def browser():
         b.close()
 
 
-def open_and_run(browser, lab, notebook: str, timeout_ms: int = 120_000):
-    """Open a notebook in JupyterLab, run every cell in order, return the page."""
-    base, token = lab
+def open_and_run(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
+    """Open a notebook (`path` under the server's root) in JupyterLab, run every cell in order, and
+    return the page once the kernel is idle. `page.errors` collects uncaught page errors."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(f"{base}/lab/tree/notebooks/{notebook}?token={token}")
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    # a workspace of its own, so that the page does not also restore the notebooks of earlier pages
+    page.goto(f"{lab.base}/lab/workspaces/{secrets.token_hex(4)}/tree/{path}?token={lab.token}")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget && "
                            "window.jupyterapp.shell.currentWidget.sessionContext && "
                            "window.jupyterapp.shell.currentWidget.sessionContext.session && "
@@ -113,6 +123,27 @@ def open_and_run(browser, lab, notebook: str, timeout_ms: int = 120_000):
     return page
 
 
+def cell_outputs(page, source: str):
+    """The outputs of the code cell whose source contains `source` (exactly one such cell)."""
+    cells = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=source))
+    assert cells.count() == 1, f"{cells.count()} cells contain {source!r}"
+    return cells.locator(".jp-OutputArea-output")
+
+
 def screenshot(page, name: str):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def distinct_colours(page, png: bytes, cap: int = 64) -> int:
+    """How many distinct colours a PNG has (counting stops at `cap`), decoded by the browser."""
+    import base64
+    return page.evaluate("""async ([b64, cap]) => {
+        const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+        const image = await createImageBitmap(new Blob([bytes], {type: "image/png"}));
+        const canvas = new OffscreenCanvas(image.width, image.height), ctx = canvas.getContext("2d");
+        ctx.drawImage(image, 0, 0);
+        const px = new Uint32Array(ctx.getImageData(0, 0, image.width, image.height).data.buffer), seen = new Set();
+        for (let i = 0; i < px.length && seen.size < cap; i++) seen.add(px[i]);
+        return seen.size;
+    }""", [base64.b64encode(png).decode(), cap])
