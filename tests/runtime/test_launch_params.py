@@ -85,6 +85,16 @@ def _scaled_copy(x, y, alpha, TILE: ct.Constant[int]):
     ct.store(y, (i, 0), ct.load(x, (i, 0), (TILE, TILE)) * alpha)
 
 
+@pytest.fixture
+def launches(monkeypatch):
+    """Launchers built with a recording driver call and device 0 current."""
+    from tileworkbench.runtime import launch
+    calls = []
+    monkeypatch.setattr(launch, "_launch_kernel", lambda: (lambda *call: calls.append(call)))
+    monkeypatch.setattr(launch, "_get_device", lambda: 0)
+    return calls
+
+
 def _launcher(args):
     fn = _scaled_copy.specialize(args)
     gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k"),
@@ -92,16 +102,18 @@ def _launcher(args):
     return Launcher(fn, gpu, args, device=0)
 
 
-def test_launcher_packs_pointer_shape_strides_and_scalars_in_parameter_order():
+def test_launcher_packs_pointer_shape_strides_and_scalars_in_parameter_order(launches):
     x, y = _CupyArray((64, 48), ptr=0x1000), _CupyArray((64, 48), ptr=0x2000)
     launcher = _launcher((x, y, 2.5, 16))
-    launcher.pack((x, y, 2.5, 16))
+    launcher(0x77, (3, 1, 1), (x, y, 2.5, 16))
     fields = struct.unpack("=" + "Qiiii" * 2 + "f", launcher.buffer.raw[:launcher.struct.size])
     assert fields == (0x1000, 64, 48, 48, 1, 0x2000, 64, 48, 48, 1, 2.5)
-    assert "x.data.ptr" not in launcher.source and "a0.data.ptr" in launcher.source
+    (call,) = launches
+    assert call == (1, 3, 1, 1, 128, 1, 1, 0, 0x77, ctypes.addressof(launcher.params), 0)
+    assert "a0.data.ptr" in launcher.source
 
 
-def test_launcher_matches_only_its_argument_profile():
+def test_launcher_matches_only_its_argument_profile(launches):
     x, y = _CupyArray((64, 48)), _CupyArray((64, 48))
     launcher = _launcher((x, y, 2.5, 16))
     assert launcher.matches((_CupyArray((8, 8)), _CupyArray((4, 4)), 1.0, 16))  # shapes may change
@@ -110,14 +122,16 @@ def test_launcher_matches_only_its_argument_profile():
     assert not launcher.matches((x, _CupyArray((64,)), 2.5, 16))  # another rank
     assert not launcher.matches((x, y, 2, 16))  # an int is another scalar type
     assert not launcher.matches((x, y, 2.5))
+    assert not launcher.relaunch(0, (1, 1, 1), (x, y, 2.5, 32)) and not launches  # nothing launched
 
 
-def test_shapes_beyond_32_bits_are_refused_before_launching():
+def test_shapes_beyond_32_bits_are_refused_before_launching(launches):
     x, y = _CupyArray((64, 48)), _CupyArray((64, 48))
     launcher = _launcher((x, y, 2.5, 16))
     big = _CupyArray((2**31, 1))
     with pytest.raises(OverflowError, match="does not fit"):
         launcher(0, (1, 1, 1), (big, y, 2.5, 16))
+    assert not launches
 
 
 class _CupyLike:

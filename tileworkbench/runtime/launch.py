@@ -196,35 +196,41 @@ class Launcher:
                 values.append(expression)
                 codes.append(code)
         self.struct, self.buffer, params = _parameter_buffer(codes)
-        self.params = (params, ctypes.addressof(params))  # the array, kept alive, and its address
-        env.update(pack_into=self.struct.pack_into, buffer=self.buffer)
-        arguments = ", ".join(names)
+        arguments = ", ".join(names) + ("," if len(names) == 1 else "")
         legend = ", ".join(f"{name}: {p.name}" for name, p in zip(names, fn.params))
-        conditions = " and\n            ".join(checks or ["True"])
-        self.source = (f"# {fn.name}({legend})\n"
-                       f"def matches(args):\n    return len(args) == {len(names)} and _matches(*args)\n\n"
-                       f"def _matches({arguments}):\n    return ({conditions})\n\n"
-                       f"def pack(args):\n    ({arguments}{',' if names else ''}) = args\n"
-                       f"    pack_into(buffer, 0, {', '.join(values)})\n")
+        conditions = " and\n            ".join(checks + ["get_device() == device"])
+        env.update(pack_into=self.struct.pack_into, buffer=self.buffer, lock=threading.Lock(),
+                   launch_kernel=_launch_kernel(), get_device=_get_device or _current_device, device=device,
+                   stream_handle=stream_handle, failed=self._failed)
+        unpack = f"    if len(args) != {len(names)}:\n        return False\n" + (f"    {arguments} = args\n" if names else "")
+        self.source = (
+            f"# {fn.name}({legend})\n"
+            f"def matches(args):\n{unpack}    return ({conditions})\n\n"
+            f"def relaunch(stream, grid, args):\n{unpack}"
+            f"    if not ({conditions}):\n        return False\n"
+            f"    if type(stream) is not int:\n        stream = stream_handle(stream)\n"
+            f"    try:\n        with lock:  # one parameter buffer: pack and launch as one step\n"
+            f"            pack_into(buffer, 0, {', '.join(values)})\n"
+            f"            launch_kernel({self.function}, grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, "
+            f"stream, {ctypes.addressof(params)}, 0)\n"
+            f"    except Exception as error:\n        failed(error, grid)\n"
+            f"    return True\n")
         exec(compile(self.source, f"<launcher of {fn.name}>", "exec"), env)
-        self.matches, self.pack = env["matches"], env["pack"]
-        self.lock = threading.Lock()  # one buffer: pack and launch as one step
-        self.launch_kernel = _launch_kernel()
+        self.params = params  # the pointer array the generated code names by address: kept alive here
+        self.matches, self.relaunch = env["matches"], env["relaunch"]
 
-    def __call__(self, stream: int, grid, args):
-        with self.lock:
-            try:
-                self.pack(args)
-            except struct.error:
-                raise OverflowError("An array shape or stride, or an int argument, does not fit its "
-                                    "parameter type (32 bits for shapes and strides)") from None
-            try:
-                self.launch_kernel(self.function, grid[0], grid[1], grid[2], self.threads, 1, 1, self.smem, stream,
-                                   self.params[1], 0)
-            except Exception as e:
-                if type(e).__name__ != "CUDADriverError":
-                    raise
-                raise LaunchError(self.describe_failure(str(e), grid)) from None
+    def __call__(self, stream, grid, args):
+        if not self.relaunch(stream, grid, args):
+            raise TypeError(f"Arguments do not fit this launcher of `{self.fn.name}` (or another device is current)")
+
+    def _failed(self, error: Exception, grid):
+        """A launch that raised: an argument too big for its parameter, or the driver refusing."""
+        if isinstance(error, struct.error):
+            raise OverflowError("An array shape or stride, or an int argument, does not fit its "
+                                "parameter type (32 bits for shapes and strides)") from None
+        if type(error).__name__ == "CUDADriverError":
+            raise LaunchError(self.describe_failure(str(error), grid)) from None
+        raise error
 
     def describe_failure(self, error: str, grid) -> str:
         r = self.gpu.resources
@@ -283,16 +289,7 @@ def launch(kernel, stream, grid, args) -> None:
         fn = kernel.specialize(args)
         launcher = kernel._launchers[key] = Launcher(fn, load(fn), args, device)
     kernel._last_launcher = launcher  # ct.launch tries it first next time
-    launcher(stream_handle(stream), grid, args)
-
-
-def relaunch(launcher: Launcher, stream, grid, args) -> bool:
-    """Launch again through a kernel's last launcher if it takes these arguments on the current
-    device (ct.launch's fast path); False, launching nothing, if not."""
-    if not (launcher.matches(args) and _current_device() == launcher.device):
-        return False
-    launcher(stream_handle(stream), grid, args)
-    return True
+    launcher(stream, grid, args)
 
 
 def _launch_kernel():

@@ -192,8 +192,10 @@ def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_
 
 
 def normalize_grid(grid) -> tuple[int, int, int]:
-    if type(grid) is tuple and grid in _valid_grids:  # launch loops repeat their grids
-        return _valid_grids[grid]
+    if type(grid) is tuple:  # launch loops repeat their grids
+        known = _valid_grids.get(grid)
+        if known is not None:
+            return known
     if not isinstance(grid, tuple):
         raise TypeError("Grid must be a tuple")
     if len(grid) > 3:
@@ -219,7 +221,8 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if not isinstance(kernel_args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
-    if kernel._last_launcher is not None and _gpu_runtime().relaunch(kernel._last_launcher, stream, grid, kernel_args):
+    last = kernel._last_launcher  # the GPU launcher used last: it checks and launches in one call
+    if last is not None and last.relaunch(stream, grid, kernel_args):
         return
     types = set(map(type, kernel_args))
     if np.ndarray in types or not any(t in _ARRAY_TYPES for t in types) and not any(map(is_array_like, kernel_args)):
