@@ -113,7 +113,8 @@ def hover_coverage(view, legend_label: str):
     colour = [int(v) for v in re.findall(r"\d+", swatch.evaluate("e => getComputedStyle(e).backgroundColor"))[:3]]
     canvas = view.locator("canvas")
     at = canvas.evaluate("""(canvas, rgb) => {
-        const dpr = canvas.width / canvas.clientWidth, d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+        const dpr = canvas.width / canvas.clientWidth;
+        const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
         const hits = [];
         for (let i = 0; i < d.length; i += 4) {
             if (d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2]) hits.push(i / 4);

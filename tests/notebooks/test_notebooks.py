@@ -1,11 +1,19 @@
-"""The notebooks in notebooks/ run top to bottom on the interpreter and show what they promise."""
+"""The notebooks in notebooks/ run top to bottom on the interpreter and show what they promise:
+printed results, and views (live widgets whose outputs also carry an SVG picture) of what the
+interpreter recorded."""
+import functools
+import html
+import re
+from collections import Counter
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
+WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
 def execute(name: str):
@@ -39,10 +47,57 @@ def test_notebooks_are_committed_without_outputs():
         assert "widgets" not in nb.metadata, path.name
 
 
+@functools.cache
+def executed(name: str):
+    """The notebook run top to bottom (once per test session)."""
+    return execute(name)
+
+
 def outputs(name: str) -> list[str]:
     """The text of every code cell's outputs, after running the notebook top to bottom."""
-    nb = execute(name)
-    return [" ".join(text_of(c).split()) for c in nb.cells if c.cell_type == "code"]
+    return [" ".join(text_of(c).split()) for c in executed(name).cells if c.cell_type == "code"]
+
+
+# ---- the views a cell shows ---------------------------------------------------------------------
+
+def views(name: str, source: str) -> list[str]:
+    """The SVG pictures of the views shown by the one code cell whose source contains `source`.
+    Every output of that cell must be a live widget view that carries its static SVG."""
+    cells = [c for c in executed(name).cells if c.cell_type == "code" and source in c.source]
+    assert len(cells) == 1, f"{len(cells)} cells of {name} contain {source!r}"
+    bundles = [o.get("data", {}) for o in cells[0].outputs]
+    assert bundles and all(WIDGET in b and "image/svg+xml" in b for b in bundles), (source, bundles)
+    return [b["image/svg+xml"] for b in bundles]
+
+
+def svg_texts(svg: str) -> list[str]:
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+
+
+def lane_statuses(svg: str) -> list[str]:
+    """The status of every lane of a tile space or index map picture, by lane number."""
+    found = re.findall(r'class="lane" data-status="(\w+)" data-lane="(\d+)"', svg)
+    by_lane = {int(lane): status for status, lane in found}
+    return [by_lane[k] for k in range(len(by_lane))]
+
+
+def lane_corners(svg: str) -> list[tuple[float, float]]:
+    """(x, y) of every lane of a tile space picture, by lane number."""
+    found = re.findall(r'class="lane" data-status="\w+" data-lane="(\d+)" x="([\d.]+)" y="([\d.]+)"', svg)
+    return [(float(x), float(y)) for _, x, y in sorted(found, key=lambda f: int(f[0]))]
+
+
+def panel_labels(svg: str, panel: int) -> list[int]:
+    """The numbers written in the cells of a transform picture's panel (inputs first, the result last)."""
+    after = svg.split(f'<g class="panel" data-panel="{panel}"')[1]
+    labels = after.split("</g>")[1]        # the panel's cells, then the group of their labels
+    return [int(t) for t in re.findall(r">(-?\d+)</text>", labels)]
+
+
+def overhanging_strips(array_shape, box) -> int:
+    """Padding regions a tile space picture draws: one strip per edge tile per axis it overhangs."""
+    tiles = [-(-n // t) for n, t in zip(array_shape, box)]
+    return (array_shape[0] % box[0] > 0) * tiles[1] + (array_shape[1] % box[1] > 0) * tiles[0]
 
 
 @pytest.mark.slow
@@ -100,3 +155,92 @@ def test_profiling_tutorial_sweeps_transpose_and_matmul():
     text = " ".join(text_of(c) for c in nb.cells if c.cell_type == "code")
     assert "SweepView(transpose: 4 of 4 configurations ok" in text
     assert "timings need a GPU" in text and "best: {'TM':" in text
+
+
+@pytest.mark.slow
+def test_tile_spaces_tutorial_draws_tile_spaces_padding_order_f_and_holes():
+    name, shape, tile = "01_tile_spaces.ipynb", (6, 10), (4, 4)       # copy: a 6x10 array in 4x4 tiles
+    lanes, strips = tile[0] * tile[1], overhanging_strips(shape, tile)
+    inside = (shape[0] % tile[0]) * (shape[1] % tile[1])               # of the ragged corner tile (1, 2)
+    coverage, load, store = views(name, '--args "x, y" --viz')
+    assert "copy: coverage over grid 2 x 3" in svg_texts(coverage)
+    assert "y (6, 10) float32 \u2014 written: 60 once, 0 holes, 0 overlaps" in svg_texts(coverage)
+    assert svg_texts(load)[0].startswith("load x, line 4:") and svg_texts(store)[0].startswith("store y, line 5:")
+    for svg in (load, store):
+        assert len(lane_statuses(svg)) == lanes and svg.count('class="padding"') == strips
+
+    # order="F": the (1, 4) tile is a column of `a`, its lanes numbered downwards
+    _, column, _ = views(name, '--args "a, row" --viz')
+    corners = lane_corners(column)
+    assert len(corners) == 4 and len({x for x, _ in corners}) == 1
+    assert [y for _, y in corners] == sorted({y for _, y in corners})
+    assert "tile space order (1, 0)" in svg_texts(column)[1]
+
+    ragged, = views(name, 'op="load", array="x", block=(1, 2)')
+    assert Counter(lane_statuses(ragged)) == {"LOADED": inside, "PADDED": lanes - inside}
+    assert ragged.count('class="padding"') == strips and "padding (ZERO): reads 0" in svg_texts(ragged)
+    dropped, = views(name, 'op="store", array="y", block=(1, 2)')
+    assert Counter(lane_statuses(dropped)) == {"STORED": inside, "DROPPED": lanes - inside}
+
+    explorer, = views(name, "TileSpaceView(array_shape=(6, 10), tile_shape=(4, 8)")
+    assert Counter(lane_statuses(explorer)) == {"LOADED": 6 * 2, "PADDED": 4 * 8 - 6 * 2}   # rows 0-5, columns 8-9
+    assert explorer.count('class="padding"') == overhanging_strips(shape, (8, 4))
+    assert "padding (NAN): reads NaN" in svg_texts(explorer)
+
+    holes, = views(name, "CoverageView.from_trace(run(copy, (1, 3)")
+    assert "y (6, 10) float32 \u2014 written: 40 once, 20 holes, 0 overlaps" in svg_texts(holes)
+
+
+@pytest.mark.slow
+def test_gather_scatter_tutorial_index_maps_mark_masked_out_of_bounds_and_colliding_lanes():
+    name = "02_gather_scatter.ipynb"
+    gather_3d, = views(name, "IndexMapView.from_trace(run(gather_3d")
+    assert lane_statuses(gather_3d) == ["LOADED"] * 16
+    assert "block (0, 0, 0): 16 lanes of a (2, 4, 2) tile into x (10, 10) \u2014 16 loaded" in svg_texts(gather_3d)
+
+    idx = [0, 3, -1, 12, 5, 5, 7, 9]    # the tutorial's indices; the mask is idx != 3; table has 10 elements
+    gather = [svg for svg in views(name, '--args "table, idx, got" --viz') if "gather table" in svg_texts(svg)[0]]
+    assert len(gather) == 1
+    assert lane_statuses(gather[0]) == ["MASKED" if i == 3 else "LOADED" if 0 <= i < 10 else "OUT_OF_BOUNDS"
+                                        for i in idx]
+    assert gather[0].count('class="ghost"') == 2            # one past each end of table: -1 and 12
+    legend = {"masked off (reads padding_value -1)", "out of bounds (reads padding_value -1)"}
+    assert legend <= set(svg_texts(gather[0]))
+
+    scatter, = views(name, 'IndexMapView.from_trace(trace, op="scatter")')
+    writes = Counter(i for i in idx if 0 <= i < 10)
+    assert lane_statuses(scatter) == ["OUT_OF_BOUNDS" if not 0 <= i < 10 else "COLLISION" if writes[i] > 1 else "STORED"
+                                      for i in idx]
+    highlight = scatter.split('<g class="highlight"')[1].split("</g>")[0]
+    panels = scatter.count('<g class="panel"')
+    assert highlight.count("<rect") == 2 * (panels + 1)      # lane 4 and its collision partner: every panel, the target
+
+
+@pytest.mark.slow
+def test_advanced_indexing_tutorial_shows_what_was_read_and_every_lane_of_the_gather():
+    name = "03_advanced_indexing.ipynb"
+    coverage, _ = views(name, '--args "x, y, 2" --viz')
+    assert "x (8, 8) int32 \u2014 read: max 1 times, 48 never" in svg_texts(coverage)     # 4 rows x 4 columns
+    coverage = views(name, '--args "x, rows, z, 5" --viz')[0]
+    assert "x (8, 8) int32 \u2014 read: max 2 times, 55 never" in svg_texts(coverage)     # rows 7, 0, 0, 5; columns 5-7
+    gather, = views(name, 'IndexMapView.from_trace(trace, op="gather", values=x)')
+    assert lane_statuses(gather) == ["LOADED" if 5 + k % 8 < 8 else "OUT_OF_BOUNDS" for k in range(4 * 8)]
+
+
+@pytest.mark.slow
+def test_tile_operations_tutorial_transforms_number_every_result_cell_by_its_source():
+    name = "04_tile_operations.ipynb"
+    iota = lambda *shape: np.arange(np.prod(shape)).reshape(shape)
+    expected = {   # the result panel: each cell's position in its operand, as NumPy moves it
+        "ct.reshape(t, (4, 2)), (2, 4)": iota(2, 4).reshape(4, 2),
+        "ct.permute(t, (2, 0, 1)), (4, 2, 2)": iota(4, 2, 2).transpose(2, 0, 1),
+        "ct.transpose(t), (4, 2, 2)": iota(4, 2, 2).swapaxes(0, 1),
+        "ct.cat((a, b), 1), (4, 2), (4, 2)": np.concatenate([iota(4, 2), iota(4, 2)], 1),
+        "ct.extract(t, (0, 1), (2, 2)), (4, 4)": iota(4, 4)[0:2, 2:4],
+        "ct.broadcast_to(t, (4, 4)), (4, 1)": np.broadcast_to(iota(4, 1), (4, 4)),
+    }
+    for source, result in expected.items():
+        svg, = views(name, f"TransformView.of(lambda {'a, b' if 'cat' in source else 't'}: {source})")
+        inputs = svg.count('<g class="panel"') - 1
+        assert panel_labels(svg, inputs) == result.ravel().tolist(), source
+        assert f"result {result.shape}" in " ".join(svg_texts(svg)), source
