@@ -652,11 +652,13 @@ def chart(rows, path):
     import matplotlib.pyplot as plt
     timed = [r for r in rows if "x best" in r]
     case_names = list(dict.fromkeys(r["case"] for r in timed))
-    impls = list(dict.fromkeys(r["impl"].split(" ")[0] for r in timed))
+    def family(impl: str) -> str:  # "torch.matmul (cuBLAS)" -> "torch"
+        return impl.split(" ")[0].split(".")[0]
+    impls = list(dict.fromkeys(family(r["impl"]) for r in timed))
     fig, ax = plt.subplots(figsize=(12, 0.45 * len(case_names) + 2))
     height = 0.8 / max(1, len(impls))
     for k, impl in enumerate(impls):
-        values = [max((r["x best"] for r in timed if r["case"] == c and r["impl"].split(" ")[0] == impl), default=0)
+        values = [max((r["x best"] for r in timed if r["case"] == c and family(r["impl"]) == impl), default=0)
                   for c in case_names]
         ax.barh([i + k * height for i in range(len(case_names))], values, height, label=impl)
     ax.set_yticks([i + 0.4 - height / 2 for i in range(len(case_names))], case_names)
