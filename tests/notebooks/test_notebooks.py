@@ -154,7 +154,10 @@ def test_profiling_tutorial_sweeps_transpose_and_matmul():
     assert len(svgs) == 2 and svgs[0].count('class="sweep-cell"') == 4 and svgs[1].count('class="sweep-cell"') == 9
     text = " ".join(text_of(c) for c in nb.cells if c.cell_type == "code")
     assert "SweepView(transpose: 4 of 4 configurations ok" in text
-    assert "timings need a GPU" in text and "best: {'TM':" in text
+    assert "best: {'TM':" in text
+    from tileworkbench.runtime import device
+    # without a GPU the sweeps show compile-time results and say so; with one they are timed
+    assert ("timings need a GPU" in text) == (not device.gpu_available())
 
 
 @pytest.mark.slow
