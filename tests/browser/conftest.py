@@ -5,6 +5,7 @@ browser is the system chromium (no browser download). Screenshots land in tests/
 """
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -123,11 +124,53 @@ def open_and_run(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
     return page
 
 
+def wait_for_views(page, timeout_ms: int = 60_000):
+    """Wait until every widget output has drawn something (an SVG, a canvas, text or a table)."""
+    page.wait_for_function("""() => [...document.querySelectorAll('.jp-OutputArea-output.lm-Panel')]
+        .every((output) => output.querySelector('svg, canvas, pre, table'))""", timeout=timeout_ms)
+
+
 def cell_outputs(page, source: str):
     """The outputs of the code cell whose source contains `source` (exactly one such cell)."""
     cells = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=source))
     assert cells.count() == 1, f"{cells.count()} cells contain {source!r}"
     return cells.locator(".jp-OutputArea-output")
+
+
+# ---- the views' drawings: a tile space's lanes are SVG rects, a coverage or transform a canvas ------
+
+TILE_SPACE_LANES = "svg > g[stroke-width='0.5'] > rect"     # in tile order
+OFF_LABEL = {"x": 3, "y": 3}                                  # a point of a cell away from its number
+
+
+def readout(view) -> str:
+    """The hover read-out line under a view's picture."""
+    return view.locator("svg + div, canvas ~ div").last.inner_text()
+
+
+def hover_colour(view, legend_label: str) -> str:
+    """Hover a pixel of the view's canvas painted in the colour of its legend entry `legend_label`;
+    return the read-out."""
+    swatch = view.locator("span", has_text=legend_label).locator("span").first
+    colour = [int(v) for v in re.findall(r"\d+", swatch.evaluate("e => getComputedStyle(e).backgroundColor"))[:3]]
+    canvas = view.locator("canvas")
+    # a pixel inside a cell of that colour, 3 pixels clear of its edges (the mouse's position is rounded)
+    at = canvas.evaluate("""(canvas, rgb) => {
+        const w = canvas.width, dpr = w / canvas.clientWidth, m = Math.ceil(3 * dpr);
+        const d = canvas.getContext('2d').getImageData(0, 0, w, canvas.height).data;
+        const is = (x, y) => { const i = 4 * (y * w + x); return d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2]; };
+        const inner = [];
+        for (let y = m; y < canvas.height - m; y++) {
+            for (let x = m; x < w - m; x++) {
+                if (is(x, y) && is(x - m, y - m) && is(x + m, y - m) && is(x - m, y + m) && is(x + m, y + m)) inner.push([x, y]);
+            }
+        }
+        const p = inner[Math.floor(inner.length / 2)];
+        return p === undefined ? null : [(p[0] + 0.5) / dpr, (p[1] + 0.5) / dpr];
+    }""", colour)
+    assert at is not None, f"no pixel of {legend_label!r} ({colour}) on the canvas"
+    canvas.hover(position={"x": at[0], "y": at[1]})
+    return readout(view)
 
 
 def screenshot(page, name: str):
