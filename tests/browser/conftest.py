@@ -60,25 +60,26 @@ def lab(tmp_path_factory):
     shutil.copytree(ROOT / "notebooks", served / "notebooks")
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={served}", f"--LabApp.user_settings_dir={tmp / 'settings'}",
-         f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.expose_app_in_browser=True"],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp / "server.log", "w"))
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
+    with open(tmp / "server.log", "w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+             f"--ServerApp.root_dir={served}", f"--LabApp.user_settings_dir={tmp / 'settings'}",
+             f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.expose_app_in_browser=True"],
+            env=env, stdout=subprocess.DEVNULL, stderr=log)
+        base = f"http://127.0.0.1:{port}"
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            server.terminate()
+            pytest.fail("JupyterLab did not start: " + (tmp / "server.log").read_text()[-2000:])
+        yield Lab(base, token, served)
         server.terminate()
-        pytest.fail("JupyterLab did not start: " + (tmp / "server.log").read_text()[-2000:])
-    yield Lab(base, token, served)
-    server.terminate()
-    server.wait(10)
+        server.wait(10)
 
 
 @pytest.fixture(scope="session")

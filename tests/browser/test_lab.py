@@ -7,8 +7,17 @@ import pytest
 from tileworkbench.interp import Status
 from tileworkbench.widgets.tile_space import STATUS_COLOURS
 
-from .conftest import (OFF_LABEL, TILE_SPACE_LANES, cell_outputs, hover_colour, open_and_run, readout, screenshot,
-                       wait_for_views)
+from ..notebooks.test_notebooks import overhanging_strips
+from .conftest import (
+    OFF_LABEL,
+    TILE_SPACE_LANES,
+    cell_outputs,
+    hover_colour,
+    open_and_run,
+    readout,
+    screenshot,
+    wait_for_views,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -31,12 +40,6 @@ def test_profiling_tutorial_renders_the_sweep_explorers(browser, lab):
 # Tutorial 01's arrays and tiles: `copy` moves a 6x10 array in 4x4 tiles on a 2x3 grid.
 ARRAY, TILE = (6, 10), (4, 4)
 PADDING = "svg > rect[fill-opacity]"               # a tile space's padding regions (edge tiles past the edge)
-
-
-def overhanging_strips(array_shape, box) -> int:
-    """Padding regions a tile space view draws: one strip per edge tile per axis it overhangs."""
-    tiles = [-(-n // t) for n, t in zip(array_shape, box)]
-    return (array_shape[0] % box[0] > 0) * tiles[1] + (array_shape[1] % box[1] > 0) * tiles[0]
 
 
 def lanes_by_fill(view) -> dict[str, int]:
@@ -81,9 +84,9 @@ def test_tile_spaces_tutorial_draws_its_tiles_and_reads_out_what_is_hovered(brow
     # hovering a lane reads out its array coordinate, tile coordinate, lane and value
     corner = [n // t for n, t in zip(ARRAY, TILE)]                  # the tile (1, 2)
     r, c = corner[0] * TILE[0] + 1, corner[1] * TILE[1] + 1
-    text = hover_lane(load, TILE[1] + 1)                          # lane (1, 1)
+    text = hover_lane(load, TILE[1] + 1)                            # lane (1, 1)
     assert f"x[{r}, {c}] = {x[r, c]:g}" in text and f"tile ({corner[0]}, {corner[1]}) lane (1, 1)" in text
-    last = TILE[0] * TILE[1] - 1                                      # lane (3, 3), past both edges
+    last = TILE[0] * TILE[1] - 1                                    # lane (3, 3), past both edges
     r, c = corner[0] * TILE[0] + TILE[0] - 1, corner[1] * TILE[1] + TILE[1] - 1
     text = hover_lane(load, last)
     assert f"x[{r}, {c}] (padding: reads 0)" in text and f"lane ({TILE[0] - 1}, {TILE[1] - 1})" in text
