@@ -160,9 +160,10 @@ __device__ void fence_registers(Tile& t) {
   for (int r = 0; r < Tile::R; ++r) asm volatile("" : "+f"(t.v[r])::"memory");
 }
 
-template <class T, int M, int N, int K, int W>
-__device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a, swizzled<T, K, N> b,
-                                                           tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
+// acc += a @ b, issued as one wgmma group (K / 16 instructions) and committed; waits for all but the
+// last `InFlight` groups before returning.
+template <int InFlight, class T, int M, int N, int K, int W>
+__device__ void wgmma_group(swizzled<T, M, K> a, swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
   const int row0 = threadIdx.x / 128 * 64;
   fence_registers(acc);
@@ -171,8 +172,14 @@ __device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a,
   for (int k0 = 0; k0 < K; k0 += 16)
     wgmma_op<N, T>::run(acc.v, k_major_descriptor(a, row0, k0), mn_major_descriptor(b, k0));
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
   fence_registers(acc);
+}
+
+template <class T, int M, int N, int K, int W>
+__device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a, swizzled<T, K, N> b,
+                                                           tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
+  wgmma_group<0>(a, b, acc);
   return acc;
 }
 
@@ -181,16 +188,7 @@ __device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a,
 // stage that group read is free once the next call returns; wgmma_wait_all ends the chain.
 template <class T, int M, int N, int K, int W>
 __device__ void wgmma_async(swizzled<T, M, K> a, swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
-  static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  const int row0 = threadIdx.x / 128 * 64;
-  fence_registers(acc);
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 16)
-    wgmma_op<N, T>::run(acc.v, k_major_descriptor(a, row0, k0), mn_major_descriptor(b, k0));
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-  asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-  fence_registers(acc);
+  wgmma_group<1>(a, b, acc);
 }
 
 template <class Tile>
