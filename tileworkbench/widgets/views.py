@@ -25,11 +25,13 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
         array_values = (values or {}).get(event.array)
         ndim = len(trace.arrays[event.array]["shape"]) if event.array else 0
         block = first_block[:max(1, ndim)] if event.array else first_block[:1]
+        # the op of this line, not the first op of its kind: a kernel may load an array twice
+        index = next((k for k, e in enumerate(trace.by_op(event.op)) if e is event), 0)
         if event.op in _MEMORY and event.op in ("load", "store"):
             views.append(TileSpaceView.from_trace(trace, op=event.op, array=event.array, block=block,
-                                                  values=array_values))
+                                                  values=array_values, line=event.line))
         elif event.op in _ELEMENTS:
-            views.append(IndexMapView.from_trace(trace, op=event.op, block=block, values=array_values))
+            views.append(IndexMapView.from_trace(trace, op=event.op, block=block, values=array_values, index=index))
         elif event.op in _SHAPES:
-            views.append(TransformView.from_trace(trace, op=event.op, block=first_block[:1]))
+            views.append(TransformView.from_trace(trace, op=event.op, block=first_block[:1], index=index))
     return views

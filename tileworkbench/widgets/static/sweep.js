@@ -116,5 +116,6 @@ export default {
     model.on("change:data", draw);
     model.on("change:x", draw);
     model.on("change:y", draw);
+    return () => ["data", "x", "y"].forEach((name) => model.off(`change:${name}`, draw));
   },
 };

@@ -56,6 +56,8 @@ export default {
       canvas.addEventListener("mouseleave", () => {
         paint(-1);
         status.textContent = "";
+        model.set("hovered", -1);  // re-entering the same cell must draw it again
+        model.save_changes();
       });
       paint(model.get("hovered"));
       root.append(canvas, legendOf(data.legend, "hover a cell: its source and every copy are outlined"), status);

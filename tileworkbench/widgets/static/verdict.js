@@ -41,5 +41,6 @@ export default {
     };
     draw();
     model.on("change:data", draw);
+    return () => model.off("change:data", draw);
   },
 };
