@@ -22,7 +22,7 @@ from pathlib import Path
 from ..errors import TileUnsupportedFeatureError
 from ..interp.memory import padding_value
 from ..ir.core import Function, Op, Value
-from ..ir.types import DType, TileType, bool_, float32, float64
+from ..ir.types import DType, TileType, bool_, float64
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
