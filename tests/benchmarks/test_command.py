@@ -1,0 +1,63 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import benchmarks.peers as peers
+from benchmarks.peers import PROBES, add_ratios, commit, gpu_state, main, validate, write_results
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_help_runs_as_the_readme_says_without_a_gpu():
+    done = subprocess.run([sys.executable, "benchmarks/peers.py", "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--only" in done.stdout and "softmax_16384" in done.stdout and "cuTile" in done.stdout
+
+
+def test_an_unknown_library_is_refused_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--impl", "cutile,numba"])
+    assert e.value.code == 2 and "unknown --impl numba" in capsys.readouterr().err
+
+
+def test_results_are_written_as_json_table_and_chart_named_by_date_and_device(doc, tmp_path):
+    add_ratios(doc["cases"])
+    written = write_results(doc, str(tmp_path / "out"))
+    stem = str(tmp_path / "out" / "2026-11-22-h100-80gb-hbm3-peers")
+    assert written[:2] == [stem + ".json", stem + ".txt"]
+    with open(stem + ".json") as f:
+        assert validate(json.load(f)) == []
+    with open(stem + ".txt") as f:
+        assert "tileworkbench / best peer" in f.read()
+    try:
+        import matplotlib  # noqa: F401 - the chart is written where matplotlib is installed
+    except ImportError:
+        return
+    assert written[2] == stem + ".png" and os.path.getsize(stem + ".png") > 10_000
+
+
+def test_every_compile_probe_is_valid_python():
+    for impl, body in PROBES.items():
+        compile(peers._TIME_TWO_LAUNCHES + body, f"<{impl} probe>", "exec")
+
+
+def test_a_latency_row_is_the_median_of_its_samples_or_the_failure():
+    assert peers._row("cold", "Triton", [3.0, 1.0, 2.0]) == {"measure": "cold", "impl": "Triton", "status": "ok",
+                                                            "ms": 2.0, "values": [3.0, 1.0, 2.0]}
+    assert peers._row("cold", "cuTile", error="RuntimeError: x")["status"] == "failed"
+
+
+def test_the_commit_comes_from_the_environment_first(monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_COMMIT", "0123abc")
+    assert commit(REPO) == "0123abc"
+    monkeypatch.delenv("TILEWORKBENCH_COMMIT")
+    assert commit(REPO) and "unknown" not in commit(REPO)
+
+
+def test_gpu_state_without_nvidia_smi_says_so(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert gpu_state() == {"error": "nvidia-smi gave nothing"}
