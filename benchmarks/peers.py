@@ -394,10 +394,10 @@ def prepare(entry: Entry, case: Case, timer, *, tune_reps: int, warmup: int) -> 
         entry.problem = problem = case.make()
         offered = entry.offer(problem)
         offered = offered if isinstance(offered, dict) else {"": offered}
+        expected = case.reference(problem)
     except Exception as e:  # a peer that cannot run here is reported, not fatal
         entry.error = describe(e)
         return
-    expected = case.reference(problem)
     passing = {}
     for label, run in offered.items():
         try:
@@ -1280,9 +1280,11 @@ def commit(repo: str) -> str:
         dirty = _run("git", "status", "--porcelain", "--untracked-files=no", cwd=repo)
         return found + ("-dirty" if dirty else "")
     try:
-        head = open(os.path.join(repo, ".git", "HEAD")).read().strip()
+        with open(os.path.join(repo, ".git", "HEAD")) as f:
+            head = f.read().strip()
         if head.startswith("ref: "):
-            return open(os.path.join(repo, ".git", head[5:])).read().strip()[:12]
+            with open(os.path.join(repo, ".git", head[5:])) as f:
+                head = f.read().strip()
         return head[:12]
     except OSError:
         return "unknown (no git; set TILEWORKBENCH_COMMIT)"
