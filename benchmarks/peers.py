@@ -197,13 +197,13 @@ def format_table(doc: dict) -> str:
         lines.append("")
     if doc["latency"]:
         lines += ["== compile, cache and launch latency (ms; median of the samples)",
-                  f"{'measure':52} {'implementation':16} {'ms':>10}  samples"]
+                  f"{'measure':54} {'implementation':16} {'ms':>10}  samples"]
         for r in doc["latency"]:
             if r["status"] != "ok":
-                lines.append(f"{r['measure']:52} {r['impl']:16} failed: {r['error'][:120]}")
+                lines.append(f"{r['measure']:54} {r['impl']:16} failed: {r['error'][:120]}")
             else:
                 samples = " ".join(f"{s:.4g}" for s in r.get("values", []))
-                lines.append(f"{r['measure']:52} {r['impl']:16} {r['ms']:10.4f}  {samples}")
+                lines.append(f"{r['measure']:54} {r['impl']:16} {r['ms']:10.4f}  {samples}")
     return "\n".join(lines) + "\n"
 
 
@@ -1165,8 +1165,9 @@ def _probe(script: str, cache: str, repo: str) -> dict:
                CUDA_TILE_CACHE_DIR=cache, CUDA_CACHE_PATH=cache, HOME=cache, XDG_CACHE_HOME=cache,
                PYTHONPATH=os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p))
     done = subprocess.run([sys.executable, script], env=env, capture_output=True, text=True, timeout=300)
-    if done.returncode:
-        raise RuntimeError(" ".join((done.stderr or done.stdout).split()[-60:]))
+    if done.returncode:  # the exception's line, not the traceback
+        lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+        raise RuntimeError(lines[-1] if lines else f"exit status {done.returncode}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -1365,13 +1366,13 @@ def draw_chart(doc: dict, path: str) -> None:
     import matplotlib.pyplot as plt
     titles, speed = speed_bars(doc)
     measures, latency = latency_bars(doc)
-    panels = 2 if measures else 1
+    panels = 2 if any(any(values) for values in latency.values()) else 1
     fig, axes = plt.subplots(1, panels, figsize=(8 * panels, 0.5 * max(len(titles), 6) + 1.5), squeeze=False)
     left = axes[0][0]
     _grouped(left, titles, speed)
     left.axvline(1.0, color="gray", linewidth=0.8)
     left.set_xlabel("speed relative to the case's fastest implementation (1 = fastest)")
-    if measures:
+    if panels == 2:
         right = axes[0][1]
         _grouped(right, [m.replace(": ", ":\n") for m in measures], latency)
         right.set_xscale("log")
@@ -1495,11 +1496,15 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(f"# {case.title}: done at {time.perf_counter() - started:.0f} s", flush=True)
     latency_families = [f for f in families if f != "torch"]  # torch compiles nothing of its own here
-    if not families or latency_families:
-        if selected("compile", only):
-            doc["latency"] += compile_latency(REPO, settings["compile_samples"], latency_families)
-        if selected("launch", only):
-            doc["latency"] += launch_overhead(settings["launches"], latency_families)
+    measures = {"compile": lambda: compile_latency(REPO, settings["compile_samples"], latency_families),
+                "launch": lambda: launch_overhead(settings["launches"], latency_families)}
+    for key, measure in measures.items():
+        if selected(key, only) and (latency_families or not families):
+            try:
+                doc["latency"] += measure()
+            except Exception as e:  # noqa: BLE001 - e.g. a CUDA context lost earlier: recorded, not fatal
+                traceback.print_exc()
+                doc["latency"].append({"measure": key, "impl": "every", "status": "failed", "error": describe(e)})
     doc["gpu_state"]["after"] = gpu_state()
     doc["seconds"] = round(time.perf_counter() - started, 1)
     add_ratios(doc["cases"])
