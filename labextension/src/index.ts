@@ -83,7 +83,6 @@ function trackNotebook(panel: NotebookPanel): void {
     }
   };
   panel.content.model?.cells.changed.connect(scan);
-  panel.content.modelContentChanged.connect(scan);
   void panel.context.ready.then(scan);
   scan();
 }
