@@ -1,9 +1,9 @@
 """The typed tile IR: types, op declarations, the printed form and the verifier."""
 from .core import Block, Builder, Function, Op, Param, Value
 from .ops import OPS, TypeRuleError
-from .printer import print_function
+from .printer import print_function, specialization_label
 from .types import ArrayType, DType, TileType
 from .verify import verify
 
-__all__ = ["ArrayType", "Block", "Builder", "DType", "Function", "OPS", "Op", "Param", "TileType",
+__all__ = ["ArrayType", "Block", "Builder", "DType", "Function", "OPS", "Op", "Param", "TileType", "specialization_label",
            "TypeRuleError", "Value", "print_function", "verify"]

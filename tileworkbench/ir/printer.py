@@ -51,6 +51,11 @@ def _attrs(op: Op) -> str:
     return " {" + ", ".join(f"{k}={_attr(v)}" for k, v in shown.items()) + "}"
 
 
+def specialization_label(fn: Function) -> str:
+    """`a: float32[1], n: int32, TILE=1024`: the argument profile this specialization was made for."""
+    return ", ".join(f"{p.name}={p.value!r}" if p.kind == "constant" else f"{p.name}: {p.type}" for p in fn.params)
+
+
 def print_function(fn: Function, locations: bool = True) -> str:
     names = _Names()
     params = []

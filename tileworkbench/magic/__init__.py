@@ -11,6 +11,14 @@ The cell defines one kernel (the last `def`, or the one named on the header line
 functions it calls; `ct` is the tile language without an import. The kernel lands in the
 notebook's namespace under its name; running the cell again redefines it. Line numbers in errors
 and diagnostics are the cell's own (the %%tilekernel header is line 1).
+
+`--lang cpp` cells hold CUDA C++ instead: one translation unit with the tile header library
+(`#include <tileworkbench/tile.cuh>`) on the include path, compiled by NVRTC as the cell runs;
+the last `__global__` function (or the named one) becomes a `CppKernel` launched with `--grid`,
+`--block` and `--args` on the GPU.
+
+Every run ends with a record of the kernel (specializations, resources, occupancy, last timing)
+that the JupyterLab extension's kernel inspector reads (see inspector.py).
 """
 from __future__ import annotations
 
@@ -26,6 +34,7 @@ from IPython.display import display
 from .. import tile as ct
 from ..errors import TileError, TileSyntaxError
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle
+from .inspector import KERNEL_MIME, kernel_bundle
 
 _cell_numbers = itertools.count(1)
 
@@ -51,12 +60,18 @@ def _parse_sweep(text: str) -> dict[str, list]:
 class TileKernelMagics(Magics):
     @magic_arguments()
     @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the last)")
+    @argument("--lang", choices=["python", "cpp"], default="python",
+              help="the cell's language: the Python tile language (default) or CUDA C++ over the tile header")
+    @argument("--block", default=None, help="threads per block for --lang cpp launches, a Python expression, e.g. 256 "
+                                            "or \"(32, 8)\"")
+    @argument("--smem", type=int, default=0, help="dynamic shared memory bytes for --lang cpp launches")
     @argument("--cpu", action="store_true", help="run on the NumPy interpreter even where a GPU is available")
     @argument("--arch", default=None, help="GPU architecture for --show cuda/ptx/resources, --sweep, and "
                                            "--bench without a GPU, e.g. sm_90 (default: the GPU's, or sm_90 "
                                            "without one)")
-    @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources"], default=[],
-              help="print the kernel's IR, generated CUDA, PTX or resources (repeatable; needs --args)")
+    @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources", "log"], default=[],
+              help="print the kernel's IR, generated CUDA, PTX, resources or compiler log (repeatable; tile "
+                   "kernels need --args)")
     @argument("--grid", default=None, help="launch grid, a Python expression, e.g. \"(ct.cdiv(n, 256),)\"")
     @argument("--args", default=None, help="launch arguments, a Python expression, e.g. \"a, b, c, 256\"")
     @argument("--viz", action="store_true", help="launch on the interpreter with tracing and show the views")
@@ -67,15 +82,27 @@ class TileKernelMagics(Magics):
     def tilekernel(self, line, cell):
         """Define (and optionally compile, show, launch, visualize and measure) a tile kernel."""
         args = parse_argstring(self.tilekernel, line)
-        for option in ("grid", "args", "sweep"):  # IPython's splitter keeps the quotes
+        for option in ("grid", "args", "sweep", "block"):  # IPython's splitter keeps the quotes
             setattr(args, option, _unquote(getattr(args, option)))
-        kernel = self.define(cell, args.name)
-        if not (args.show or args.grid or args.args or args.viz or args.bench or args.sweep):
-            return None
+        if args.lang == "python" and (args.block or args.smem):
+            raise TileKernelCellError("--block and --smem are for --lang cpp cells: tile kernels choose their own "
+                                      "block size and shared memory", [])
+        kernel = self.define_cpp(cell, args) if args.lang == "cpp" else self.define(cell, args.name)
         try:
+            if args.lang == "cpp":
+                return self.act_cpp(kernel, args)
+            if not (args.show or args.grid or args.args or args.viz or args.bench or args.sweep):
+                return None
             return self.act(kernel, args)
         except TileError as error:
             self.report(error, kernel.name)
+        finally:  # also after an error: the inspector then shows what did compile, and why not
+            self.publish(kernel, args.arch)
+
+    def publish(self, kernel, arch: str | None):
+        """The kernel's record for the kernel inspector, as a display output of this cell."""
+        from ..runtime import device
+        display(kernel_bundle(kernel, device.target_arch(arch)), raw=True)
 
     # ---- defining the kernel -----------------------------------------------------------------------
 
@@ -104,6 +131,44 @@ class TileKernelMagics(Magics):
                 self.shell.user_ns[fn_name] = namespace[fn_name]
         self.shell.user_ns[kernel_name] = kernel
         return kernel
+
+    def define_cpp(self, cell: str, args):
+        from ..runtime.cpp import CppKernel
+        from ..runtime.device import target_arch
+        from ..runtime.nvrtc import unavailable_reason
+        filename = f"<tilekernel-{next(_cell_numbers)}>"
+        try:
+            kernel = CppKernel(cell, filename, args.name, first_line=2)
+        except TileError as error:
+            raise TileKernelCellError(error.message, []) from None
+        if unavailable_reason() is None:  # compile now: errors belong to the cell that has them
+            try:
+                kernel.compile(target_arch(args.arch))
+            except TileError as error:
+                self.report(error, kernel.name)
+        self.shell.user_ns[kernel.name] = kernel
+        return kernel
+
+    def act_cpp(self, kernel, args):
+        from . import actions
+        if args.viz or args.sweep or args.cpu or "ir" in args.show:
+            option = "--viz" if args.viz else "--sweep" if args.sweep else "--cpu" if args.cpu else "--show ir"
+            raise TileKernelCellError(f"{option} needs the tile language: --lang cpp kernels have no IR and run on "
+                                      f"the GPU only", [])
+        for what in args.show:
+            actions.show_cpp(kernel, what, args.arch)
+        if not (args.grid or args.args or args.bench):
+            return None
+        missing = [f"--{o}" for o in ("grid", "block", "args") if not getattr(args, o)]
+        if missing:
+            raise TileKernelCellError(f"A --lang cpp launch needs {', '.join(missing)} (e.g. --grid \"(ct.cdiv(n, "
+                                      f"256),)\" --block 256 --args \"x, y, n\")", [])
+        grid, block = self.evaluate(args.grid, "grid"), self.evaluate(args.block, "block")
+        launch_args = self.evaluate(f"({args.args},)", "args")
+        if args.bench:
+            return actions.bench_cpp(kernel, grid, block, launch_args, args.smem, args.arch)
+        actions.launch_cpp(kernel, grid, block, launch_args, args.smem)
+        return None
 
     # ---- acting on it ------------------------------------------------------------------------------
 
@@ -157,4 +222,4 @@ def _syntax_loc(e: SyntaxError, source: str, filename: str):
     return SourceLoc(filename, line, col, line, max(end, col + 1), "cell", lines[line - 1] if line <= len(lines) else "")
 
 
-__all__ = ["DIAGNOSTICS_MIME", "TileKernelMagics"]
+__all__ = ["DIAGNOSTICS_MIME", "KERNEL_MIME", "TileKernelMagics"]

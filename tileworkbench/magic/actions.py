@@ -26,6 +26,9 @@ def show(kernel, args, what: str, arch: str | None):
     if what == "ptx":
         print(module.ptx)
         return
+    if what == "log":
+        print(module.log.strip() or "(NVRTC printed nothing)")
+        return
     r = module.kernels[generated.name]
     occupancy = theoretical_occupancy(arch, generated.threads, r.registers, generated.smem_bytes + r.shared_static_bytes)
     print(f"{generated.name} for {arch}: {generated.threads} threads/block, {r.registers} registers/thread, "
@@ -33,6 +36,80 @@ def show(kernel, args, what: str, arch: str | None):
           f"spills {r.spill_stores or 0} stores / {r.spill_loads or 0} loads\n"
           f"theoretical occupancy {occupancy.occupancy:.0%} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
+
+
+def show_cpp(kernel, what: str, arch: str | None):
+    arch = device.target_arch(arch)
+    if what == "cuda":
+        print(kernel.compile_source)
+        return
+    module = kernel.compile(arch)
+    if what == "ptx":
+        print(module.ptx)
+    elif what == "log":
+        print(module.log.strip() or "(NVRTC printed nothing)")
+    else:
+        print(_cpp_resources_text(kernel, arch))
+
+
+def _cpp_resources_text(kernel, arch: str) -> str:
+    from ..profile import theoretical_occupancy
+    from .inspector import cpp_block_threads
+    r = kernel.resources(arch)
+    threads = cpp_block_threads(kernel, arch)
+    occupancy = theoretical_occupancy(arch, threads, r.registers, r.shared_static_bytes)
+    parameters = ", ".join(f"{p.name}: {p.ptx_type}{f'[{p.size}]' if p.ptx_type == '.b8' else ''}"
+                           for p in kernel.parameters(arch))
+    return (f"{kernel.cubin_name(arch)} for {arch}: {r.registers} registers/thread, {r.shared_static_bytes} B static "
+            f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
+            f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
+            f"parameters (as compiled): {parameters}\n"
+            f"theoretical occupancy with {threads}-thread blocks: {occupancy.occupancy:.0%} "
+            f"({occupancy.blocks_per_sm} blocks, {occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
+
+
+def _needs_gpu(what: str):
+    reason = device.unavailable_reason()
+    if reason is not None:
+        raise TileKernelCellError(f"{what}: --lang cpp kernels run on a GPU only, and there is none here "
+                                  f"({reason}). `--show resources` reports what the compiler made of it.", [])
+
+
+def launch_cpp(kernel, grid, block, args, shared_bytes: int):
+    _needs_gpu("launch")
+    kernel.launch(grid, block, args, shared_bytes=shared_bytes)
+
+
+def bench_cpp(kernel, grid, block, args, shared_bytes: int, arch: str | None):
+    """--bench for a C++ kernel: CUDA-event timing (L2 flushed) and the occupancy of this launch."""
+    if device.unavailable_reason() is not None:
+        print(_cpp_resources_text(kernel, device.target_arch(arch)))
+        print(f"timings need a GPU ({device.unavailable_reason()})")
+        return None
+    import cupy
+
+    from ..profile.bench import time_launches, timing_record
+    stream = cupy.cuda.get_current_stream()
+    timing = time_launches(lambda: kernel.launch(grid, block, args, shared_bytes=shared_bytes, stream=stream),
+                           stream=stream)
+    arch = device.target_arch(None)
+    kernel.last_timing = timing_record(timing, _grid3(grid), "as written")
+    driver = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
+        kernel.function(arch).ptr, cpp_threads(kernel), shared_bytes)
+    print(f"{kernel.name}: grid {_grid3(grid)}, block {kernel.last_block}: median {timing.median_ms * 1e3:.2f} us "
+          f"(p10 {timing.p10_ms * 1e3:.2f}, p90 {timing.p90_ms * 1e3:.2f}; {timing.repetitions} runs, L2 flushed)\n"
+          f"{_cpp_resources_text(kernel, arch)}\ndriver: {driver} resident blocks per SM")
+    return None
+
+
+def cpp_threads(kernel) -> int:
+    x, y, z = kernel.last_block
+    return x * y * z
+
+
+def _grid3(grid) -> tuple:
+    dims = (grid,) if isinstance(grid, int) else tuple(grid)
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
 def _is_numpy_launch(args) -> bool:

@@ -108,11 +108,21 @@ def time_launches(run, *, repetitions: int = 100, warmup: int = 10, flush_l2: bo
     return Timing(float(p50), float(p10), float(p90), repetitions, warmup, flush_l2)
 
 
+def timing_record(timing: Timing, grid, specialization: str, gbs: float | None = None) -> dict:
+    """A measured launch as the kernel keeps it (`kernel.last_timing`, shown by the kernel inspector)."""
+    import cupy
+    name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+    return {"median_ms": timing.median_ms, "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms,
+            "repetitions": timing.repetitions, "device": name, "grid": list(grid) if grid else None,
+            "specialization": specialization, "gbs": gbs}
+
+
 def benchmark(kernel, grid, args, *, stream=None, repetitions: int = 100, warmup: int = 10,
               flush_l2: bool = True) -> LaunchReport:
     """Launch `kernel` repeatedly on the GPU and report timing, throughput and occupancy."""
     import cupy
 
+    from ..ir import specialization_label
     from ..runtime.arrays import device_array
     from ..runtime.launch import load
     from ..tile import launch
@@ -131,6 +141,8 @@ def benchmark(kernel, grid, args, *, stream=None, repetitions: int = 100, warmup
     occupancy = theoretical_occupancy(peaks.arch, threads, resources.registers,
                                       smem + resources.shared_static_bytes)
     driver = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(gpu.function.ptr, threads, smem)
-    return LaunchReport(fn.name, grid, threads, smem + resources.shared_static_bytes, resources.registers,
-                        resources.local_bytes, resources.spill_stores, timing, launch_work(fn, grid, shapes),
-                        occupancy, int(driver), peaks)
+    report = LaunchReport(fn.name, grid, threads, smem + resources.shared_static_bytes, resources.registers,
+                          resources.local_bytes, resources.spill_stores, timing, launch_work(fn, grid, shapes),
+                          occupancy, int(driver), peaks)
+    kernel.last_timing = timing_record(timing, grid, specialization_label(fn), report.gbs)
+    return report

@@ -1,0 +1,110 @@
+"""`%%tilekernel --lang cpp` cells, and the kernel record every cell run leaves for the inspector."""
+import numpy as np
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from tileworkbench.magic import DIAGNOSTICS_MIME, KERNEL_MIME
+from tileworkbench.magic.diagnostics import TileKernelCellError
+from tileworkbench.runtime import device
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
+
+SCALE = '''#include <tileworkbench/tile.cuh>
+extern "C" __global__ void scale(const float* x, float* y, int n, float a) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+'''
+ADD = '''def add(a, b, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
+'''
+
+
+@pytest.fixture
+def shell():
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "tileworkbench")
+    ip.user_ns.update(np=np, a=np.arange(8, dtype=np.float32), b=np.ones(8, np.float32), c=np.zeros(8, np.float32))
+    yield ip
+    ip.user_ns.clear()
+
+
+def run(shell, line, body):
+    with capture_output() as captured:
+        shell.run_cell_magic("tilekernel", line, body)
+    return captured
+
+
+def records(captured) -> list[dict]:
+    return [o.data[KERNEL_MIME] for o in captured.outputs if KERNEL_MIME in o.data]
+
+
+def test_a_cpp_cell_defines_a_kernel_and_shows_what_the_compiler_made_of_it(shell):
+    out = run(shell, "--lang cpp --show resources", SCALE)
+    assert repr(shell.user_ns["scale"]) == "<C++ tile kernel scale(const float* x, float* y, int n, float a)>"
+    assert "parameters (as compiled): x: .u64, y: .u64, n: .u32, a: .f32" in out.stdout
+    assert "theoretical occupancy with 256-thread blocks:" in out.stdout
+    (record,) = records(out)
+    assert record["lang"] == "cpp" and record["signature"] == "(const float* x, float* y, int n, float a)"
+    (spec,) = record["specializations"]
+    assert spec["error"] is None and spec["threads"] == 256 and spec["registers"] > 0 and "y[i] = a * x[i]" in spec["cuda"]
+
+
+def test_a_cpp_compile_error_is_a_diagnostic_at_the_cell_line(shell):
+    with capture_output() as out, pytest.raises(TileKernelCellError) as info:
+        shell.run_cell_magic("tilekernel", "--lang cpp", SCALE.replace("a * x[i]", "a * xs[i]"))
+    (bundle,) = [o.data[DIAGNOSTICS_MIME] for o in out.outputs if DIAGNOSTICS_MIME in o.data]
+    assert bundle["diagnostics"] == [{"line": 5, "col": 25, "endLine": 5, "endCol": 27, "kind": "NvrtcError",
+                                      "message": 'identifier "xs" is undefined', "severity": "error"}]
+    assert info.value._render_traceback_()[1:3] == ["  cell line 5, in scale:", "     5 |   if (i < n) y[i] = a * xs[i];"]
+
+
+def test_cpp_cells_refuse_what_needs_the_tile_language_and_launches_need_grid_block_args(shell):
+    for line, message in [("--lang cpp --viz", "--viz needs the tile language"),
+                          ("--lang cpp --show ir", "--show ir needs the tile language"),
+                          ("--lang cpp --grid 4 --args 'a, b, 8, 2.0'", "needs --block"),
+                          ("--block 128", "--block and --smem are for --lang cpp cells")]:
+        with capture_output(), pytest.raises(TileKernelCellError, match=message):
+            shell.run_cell_magic("tilekernel", line, SCALE if "cpp" in line else ADD)
+
+
+@pytest.mark.skipif(device.gpu_available(), reason="checks the message shown without a GPU")
+def test_without_a_gpu_a_cpp_launch_says_it_needs_one(shell):
+    with capture_output(), pytest.raises(TileKernelCellError, match="run on a GPU only, and there is none here"):
+        shell.run_cell_magic("tilekernel", "--lang cpp --grid 1 --block 256 --args 'a, b, 8, 2.0'", SCALE)
+
+
+def test_every_tile_cell_run_leaves_a_record_of_its_kernel(shell):
+    (record,) = records(run(shell, "", ADD))
+    assert record["kernel"] == "add" and record["lang"] == "python" and record["specializations"] == []
+    assert record["signature"] == "(a, b, c, TILE: ct.Constant[int])"
+    out = run(shell, '--grid "(2,)" --args "a, b, c, 4"', ADD)
+    (record,) = records(out)
+    (spec,) = record["specializations"]
+    assert spec["label"] == "a: array<float32, 1d>, b: array<float32, 1d>, c: array<float32, 1d>, TILE=4"
+    assert spec["threads"] >= 32 and spec["registers"] > 0 and 0 < spec["occupancy"] <= 1
+    assert 'extern "C" __global__' in spec["cuda"] and record["arch"] == device.target_arch(None)
+    assert record["timing"] is None
+    text = next(o.data["text/plain"] for o in out.outputs if KERNEL_MIME in o.data)
+    assert text.startswith(f"tile kernel add: 1 specialization; {record['arch']}: {spec['threads']} threads")
+
+
+def test_a_failing_run_still_leaves_the_record_of_the_redefined_kernel(shell):
+    run(shell, '--grid "(2,)" --args "a, b, c, 4"', ADD)
+    with capture_output() as out, pytest.raises(TileKernelCellError):
+        shell.run_cell_magic("tilekernel", '--grid "(2,)" --args "a, b, c, 3"', ADD)  # TILE=3: not a power of 2
+    (record,) = records(out)
+    assert record["specializations"] == []  # a new definition: nothing specialized without error
+
+
+def test_a_measured_launch_becomes_the_records_last_timing(shell, monkeypatch):
+    from tileworkbench.magic import inspector
+    run(shell, "", ADD)
+    kernel = shell.user_ns["add"]
+    kernel.last_timing = {"median_ms": 0.0123, "p10_ms": 0.012, "p90_ms": 0.013, "repetitions": 100,
+                          "device": "NVIDIA H100 80GB HBM3", "grid": [2, 1, 1], "specialization": "TILE=4", "gbs": 10.0}
+    bundle = inspector.kernel_bundle(kernel, "sm_90")
+    assert bundle[KERNEL_MIME]["timing"]["median_ms"] == 0.0123
+    assert bundle["text/plain"].endswith("; last timing 12.3 us")

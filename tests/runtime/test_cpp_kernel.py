@@ -1,0 +1,104 @@
+"""C++ cell kernels: finding the kernel, reading its parameters back from PTX, packing arguments as
+the compiler laid them out, and compile errors at the cell's line with the quoted token underlined."""
+import struct
+
+import numpy as np
+import pytest
+
+from tileworkbench.errors import TileCompilerExecutionError
+from tileworkbench.runtime.cpp import CppKernel, _token_range
+
+pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
+
+SOURCE = '''#include <tileworkbench/tile.cuh>
+extern "C" __global__ void __launch_bounds__(256) axpy(const float* __restrict__ x, float* y, int n, float a,
+                                                       __half h, long long m, double d) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + __half2float(h) + float(m) + float(d);
+}
+__global__ void fill(int* p, unsigned char v) { p[threadIdx.x] = v; }
+'''
+
+
+class FakeDeviceArray:
+    """Anything with __cuda_array_interface__ is a device array; its pointer is what gets packed."""
+
+    def __init__(self, ptr):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": (4,), "typestr": "<f4", "version": 3,
+                                         "strides": None}
+        self.ndim, self.dtype = 1, np.dtype(np.float32)
+
+
+def test_the_last_global_function_is_the_kernel_unless_one_is_named():
+    assert CppKernel(SOURCE, "<c>").name == "fill"
+    axpy = CppKernel(SOURCE, "<c>", "axpy")
+    assert axpy.declarations == ["const float* __restrict__ x", "float* y", "int n", "float a", "__half h",
+                                 "long long m", "double d"]
+    with pytest.raises(TileCompilerExecutionError, match="no __global__ function named 'scale' .*axpy, fill"):
+        CppKernel(SOURCE, "<c>", "scale")
+    with pytest.raises(TileCompilerExecutionError, match="must define a kernel"):
+        CppKernel("int f() { return 1; }", "<c>")
+
+
+def test_parameters_come_from_the_ptx_entry():
+    kernel = CppKernel(SOURCE, "<c>", "axpy")
+    got = [(p.name, p.ptx_type, p.size, p.align, p.pointer) for p in kernel.parameters("sm_80")]
+    assert got == [("x", ".u64", 8, 8, True), ("y", ".u64", 8, 8, True), ("n", ".u32", 4, 4, False),
+                   ("a", ".f32", 4, 4, False), ("h", ".b8", 2, 2, False), ("m", ".u64", 8, 8, False),
+                   ("d", ".f64", 8, 8, False)]
+    assert kernel.resources("sm_80").max_threads == 256
+
+
+def test_a_kernel_without_extern_c_is_found_by_its_mangled_name():
+    kernel = CppKernel(SOURCE, "<c>")
+    assert kernel.cubin_name("sm_90") == "_Z4fillPih"
+    assert [p.ptx_type for p in kernel.parameters("sm_90")] == [".u64", ".u8"]
+
+
+def test_arguments_are_packed_at_the_compilers_offsets():
+    kernel = CppKernel(SOURCE, "<c>", "axpy")
+    data = kernel.pack((FakeDeviceArray(0x1000), FakeDeviceArray(0x2000), 10, 2.5, 1.0, -3, 0.25), "sm_90")
+    # x@0 y@8 n@16 a@20 h@24 (2 bytes, then 6 of padding) m@32 d@40
+    assert len(data) == 48
+    assert struct.unpack_from("=QQifH", data, 0) == (0x1000, 0x2000, 10, 2.5, np.float16(1.0).view(np.uint16))
+    assert struct.unpack_from("=qd", data, 32) == (-3, 0.25)
+
+
+def test_wrong_arguments_are_refused_with_the_declaration_they_missed():
+    kernel = CppKernel(SOURCE, "<c>", "axpy")
+    good = [FakeDeviceArray(1), FakeDeviceArray(2), 10, 2.5, 1.0, 3, 0.5]
+    with pytest.raises(TypeError, match=r"takes 7 arguments, 2 were given"):
+        kernel.pack(tuple(good[:2]), "sm_90")
+    with pytest.raises(TypeError, match=r"argument #1 for `float\* y`: expected a device array, got int"):
+        kernel.pack(tuple(good[:1] + [5] + good[2:]), "sm_90")
+    with pytest.raises(TypeError, match=r"argument #0 .*NumPy array lives on the host"):
+        kernel.pack(tuple([np.zeros(4, np.float32)] + good[1:]), "sm_90")
+    with pytest.raises(TypeError, match=r"argument #2 for `int n`: expected an int, got float"):
+        kernel.pack(tuple(good[:2] + [1.5] + good[3:]), "sm_90")
+    with pytest.raises(OverflowError, match=r"argument #2 for `int n`: 4294967296 does not fit 32 bits"):
+        kernel.pack(tuple(good[:2] + [2**32] + good[3:]), "sm_90")
+    with pytest.raises(TypeError, match=r"argument #2 for `int n`: an array is passed as a device pointer"):
+        kernel.pack(tuple(good[:2] + [FakeDeviceArray(3)] + good[3:]), "sm_90")
+
+
+def test_compile_errors_point_at_the_cell_line_and_the_quoted_token():
+    cell = 'extern "C" __global__ void f(float* x) {\n  x[0] = scale * 2;\n}\n'
+    kernel = CppKernel(cell, "<tilekernel-7>", first_line=2)  # the cell's header is line 1
+    with pytest.raises(TileCompilerExecutionError) as info:
+        kernel.compile("sm_90")
+    loc = info.value.loc
+    assert info.value.message == 'identifier "scale" is undefined'
+    assert (loc.filename, loc.line, loc.col, loc.end_col) == ("<tilekernel-7>", 3, 9, 14)
+    assert loc.source_line == "  x[0] = scale * 2;"
+
+
+def test_several_errors_say_how_many_more_there_are():
+    kernel = CppKernel('extern "C" __global__ void f(float* x) {\n  x[0] = p;\n  x[1] = q;\n}\n', "<c>", first_line=2)
+    with pytest.raises(TileCompilerExecutionError, match=r'"p" is undefined \(and 1 more error: `--show log`'):
+        kernel.compile("sm_90")
+
+
+def test_token_range_falls_back_to_the_line_without_indentation():
+    assert _token_range('    y = x + 1;', 'expected a ";"') == (4, 14)
+    assert _token_range('  return;  ', 'identifier "q" is undefined') == (2, 9)
+    assert _token_range('  y = xs + x;', 'identifier "x" is undefined') == (11, 12)  # whole words only

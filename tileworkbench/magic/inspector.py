@@ -1,0 +1,119 @@
+"""What the kernel inspector (the JupyterLab extension's right-sidebar panel) reads: one output per
+%%tilekernel cell run, describing the cell's kernel as it stands after the run.
+
+The bundle (MIME type application/vnd.tileworkbench.kernel+json) is plain JSON kept in the cell's
+outputs, so a saved notebook opened without a kernel still fills the panel:
+
+    {"version": 1, "kernel": "add", "lang": "python", "signature": "(a, b, c, TILE: ct.Constant[int])",
+     "arch": "sm_90", "gpu": null,
+     "specializations": [{"label": "a: float32[1], b: ..., TILE=1024", "threads": 128, "registers": 16,
+                          "shared_bytes": 0, "local_bytes": 0, "spills": 0, "occupancy": 1.0,
+                          "blocks_per_sm": 16, "limiter": "warps", "cuda": "...", "error": null}],
+     "timing": {"median_ms": 0.09, "p10_ms": ..., "p90_ms": ..., "device": "NVIDIA H100", "grid": [8, 1, 1],
+                "specialization": "...", "gbs": 2980.0} | null}
+
+Resources and occupancy are the compiler's for `arch` (the GPU's, or --arch, or sm_90 without a GPU);
+NVRTC needs no GPU, so a CPU-only machine fills them too. The text/plain alternative is a one-line
+summary for front ends without the extension.
+"""
+from __future__ import annotations
+
+from ..ir import specialization_label
+
+KERNEL_MIME = "application/vnd.tileworkbench.kernel+json"
+MAX_SPECIALIZATIONS = 8  # the most recent ones: a sweep makes dozens, the panel shows what was last used
+
+
+def kernel_bundle(kernel, arch: str) -> dict:
+    """The inspector's record of `kernel` (a tile kernel or a C++ cell kernel) compiled for `arch`."""
+    record = {"version": 1, "kernel": kernel.name, "lang": getattr(kernel, "lang", "python"),
+              "signature": _signature(kernel), "arch": arch,
+              "gpu": _gpu_name(),
+              "specializations": _specializations(kernel, arch),
+              "timing": getattr(kernel, "last_timing", None)}
+    return {KERNEL_MIME: record, "text/plain": summary(record)}
+
+
+def summary(record: dict) -> str:
+    specs = record["specializations"]
+    counted = f"{len(specs)} specialization{'s' * (len(specs) != 1)}"
+    line = f"{'C++ ' * (record['lang'] == 'cpp')}tile kernel {record['kernel']}: {counted}"
+    good = [s for s in specs if not s.get("error")]
+    if good:
+        s = good[-1]
+        line += (f"; {record['arch']}: {s['threads']} threads, {s['registers']} registers, "
+                 f"{s['shared_bytes']} B shared, occupancy {s['occupancy']:.0%} ({s['limiter']})")
+    if record["timing"]:
+        line += f"; last timing {record['timing']['median_ms'] * 1e3:.1f} us"
+    return line
+
+
+def _signature(kernel) -> str:
+    if getattr(kernel, "lang", "python") == "cpp":
+        return kernel.signature
+    import inspect
+    parts = []
+    for p in kernel._signature.parameters.values():
+        annotation = p.annotation
+        if annotation is inspect.Parameter.empty:
+            parts.append(p.name)
+        else:  # as written in the cell: string annotations without their quotes
+            parts.append(f"{p.name}: {annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)}")
+    return f"({', '.join(parts)})"
+
+
+def _gpu_name() -> str | None:
+    from ..runtime.device import unavailable_reason
+    if unavailable_reason() is not None:
+        return None
+    try:
+        import cupy
+        return cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
+    except Exception:  # the device went away since it was found: the record just names none
+        return None
+
+
+def _specializations(kernel, arch: str) -> list[dict]:
+    if getattr(kernel, "lang", "python") == "cpp":
+        threads = cpp_block_threads(kernel, arch)
+        return [_compiled(lambda: _cpp_compiled(kernel, arch, threads), f"as written, {threads}-thread blocks", arch)]
+    return [_compiled(lambda fn=fn: _tile_compiled(fn, arch), specialization_label(fn), arch)
+            for fn in kernel.specializations[-MAX_SPECIALIZATIONS:]]
+
+
+def _tile_compiled(fn, arch: str):
+    from ..runtime.launch import build
+    generated, module = build(fn, arch)
+    return generated.threads, generated.smem_bytes, module.kernels[generated.name], generated.source
+
+
+def cpp_block_threads(kernel, arch: str) -> int:
+    """A C++ kernel's block is chosen at launch: the last launch's, else its __launch_bounds__, else 256."""
+    if kernel.last_block:
+        x, y, z = kernel.last_block
+        return x * y * z
+    try:
+        bound = kernel.resources(arch).max_threads
+    except Exception:  # reported with the specialization
+        bound = None
+    return bound or 256
+
+
+def _cpp_compiled(kernel, arch: str, threads: int):
+    return threads, 0, kernel.resources(arch), kernel.source
+
+
+def _compiled(compile_, label: str, arch: str) -> dict:
+    from ..errors import TileError
+    from ..profile import theoretical_occupancy
+    from ..runtime.nvrtc import NvrtcUnavailableError
+    try:
+        threads, dynamic_smem, r, cuda = compile_()
+    except (TileError, NvrtcUnavailableError, RuntimeError, ValueError) as e:
+        return {"label": label, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    shared = dynamic_smem + r.shared_static_bytes
+    occupancy = theoretical_occupancy(arch, threads, r.registers, shared)
+    return {"label": label, "threads": threads, "registers": r.registers, "shared_bytes": shared,
+            "local_bytes": r.local_bytes, "spills": (r.spill_stores or 0) + (r.spill_loads or 0),
+            "occupancy": occupancy.occupancy, "blocks_per_sm": occupancy.blocks_per_sm,
+            "limiter": occupancy.limiter, "cuda": cuda, "error": None}

@@ -1,0 +1,284 @@
+"""Kernels written in CUDA C++ (`%%tilekernel --lang cpp` cells) over the tile header library.
+
+    kernel = CppKernel(source, "<cell>")           # parses the __global__ functions, compiles nothing
+    module = kernel.compile("sm_90")                # NVRTC through the compile cache; no GPU needed
+    kernel.parameters("sm_90")                      # what the compiler made of each parameter (from PTX)
+    kernel.launch(grid, block, (x, y, n))           # on the GPU: arrays become device pointers
+
+The source is compiled as one translation unit with `tileworkbench/tile.cuh` and CUDA's fp16/bf16
+headers on the include path. Parameters are read back from the PTX entry (`.param .u64 .ptr`,
+`.param .f32`, `.param .align 2 .b8 h[2]`...), so arguments are packed exactly as the compiler laid
+them out, and a wrong argument is refused before the launch with the C++ declaration it missed.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from ..errors import SourceLoc, TileCompilerExecutionError
+from .nvrtc import NvrtcError
+
+# `extern "C" __global__ void __launch_bounds__(256) scale(const float* x, ...)`: after `__global__`,
+# the first `identifier(` that is not an attribute names the kernel
+_GLOBAL = re.compile(r"__global__\b")
+_CALL = re.compile(r"(\w+)\s*\(")
+_ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas"}
+# one PTX entry parameter: `.param .u64 .ptr .global .align 1 scale_param_0` or `.param .align 2 .b8 p[2]`
+_PTX_PARAM = re.compile(r"\.param\s+(?P<attrs>(?:\.\w+\s+)*?)(?:\.align\s+(?P<align>\d+)\s+)?(?P<type>\.[a-z]\d+)"
+                        r"(?P<more>(?:\s+\.\w+)*(?:\s+\.align\s+\d+)?)\s+\w+(?:\[(?P<count>\d+)\])?")
+_SCALAR_CODES = {".u8": "B", ".s8": "b", ".b8": "B", ".u16": "H", ".s16": "h", ".b16": "H", ".u32": "I",
+                 ".s32": "i", ".b32": "I", ".u64": "Q", ".s64": "q", ".b64": "Q", ".f32": "f", ".f64": "d"}
+
+
+@dataclass(frozen=True)
+class CppParameter:
+    """One kernel parameter: its C++ declaration and the PTX parameter the compiler made of it."""
+
+    declaration: str   # as written: "const float* __restrict__ x"
+    ptx_type: str      # ".u64", ".f32", ".s32", or ".b8" for parameters passed as bytes
+    size: int          # bytes
+    align: int
+    pointer: bool      # declared with a `*` (PTX does not always mark pointers)
+
+    @property
+    def name(self) -> str:
+        match = re.search(r"(\w+)\s*(?:\[[^\]]*\])?\s*$", self.declaration)
+        return match.group(1) if match else self.declaration
+
+
+class CppKernel:
+    """A `__global__` function of a C++ cell; `name` picks one when the source defines several."""
+
+    lang = "cpp"
+
+    def __init__(self, source: str, filename: str, name: str | None = None, first_line: int = 1):
+        self.source, self.filename, self.first_line = source, filename, first_line
+        kernels = dict(_kernels(source))
+        if not kernels:
+            raise TileCompilerExecutionError(
+                "A --lang cpp cell must define a kernel: extern \"C\" __global__ void name(...) { ... }")
+        if name is not None and name not in kernels:
+            raise TileCompilerExecutionError(f"The cell defines no __global__ function named {name!r} "
+                                             f"(it defines {', '.join(kernels)})")
+        self.name = name or list(kernels)[-1]
+        self.declarations = [d.strip() for d in _split_parameters(kernels[self.name])]
+        self.signature = f"({', '.join(self.declarations)})"
+        self._modules: dict = {}   # arch -> CompiledModule
+        self._functions: dict = {}  # (arch, device) -> cupy Function
+        self.last_timing = None  # set by a measured launch (--bench), read by the kernel inspector
+        self.last_block = None   # the block of the last launch: occupancy reports assume it
+
+    def __repr__(self) -> str:
+        return f"<C++ tile kernel {self.name}{self.signature}>"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"C++ kernels are launched, not called: {self.name}.launch(grid, block, args)")
+
+    # ---- compiling -------------------------------------------------------------------------------
+
+    @property
+    def compile_source(self) -> str:
+        """What NVRTC compiles: the cell's text, numbered as the cell is (errors come back at cell lines)."""
+        return f'#line {self.first_line} "{_FILE}"\n{self.source}'
+
+    def compile(self, arch: str):
+        """The compiled module for `arch` (through the compile cache). A compile error is raised at
+        the cell line NVRTC names, with the quoted token it complains about underlined."""
+        module = self._modules.get(arch)
+        if module is None:
+            from ..codegen import HEADER_VERSION, INCLUDE_DIR
+            from .cache import compile_cached
+            from .launch import cuda_include_dirs
+            try:
+                module = compile_cached(self.compile_source, arch=arch, header_version=HEADER_VERSION,
+                                        include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
+            except NvrtcError as e:
+                raise self._located(e, arch) from None
+            self._modules[arch] = module
+        return module
+
+    def _located(self, error: NvrtcError, arch: str) -> NvrtcError:
+        lines = self.source.splitlines()
+        for d in error.diagnostics:
+            line = d.line_in(_FILE)
+            if line is None or not self.first_line <= line < self.first_line + len(lines):
+                continue
+            text = lines[line - self.first_line]
+            col, end = _token_range(text, d.message)
+            loc = SourceLoc(self.filename, line, col, line, end, self.name, text)
+            others = len(error.diagnostics) - 1
+            more = f" (and {others} more error{'s' * (others > 1)}: `--show log` lists them)" if others else ""
+            return NvrtcError(f"{d.message}{more}", error.log, error.diagnostics, loc)
+        return error
+
+    def cubin_name(self, arch: str) -> str:
+        """The kernel's name in the cubin: its own when extern "C", else the mangled one."""
+        names = self.compile(arch).kernels
+        if self.name in names:
+            return self.name
+        mangled = [n for n in names if re.match(rf"_Z{len(self.name)}{self.name}\D", n)]
+        if len(mangled) == 1:
+            return mangled[0]
+        raise TileCompilerExecutionError(f"`{self.name}` is not in the compiled module ({', '.join(names) or 'no kernels'}); "
+                                         f"declare it extern \"C\" __global__ (templates need an explicit instantiation)")
+
+    def resources(self, arch: str):
+        return self.compile(arch).kernels[self.cubin_name(arch)]
+
+    def parameters(self, arch: str) -> list[CppParameter]:
+        """The kernel's parameters as the compiler laid them out."""
+        ptx = self.compile(arch).ptx
+        entry = re.search(rf"\.entry\s+{re.escape(self.cubin_name(arch))}\s*\(([^)]*)\)", ptx)
+        found = list(_PTX_PARAM.finditer(entry.group(1))) if entry else []
+        if len(found) != len(self.declarations):  # e.g. an unnamed or macro-made parameter list
+            raise TileCompilerExecutionError(f"Cannot match the PTX parameters of `{self.name}` ({len(found)}) "
+                                             f"to its declaration ({len(self.declarations)} parameters)")
+        parameters = []
+        for declaration, m in zip(self.declarations, found):
+            ptx_type = m.group("type")
+            width = int(ptx_type[2:]) // 8
+            count = int(m.group("count") or 1)
+            more_align = re.search(r"\.align\s+(\d+)", m.group("more") or "")
+            align = int(m.group("align") or (more_align.group(1) if more_align else width))
+            parameters.append(CppParameter(declaration, ptx_type, width * count, align, "*" in declaration))
+        return parameters
+
+    # ---- launching -------------------------------------------------------------------------------
+
+    def pack(self, args, arch: str) -> bytes:
+        """The parameter buffer for `args`, each at its alignment, as cuLaunchKernel reads it."""
+        parameters = self.parameters(arch)
+        if not isinstance(args, tuple):
+            raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
+        if len(args) != len(parameters):
+            raise TypeError(f"`{self.name}{self.signature}` takes {len(parameters)} arguments, {len(args)} were given")
+        buffer = bytearray()
+        for k, (p, value) in enumerate(zip(parameters, args)):
+            buffer += b"\0" * (-len(buffer) % p.align)
+            buffer += _pack_one(p, value, k)
+        return bytes(buffer)
+
+    def function(self, arch: str):
+        import cupy
+        key = (arch, cupy.cuda.runtime.getDevice())
+        function = self._functions.get(key)
+        if function is None:
+            module = cupy.cuda.function.Module()
+            module.load(self.compile(arch).cubin)
+            function = module.get_function(self.cubin_name(arch))
+            function._module = module  # the function lives as long as its module
+            self._functions[key] = function
+        return function
+
+    def launch(self, grid, block, args, *, shared_bytes: int = 0, stream=None) -> None:
+        """Launch on the current GPU: `grid` and `block` are ints or tuples of up to three ints."""
+        import ctypes
+
+        import cupy
+
+        from .arrays import stream_handle
+        from .launch import device_arch
+        arch = device_arch()
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        self.last_block = block
+        function = self.function(arch)
+        data = self.pack(args, arch)
+        buffer = ctypes.create_string_buffer(data, max(len(data), 8))
+        size = ctypes.c_size_t(len(data))
+        # cuLaunchKernel's `extra`: the whole parameter buffer at once, laid out as packed above
+        extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buffer), 2, ctypes.addressof(size), 0)
+        handle = stream_handle(stream) if stream is not None else cupy.cuda.get_current_stream().ptr
+        cupy.cuda.driver.launchKernel(int(function.ptr), *grid, *block, shared_bytes, handle, 0,
+                                      ctypes.addressof(extra))
+
+
+_FILE = "cell"  # the name NVRTC reports errors under; fixed so that the compile cache sees the same text
+
+
+def _kernels(source: str):
+    """(name, parameter list text) of each __global__ function, in order."""
+    for found in _GLOBAL.finditer(source):
+        for call in _CALL.finditer(source, found.end()):
+            if call.group(1) in _ATTRIBUTES:
+                continue
+            depth, end = 1, call.end()
+            while end < len(source) and depth:
+                depth += {"(": 1, ")": -1}.get(source[end], 0)
+                end += 1
+            yield call.group(1), source[call.end():end - 1]
+            break
+
+
+def _split_parameters(text: str) -> list[str]:
+    """Split a parameter list at top-level commas (templates' commas stay)."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        depth += ch in "<([" and 1 or (-1 if ch in ">)]" else 0)
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    if current.strip() and current.strip() != "void":
+        parts.append(current)
+    return parts
+
+
+def _token_range(text: str, message: str) -> tuple[int, int]:
+    """Columns (0-based, end exclusive) to underline: the first quoted token of NVRTC's message
+    found in the line (`identifier "y" is undefined`), else the line without its indentation (also for
+    `expected a ";"`: the token is the one missing)."""
+    quoted = [] if message.startswith("expected") else re.findall(r'"([^"]+)"', message)  # a missing token
+    for token in quoted:
+        at = re.search(rf"(?<!\w){re.escape(token)}(?!\w)", text) if re.fullmatch(r"\w+", token) else None
+        at = at or (re.search(re.escape(token), text) if token in text else None)
+        if at:
+            return at.start(), at.end()
+    stripped = text.rstrip()
+    start = len(stripped) - len(stripped.lstrip())
+    return start, max(len(stripped), start + 1)
+
+
+def _dims(value, what: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        raise ValueError(f"{what} must be a positive int or a tuple of up to three, got {value!r}")
+    return dims + (1,) * (3 - len(dims))
+
+
+def _pack_one(p: CppParameter, value, position: int) -> bytes:
+    import numpy as np
+
+    from ..tile._kernel import is_array_like
+    where = f"argument #{position} for `{p.declaration}`"
+    if is_array_like(value):
+        if not (p.size == 8 and p.ptx_type in (".u64", ".s64", ".b64")):
+            raise TypeError(f"{where}: an array is passed as a device pointer, but the parameter is not one")
+        if isinstance(value, np.ndarray):
+            raise TypeError(f"{where}: a NumPy array lives on the host; C++ kernels need device arrays "
+                            f"(cupy.asarray(x))")
+        from .arrays import device_array
+        return struct.pack("=Q", device_array(value, position).ptr)
+    if p.pointer:
+        raise TypeError(f"{where}: expected a device array, got {type(value).__name__}")
+    if isinstance(value, np.generic) and value.dtype.itemsize == p.size and p.ptx_type == ".b8":
+        return value.tobytes()  # e.g. a np.float16 for a __half parameter
+    if p.ptx_type == ".b8" and p.size == 2 and isinstance(value, (int, float)):
+        return np.float16(value).tobytes()  # __half, the common 2-byte-struct parameter
+    code = _SCALAR_CODES.get(p.ptx_type) if p.ptx_type != ".b8" or p.size == 1 else None
+    if code is None:
+        raise TypeError(f"{where}: a {p.size}-byte parameter passed as bytes; give a NumPy scalar of that size")
+    if code in "fd":
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise TypeError(f"{where}: expected a number, got {type(value).__name__}")
+        return struct.pack("=" + code, float(value))
+    if not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{where}: expected an int, got {type(value).__name__}")
+    value = int(value)
+    if value < 0:
+        code = code.lower()  # PTX spells int parameters .u32 too: the value decides the sign
+    try:
+        return struct.pack("=" + code, value)
+    except struct.error:
+        raise OverflowError(f"{where}: {value} does not fit {p.size * 8} bits") from None
