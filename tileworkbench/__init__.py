@@ -10,3 +10,8 @@ def load_ipython_extension(ipython):
     """`%load_ext tileworkbench`: registers the %%tilekernel cell magic."""
     from .magic import TileKernelMagics
     ipython.register_magics(TileKernelMagics)
+
+
+def _jupyter_labextension_paths():
+    """Where the built JupyterLab extension lives (for `jupyter-builder develop --overwrite .`)."""
+    return [{"src": "labextension", "dest": "tileworkbench-labextension"}]

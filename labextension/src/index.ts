@@ -8,6 +8,7 @@ import {
   IEditorLanguageRegistry
 } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import { cpp } from '@codemirror/lang-cpp';
 
@@ -17,6 +18,7 @@ import {
   readDiagnostics,
   showDiagnostics
 } from './diagnostics';
+import { InspectorPanel, KERNEL_MIME, KernelRecordRenderer } from './inspector';
 
 const HEADER = /^%%tilekernel\b(.*)$/;
 const MIME_PYTHON = 'text/x-tilekernel';
@@ -89,13 +91,16 @@ function trackNotebook(panel: NotebookPanel): void {
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'tileworkbench-labextension:plugin',
-  description: `Highlights %%tilekernel cells and underlines the ranges of ${DIAGNOSTICS_MIME} outputs.`,
+  description:
+    `Highlights %%tilekernel cells, underlines the ranges of ${DIAGNOSTICS_MIME} outputs, ` +
+    `and lists the notebook's ${KERNEL_MIME} records in the kernel inspector.`,
   autoStart: true,
-  requires: [INotebookTracker, IEditorLanguageRegistry],
+  requires: [INotebookTracker, IEditorLanguageRegistry, IRenderMimeRegistry],
   activate: (
-    _app: JupyterFrontEnd,
+    app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    languages: IEditorLanguageRegistry
+    languages: IEditorLanguageRegistry,
+    rendermime: IRenderMimeRegistry
   ) => {
     languages.addLanguage({
       name: 'tilekernel',
@@ -115,6 +120,24 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     tracker.widgetAdded.connect((_, panel) => trackNotebook(panel));
     tracker.forEach(trackNotebook);
+
+    const inspector = new InspectorPanel(tracker);
+    app.shell.add(inspector, 'right', { rank: 700 });
+    const openInspector = (kernel: string) => {
+      app.shell.activateById(inspector.id);
+      inspector.reveal(kernel);
+    };
+    // Records are plain JSON rendered as text nodes: safe in untrusted (e.g. just opened) notebooks.
+    // Ranked before text/plain, which is what front ends without this extension show.
+    rendermime.addFactory(
+      {
+        safe: true,
+        mimeTypes: [KERNEL_MIME],
+        defaultRank: 50,
+        createRenderer: () => new KernelRecordRenderer(openInspector)
+      },
+      50
+    );
   }
 };
 
