@@ -9,6 +9,8 @@
 import { StateEffect, StateField, Text } from '@codemirror/state';
 import { Decoration, DecorationSet, EditorView } from '@codemirror/view';
 import { IOutputAreaModel } from '@jupyterlab/outputarea';
+import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Widget } from '@lumino/widgets';
 
 export const DIAGNOSTICS_MIME = 'application/vnd.tileworkbench.diagnostics+json';
 
@@ -77,5 +79,21 @@ export function showDiagnostics(view: EditorView, diagnostics: IDiagnostic[]): v
   // Editors whose extension is not injected yet are updated once it is.
   if (view.state.field(diagnosticsExtension, false) !== undefined) {
     view.dispatch({ effects: setDiagnostics.of(diagnostics) });
+  }
+}
+
+/**
+ * The diagnostics bundle's output: the editor already underlines the range and the traceback
+ * shows the error box, so the output itself stays out of sight (its text/plain line is for
+ * front ends without this extension).
+ */
+export class HiddenRenderer extends Widget implements IRenderMime.IRenderer {
+  constructor() {
+    super();
+    this.addClass('tw-hidden-output');
+  }
+
+  async renderModel(): Promise<void> {
+    return;
   }
 }

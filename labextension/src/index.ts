@@ -10,15 +10,17 @@ import {
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
-import { cpp } from '@codemirror/lang-cpp';
+import { cppLanguage } from '@codemirror/lang-cpp';
 
 import {
   DIAGNOSTICS_MIME,
   diagnosticsExtension,
+  HiddenRenderer,
   readDiagnostics,
   showDiagnostics
 } from './diagnostics';
 import { InspectorPanel, KERNEL_MIME, KernelRecordRenderer } from './inspector';
+import { tileKernelLanguage } from './language';
 
 const HEADER = /^%%tilekernel\b(.*)$/;
 const MIME_PYTHON = 'text/x-tilekernel';
@@ -110,13 +112,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (!python?.support) {
           throw new Error('tileworkbench: the python language is not registered');
         }
-        return python.support;
+        return tileKernelLanguage(python.support.language, 'tilekernel');
       }
     });
     languages.addLanguage({
       name: 'tilekernel-cpp',
       mime: MIME_CPP,
-      load: async () => cpp()
+      load: async () => tileKernelLanguage(cppLanguage, 'tilekernel-cpp')
     });
     tracker.widgetAdded.connect((_, panel) => trackNotebook(panel));
     tracker.forEach(trackNotebook);
@@ -136,6 +138,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         defaultRank: 50,
         createRenderer: () => new KernelRecordRenderer(openInspector)
       },
+      50
+    );
+    rendermime.addFactory(
+      { safe: true, mimeTypes: [DIAGNOSTICS_MIME], defaultRank: 50, createRenderer: () => new HiddenRenderer() },
       50
     );
   }

@@ -139,43 +139,35 @@ export function recordSummary(record: IKernelRecord): string {
   return parts.join(' · ');
 }
 
-function specializationRow(s: ISpecialization): HTMLElement[] {
+/** One specialization: what selected it, then what the compiler made of it, then its CUDA. */
+function specializationBlock(s: ISpecialization, code: HTMLDetailsElement): HTMLElement {
+  const label = h('div', { class: 'tw-spec-label', title: s.label }, s.label);
   if (s.error) {
-    return [h('tr', { class: 'tw-error-row' }, h('td', { colspan: '5', title: s.error }, `${s.label}: ${s.error}`))];
+    return h('div', { class: 'tw-spec tw-spec-error' }, label, h('div', { class: 'tw-spec-message' }, s.error));
   }
+  const metric = (name: string, text: string, title = '') => h('span', { 'data-metric': name, title }, text);
   const occupancy = `${Math.round((s.occupancy ?? 0) * 100)}%`;
-  const row = h(
-    'tr',
-    {},
-    h('td', { class: 'tw-label', title: s.label }, s.label),
-    h('td', {}, String(s.threads)),
-    h('td', { title: s.spills ? `${s.spills} spilled loads/stores` : '' }, `${s.registers}${s.spills ? ' ⚠' : ''}`),
-    h('td', {}, bytes(s.shared_bytes)),
-    h('td', { title: `${s.blocks_per_sm} blocks per SM, limited by ${s.limiter}` }, `${occupancy} (${s.limiter})`)
+  const metrics = h(
+    'div',
+    { class: 'tw-spec-metrics' },
+    metric('threads', `${s.threads} threads`),
+    metric('registers', `${s.registers} regs${s.spills ? ' ⚠' : ''}`, s.spills ? `${s.spills} spilled loads/stores` : ''),
+    metric('shared', `${bytes(s.shared_bytes)} smem`),
+    metric('occupancy', `${occupancy} occupancy (${s.limiter})`, `${s.blocks_per_sm} blocks per SM, limited by ${s.limiter}`)
   );
-  const code = h(
-    'tr',
-    { class: 'tw-code-row' },
-    h('td', { colspan: '5' }, h('details', {}, h('summary', {}, 'CUDA'), h('pre', { class: 'tw-cuda' }, s.cuda ?? '')))
-  );
-  return [row, code];
+  code.append(h('summary', {}, 'CUDA'), h('pre', { class: 'tw-cuda' }, s.cuda ?? ''));
+  return h('div', { class: 'tw-spec' }, label, metrics, code);
 }
 
-function kernelSection(found: IFoundKernel, onOpen: (found: IFoundKernel) => void): HTMLElement {
+function kernelSection(
+  found: IFoundKernel,
+  onOpen: (found: IFoundKernel) => void,
+  details: (key: string) => HTMLDetailsElement
+): HTMLElement {
   const { record } = found;
   const name = h('button', { class: 'tw-kernel-name', title: 'Scroll to the cell' }, record.kernel);
   name.addEventListener('click', () => onOpen(found));
   const cellLabel = found.executionCount ? `[${found.executionCount}]` : `cell ${found.cellIndex + 1}`;
-  const table = h(
-    'table',
-    { class: 'tw-specializations' },
-    h(
-      'thead',
-      {},
-      h('tr', {}, ...['specialization', 'threads', 'regs', 'smem', 'occupancy'].map(c => h('th', {}, c)))
-    ),
-    h('tbody', {}, ...record.specializations.flatMap(specializationRow))
-  );
   const where = record.gpu ? `${record.arch} (${record.gpu})` : `${record.arch}, compiled without a GPU`;
   return h(
     'section',
@@ -194,7 +186,7 @@ function kernelSection(found: IFoundKernel, onOpen: (found: IFoundKernel) => voi
       record.timing ? `last timing: ${timingText(record.timing)}` : 'last timing: not measured (run with --bench on a GPU)'
     ),
     record.specializations.length
-      ? h('div', {}, h('div', { class: 'tw-where' }, where), table)
+      ? h('div', {}, h('div', { class: 'tw-where' }, where), ...record.specializations.map(s => specializationBlock(s, details(`${record.kernel}\n${s.label}`))))
       : h('div', { class: 'tw-empty-kernel' }, 'no specializations yet: launch it (--grid/--args) to compile one')
   );
 }
@@ -230,9 +222,23 @@ export class InspectorPanel extends Widget {
     const body = !panel
       ? h('p', { class: 'tw-empty' }, 'Open a notebook to see its tile kernels.')
       : found.length
-        ? h('div', {}, ...found.map(f => kernelSection(f, k => this._open(k))))
+        ? h('div', {}, ...found.map(f => kernelSection(f, k => this._open(k), key => this._details(key))))
         : h('p', { class: 'tw-empty' }, 'No kernels yet: run a %%tilekernel cell (saved outputs count too).');
     this.node.replaceChildren(title, body);
+  }
+
+  /** A CUDA <details> that stays open across re-renders once the user opened it. */
+  private _details(key: string): HTMLDetailsElement {
+    const details = document.createElement('details');
+    details.open = this._openCode.has(key);
+    details.addEventListener('toggle', () => {
+      if (details.open) {
+        this._openCode.add(key);
+      } else {
+        this._openCode.delete(key);
+      }
+    });
+    return details;
   }
 
   private _open(found: IFoundKernel): void {
@@ -287,6 +293,7 @@ export class InspectorPanel extends Widget {
   private _pending: number | null = null;
   private _watched = new WeakSet<NotebookPanel>();
   private _watchedCells = new WeakSet<object>();
+  private _openCode = new Set<string>();
 }
 
 /**

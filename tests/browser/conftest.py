@@ -96,9 +96,9 @@ def browser():
         b.close()
 
 
-def open_and_run(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
-    """Open a notebook (`path` under the server's root) in JupyterLab, run every cell in order, and
-    return the page once the kernel is idle. `page.errors` collects uncaught page errors."""
+def open_notebook(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
+    """Open a notebook (`path` under the server's root) in JupyterLab, without running anything;
+    return the page once its kernel is up. `page.errors` collects uncaught page errors."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
@@ -109,19 +109,31 @@ def open_and_run(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
                            "window.jupyterapp.shell.currentWidget.sessionContext.session && "
                            "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel", timeout=timeout_ms)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout_ms)
-    page.evaluate("""async () => {
+    return page
+
+
+def run_cells(page, indices=None, timeout_ms: int = 120_000):
+    """Run the current notebook's cells (all, or those at `indices`) one by one, in order, through the
+    notebook's own run command, and wait until the kernel is idle and no cell is pending."""
+    page.evaluate("""async (indices) => {
         const app = window.jupyterapp, panel = app.shell.currentWidget;
         await panel.sessionContext.ready;
         const cells = panel.content.widgets;
-        for (let i = 0; i < cells.length; i++) {
+        for (const i of indices ?? cells.map((_, k) => k)) {
             panel.content.activeCellIndex = i;
             await app.commands.execute('notebook:run-cell');
         }
-    }""")
+    }""", indices)
     page.wait_for_function("() => { const p = window.jupyterapp.shell.currentWidget;"
                            " return p.sessionContext.session.kernel.status === 'idle' &&"
                            " [...document.querySelectorAll('.jp-InputPrompt')].every(e => !e.textContent.includes('*')); }",
                            timeout=timeout_ms)
+
+
+def open_and_run(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
+    """Open a notebook and run every cell in order; return the page once the kernel is idle."""
+    page = open_notebook(browser, lab, path, timeout_ms)
+    run_cells(page, timeout_ms=timeout_ms)
     return page
 
 

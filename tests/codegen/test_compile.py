@@ -5,6 +5,7 @@ import re
 import numpy as np
 import pytest
 
+import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 from tileworkbench.kernels import vector_add
 
@@ -99,3 +100,16 @@ def test_compile_errors_point_at_the_kernel_line(monkeypatch):
     assert error.loc.line == vector_add._pyfunc.__code__.co_firstlineno + 4
     assert error.loc.source_line.strip().startswith("ct.store(c, (i,)")
     assert '"no_such_store"' in str(error) and "kernel `vector_add`" in str(error)
+
+
+@ct.kernel
+def double(float, new, TILE: ct.Constant[int]):  # names Python allows and C++ reserves
+    i = ct.bid(0)
+    ct.store(new, (i,), ct.load(float, (i,), (TILE,)) * 2)
+
+
+def test_names_that_cpp_reserves_are_renamed_in_the_generated_code():
+    x = np.zeros(8, np.float32)
+    generated, module = runtime.build(double.specialize((x, x, 4)), "sm_90")
+    assert generated.name == "double_" and "double_" in module.kernels
+    assert "tw::load<tw::shape<4>>(float_," in generated.source and "tw::store<tw::shape<4>>(new_," in generated.source

@@ -33,7 +33,16 @@ _CPP_RESERVED = set(keyword.kwlist) | {
     "goto", "int", "long", "new", "operator", "private", "public", "register", "short", "signed", "sizeof",
     "static", "struct", "switch", "template", "this", "typedef", "union", "unsigned", "void", "volatile", "tw",
     "blockIdx", "threadIdx", "gridDim", "blockDim", "half", "std", "main", "printf",
+    "alignas", "alignof", "asm", "catch", "char16_t", "char32_t", "concept", "const_cast", "constexpr", "decltype",
+    "dynamic_cast", "explicit", "export", "friend", "inline", "mutable", "namespace", "noexcept", "nullptr",
+    "protected", "reinterpret_cast", "requires", "static_assert", "static_cast", "thread_local", "throw",
+    "typeid", "typename", "using", "virtual", "wchar_t", "signed", "unsigned",
 }
+
+
+def cpp_identifier(name: str) -> str:
+    """`name` as a C++ identifier: Python names that C++ reserves (`double`, `new`...) get a `_`."""
+    return name + "_" if name in _CPP_RESERVED else name
 
 
 @dataclass
@@ -116,7 +125,7 @@ class _Emitter:
         base = (hint or v.name or "v").replace(".", "_")
         if not base.isidentifier():
             base = "v"
-        name = base if base not in _CPP_RESERVED else base + "_"
+        name = cpp_identifier(base)
         k = 1
         while name in self.used:
             name = f"{base}_{k}"
@@ -696,11 +705,11 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
         "#include <tileworkbench/tile.cuh>",
         "",
     ] + [wgmma_definition(n, dtype) for (n, _), dtype in wgmmas] + [
-        f'extern "C" __global__ void __launch_bounds__({bounds}) {fn.name}(',
+        f'extern "C" __global__ void __launch_bounds__({bounds}) {cpp_identifier(fn.name)}(',
         "    " + ",\n    ".join(signature) + ") {",
     ]
     body = ["  " + s for s in setup] + e.lines
     source = "\n".join(head + body + ["}", ""])
     # wgmma exists only in the arch-specific sm_90a target
-    return GeneratedKernel(fn.name, source, threads, smem, params, arch="sm_90a" if wgmmas else None,
+    return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if wgmmas else None,
                            line_map=e.line_map)

@@ -24,8 +24,10 @@ def diagnostics_bundle(error: TileError, kernel: str) -> dict:
     if loc is not None:
         diagnostics.append({"line": loc.line, "col": loc.col + 1, "endLine": loc.end_line, "endCol": loc.end_col + 1,
                             "message": error.message, "severity": "error", "kind": type(error).__name__})
+    # the error box itself is the exception's traceback; front ends without the extension show this line
+    where = f" at cell line {loc.line}, column {loc.col + 1}" if loc is not None else ""
     return {DIAGNOSTICS_MIME: {"kernel": kernel, "diagnostics": diagnostics},
-            "text/plain": render(error)}
+            "text/plain": f"{type(error).__name__} in kernel `{kernel}`{where}"}
 
 
 def render(error: TileError) -> str:
