@@ -46,26 +46,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory):
-    reason = _missing()
-    if reason:
-        pytest.skip(reason)
-    tmp = tmp_path_factory.mktemp("lab")
+def _serve(tmp: Path, app: str):
+    """Start `python -m <app>` (jupyterlab or notebook) on a free port with a token and throwaway
+    settings, workspace and runtime folders, serving a copy of notebooks/; yield a Lab."""
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                          "checkForUpdates": False}))
-    served = tmp / "root"  # a copy: JupyterLab autosaves executed notebooks
+    if app == "jupyterlab":  # no news toast over the page (Notebook 7 has no such setting)
+        (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                              "checkForUpdates": False}))
+    served = tmp / "root"  # a copy: the front end autosaves executed notebooks
     shutil.copytree(ROOT / "notebooks", served / "notebooks")
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(tmp / "runtime"), JUPYTER_CONFIG_DIR=str(tmp / "config"))
+    app_class = {"jupyterlab": "LabApp", "notebook": "JupyterNotebookApp"}[app]
     with open(tmp / "server.log", "w") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+            [sys.executable, "-m", app, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-             f"--ServerApp.root_dir={served}", f"--LabApp.user_settings_dir={tmp / 'settings'}",
-             f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.expose_app_in_browser=True"],
+             f"--ServerApp.root_dir={served}", f"--{app_class}.user_settings_dir={tmp / 'settings'}",
+             f"--{app_class}.workspaces_dir={tmp / 'workspaces'}", f"--{app_class}.expose_app_in_browser=True"],
             env=env, stdout=subprocess.DEVNULL, stderr=log)
         base = f"http://127.0.0.1:{port}"
         for _ in range(120):
@@ -76,10 +75,27 @@ def lab(tmp_path_factory):
                 time.sleep(0.5)
         else:
             server.terminate()
-            pytest.fail("JupyterLab did not start: " + (tmp / "server.log").read_text()[-2000:])
+            pytest.fail(f"{app} did not start: " + (tmp / "server.log").read_text()[-2000:])
         yield Lab(base, token, served)
         server.terminate()
         server.wait(10)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory):
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    yield from _serve(tmp_path_factory.mktemp("lab"), "jupyterlab")
+
+
+@pytest.fixture(scope="session")
+def notebook7(tmp_path_factory):
+    reason = _missing()
+    if reason:
+        pytest.skip(reason)
+    pytest.importorskip("notebook", minversion="7", reason="needs Notebook 7 (pip install 'notebook>=7')")
+    yield from _serve(tmp_path_factory.mktemp("notebook7"), "notebook")
 
 
 @pytest.fixture(scope="session")
@@ -96,14 +112,18 @@ def browser():
         b.close()
 
 
-def open_notebook(browser, lab: Lab, path: str, timeout_ms: int = 120_000):
-    """Open a notebook (`path` under the server's root) in JupyterLab, without running anything;
-    return the page once its kernel is up. `page.errors` collects uncaught page errors."""
+def open_notebook(browser, lab: Lab, path: str, timeout_ms: int = 120_000, notebook7: bool = False):
+    """Open a notebook (`path` under the server's root) in JupyterLab (or Notebook 7, served by the
+    `notebook7` fixture), without running anything; return the page once its kernel is up.
+    `page.errors` collects uncaught page errors."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    page.on("pageerror", lambda error: page.errors.append(error.stack or str(error)))
     # a workspace of its own, so that the page does not also restore the notebooks of earlier pages
-    page.goto(f"{lab.base}/lab/workspaces/{secrets.token_hex(4)}/tree/{path}?token={lab.token}")
+    if notebook7:
+        page.goto(f"{lab.base}/notebooks/{path}?token={lab.token}")
+    else:
+        page.goto(f"{lab.base}/lab/workspaces/{secrets.token_hex(4)}/tree/{path}?token={lab.token}")
     page.wait_for_function("window.jupyterapp && window.jupyterapp.shell.currentWidget && "
                            "window.jupyterapp.shell.currentWidget.sessionContext && "
                            "window.jupyterapp.shell.currentWidget.sessionContext.session && "

@@ -45,14 +45,28 @@ PLAIN = "def plain():\n    return 1"
 CELLS = [SETUP, TILE_CELL, CPP_CELL, TILE_ERROR, CPP_ERROR, PLAIN]
 
 
-@pytest.fixture(scope="module")
-def notebook(lab):
-    path = lab.root / "extension" / "cells.ipynb"
+def write_notebook(root) -> str:
+    path = root / "extension" / "cells.ipynb"
     path.parent.mkdir(exist_ok=True)
     nbformat.write(new_notebook(cells=[new_code_cell(c) for c in CELLS],
                                 metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                          "language": "python"}}), path)
     return "extension/cells.ipynb"
+
+
+@pytest.fixture(scope="module")
+def notebook(lab):
+    return write_notebook(lab.root)
+
+
+EXPECTED_MIME_TYPES = ["text/x-ipython", "text/x-tilekernel", "text/x-tilekernel-cpp", "text/x-tilekernel",
+                       "text/x-tilekernel-cpp", "text/x-ipython"]
+
+
+def wait_for_mime_types(page):
+    """The notebook's own mime type arrives with the kernel's language info; ours follow the headers."""
+    page.wait_for_function("(expected) => JSON.stringify(window.jupyterapp.shell.currentWidget.content.widgets"
+                           ".map(c => c.model.mimeType)) === JSON.stringify(expected)", arg=EXPECTED_MIME_TYPES)
 
 
 def mime_types(page) -> list[str]:
@@ -85,12 +99,8 @@ def theme_colours(page, names: list[str]) -> dict[str, str]:
 
 def test_tilekernel_cells_are_highlighted_as_their_language_header_line_included(browser, lab, notebook):
     page = open_notebook(browser, lab, notebook)
-    expected = ["text/x-ipython", "text/x-tilekernel", "text/x-tilekernel-cpp", "text/x-tilekernel",
-                "text/x-tilekernel-cpp", "text/x-ipython"]
-    # the notebook's own mime type arrives with the kernel's language info
-    page.wait_for_function("(expected) => JSON.stringify(window.jupyterapp.shell.currentWidget.content.widgets"
-                           ".map(c => c.model.mimeType)) === JSON.stringify(expected)", arg=expected)
-    assert mime_types(page) == expected
+    wait_for_mime_types(page)
+    assert mime_types(page) == EXPECTED_MIME_TYPES
     theme = theme_colours(page, ["meta", "attribute", "string", "keyword", "variable"])
     assert len(set(theme.values())) == 5, theme  # the checks below can tell the kinds apart
 
@@ -220,4 +230,28 @@ def test_the_inspector_reads_a_saved_notebooks_outputs_before_anything_runs(brow
     assert inspector.locator("section[data-kernel='scale'] [data-metric=threads]").inner_text() == "256 threads"
     screenshot(page, "extension_inspector_saved")
     assert (ARTIFACTS / "extension_inspector_saved.png").stat().st_size > 0
+    page.close()
+
+
+def test_notebook_7_highlights_underlines_and_inspects_too(browser, notebook7):
+    path = write_notebook(notebook7.root)
+    page = open_notebook(browser, notebook7, path, notebook7=True)
+    wait_for_mime_types(page)
+    theme = theme_colours(page, ["meta", "attribute"])
+    page.wait_for_function("""() => [...document.querySelectorAll('.jp-CodeCell .cm-line span')]
+        .filter(s => s.textContent === '%%tilekernel').length === 4""")
+    colours = token_colours(page, 2, ["%%tilekernel", "--lang"])
+    assert colours == {"%%tilekernel": theme["meta"], "--lang": theme["attribute"]}
+    run_cells(page, [0, 1, 2, 4])
+    page.wait_for_function("() => document.querySelectorAll('.cm-tilekernel-error').length === 1")
+    assert [(m["cell"], m["text"]) for m in underlines(page)] == [(4, "missing")]
+    page.locator(".jp-CodeCell").nth(1).locator(".tw-record-open").click()
+    inspector = page.locator("#tileworkbench-inspector")
+    inspector.locator("section[data-kernel='double'].tw-flash").wait_for()
+    assert inspector.is_visible()
+    # `oops` did not compile, so it defined no kernel
+    assert [k.get_attribute("data-kernel") for k in inspector.locator(".tw-kernel").all()] == ["double", "scale"]
+    screenshot(page, "extension_notebook7")
+    # Notebook 7.6 itself throws one error while loading its settings (with or without this extension)
+    assert [e for e in page.errors if "tileworkbench" in e] == []
     page.close()

@@ -250,3 +250,18 @@ def test_tile_operations_tutorial_transforms_number_every_result_cell_by_its_sou
         inputs = svg.count('<g class="panel"') - 1
         assert panel_labels(svg, inputs) == result.ravel().tolist(), source
         assert f"result {result.shape}" in " ".join(svg_texts(svg)), source
+
+
+@pytest.mark.slow
+def test_cpp_cells_tutorial_compiles_reports_and_points_at_errors():
+    text = outputs("07_cpp_cells.ipynb")
+    assert "interpreter: y == 2 * x for all 5000 elements" in text[2]
+    assert "parameters (as compiled): x_ptr: .u64, y_ptr: .u64, n: .u32, a: .f32" in text[3]
+    assert "C++ tile kernel scale: 1 specialization" in text[3]
+    from tileworkbench.runtime.device import gpu_available
+    assert ("GPU: the C++ kernel matches" if gpu_available() else "no GPU here") in text[4]
+    assert "argument #0 for `float* x_ptr`: a NumPy array lives on the host" in text[5]
+    broken = [c for c in executed("07_cpp_cells.ipynb").cells if c.cell_type == "code"][-1]
+    (error,) = [o for o in broken.outputs if o.output_type == "error"]
+    assert error.ename == "TileKernelCellError" and error.traceback[:2] == [
+        'NvrtcError: identifier "a" is undefined', "  cell line 5, in broken:"]
