@@ -65,7 +65,7 @@ class CppKernel:
         self.declarations = [d.strip() for d in _split_parameters(kernels[self.name])]
         self.signature = f"({', '.join(self.declarations)})"
         self._modules: dict = {}   # arch -> CompiledModule
-        self._functions: dict = {}  # (arch, device) -> cupy Function
+        self._functions: dict = {}  # (arch, device) -> (cupy Module, its Function)
         self.last_timing = None  # set by a measured launch (--bench), read by the kernel inspector
         self.last_block = None   # the block of the last launch: occupancy reports assume it
 
@@ -162,14 +162,12 @@ class CppKernel:
     def function(self, arch: str):
         import cupy
         key = (arch, cupy.cuda.runtime.getDevice())
-        function = self._functions.get(key)
-        if function is None:
+        loaded = self._functions.get(key)
+        if loaded is None:
             module = cupy.cuda.function.Module()
             module.load(self.compile(arch).cubin)
-            function = module.get_function(self.cubin_name(arch))
-            function._module = module  # the function lives as long as its module
-            self._functions[key] = function
-        return function
+            loaded = self._functions[key] = (module, module.get_function(self.cubin_name(arch)))  # module kept alive
+        return loaded[1]
 
     def launch(self, grid, block, args, *, shared_bytes: int = 0, stream=None) -> None:
         """Launch on the current GPU: `grid` and `block` are ints or tuples of up to three ints."""
