@@ -14,6 +14,7 @@ from .conftest import (
     cell_outputs,
     hover_colour,
     open_and_run,
+    page_errors,
     readout,
     screenshot,
     wait_for_views,
@@ -106,5 +107,5 @@ def test_tile_spaces_tutorial_draws_its_tiles_and_reads_out_what_is_hovered(brow
         assert f"written by {writers}" in text and (r >= TILE[0]) == (writers == "0 block(s)")
         if writers == "1 block(s)":
             assert f"(0,{c // TILE[1]})" in text
-    assert not page.errors
+    assert page_errors(page) == []
 
