@@ -1,12 +1,12 @@
 """`%%tilekernel --lang cpp` cells, and the kernel record every cell run leaves for the inspector."""
-import numpy as np
 import pytest
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from tileworkbench.magic import DIAGNOSTICS_MIME, KERNEL_MIME
 from tileworkbench.magic.diagnostics import TileKernelCellError
 from tileworkbench.runtime import device
+
+from .conftest import ADD
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
 
@@ -16,19 +16,6 @@ extern "C" __global__ void scale(const float* x, float* y, int n, float a) {
   if (i < n) y[i] = a * x[i];
 }
 '''
-ADD = '''def add(a, b, c, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))
-'''
-
-
-@pytest.fixture
-def shell():
-    ip = InteractiveShell.instance()
-    ip.run_line_magic("load_ext", "tileworkbench")
-    ip.user_ns.update(np=np, a=np.arange(8, dtype=np.float32), b=np.ones(8, np.float32), c=np.zeros(8, np.float32))
-    yield ip
-    ip.user_ns.clear()
 
 
 def run(shell, line, body):
