@@ -28,6 +28,27 @@ def test_a_cpp_kernel_launches_with_every_kind_of_parameter():
     assert (cp.asnumpy(y[1000:]) == -1).all()  # the guard held
 
 
+TEMPLATE = '''namespace ops {
+template <typename T, int TILE>
+__global__ void scale(const T* x, T* y, int n, T a) {
+  int i = blockIdx.x * TILE + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+}
+'''
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32"])
+def test_a_template_instance_in_a_namespace_launches_with_its_own_parameter_types(dtype):
+    cp = pytest.importorskip("cupy")
+    ctype = {"float32": "float", "float64": "double", "int32": "int"}[dtype]
+    kernel = CppKernel(TEMPLATE, "<c>", f"ops::scale<{ctype}, 128>")
+    x, y = cp.arange(1000).astype(dtype), cp.zeros(1000, dtype)
+    kernel.launch((8,), 128, (x, y, 1000, 3))
+    np.testing.assert_array_equal(cp.asnumpy(y), 3 * np.arange(1000).astype(dtype))
+
+
 @pytest.mark.gpu
 def test_bench_of_a_cpp_cell_records_the_timing_for_the_inspector():
     cp = pytest.importorskip("cupy")

@@ -48,6 +48,32 @@ def test_a_cpp_compile_error_is_a_diagnostic_at_the_cell_line(shell):
     assert info.value._render_traceback_()[1:3] == ["  cell line 5, in scale:", "     5 |   if (i < n) y[i] = a * xs[i];"]
 
 
+TEMPLATE = '''template <typename T, int TILE>
+__global__ void scale(const T* x, T* y, int n, T a) {
+  int i = blockIdx.x * TILE + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+'''
+
+
+def test_a_cpp_cell_names_the_template_instance_it_compiles_on_its_header(shell):
+    out = run(shell, '--lang cpp "scale<float, 256>" --block 128 --show resources', TEMPLATE)
+    assert repr(shell.user_ns["scale"]) == "<C++ tile kernel scale<float, 256>(const T* x, T* y, int n, T a)>"
+    assert out.stdout.startswith("scale<float, 256> (_Z5scaleIfLi256EEvPKT_PS0_iS0_ in the cubin) for ")
+    assert "theoretical occupancy with 128-thread blocks" in out.stdout  # the cell's --block, before any launch
+    (record,) = records(out)
+    assert record["kernel"] == "scale<float, 256>" and record["specializations"][0]["threads"] == 128
+    with capture_output() as out, pytest.raises(TileKernelCellError) as info:
+        shell.run_cell_magic("tilekernel", '--lang cpp "scale<float, 2.5>"', TEMPLATE)
+    (bundle,) = [o.data[DIAGNOSTICS_MIME] for o in out.outputs if DIAGNOSTICS_MIME in o.data]
+    (diagnostic,) = bundle["diagnostics"]
+    assert (diagnostic["line"], diagnostic["col"], diagnostic["endCol"]) == (1, 26, 43)  # the name, in quotes
+    assert diagnostic["message"].startswith("the kernel name `scale<float, 2.5>`: ")
+    assert info.value._render_traceback_()[2] == '     1 | %%tilekernel --lang cpp "scale<float, 2.5>"'
+    with capture_output(), pytest.raises(TileKernelCellError, match="`scale` is a function template"):
+        shell.run_cell_magic("tilekernel", "--lang cpp", TEMPLATE)
+
+
 def test_cpp_cells_refuse_what_needs_the_tile_language_and_launches_need_grid_block_args(shell):
     for line, message in [("--lang cpp --viz", "--viz needs the tile language"),
                           ("--lang cpp --show ir", "--show ir needs the tile language"),

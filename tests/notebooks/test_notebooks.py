@@ -260,7 +260,11 @@ def test_cpp_cells_tutorial_compiles_reports_and_points_at_errors():
     assert "C++ tile kernel scale: 1 specialization" in text[3]
     from tileworkbench.runtime.device import gpu_available
     assert ("GPU: the C++ kernel matches" if gpu_available() else "no GPU here") in text[4]
-    assert "argument #0 for `float* x_ptr`: a NumPy array lives on the host" in text[5]
+    assert text[5].startswith("scale_tiles_cpp<1024> (_Z15scale_tiles_cppILi1024EEvPfS0_if in the cubin) for sm_")
+    assert "theoretical occupancy with 128-thread blocks" in text[5]
+    registers = [int(r) for r in re.findall(r"(\d+) registers/thread", text[6])]
+    assert len(registers) == 3 and registers == sorted(registers) and registers[0] < registers[2]  # bigger tiles
+    assert "argument #0 for `float* x_ptr`: a NumPy array lives on the host" in text[7]
     broken = [c for c in executed("07_cpp_cells.ipynb").cells if c.cell_type == "code"][-1]
     (error,) = [o for o in broken.outputs if o.output_type == "error"]
     assert error.ename == "TileKernelCellError" and error.traceback[:2] == [

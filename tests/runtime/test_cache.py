@@ -32,7 +32,7 @@ class FakeCompiler:
     def __init__(self):
         self.calls = 0
 
-    def __call__(self, source, arch, options):
+    def __call__(self, source, arch, options, name_expressions=()):
         self.calls += 1
         return CompiledModule(
             source=source, arch=arch, options=tuple(options), ptx=".version 9.0\n.target " + arch,
@@ -72,7 +72,7 @@ def test_key_covers_every_input_but_option_order():
     key = cache_key(**base)
     assert cache_key(**{**base, "options": ["-DB", "-DA"]}) == key
     for change in [{"source": SOURCE + " "}, {"arch": "sm_80"}, {"options": ["-DA"]},
-                   {"header_version": "2"}, {"compiler": "13.5.38"}]:
+                   {"header_version": "2"}, {"compiler": "13.5.38"}, {"name_expressions": ["k<int>"]}]:
         assert cache_key(**{**base, **change}) != key
 
 

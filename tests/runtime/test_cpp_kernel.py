@@ -7,6 +7,7 @@ import pytest
 
 from tileworkbench.errors import TileCompilerExecutionError
 from tileworkbench.runtime.cpp import CppKernel, _token_range
+from tileworkbench.runtime.nvrtc import NvrtcError
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
 
@@ -53,6 +54,41 @@ def test_a_kernel_without_extern_c_is_found_by_its_mangled_name():
     kernel = CppKernel(SOURCE, "<c>")
     assert kernel.cubin_name("sm_90") == "_Z4fillPih"
     assert [p.ptx_type for p in kernel.parameters("sm_90")] == [".u64", ".u8"]
+
+
+TEMPLATE = '''namespace ops {
+template <typename T, int TILE>
+__global__ void scale(const T* x, T* y, int n, T a) {
+  int i = blockIdx.x * TILE + threadIdx.x;
+  if (i < n) y[i] = a * x[i];
+}
+}
+'''
+
+
+def test_a_template_instance_named_on_the_header_is_compiled_and_found():
+    kernel = CppKernel(TEMPLATE, "<c>", "ops::scale<double, 128>")
+    assert (kernel.name, repr(kernel)) == ("scale", "<C++ tile kernel ops::scale<double, 128>(const T* x, T* y, int n, T a)>")
+    assert kernel.cubin_name("sm_90") == "_ZN3ops5scaleIdLi128EEEvPKT_PS1_iS1_"
+    assert [(p.name, p.ptx_type, p.size) for p in kernel.parameters("sm_90")] == [
+        ("x", ".u64", 8), ("y", ".u64", 8), ("n", ".u32", 4), ("a", ".f64", 8)]
+    float_kernel = CppKernel(TEMPLATE, "<c>", "ops::scale<float, 128>")
+    assert float_kernel.parameters("sm_90")[3].ptx_type == ".f32"
+
+
+def test_a_template_needs_its_arguments_and_a_wrong_name_is_an_error_at_the_header():
+    with pytest.raises(TileCompilerExecutionError, match=r"`scale` is a function template <typename T, int TILE>: .*\"scale<float, 128>\""):
+        CppKernel(TEMPLATE, "<c>")
+    header = '%%tilekernel --lang cpp "ops::scale<flaot, 128>"'
+    kernel = CppKernel(TEMPLATE, "<c>", "ops::scale<flaot, 128>", first_line=2, name_at=(1, header))
+    with pytest.raises(NvrtcError) as info:
+        kernel.compile("sm_90")
+    error = info.value
+    assert error.message.startswith('the kernel name `ops::scale<flaot, 128>`: identifier "flaot" is undefined')
+    assert (error.loc.line, header[error.loc.col:error.loc.end_col]) == (1, "ops::scale<flaot, 128>")
+    with pytest.raises(NvrtcError, match=r"the kernel name `scale`: identifier \"scale\" is undefined"):
+        CppKernel(TEMPLATE.replace("template <typename T, int TILE>", "using T = float; constexpr int TILE = 4;"),
+                  "<c>").compile("sm_90")  # in a namespace: the name needs it
 
 
 def test_arguments_are_packed_at_the_compilers_offsets():

@@ -59,7 +59,8 @@ def _parse_sweep(text: str) -> dict[str, list]:
 @magics_class
 class TileKernelMagics(Magics):
     @magic_arguments()
-    @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the last)")
+    @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the "
+              "last); in a --lang cpp cell, a template's instance too, e.g. \"scale<float, 256>\"")
     @argument("--lang", choices=["python", "cpp"], default="python",
               help="the cell's language: the Python tile language (default) or CUDA C++ over the tile header")
     @argument("--block", default=None, help="threads per block for --lang cpp launches, a Python expression, e.g. 256 "
@@ -82,12 +83,12 @@ class TileKernelMagics(Magics):
     def tilekernel(self, line, cell):
         """Define (and optionally compile, show, launch, visualize and measure) a tile kernel."""
         args = parse_argstring(self.tilekernel, line)
-        for option in ("grid", "args", "sweep", "block"):  # IPython's splitter keeps the quotes
+        for option in ("name", "grid", "args", "sweep", "block"):  # IPython's splitter keeps the quotes
             setattr(args, option, _unquote(getattr(args, option)))
         if args.lang == "python" and (args.block or args.smem):
             raise TileKernelCellError("--block and --smem are for --lang cpp cells: tile kernels choose their own "
                                       "block size and shared memory", [])
-        kernel = self.define_cpp(cell, args) if args.lang == "cpp" else self.define(cell, args.name)
+        kernel = self.define_cpp(cell, args, line) if args.lang == "cpp" else self.define(cell, args.name)
         try:
             if args.lang == "cpp":
                 return self.act_cpp(kernel, args)
@@ -132,13 +133,13 @@ class TileKernelMagics(Magics):
         self.shell.user_ns[kernel_name] = kernel
         return kernel
 
-    def define_cpp(self, cell: str, args):
+    def define_cpp(self, cell: str, args, line: str):
         from ..runtime.cpp import CppKernel
         from ..runtime.device import target_arch
         from ..runtime.nvrtc import unavailable_reason
         filename = f"<tilekernel-{next(_cell_numbers)}>"
         try:
-            kernel = CppKernel(cell, filename, args.name, first_line=2)
+            kernel = CppKernel(cell, filename, args.name, first_line=2, name_at=(1, f"%%tilekernel {line}"))
         except TileError as error:
             raise TileKernelCellError(error.message, []) from None
         if unavailable_reason() is None:  # compile now: errors belong to the cell that has them
@@ -155,6 +156,12 @@ class TileKernelMagics(Magics):
             option = "--viz" if args.viz else "--sweep" if args.sweep else "--cpu" if args.cpu else "--show ir"
             raise TileKernelCellError(f"{option} needs the tile language: --lang cpp kernels have no IR and run on "
                                       f"the GPU only", [])
+        if args.block:  # what --show resources and the inspector assume, launched or not
+            from ..runtime.cpp import launch_dims
+            try:
+                kernel.block = launch_dims(self.evaluate(args.block, "block"), "--block")
+            except ValueError as e:
+                raise TileKernelCellError(str(e), []) from None
         for what in args.show:
             actions.show_cpp(kernel, what, args.arch)
         if not (args.grid or args.args or args.bench):

@@ -60,7 +60,9 @@ def _cpp_resources_text(kernel, arch: str) -> str:
     occupancy = theoretical_occupancy(arch, threads, r.registers, r.shared_static_bytes)
     parameters = ", ".join(f"{p.name}: {p.ptx_type}{f'[{p.size}]' if p.ptx_type == '.b8' else ''}"
                            for p in kernel.parameters(arch))
-    return (f"{kernel.cubin_name(arch)} for {arch}: {r.registers} registers/thread, {r.shared_static_bytes} B static "
+    cubin_name = kernel.cubin_name(arch)
+    named = kernel.expression if cubin_name == kernel.expression else f"{kernel.expression} ({cubin_name} in the cubin)"
+    return (f"{named} for {arch}: {r.registers} registers/thread, {r.shared_static_bytes} B static "
             f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
             f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
             f"parameters (as compiled): {parameters}\n"
@@ -96,14 +98,14 @@ def bench_cpp(kernel, grid, block, args, shared_bytes: int, arch: str | None):
     kernel.last_timing = timing_record(timing, _grid3(grid), "as written")
     driver = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(
         kernel.function(arch).ptr, cpp_threads(kernel), shared_bytes)
-    print(f"{kernel.name}: grid {_grid3(grid)}, block {kernel.last_block}: median {timing.median_ms * 1e3:.2f} us "
+    print(f"{kernel.name}: grid {_grid3(grid)}, block {kernel.block}: median {timing.median_ms * 1e3:.2f} us "
           f"(p10 {timing.p10_ms * 1e3:.2f}, p90 {timing.p90_ms * 1e3:.2f}; {timing.repetitions} runs, L2 flushed)\n"
           f"{_cpp_resources_text(kernel, arch)}\ndriver: {driver} resident blocks per SM")
     return None
 
 
 def cpp_threads(kernel) -> int:
-    x, y, z = kernel.last_block
+    x, y, z = kernel.block
     return x * y * z
 
 

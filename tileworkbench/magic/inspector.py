@@ -26,8 +26,8 @@ MAX_SPECIALIZATIONS = 8  # the most recent ones: a sweep makes dozens, the panel
 
 def kernel_bundle(kernel, arch: str) -> dict:
     """The inspector's record of `kernel` (a tile kernel or a C++ cell kernel) compiled for `arch`."""
-    record = {"version": 1, "kernel": kernel.name, "lang": getattr(kernel, "lang", "python"),
-              "signature": _signature(kernel), "arch": arch,
+    record = {"version": 1, "kernel": getattr(kernel, "expression", kernel.name),  # "scale<float>" for C++
+              "lang": getattr(kernel, "lang", "python"), "signature": _signature(kernel), "arch": arch,
               "gpu": _gpu_name(),
               "specializations": _specializations(kernel, arch),
               "timing": getattr(kernel, "last_timing", None)}
@@ -88,9 +88,10 @@ def _tile_compiled(fn, arch: str):
 
 
 def cpp_block_threads(kernel, arch: str) -> int:
-    """A C++ kernel's block is chosen at launch: the last launch's, else its __launch_bounds__, else 256."""
-    if kernel.last_block:
-        x, y, z = kernel.last_block
+    """A C++ kernel's block is chosen at launch: the last launch's (or the cell's --block), else its
+    __launch_bounds__, else 256."""
+    if kernel.block:
+        x, y, z = kernel.block
         return x * y * z
     try:
         bound = kernel.resources(arch).max_threads

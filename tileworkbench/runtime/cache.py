@@ -42,9 +42,9 @@ def default_directory() -> str:
     return os.path.join(base, "tileworkbench")
 
 
-def cache_key(source: str, arch: str, options, header_version: str, compiler: str) -> str:
+def cache_key(source: str, arch: str, options, header_version: str, compiler: str, name_expressions=()) -> str:
     """Hex sha256 over everything that changes the compiled module (option order does not)."""
-    parts = [source, arch, sorted(options), compiler, header_version]
+    parts = [source, arch, sorted(options), compiler, header_version, sorted(name_expressions)]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -107,10 +107,12 @@ class CompileCache:
     def _path(self, key: str) -> str:
         return os.path.join(self.directory, key + SUFFIX)
 
-    def get_or_compile(self, source: str, arch: str, options, header_version: str, compile_fn) -> CompiledModule:
-        """The cached module, or `compile_fn(source, arch=arch, options=options)` stored on a miss."""
-        options = tuple(options)
-        key = cache_key(source, arch, options, header_version, compiler_version())
+    def get_or_compile(self, source: str, arch: str, options, header_version: str, compile_fn,
+                       name_expressions=()) -> CompiledModule:
+        """The cached module, or `compile_fn(source, arch=arch, options=options, name_expressions=...)`
+        stored on a miss."""
+        options, name_expressions = tuple(options), tuple(name_expressions)
+        key = cache_key(source, arch, options, header_version, compiler_version(), name_expressions)
         if key in self._memory:
             self._memory_hits += 1
             return self._memory[key]
@@ -119,7 +121,7 @@ class CompileCache:
             self._disk_hits += 1
         else:
             self._misses += 1
-            module = compile_fn(source, arch=arch, options=options)
+            module = compile_fn(source, arch=arch, options=options, name_expressions=name_expressions)
             self._store(key, module)
         self._memory[key] = module
         return module
@@ -217,8 +219,9 @@ def default_cache() -> CompileCache:
 
 
 def compile_cached(source: str, *, arch: str = "sm_90", options=(), header_version: str = "",
-                   include_paths=(), cache: CompileCache | None = None) -> CompiledModule:
-    """`compile_cuda` through a cache (the default one unless given). Kernels are found by their cubin
-    names, so use extern "C" kernels; C++ name expressions need `compile_cuda` itself."""
+                   include_paths=(), name_expressions=(), cache: CompileCache | None = None) -> CompiledModule:
+    """`compile_cuda` through a cache (the default one unless given). `name_expressions` (e.g.
+    ["scale<float>"]) have NVRTC instantiate and name C++ kernels: see `CompiledModule.lowered_names`."""
     options = (*options, *(f"--include-path={p}" for p in include_paths))
-    return (cache or default_cache()).get_or_compile(source, arch, options, header_version, compile_cuda)
+    return (cache or default_cache()).get_or_compile(source, arch, options, header_version, compile_cuda,
+                                                     name_expressions)

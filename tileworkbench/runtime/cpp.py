@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import SourceLoc, TileCompilerExecutionError
 from .nvrtc import NvrtcError
@@ -48,29 +49,39 @@ class CppParameter:
 
 
 class CppKernel:
-    """A `__global__` function of a C++ cell; `name` picks one when the source defines several."""
+    """A `__global__` function of a C++ cell. `name` picks one when the source defines several, and
+    names what NVRTC instantiates: "scale", "scale<float, 256>" (a template's instance),
+    "ops::scale" (in a namespace). `name_at` is (line, text) where `name` is written, for errors."""
 
     lang = "cpp"
 
-    def __init__(self, source: str, filename: str, name: str | None = None, first_line: int = 1):
-        self.source, self.filename, self.first_line = source, filename, first_line
-        kernels = dict(_kernels(source))
+    def __init__(self, source: str, filename: str, name: str | None = None, first_line: int = 1,
+                 name_at: tuple[int, str] | None = None):
+        self.source, self.filename, self.first_line, self.name_at = source, filename, first_line, name_at
+        kernels = {found.name: found for found in _kernels(source)}
         if not kernels:
             raise TileCompilerExecutionError(
                 "A --lang cpp cell must define a kernel: extern \"C\" __global__ void name(...) { ... }")
-        if name is not None and name not in kernels:
-            raise TileCompilerExecutionError(f"The cell defines no __global__ function named {name!r} "
+        base = re.sub(r"<.*", "", name).split("::")[-1].strip() if name else None
+        if base is not None and base not in kernels:
+            raise TileCompilerExecutionError(f"The cell defines no __global__ function named {base!r} "
                                              f"(it defines {', '.join(kernels)})")
-        self.name = name or list(kernels)[-1]
-        self.declarations = [d.strip() for d in _split_parameters(kernels[self.name])]
+        self.name = base or list(kernels)[-1]  # the Python name it is bound to
+        template = kernels[self.name].template
+        if template and "<" not in (name or ""):
+            raise TileCompilerExecutionError(
+                f"`{self.name}` is a function template {template}: name the instance to compile, e.g. "
+                f"%%tilekernel --lang cpp \"{self.name}<{', '.join(_example_arguments(template))}>\"")
+        self.expression = name or self.name  # what NVRTC is asked to instantiate and name
+        self.declarations = [d.strip() for d in _split_parameters(kernels[self.name].parameters)]
         self.signature = f"({', '.join(self.declarations)})"
         self._modules: dict = {}   # arch -> CompiledModule
         self._functions: dict = {}  # (arch, device) -> (cupy Module, its Function)
         self.last_timing = None  # set by a measured launch (--bench), read by the kernel inspector
-        self.last_block = None   # the block of the last launch: occupancy reports assume it
+        self.block = None   # (x, y, z) of the last launch, or the cell's --block: occupancy reports assume it
 
     def __repr__(self) -> str:
-        return f"<C++ tile kernel {self.name}{self.signature}>"
+        return f"<C++ tile kernel {self.expression}{self.signature}>"
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"C++ kernels are launched, not called: {self.name}.launch(grid, block, args)")
@@ -92,14 +103,18 @@ class CppKernel:
             from .launch import cuda_include_dirs
             try:
                 module = compile_cached(self.compile_source, arch=arch, header_version=HEADER_VERSION,
-                                        include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
+                                        include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()),
+                                        name_expressions=(self.expression,))
             except NvrtcError as e:
                 raise self._located(e, arch) from None
             self._modules[arch] = module
         return module
 
     def _located(self, error: NvrtcError, arch: str) -> NvrtcError:
+        """The first error in the cell at its line; else one about the kernel's name at `name_at`."""
         lines = self.source.splitlines()
+        others = len(error.diagnostics) - 1
+        more = f" (and {others} more error{'s' * (others > 1)}: `--show log` lists them)" if others else ""
         for d in error.diagnostics:
             line = d.line_in(_FILE)
             if line is None or not self.first_line <= line < self.first_line + len(lines):
@@ -107,21 +122,22 @@ class CppKernel:
             text = lines[line - self.first_line]
             col, end = _token_range(text, d.message)
             loc = SourceLoc(self.filename, line, col, line, end, self.name, text)
-            others = len(error.diagnostics) - 1
-            more = f" (and {others} more error{'s' * (others > 1)}: `--show log` lists them)" if others else ""
             return NvrtcError(f"{d.message}{more}", error.log, error.diagnostics, loc)
+        for d in error.diagnostics:
+            if d.filename == _NAME_MAP:  # NVRTC's own file of name expressions: the name is wrong
+                message = f"the kernel name `{self.expression}`: {d.message}"
+                loc = None
+                if self.name_at:
+                    line, text = self.name_at
+                    col = text.find(self.expression)
+                    col, end = (col, col + len(self.expression)) if col >= 0 else (0, len(text))
+                    loc = SourceLoc(self.filename, line, col, line, end, self.name, text)
+                return NvrtcError(message, error.log, error.diagnostics, loc)
         return error
 
     def cubin_name(self, arch: str) -> str:
-        """The kernel's name in the cubin: its own when extern "C", else the mangled one."""
-        names = self.compile(arch).kernels
-        if self.name in names:
-            return self.name
-        mangled = [n for n in names if re.match(rf"_Z{len(self.name)}{self.name}\D", n)]
-        if len(mangled) == 1:
-            return mangled[0]
-        raise TileCompilerExecutionError(f"`{self.name}` is not in the compiled module ({', '.join(names) or 'no kernels'}); "
-                                         f"declare it extern \"C\" __global__ (templates need an explicit instantiation)")
+        """The kernel's name in the cubin: its own when extern "C", else the mangled one NVRTC lowered."""
+        return self.compile(arch).lowered_names[self.expression]
 
     def resources(self, arch: str):
         return self.compile(arch).kernels[self.cubin_name(arch)]
@@ -178,8 +194,8 @@ class CppKernel:
         from .arrays import stream_handle
         from .launch import device_arch
         arch = device_arch()
-        grid, block = _dims(grid, "grid"), _dims(block, "block")
-        self.last_block = block
+        grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
+        self.block = block
         function = self.function(arch)
         data = self.pack(args, arch)
         buffer = ctypes.create_string_buffer(data, max(len(data), 8))
@@ -192,11 +208,22 @@ class CppKernel:
 
 
 _FILE = "cell"  # the name NVRTC reports errors under; fixed so that the compile cache sees the same text
+_NAME_MAP = "__nv_name_map"  # where NVRTC reports errors in a name expression
+
+
+class _Global(NamedTuple):
+    name: str
+    parameters: str   # the parameter list's text
+    template: str     # "<typename T, int TILE>" when declared under `template <...>`, else ""
 
 
 def _kernels(source: str):
-    """(name, parameter list text) of each __global__ function, in order."""
+    """Each __global__ function, in order."""
     for found in _GLOBAL.finditer(source):
+        # the declaration's start: after the previous statement or brace
+        start = max(source.rfind(c, 0, found.start()) for c in ";{}") + 1
+        template = re.search(r"\btemplate\s*(<.*>)", source[start:found.start()], re.S)
+        template = " ".join(template.group(1).split()) if template else ""
         for call in _CALL.finditer(source, found.end()):
             if call.group(1) in _ATTRIBUTES:
                 continue
@@ -204,8 +231,14 @@ def _kernels(source: str):
             while end < len(source) and depth:
                 depth += {"(": 1, ")": -1}.get(source[end], 0)
                 end += 1
-            yield call.group(1), source[call.end():end - 1]
+            yield _Global(call.group(1), source[call.end():end - 1], template)
             break
+
+
+def _example_arguments(template: str) -> list[str]:
+    """An example argument for each template parameter: float for a type, 128 for a value."""
+    return ["float" if re.match(r"(typename|class)\b", p.strip()) else "128"
+            for p in _split_parameters(template[1:-1])]
 
 
 def _split_parameters(text: str) -> list[str]:
@@ -238,7 +271,7 @@ def _token_range(text: str, message: str) -> tuple[int, int]:
     return start, max(len(stripped), start + 1)
 
 
-def _dims(value, what: str) -> tuple[int, int, int]:
+def launch_dims(value, what: str) -> tuple[int, int, int]:
     dims = (value,) if isinstance(value, int) else tuple(value)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
         raise ValueError(f"{what} must be a positive int or a tuple of up to three, got {value!r}")
