@@ -138,3 +138,16 @@ def test_token_range_falls_back_to_the_line_without_indentation():
     assert _token_range('    y = x + 1;', 'expected a ";"') == (4, 14)
     assert _token_range('  return;  ', 'identifier "q" is undefined') == (2, 9)
     assert _token_range('  y = xs + x;', 'identifier "x" is undefined') == (11, 12)  # whole words only
+
+
+def test_a_tile_of_another_rank_than_its_array_is_a_compile_error_at_the_users_line():
+    source = '''#include <tileworkbench/tile.cuh>
+extern "C" __global__ void wrong_rank(float* x_ptr, int n) {
+  const tw::array<float, 1> x{x_ptr, {n}, {1}};
+  tw::store<tw::shape<16, 16>>(x, tw::at(int(blockIdx.x)), tw::full<float, tw::shape<16, 16>>(1.0f));
+}
+'''
+    with pytest.raises(NvrtcError) as info:
+        CppKernel(source, "<c>", first_line=2).compile("sm_90")
+    assert info.value.message == 'static assertion failed with "a tile has the rank of the array it is loaded from or stored to"'
+    assert info.value.loc.line == 5 and "tw::store<tw::shape<16, 16>>" in info.value.loc.source_line

@@ -26,7 +26,7 @@ from ..ir.types import DType, TileType, bool_, float64
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
-HEADER_VERSION = "6"  # bump when the tile library changes what compiled kernels do
+HEADER_VERSION = "7"  # bump when the tile library changes what compiled kernels do
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",

@@ -54,6 +54,7 @@ __device__ bool aligned(const void* p) {
 // is inside the array along every axis but the last (and from `coord_last` along the last).
 template <class S, class T, int Rank>
 struct chunk_place {
+  static_assert(S::rank == Rank, "a tile has the rank of the array it is loaded from or stored to");
   long long offset;
   int last;        // array coordinate of the chunk's first element along the last axis
   bool rows_inside;
