@@ -22,9 +22,14 @@ import {
 } from '@lezer/common';
 import { styleTags, tags } from '@lezer/highlight';
 
-const NAMES = ['Cell', 'Header', 'Magic', 'Option', 'Value', 'Body'] as const;
+const NAMES = ['Cell', 'Header', 'Magic', 'Option', 'Value', 'KernelName', 'Body'] as const;
 const nodeSet = new NodeSet(NAMES.map((name, id) => NodeType.define({ id, name, top: id === 0 }))).extend(
-  styleTags({ Magic: tags.meta, Option: tags.attributeName, Value: tags.string })
+  styleTags({
+    Magic: tags.meta,
+    Option: tags.attributeName,
+    Value: tags.string,
+    KernelName: tags.definition(tags.name) // in the theme's definition colour
+  })
 );
 const node = Object.fromEntries(nodeSet.types.map(type => [type.name, type])) as Record<
   (typeof NAMES)[number],
@@ -33,13 +38,24 @@ const node = Object.fromEntries(nodeSet.types.map(type => [type.name, type])) as
 
 // `%%tilekernel`, `--grid`, `"(ct.cdiv(n, 256),)"`, `256`: quoted values stay one token
 const HEADER_TOKEN = /(%%\w+)|(--?[\w-]+)|("[^"]*"?|'[^']*'?|[^\s"']+)/g;
+// The magic's options that take no value (tests/labextension checks them against the magic's)
+const FLAGS = new Set(['--cpu', '--viz', '--bench']);
 
-/** The header line's tokens as leaves of a Header node. */
+/** The header line's tokens as leaves of a Header node: a word after an option that takes one is
+ * its value, any other word the kernel's name (`scale`, `"scale<float, 256>"`). */
 function headerTree(text: string): Tree {
   const children: Tree[] = [];
   const positions: number[] = [];
+  let valueExpected = false;
   for (const m of text.matchAll(HEADER_TOKEN)) {
-    const type = m[1] ? node.Magic : m[2] ? node.Option : node.Value;
+    let type = node.Magic;
+    if (m[2]) {
+      type = node.Option;
+      valueExpected = !FLAGS.has(m[2]);
+    } else if (!m[1]) {
+      type = valueExpected ? node.Value : node.KernelName;
+      valueExpected = false;
+    }
     children.push(new Tree(type, [], [], m[0].length));
     positions.push(m.index ?? 0);
   }

@@ -25,7 +25,7 @@ def double(x, y, TILE: ct.Constant[int]):
     i = ct.bid(0)
     ct.store(y, (i,), ct.load(x, (i,), (TILE,)) * 2)'''
 CPP_CELL = '''\
-%%tilekernel --lang cpp --show resources
+%%tilekernel --lang cpp scale --show resources
 #include <tileworkbench/tile.cuh>
 extern "C" __global__ void scale(const float* x, float* y, int n, float a) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -101,17 +101,19 @@ def test_tilekernel_cells_are_highlighted_as_their_language_header_line_included
     page = open_notebook(browser, lab, notebook)
     wait_for_mime_types(page)
     assert mime_types(page) == EXPECTED_MIME_TYPES
-    theme = theme_colours(page, ["meta", "attribute", "string", "keyword", "variable"])
-    assert len(set(theme.values())) == 5, theme  # the checks below can tell the kinds apart
+    theme = theme_colours(page, ["meta", "attribute", "string", "keyword", "variable", "def"])
+    assert len(set(theme.values())) == 6, theme  # the checks below can tell the kinds apart
 
-    # the header: the magic as meta, options as attributes, their values as strings - in both languages
+    # the header: the magic as meta, options as attributes, their values as strings, the kernel's
+    # name as a definition - in both languages
     page.wait_for_function("""() => [...document.querySelectorAll('.jp-CodeCell .cm-line span')]
         .filter(s => s.textContent === '%%tilekernel').length === 4""")
     tile = token_colours(page, 1, ["%%tilekernel", "--grid", '"(2,)"', "def", "return"])
     assert tile["%%tilekernel"] == theme["meta"] and tile["--grid"] == theme["attribute"]
     assert tile['"(2,)"'] == theme["string"] and tile["def"] == theme["keyword"]
-    cpp = token_colours(page, 2, ["%%tilekernel", "--lang", "cpp", "extern", '"C"', "if", "return"])
+    cpp = token_colours(page, 2, ["%%tilekernel", "--lang", "cpp", "scale", "extern", '"C"', "if", "return"])
     assert cpp["%%tilekernel"] == theme["meta"] and cpp["--lang"] == theme["attribute"] and cpp["cpp"] == theme["string"]
+    assert cpp["scale"] == theme["def"]  # the header's `scale`, the first in the cell
     assert cpp["if"] == theme["keyword"] and cpp['"C"'] == theme["string"]  # C++ parsed from line 2 on
     screenshot(page, "extension_highlighting")
 
