@@ -683,7 +683,8 @@ def expected_reduction(x, op, axis, keepdims, reverse):
     if op in ("max", "min"):
         fn = {"max": np.fmax, "min": np.fmin}[op]  # NaN is ignored unless propagate_nan
         axes = tuple(range(x.ndim)) if axis is None else axis
-        return np.asarray(fn.reduce(x, axis=axes, keepdims=keepdims)), None, None
+        with np.errstate(invalid="ignore"):  # an all-NaN slice is NaN, as intended
+            return np.asarray(fn.reduce(x, axis=axes, keepdims=keepdims)), None, None
     if op == "cumsum":
         flip = (lambda a: np.flip(a, axis)) if reverse else (lambda a: a)
         if not is_float(dtype):
