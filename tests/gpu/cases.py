@@ -139,13 +139,14 @@ for _dt in (np.float32, np.int32, np.float64):
 
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 
-UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "abs", "floor", "ceil"]
+UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil"]
 
 
 @ct.kernel
 def unary(x, y, OP: ct.Constant[int]):
     t = ct.load(x, (ct.bid(0),), (128,))
-    f = (ct.exp, ct.exp2, ct.log, ct.log2, ct.sqrt, ct.rsqrt, ct.sin, ct.cos, ct.tanh, ct.abs, ct.floor, ct.ceil)[OP]
+    f = (ct.exp, ct.exp2, ct.log, ct.log2, ct.sqrt, ct.rsqrt, ct.sin, ct.cos, ct.tanh, ct.erf, ct.abs, ct.floor,
+         ct.ceil)[OP]
     ct.store(y, (ct.bid(0),), f(t))
 
 

@@ -12,6 +12,7 @@ from tileworkbench.interp import Status, run
 from tileworkbench.widgets._base import static
 from tileworkbench.widgets.index_map import IndexMapView, index_map_data, padding_value_of, partners
 from tileworkbench.widgets.tile_space import STATUS_COLOURS
+from tileworkbench.widgets.views import views_of_trace
 
 SVG = "{http://www.w3.org/2000/svg}"
 IDX = np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
@@ -29,6 +30,12 @@ def gather_2d(x, out):
     rows = ct.arange(4, dtype=ct.int32)[:, None] - 1
     cols = ct.arange(4, dtype=ct.int32)[None, :] * 2
     ct.store(out, (0, 0), ct.gather(x, (rows, cols)))
+
+
+@ct.kernel
+def rows_of_table(table, rows, out):
+    r = ct.load(rows, (0,), (4,))
+    ct.store(out, (0, 0), ct.load_advanced_indexing(table, (r, ct.Slice(0, 8))))
 
 
 @ct.kernel
@@ -151,7 +158,7 @@ def test_refusals_are_clear():
         IndexMapView.from_trace(trace, op="scatter_adv")
     with pytest.raises(ValueError, match="block \\(1,\\)"):
         IndexMapView.from_trace(trace, op="gather", block=(1,))
-    with pytest.raises(ValueError, match="gather and scatter"):
+    with pytest.raises(ValueError, match="gathers, scatters and advanced indexing"):
         index_map_data(trace.by_op("load")[0].for_block((0,)), (8,))
 
 
@@ -170,3 +177,13 @@ def test_js_parses(tmp_path):
     copy = tmp_path / "index_map.mjs"
     copy.write_text(static("index_map.js"))
     subprocess.run([node, "--check", str(copy)], check=True)
+
+
+def test_advanced_indexing_gets_an_index_map():
+    table = np.arange(64, dtype=np.float32).reshape(8, 8)
+    rows, out = np.array([3, 1, 0, 7], np.int32), np.zeros((4, 8), np.float32)
+    trace = run(rows_of_table, (1,), (table, rows, out), trace=True)
+    data = index_map_data(trace.by_op("load_adv")[0].for_block((0,)), table.shape, values=table)
+    assert [int(v) for v in data["panels"][0]["labels"][::8]] == [3, 1, 0, 7]
+    assert [type(v).__name__ for v in views_of_trace(trace)] == ["CoverageView", "TileSpaceView", "IndexMapView",
+                                                                 "TileSpaceView"]

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import TileUnsupportedFeatureError
 from ..interp.memory import padding_value
 from ..ir.core import Function, Op, Value
+from ..ir.ops import OPS
 from ..ir.types import DType, TileType, bool_, float64
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
@@ -107,7 +108,7 @@ class _Emitter:
         self.threads = threads
         self.plan = plan
         self.mma_smem = 0  # operand buffers of the tensor-core mmas, above self.smem
-        self.names: dict[int, str] = {}
+        self.names: dict[Value, str] = {}
         self.used: set[str] = set()
         self.lines: list[str] = []
         self.indent = "  "
@@ -116,8 +117,8 @@ class _Emitter:
         self.presumed_line = None  # the line number NVRTC gives the next emitted line
         self.line_map: dict = {}  # (file, line NVRTC reports) -> the kernel source line it came from
         self.smem = 0
-        self.stage_views: dict[int, str] = {}  # id(staged load result) -> its stage in the pipelined loop
-        self.stage_rings: dict[int, str] = {}  # id(staged load op) -> its stage buffers
+        self.stage_views: dict[Value, str] = {}  # staged load result -> its stage in the pipelined loop
+        self.stage_rings: dict[Op, str] = {}  # staged load op -> its stage buffers
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -131,11 +132,11 @@ class _Emitter:
             name = f"{base}_{k}"
             k += 1
         self.used.add(name)
-        self.names[id(v)] = name
+        self.names[v] = name
         return name
 
     def __getitem__(self, v: Value) -> str:
-        return self.names[id(v)]
+        return self.names[v]
 
     def tile(self, v: Value) -> str:
         """v as a tile (a scalar becomes a one-element tile held by every thread)."""
@@ -172,15 +173,14 @@ class _Emitter:
             self.loc = op.loc
             rule = EMIT.get(op.name)
             if rule is None:
-                raise TileUnsupportedFeatureError(f"'{op.name}' is not supported in GPU kernels yet; "
-                                                  f"run this kernel on the interpreter", op.loc)
+                raise TileUnsupportedFeatureError(f"'{op.name}' in a GPU kernel: {OPS[op.name].no_emitter}", op.loc)
             if op.name in ("for", "if"):  # their operands' layouts are settled by the rule
                 rule(self, op)
                 self.loc = None
                 continue
-            own = {id(v): self[v] for v in op.operands}
+            own = {v: self[v] for v in op.operands}
             for v in op.operands:  # the rule sees each operand in the layout the op takes it in
-                self.names[id(v)] = self.in_layout(v, wanted_layout(self.plan, op, v))
+                self.names[v] = self.in_layout(v, wanted_layout(self.plan, op, v))
             rule(self, op)
             self.names.update(own)
         self.loc = None
@@ -223,7 +223,8 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitwise_and": "&"
           "gt": ">", "ge": ">="}
 _CALLS = {"floordiv": "floordiv", "mod": "mod", "pow": "pow", "atan2": "atan2", "neg": "neg", "abs": "abs",
           "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
-          "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+          "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "erf": "erf", "floor": "floor",
+          "ceil": "ceil",
           "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
 
 
@@ -277,7 +278,7 @@ def _constant(e, op):
     t = op.result.type
     value = literal(op.attrs["value"], t.dtype)
     if not t.shape:  # a scalar constant is written where it is used
-        e.names[id(op.result)] = value
+        e.names[op.result] = value
         return
     layout = e.plan.of(op.result)
     e.assign(op, f"tw::full<{t.dtype.ctype}, {shape_type(t.shape)}{', ' + layout.alias if layout else ''}>({value})")
@@ -381,14 +382,14 @@ def _scan(e, op):
 @emits("mma")
 def _mma(e, op):
     a, b, acc = op.operands
-    if id(a) in e.plan.staged:  # both operands wait in shared-memory stages
-        if e.plan.staged[id(a)].in_flight:  # into the loop-carried accumulator, in place
+    if a in e.plan.staged:  # both operands wait in shared-memory stages
+        if e.plan.staged[a].in_flight:  # into the loop-carried accumulator, in place
             e.emit(f"tw::wgmma_async({e[a]}, {e[b]}, {e[acc]});")
-            e.names[id(op.result)] = e[acc]
+            e.names[op.result] = e[acc]
             return
-        e.assign(op, f"tw::{'wgmma' if id(op) in e.plan.wgmma else 'mma'}({e[a]}, {e[b]}, {e[acc]})")
+        e.assign(op, f"tw::{'wgmma' if op in e.plan.wgmma else 'mma'}({e[a]}, {e[b]}, {e[acc]})")
         return
-    if id(op) in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
+    if op in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
         stage = (m * (k + 8) + k * (n + 8)) * a.dtype.itemsize
         e.mma_smem = max(e.mma_smem, 2 * ((stage + 127) // 128 * 128))
@@ -433,11 +434,11 @@ def _pad(op) -> str:
 def _load(e, op):
     array, *index = op.operands
     order, shape = op.attrs["order"], op.attrs["shape"]
-    if id(op.result) in e.plan.staged:  # issued ahead by the pipelined loop; read from its stage
-        e.names[id(op.result)] = e.stage_views[id(op.result)]
+    if op.result in e.plan.staged:  # issued ahead by the pipelined loop; read from its stage
+        e.names[op.result] = e.stage_views[op.result]
         return
     if order == tuple(range(len(order))):
-        fn = "load_operand" if id(op.result) in e.plan.operands else "load"
+        fn = "load_operand" if op.result in e.plan.operands else "load"
         e.assign(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
         return
     # Tile axis k walks array axis order[k]: load the tile in the array's own axis order (coalesced),
@@ -527,10 +528,10 @@ def _for(e, op):
     names = [e.define(r) for r in op.results]
     for r, name, start in zip(op.results, names, init):
         e.emit(f"{e.type_of(r)} {name} = {e.in_layout(start, e.plan.of(r))};")
-        e.names[id(next(a for a, x in zip(carried, op.results) if x is r))] = name
+        e.names[next(a for a, x in zip(carried, op.results) if x is r)] = name
     i = e.define(iv, iv.name or "i")
-    if id(op) in e.plan.pipelines:
-        _pipelined_loop(e, op, e.plan.pipelines[id(op)], i)
+    if op in e.plan.pipelines:
+        _pipelined_loop(e, op, e.plan.pipelines[op], i)
         return
     e.emit(f"for (int32_t {i} = {e[lo]}; {i} < {e[hi]}; {i} += {e[step]}) {{")
     _region(e, body, names, [e.plan.of(r) for r in op.results])
@@ -552,14 +553,14 @@ def _pipelined_loop(e, op, pipeline, i):
         e.emit(f"const tw::operand_stages<{load.result.dtype.ctype}, {rows}, {cols}, {stages}> {ring}"
                f"{{tw::smem() + PIPELINE_BASE + {offset}}};")
         offset += stages * ((load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024)
-        e.stage_views[id(load.result)] = f"{ring}[stage]"
-        e.stage_rings[id(load)] = ring
+        e.stage_views[load.result] = f"{ring}[stage]"
+        e.stage_rings[load] = ring
     e.emit(f"const auto load_stage = [&](int32_t {i}, int stage) {{  // the loads of iteration {i}")
     e.indent += "  "
     for load in pipeline.loads:
         array, *index = load.operands
         e.loc = load.loc
-        e.emit(f"tw::load_async({e.stage_rings[id(load)]}[stage], {e[array]}, {e.at(index)}, {_pad(load)});")
+        e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {e[array]}, {e.at(index)}, {_pad(load)});")
     e.loc = None
     e.indent = e.indent[:-2]
     e.emit("};")
@@ -600,10 +601,10 @@ def _region(e, block, targets, layouts):
     e.indent += "  "
     e.block(block.ops)
     yielded = block.ops[-1].operands if block.ops and block.ops[-1].name == "yield" else []
-    own = {id(v): e[v] for v in yielded}
+    own = {v: e[v] for v in yielded}
     converted = [e.in_layout(v, layout) for v, layout in zip(yielded, layouts)]
     for v, name in zip(yielded, converted):
-        e.names[id(v)] = name
+        e.names[v] = name
     if len(yielded) > 1:  # assign through temporaries: a yielded value may be another carried variable
         temps = []
         for k, v in enumerate(yielded):
@@ -670,8 +671,8 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     for layout in layouts:
         e.used.add(layout.alias)
         setup.append(f"using {layout.alias} = {layout.cpp};  // tensor-core accumulator layout")
-    if any(id(op) not in plan.wgmma and id(op.operands[0]) not in plan.staged
-           for op in fn.walk() if id(op) in plan.tensor_core):
+    if any(op not in plan.wgmma and op.operands[0] not in plan.staged
+           for op in fn.walk() if op in plan.tensor_core):
         e.used.add("mma_stage")
         setup.append("int mma_stage = 0;  // alternates the tensor-core mma operand buffers")
     for p, arg in zip(fn.runtime_params, fn.body.args):
@@ -693,7 +694,7 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     smem = e.smem + e.mma_smem
     bounds = f"{threads}, 2" if plan.tensor_core and two_blocks_per_sm(fn, plan) else f"{threads}"
     wgmmas = sorted({(op.result.shape[1], op.operands[0].dtype.name): op.operands[0].dtype
-                     for op in fn.walk() if id(op) in plan.wgmma}.items())
+                     for op in fn.walk() if op in plan.wgmma}.items())
     head = [
         f"// Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else "") + ".",
         f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes"

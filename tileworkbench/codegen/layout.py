@@ -21,12 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.core import Function, Op, Value
-from ..ir.ops import BINARY, COMPARISONS, PREDICATES, UNARY
+from ..ir.ops import Category, ops_in
 from ..ir.types import bfloat16, float16, float32
 from ..profile.occupancy import arch_limits
 
-# ops that work elementwise in any layout (the op declarations' elementwise tables, plus casts and where)
-ELEMENTWISE = set(UNARY) | set(PREDICATES) | set(BINARY) | set(COMPARISONS) | {"where", "astype", "bitcast"}
+# ops that work elementwise in any layout
+ELEMENTWISE = ops_in(Category.ELEMENTWISE)
 
 MAX_WARPS = 8
 
@@ -74,15 +74,15 @@ class LayoutPlan:
     """Warps per block (None: no tensor-core mma), and the layout of every non-blocked value."""
 
     warps: int | None
-    layouts: dict  # id(Value) -> MmaLayout
-    tensor_core: dict  # id(mma Op) -> MmaLayout
-    operands: set = None  # id(Value) of 2-D loads used only as tensor-core mma operands
-    pipelines: dict = field(default_factory=dict)  # id(for Op) -> Pipeline
-    staged: dict = field(default_factory=dict)  # id(load result) -> its Pipeline
-    wgmma: set = field(default_factory=set)  # id(mma Op) that run as sm_90a wgmma
+    layouts: dict  # Value -> MmaLayout
+    tensor_core: dict  # mma Op -> MmaLayout
+    operands: set = None  # results of 2-D loads used only as tensor-core mma operands
+    pipelines: dict = field(default_factory=dict)  # for Op -> Pipeline
+    staged: dict = field(default_factory=dict)  # load result -> its Pipeline
+    wgmma: set = field(default_factory=set)  # mma Ops that run as sm_90a wgmma
 
     def of(self, v: Value):
-        return self.layouts.get(id(v))
+        return self.layouts.get(v)
 
 
 def _mma_shape(op: Op):
@@ -120,9 +120,9 @@ def _arrangement(m: int, n: int, warps: int) -> MmaLayout | None:
 def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = None) -> LayoutPlan:
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
     propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma."""
-    shapes = {id(op): s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
+    shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
     pipelines = _pipelines(fn, shapes)
-    pipelined = {id(op) for p in pipelines.values() for op in _pipelined_mmas(p)}
+    pipelined = {op for p in pipelines.values() for op in _pipelined_mmas(p)}
     wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
     use_wgmma = (threads is None and arch is not None and arch.startswith("sm_90") and pipelined == set(shapes)
                  and len(wgmma_rows) == 1 and wgmma_rows <= {64, 128} and all(shapes[i][1] <= 256 for i in shapes))
@@ -144,16 +144,16 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     for op in fn.walk():
         if op.name == "load" and len(op.result.shape) == 2 and op.attrs["order"] == (0, 1):
             uses = [user for user, _ in _uses(fn, op.result)]
-            if uses and all(id(u) in tensor_core and op.result is not u.operands[2] for u in uses):
-                plan.operands.add(id(op.result))
+            if uses and all(u in tensor_core and op.result is not u.operands[2] for u in uses):
+                plan.operands.add(op.result)
     blocks_per_sm = 2 if two_blocks_per_sm(fn, plan) else 1
     for key, pipeline in pipelines.items():
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm)
-        if pipeline.stages >= 2 and all(id(op) in tensor_core for op in _pipelined_mmas(pipeline)):
+        if pipeline.stages >= 2 and all(op in tensor_core for op in _pipelined_mmas(pipeline)):
             plan.pipelines[key] = pipeline
-            plan.staged.update((id(load.result), pipeline) for load in pipeline.loads)
+            plan.staged.update((load.result, pipeline) for load in pipeline.loads)
             if use_wgmma:
-                plan.wgmma.update(id(op) for op in _pipelined_mmas(pipeline))
+                plan.wgmma.update(_pipelined_mmas(pipeline))
                 # A lone block per SM leaves its tensor cores idle at each barrier unless a wgmma
                 # group stays in flight (measured on the H100: 128x256x64 tiles 488 -> 588 TFLOP/s);
                 # with two blocks per SM the other block fills those gaps and the deeper prefetch wins.
@@ -164,14 +164,14 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
         changed = False
         for op in fn.walk():
             for value, layout in _implied(plan, op):
-                if layout is not None and id(value) not in plan.layouts:
-                    plan.layouts[id(value)] = layout
+                if layout is not None and value not in plan.layouts:
+                    plan.layouts[value] = layout
                     changed = True
     for op in fn.walk():  # constants take the layout all their uses want
-        if op.name == "constant" and op.result.shape and id(op.result) not in plan.layouts:
+        if op.name == "constant" and op.result.shape and op.result not in plan.layouts:
             wants = {w for w in (wanted_layout(plan, user, v) for user, v in _uses(fn, op.result))}
             if len(wants) == 1 and None not in wants:
-                plan.layouts[id(op.result)] = wants.pop()
+                plan.layouts[op.result] = wants.pop()
     return plan
 
 
@@ -179,7 +179,7 @@ def two_blocks_per_sm(fn: Function, plan: LayoutPlan) -> bool:
     """Two blocks per SM let one block's loads overlap the other's mma: aimed for (128 registers per
     thread) where the tensor-core accumulators take at most 64 of them."""
     threads = 32 * plan.warps
-    return all(op.result.type.size <= 64 * threads for op in fn.walk() if id(op) in plan.tensor_core)
+    return all(op.result.type.size <= 64 * threads for op in fn.walk() if op in plan.tensor_core)
 
 
 def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int) -> int:
@@ -210,22 +210,22 @@ def _pipelines(fn: Function, shapes: dict) -> dict:
             continue
         body = loop.regions[0]
         iv = body.args[0]
-        inside = {id(r) for op in body.ops for r in op.results} | {id(a) for a in body.args}
+        inside = {r for op in body.ops for r in op.results} | set(body.args)
 
         def ahead(v: Value):  # a load that can run ahead
             op = v.owner
             if op is None or op not in body.ops or op.name != "load" or op.attrs["order"] != (0, 1):
                 return None
             array, *index = op.operands
-            if id(array) in inside or any(x is not iv and id(x) in inside for x in index):
+            if array in inside or any(x is not iv and x in inside for x in index):
                 return None
             return op if _panel_fits(v.shape) else None
-        mmas = [op for op in body.ops if id(op) in shapes and ahead(op.operands[0]) and ahead(op.operands[1])]
-        loads = list({id(l): l for m in mmas for l in (m.operands[0].owner, m.operands[1].owner)}.values())
-        users_ok = all(all(id(u) in {id(m) for m in mmas} and l.result is not u.operands[2]
+        mmas = [op for op in body.ops if op in shapes and ahead(op.operands[0]) and ahead(op.operands[1])]
+        loads = list(dict.fromkeys(l for m in mmas for l in (m.operands[0].owner, m.operands[1].owner)))
+        users_ok = all(all(u in mmas and l.result is not u.operands[2]
                            for u, _ in _uses(fn, l.result)) for l in loads)
         if mmas and users_ok:
-            found[id(loop)] = Pipeline(loop, sorted(loads, key=body.ops.index))
+            found[loop] = Pipeline(loop, sorted(loads, key=body.ops.index))
     return found
 
 
@@ -247,14 +247,14 @@ def _accumulates_in_place(pipeline: Pipeline) -> bool:
 
 
 def _pipelined_mmas(pipeline: Pipeline):
-    staged = {id(l.result) for l in pipeline.loads}
-    return [op for op in pipeline.loop.regions[0].ops if op.name == "mma" and id(op.operands[0]) in staged]
+    staged = {l.result for l in pipeline.loads}
+    return [op for op in pipeline.loop.regions[0].ops if op.name == "mma" and op.operands[0] in staged]
 
 
 def _implied(plan: LayoutPlan, op: Op):
     """(value, layout) pairs that follow from the layouts already known."""
-    if id(op) in plan.tensor_core:
-        yield op.result, plan.tensor_core[id(op)]
+    if op in plan.tensor_core:
+        yield op.result, plan.tensor_core[op]
     elif op.name in ELEMENTWISE and op.result.shape:
         yield op.result, next((plan.of(v) for v in op.operands if plan.of(v)), None)
     elif op.name == "for":
@@ -283,8 +283,8 @@ def _uses(fn: Function, value: Value):
 
 def wanted_layout(plan: LayoutPlan, op: Op, operand: Value):
     """The layout `op` takes `operand` in (None: blocked). For a for/if, the one of its results."""
-    if id(op) in plan.tensor_core:
-        return plan.tensor_core[id(op)] if operand is op.operands[2] else None
+    if op in plan.tensor_core:
+        return plan.tensor_core[op] if operand is op.operands[2] else None
     if op.name in ELEMENTWISE and op.result.shape:
         return plan.of(op.result)
     if op.name == "for":

@@ -24,7 +24,7 @@ from ..ir.ops import TypeRuleError
 from ..ir.types import DType, TileType, bool_, int32
 from ..ir.verify import verify
 from . import coerce
-from .lowering import LOWERINGS, SliceValue, bind_call, lower_binary, lower_method, lower_unary
+from .lowering import LOWERINGS, SliceValue, bind_call, lower_binary, lower_method
 from .source import FuncSource, source_of
 
 MAX_INLINE_DEPTH = 64
@@ -91,17 +91,17 @@ def compile_kernel(pyfunc, specs) -> Function:
     return fn
 
 
-def _remove_dead_code(block: Block) -> set[int]:
+def _remove_dead_code(block: Block) -> set[Value]:
     """Drop pure ops whose results nobody uses (e.g. `a.shape` read for one dimension)."""
     from ..ir.ops import is_pure
-    used: set[int] = set()
+    used: set[Value] = set()
     for op in reversed(block.ops):
         for region in op.regions:
             used |= _remove_dead_code(region)
     changed = True
     while changed:
-        used = {id(v) for op in _all_ops(block) for v in op.operands}
-        keep = [op for op in block.ops if not is_pure(op) or any(id(r) in used for r in op.results)]
+        used = {v for op in _all_ops(block) for v in op.operands}
+        keep = [op for op in block.ops if not is_pure(op) or any(r in used for r in op.results)]
         changed = len(keep) != len(block.ops)
         block.ops = keep
     return used
@@ -529,7 +529,8 @@ class Lowerer:
         if isinstance(node.op, ast.Not):
             c = self.condition(x)
             return self.emit("bitwise_xor", [c, coerce.constant(self, True, bool_)])
-        return lower_unary(self, {ast.USub: "negative", ast.UAdd: "positive", ast.Invert: "bitwise_not"}[type(node.op)], x)
+        stub = {ast.USub: "negative", ast.UAdd: "positive", ast.Invert: "bitwise_not"}[type(node.op)]
+        return LOWERINGS[stub](self, x)
 
     def expr_BoolOp(self, node):
         result = self.expr(node.values[0])

@@ -11,6 +11,7 @@ import inspect
 
 from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
 from ..ir.core import Value
+from ..ir.ops import OPS, Accepts, Category
 from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, float16, float32, float64, int8,
                         int32, is_pow2, to_dtype, uint8, bfloat16, tfloat32, float8_e4m3fn, float8_e5m2)
 from . import coerce
@@ -576,38 +577,29 @@ def where(lw, cond, x, y):
 
 # ---- elementwise --------------------------------------------------------------------------------
 
-_FLOAT_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh")
-
-
 def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
+    """An elementwise op of one operand, checked and converted by the dtypes it accepts."""
     v = tile_arg(lw, x, name)
     coerce.check_arithmetic(lw, v.dtype, "Operand")
     if flush_to_zero and v.dtype is not float32:
         lw.fail(TileTypeError, "Flush to zero can only be used for float32 type")
-    if name == "positive":
-        return cast(lw, v, int32) if v.dtype is bool_ else v
-    if name in _FLOAT_MATH:
-        if not v.dtype.is_float:
-            v = cast(lw, v, float32)
-        return lw.emit(name, [v])
-    if name in ("floor", "ceil", "isnan", "isinf", "isfinite") and not v.dtype.is_float:
-        lw.fail(TileTypeError, f"{name}() requires a floating-point tile, got {v.type}")
-    if name == "negative":
-        return lw.emit("neg", [cast(lw, v, int32) if v.dtype is bool_ else v])
-    if name == "bitwise_not":
-        if v.dtype.is_float:
-            lw.fail(TileTypeError, f"Bitwise operations need integer or bool operands, got {v.dtype}")
-        return lw.emit("bitwise_not", [v])
+    accepts = OPS[name].accepts
+    if accepts is Accepts.FLOAT_MATH and not v.dtype.is_float:
+        v = cast(lw, v, float32)
+    if accepts is Accepts.FLOATS and not v.dtype.is_float:
+        lw.fail(TileTypeError, f"{OPS[name].stub}() requires a floating-point tile, got {v.type}")
+    if accepts is Accepts.INTEGERS and v.dtype.is_float:
+        lw.fail(TileTypeError, f"Bitwise operations need integer or bool operands, got {v.dtype}")
+    if name == "neg" and v.dtype is bool_:
+        v = cast(lw, v, int32)
     return lw.emit(name, [v])
 
 
-for _name in _FLOAT_MATH + ("floor", "ceil", "abs", "negative", "bitwise_not", "isnan", "isinf", "isfinite"):
-    LOWERINGS[_name] = (lambda n: lambda lw, x, rounding_mode=None, flush_to_zero=False:
-                        lower_unary(lw, n, x, rounding_mode, flush_to_zero))(_name)
-
-_STUB_TO_OP = {"bitwise_lshift": "lshift", "bitwise_rshift": "rshift", "greater": "gt", "greater_equal": "ge",
-               "less": "lt", "less_equal": "le", "equal": "eq", "not_equal": "ne"}
-_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+@lowers("positive")
+def positive(lw, x):
+    v = tile_arg(lw, x, "positive")
+    coerce.check_arithmetic(lw, v.dtype, "Operand")
+    return cast(lw, v, int32) if v.dtype is bool_ else v
 
 
 def lower_binary(lw, name, x, y):
@@ -637,6 +629,9 @@ def lower_binary(lw, name, x, y):
     return lw.emit(name, [a, b])
 
 
+_BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
+
+
 def _bitwise(lw, name, x, y):
     typed = [v for v in (x, y) if isinstance(v, Value)]
     if len(typed) == 2 and x.dtype is not y.dtype and name in _BITWISE:
@@ -648,15 +643,12 @@ def _bitwise(lw, name, x, y):
     return lw.emit(name, [a, b])
 
 
-def _binary_lowering(stub_name):
-    op = _STUB_TO_OP.get(stub_name, stub_name)
-    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, op, x, y)
-
-
-for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "atan2", "bitwise_and", "bitwise_or",
-              "bitwise_xor", "bitwise_lshift", "bitwise_rshift", "greater", "greater_equal", "less", "less_equal",
-              "equal", "not_equal"):
-    LOWERINGS[_name] = _binary_lowering(_name)
+# The tile functions of the elementwise ops, from their declarations (ir/ops.py).
+def _elementwise_lowering(name, arity):
+    if arity == 1:
+        return lambda lw, x, rounding_mode=None, flush_to_zero=False: lower_unary(lw, name, x, rounding_mode,
+                                                                                flush_to_zero)
+    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y)
 
 
 def _min_max(name):
@@ -670,6 +662,10 @@ def _min_max(name):
 
 LOWERINGS["minimum"] = _min_max("minimum")
 LOWERINGS["maximum"] = _min_max("maximum")
+
+for _decl in OPS.values():  # those without a lowering of their own above
+    if _decl.category is Category.ELEMENTWISE and _decl.stub not in LOWERINGS:
+        LOWERINGS[_decl.stub] = _elementwise_lowering(_decl.name, _decl.arity)
 
 
 @lowers("cdiv")

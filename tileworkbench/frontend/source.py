@@ -37,8 +37,10 @@ _cache: dict = {}
 
 
 def _code_key(pyfunc):
+    # Code objects compare by content (bytecode, constants, names, line table): an edited and
+    # re-run definition is a new key even where its file name and first line are reused.
     code = pyfunc.__code__
-    return (code.co_filename, code.co_firstlineno, code.co_name, code.co_code)
+    return (code.co_filename, code)
 
 
 def source_of(pyfunc) -> FuncSource:

@@ -14,35 +14,35 @@ import numpy as np
 
 from ..errors import TileInternalError, TileValueError
 from ..ir.core import Block, Function, Value
+from ..ir.ops import Category, ops_in
 from ..ir.types import TileType
 from .memory import MEMORY_RULES
 from .rules import RULES
 from .trace import Event, Status, Trace, padding_scalar
 
 BATCH_ELEMENTS = 1 << 22
-SHAPE_OPS = ("reshape", "permute", "broadcast", "cat", "extract", "insert")
+SHAPE_OPS = ops_in(Category.SHAPE)  # traced: where each output element came from
 
 
 class Env:
     """Values by SSA identity; a child sees its parent's values, restricted to a subset of blocks."""
 
     def __init__(self, parent: "Env | None" = None, rows: np.ndarray | None = None):
-        self.values: dict[int, np.ndarray] = {}
+        self.values: dict[Value, np.ndarray] = {}
         self.parent, self.rows = parent, rows
 
     def __getitem__(self, v: Value):
-        key = id(v)
-        if key in self.values:
-            return self.values[key]
+        if v in self.values:
+            return self.values[v]
         x = self.parent[v]
         # arrays are global memory, shared by every block; only per-block values are restricted
         if self.rows is not None and not v.is_array and x.shape[0] != 1:
             x = x[self.rows]
-        self.values[key] = x
+        self.values[v] = x
         return x
 
     def __setitem__(self, v: Value, x):
-        self.values[id(v)] = x
+        self.values[v] = x
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Context:
     fn: Function
     grid: tuple[int, int, int]
     bids: np.ndarray            # (B, 3) int32: the blocks of the current (sub-)batch
-    arrays: dict                # id(array Value) -> (parameter name, numpy array)
+    arrays: dict                # array Value -> (parameter name, numpy array)
     checked: bool
     trace: Trace | None
 
@@ -65,7 +65,7 @@ class Context:
         return self.trace is not None
 
     def array_name(self, v: Value) -> str:
-        return self.arrays[id(v)][0]
+        return self.arrays[v][0]
 
     def subset(self, rows) -> "Context":
         return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace)
@@ -107,7 +107,7 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
     for param, value, arg in zip(fn.runtime_params, fn.body.args, runtime_args):
         if param.kind == "array":
-            arrays[id(value)] = (param.name, arg)
+            arrays[value] = (param.name, arg)
             env[value] = arg
         else:
             env[value] = np.array([arg], dtype=param.type.dtype.numpy)
@@ -128,13 +128,9 @@ def run_block(ctx: Context, block: Block, env: Env) -> list:
     for op in block.ops:
         if op.name == "yield":
             return [env[v] for v in op.operands]
-        if op.name == "if":
-            results = _run_if(ctx, op, env)
-        elif op.name == "for":
-            results = _run_for(ctx, op, env)
-        elif op.name == "print":
-            _run_print(ctx, op, [env[v] for v in op.operands])
-            results = []
+        structured = STRUCTURED.get(op.name)
+        if structured is not None:
+            results = structured(ctx, op, env)
         else:
             args = [env[v] for v in op.operands]
             rule = MEMORY_RULES.get(op.name) or RULES.get(op.name)
@@ -200,7 +196,8 @@ def _run_for(ctx, op, env):
     return full
 
 
-def _run_print(ctx, op, values):
+def _run_print(ctx, op, env):
+    values = [env[v] for v in op.operands]
     pieces = op.attrs["text"]
     for b in range(ctx.size):
         it = iter(values)
@@ -213,6 +210,11 @@ def _run_print(ctx, op, values):
             x = x[b if x.shape[0] > 1 else 0]
             words.append(str(x.tolist()) if x.ndim else str(x.item()))
         print(op.attrs["sep"].join(words), end=op.attrs["end"])
+    return []
+
+
+# The ops the executor runs itself (they own regions, or talk to the user); `yield` ends a region.
+STRUCTURED = {"if": _run_if, "for": _run_for, "print": _run_print}
 
 
 def _record_shape_op(ctx, op, args):

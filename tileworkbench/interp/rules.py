@@ -8,6 +8,8 @@ than twice their precision plus two bits).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir.types import bfloat16, float16, float32
@@ -39,12 +41,15 @@ def _elementwise(fn):
 _UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
           "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "sin": np.sin, "cos": np.cos,
           "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
-          "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite}
+          "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
+          "erf": lambda x: _erf(x.astype(np.float64, copy=False)).astype(x.dtype)}
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
            "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
            "lshift": np.left_shift, "rshift": np.right_shift, "eq": np.equal, "ne": np.not_equal,
            "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+
+_erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is correctly rounded in float64
 
 for _name, _fn in {**_UNARY, **_BINARY}.items():
     RULES[_name] = _elementwise(_fn)

@@ -39,7 +39,7 @@ class Value:
         return self.type.dtype
 
     def __repr__(self) -> str:
-        return f"Value({self.name or id(self)}: {self.type})"
+        return f"Value({self.name or '?'}: {self.type})"
 
 
 @dataclass(eq=False)
@@ -85,6 +85,7 @@ class Function:
     source: str = ""
     filename: str = ""
     first_line: int = 1
+    _fingerprint: str | None = field(default=None, repr=False)  # computed once: a Function is not changed after it is built
 
     def walk(self) -> Iterator[Op]:
         yield from walk_block(self.body)
@@ -94,9 +95,14 @@ class Function:
         return [p for p in self.params if p.kind != "constant"]
 
     def fingerprint(self) -> str:
-        """A hash of the printed IR (with locations): equal fingerprints mean equal programs."""
-        from .printer import print_function
-        return hashlib.sha256(print_function(self, locations=True).encode()).hexdigest()[:32]
+        """A hash of the program: the printed IR (names, types, constants, attributes, source lines)
+        and the file it came from. Equal fingerprints mean equal generated code, so caches of
+        compiled kernels are keyed on it, never on the identity of a Function that can die."""
+        if self._fingerprint is None:
+            from .printer import print_function
+            text = f"{self.filename}\0{print_function(self, locations=True)}"
+            self._fingerprint = hashlib.sha256(text.encode()).hexdigest()[:32]
+        return self._fingerprint
 
 
 def walk_block(block: Block) -> Iterator[Op]:

@@ -1,12 +1,17 @@
-"""Every IR op, declared once: its name, what it does, and its type rule (shapes and dtypes).
+"""Every IR op, declared once: what it does, its type rule, and what every layer needs to know of it.
 
 The frontend parses and checks the user's call (constants, tuples, broadcasting, promotion),
 then emits the op; the rule here computes the result type and checks what must hold in any
-well-formed program. The interpreter (interp/rules.py) and the code generator have one row per
-op name: `grep -rn '"gather"'` finds the declaration, both implementations and the tests.
+well-formed program. The declaration also states the op's category, which tile function emits
+it, which operand dtypes an elementwise op accepts, its flops and the bytes it moves, and the
+view `--viz` draws of it: every list of ops elsewhere is derived from these (`ops_in`).
+The interpreter (interp/rules.py, interp/memory.py) and the code generator (codegen/cuda.py)
+have one row per op name: `grep -rn '"gather"'` finds the declaration, both rows and the tests.
 """
 from __future__ import annotations
 
+import enum
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,20 +24,62 @@ class TypeRuleError(Exception):
     """A broken shape/dtype rule; the frontend reports it at the user's line as a TileTypeError."""
 
 
+class Category(enum.Enum):
+    ELEMENTWISE = "elementwise"  # result element e from element e of each operand (casts included)
+    CREATION = "creation"        # a tile from attributes alone
+    SHAPE = "shape"              # moves elements within tiles; traces record where each came from
+    REDUCTION = "reduction"      # folds axes
+    SCAN = "scan"                # prefix along an axis
+    MMA = "mma"                  # matrix multiply-accumulate
+    GRID = "grid"                # reads the launch: block coordinates, grid and array extents
+    MEMORY = "memory"            # reads or writes an array
+    CONTROL = "control"          # structured control flow; the interpreter's executor runs it itself
+    DEBUG = "debug"              # output for people
+
+
+class Accepts(enum.Enum):
+    """The operand dtypes an elementwise op takes (the frontend checks and converts by this)."""
+    NUMERIC = "numeric"          # any arithmetic dtype
+    FLOAT_MATH = "float math"    # floats; int and bool operands are converted to float32 first
+    FLOATS = "floats"            # floats only
+    INTEGERS = "integers"        # ints and bool only
+
+
+class ViewKind(enum.Enum):
+    """What `%%tilekernel --viz` draws for an op's trace events."""
+    TILE_SPACE = "tile space"    # the array's tiles and which elements each block touched
+    INDEX_MAP = "index map"      # per-lane indices into the array
+    TRANSFORM = "transform"      # where each output element came from
+
+
 @dataclass(frozen=True)
 class OpDecl:
     name: str
     summary: str
-    rule: Callable  # (operand types, attrs) -> list of result types
-    effects: bool = False  # writes memory or yields: never removed as dead code
+    rule: Callable                 # (operand types, attrs) -> list of result types
+    category: Category
+    stub: str | None = None        # the tile function whose lowering emits it (None: the frontend emits it itself)
+    arity: int = 0                 # elementwise ops: operands per element
+    accepts: Accepts | None = None
+    flops: Callable | None = None  # (op) -> floating-point results of one execution in one block
+    access: str | None = None      # memory ops: "read" or "write"
+    moved: Callable | None = None  # memory ops: (op) -> the tile type one execution moves
+    view: ViewKind | None = None
+    effects: bool = False          # writes memory or yields: never removed as dead code
+    no_emitter: str = ""           # why the code generator has no rule for it, if it has none
     doc: str = ""
 
 
 OPS: dict[str, OpDecl] = {}
 
 
-def declare(name, summary, rule, effects=False, doc=None):
-    OPS[name] = OpDecl(name, summary, rule, effects, DOCS.format(doc) if doc else "")
+def declare(name, summary, rule, category, *, doc=None, **facts):
+    OPS[name] = OpDecl(name, summary, rule, category, doc=DOCS.format(doc) if doc else "", **facts)
+
+
+def ops_in(*categories: Category) -> frozenset[str]:
+    """The names of the ops of these categories."""
+    return frozenset(name for name, decl in OPS.items() if decl.category in categories)
 
 
 def infer_result_types(name: str, operand_types, attrs) -> list:
@@ -42,6 +89,25 @@ def infer_result_types(name: str, operand_types, attrs) -> list:
 def _check(cond, message):
     if not cond:
         raise TypeRuleError(message)
+
+
+# ---- flop rules: what counts as a floating-point operation ------------------------------------
+
+def per_float_result(op) -> int:
+    """One flop per element of a float result (elementwise math; a transcendental counts one)."""
+    t = op.result.type
+    return t.size if t.dtype.is_float else 0
+
+
+def per_float_input(op) -> int:
+    """One flop per element of a float operand (a sum of n elements counts n)."""
+    t = op.operands[0].type
+    return t.size if t.dtype.is_float else 0
+
+
+def _mma_flops(op) -> int:
+    a, b = op.operands[0].type, op.operands[1].type
+    return 2 * math.prod(a.shape) * b.shape[-1]
 
 
 # ---- rules shared by several ops ------------------------------------------------------------
@@ -83,31 +149,44 @@ def _argreduce(types, attrs):
 
 # ---- elementwise ----------------------------------------------------------------------------
 # Operands arrive broadcast to one shape and promoted to one dtype by the frontend.
+# name: (summary, tile function, accepted dtypes, counts as flops)
 
+E, F = Category.ELEMENTWISE, per_float_result
 UNARY = {
-    "neg": "-x", "abs": "|x|", "exp": "e^x", "exp2": "2^x", "log": "ln x", "log2": "log2 x",
-    "sqrt": "square root", "rsqrt": "1/sqrt(x)", "sin": "sine", "cos": "cosine", "tan": "tangent",
-    "sinh": "hyperbolic sine", "cosh": "hyperbolic cosine", "tanh": "hyperbolic tangent",
-    "floor": "round toward -inf", "ceil": "round toward +inf", "bitwise_not": "~x",
+    "neg": ("-x", "negative", Accepts.NUMERIC, F), "abs": ("|x|", "abs", Accepts.NUMERIC, F),
+    "exp": ("e^x", "exp", Accepts.FLOAT_MATH, F), "exp2": ("2^x", "exp2", Accepts.FLOAT_MATH, F),
+    "log": ("ln x", "log", Accepts.FLOAT_MATH, F), "log2": ("log2 x", "log2", Accepts.FLOAT_MATH, F),
+    "sqrt": ("square root", "sqrt", Accepts.FLOAT_MATH, F), "rsqrt": ("1/sqrt(x)", "rsqrt", Accepts.FLOAT_MATH, F),
+    "sin": ("sine", "sin", Accepts.FLOAT_MATH, F), "cos": ("cosine", "cos", Accepts.FLOAT_MATH, F),
+    "tan": ("tangent", "tan", Accepts.FLOAT_MATH, F), "sinh": ("hyperbolic sine", "sinh", Accepts.FLOAT_MATH, F),
+    "cosh": ("hyperbolic cosine", "cosh", Accepts.FLOAT_MATH, F),
+    "tanh": ("hyperbolic tangent", "tanh", Accepts.FLOAT_MATH, F),
+    "erf": ("error function, 2/sqrt(pi) * integral of e^(-t^2) from 0 to x", "erf", Accepts.FLOAT_MATH, F),
+    "floor": ("round toward -inf", "floor", Accepts.FLOATS, F), "ceil": ("round toward +inf", "ceil", Accepts.FLOATS, F),
+    "bitwise_not": ("~x", "bitwise_not", Accepts.INTEGERS, None),
 }
 PREDICATES = {"isnan": "x is NaN", "isinf": "x is +inf or -inf", "isfinite": "x is neither NaN nor inf"}
 BINARY = {
-    "add": "x + y", "sub": "x - y", "mul": "x * y", "truediv": "x / y",
-    "floordiv": "x // y (rounds toward -inf)", "mod": "x % y (sign of y)", "pow": "x ** y",
-    "minimum": "min(x, y), NaN ignored", "maximum": "max(x, y), NaN ignored", "atan2": "atan2(x, y)",
-    "bitwise_and": "x & y", "bitwise_or": "x | y", "bitwise_xor": "x ^ y",
-    "lshift": "x << y", "rshift": "x >> y (arithmetic when signed)",
+    "add": ("x + y", "add", F), "sub": ("x - y", "sub", F), "mul": ("x * y", "mul", F),
+    "truediv": ("x / y", "truediv", F), "floordiv": ("x // y (rounds toward -inf)", "floordiv", F),
+    "mod": ("x % y (sign of y)", "mod", F), "pow": ("x ** y", "pow", F),
+    "minimum": ("min(x, y), NaN ignored", "minimum", F), "maximum": ("max(x, y), NaN ignored", "maximum", F),
+    "atan2": ("atan2(x, y)", "atan2", F),
+    "bitwise_and": ("x & y", "bitwise_and", None), "bitwise_or": ("x | y", "bitwise_or", None),
+    "bitwise_xor": ("x ^ y", "bitwise_xor", None), "lshift": ("x << y", "bitwise_lshift", None),
+    "rshift": ("x >> y (arithmetic when signed)", "bitwise_rshift", None),
 }
-COMPARISONS = {"eq": "x == y", "ne": "x != y", "lt": "x < y", "le": "x <= y", "gt": "x > y", "ge": "x >= y"}
+COMPARISONS = {"eq": ("x == y", "equal"), "ne": ("x != y", "not_equal"), "lt": ("x < y", "less"),
+               "le": ("x <= y", "less_equal"), "gt": ("x > y", "greater"), "ge": ("x >= y", "greater_equal")}
 
-for _name, _summary in UNARY.items():
-    declare(_name, _summary, _same, doc=_name)
+for _name, (_summary, _stub, _accepts, _flops) in UNARY.items():
+    declare(_name, _summary, _same, E, stub=_stub, arity=1, accepts=_accepts, flops=_flops, doc=_stub)
 for _name, _summary in PREDICATES.items():
-    declare(_name, _summary, _predicate, doc=_name)
-for _name, _summary in BINARY.items():
-    declare(_name, _summary, _same, doc=_name)
-for _name, _summary in COMPARISONS.items():
-    declare(_name, _summary, _predicate)
+    declare(_name, _summary, _predicate, E, stub=_name, arity=1, accepts=Accepts.FLOATS, doc=_name)
+for _name, (_summary, _stub, _flops) in BINARY.items():
+    declare(_name, _summary, _same, E, stub=_stub, arity=2, flops=_flops, doc=_stub)
+for _name, (_summary, _stub) in COMPARISONS.items():
+    declare(_name, _summary, _predicate, E, stub=_stub, arity=2, doc=_stub)
 
 
 def _where(types, attrs):
@@ -116,12 +195,12 @@ def _where(types, attrs):
     return _same([x, y], attrs)
 
 
-declare("where", "cond ? x : y, elementwise", _where, doc="where")
+declare("where", "cond ? x : y, elementwise", _where, E, stub="where", arity=3, doc="where")
 
 # ---- tile creation and casts ----------------------------------------------------------------
 
-declare("constant", "a tile filled with one compile-time value", _from_attrs)
-declare("iota", "0, 1, ..., n-1 along a 1-D tile", _from_attrs, doc="arange")
+declare("constant", "a tile filled with one compile-time value", _from_attrs, Category.CREATION)
+declare("iota", "0, 1, ..., n-1 along a 1-D tile", _from_attrs, Category.CREATION, stub="arange", doc="arange")
 
 
 def _astype(types, attrs):
@@ -136,8 +215,9 @@ def _bitcast(types, attrs):
     return _astype(types, attrs)
 
 
-declare("astype", "convert each element (float->int truncates toward zero)", _astype, doc="astype")
-declare("bitcast", "reinterpret each element's bits", _bitcast, doc="bitcast")
+declare("astype", "convert each element (float->int truncates toward zero)", _astype, E, stub="astype", arity=1,
+        doc="astype")
+declare("bitcast", "reinterpret each element's bits", _bitcast, E, stub="bitcast", arity=1, doc="bitcast")
 
 # ---- shape ops ------------------------------------------------------------------------------
 
@@ -187,22 +267,26 @@ def _insert(types, attrs):
     return [x]
 
 
-declare("reshape", "same elements in C order, new shape", _reshape, doc="reshape")
-declare("permute", "result axis k is input axis axes[k]", _permute, doc="permute")
-declare("broadcast", "stretch size-1 dims to a new shape", _broadcast, doc="broadcast_to")
-declare("cat", "concatenate two tiles along an axis", _cat, doc="cat")
-declare("extract", "sub-tile number `index` of the grid of `shape` sub-tiles", _extract, doc="extract")
-declare("insert", "replace sub-tile number `index` with value", _insert, doc="insert")
+S, T = Category.SHAPE, ViewKind.TRANSFORM
+declare("reshape", "same elements in C order, new shape", _reshape, S, stub="reshape", view=T, doc="reshape")
+declare("permute", "result axis k is input axis axes[k]", _permute, S, stub="permute", view=T, doc="permute")
+declare("broadcast", "stretch size-1 dims to a new shape", _broadcast, S, stub="broadcast_to", view=T,
+        doc="broadcast_to")
+declare("cat", "concatenate two tiles along an axis", _cat, S, stub="cat", view=T, doc="cat")
+declare("extract", "sub-tile number `index` of the grid of `shape` sub-tiles", _extract, S, stub="extract", view=T,
+        doc="extract")
+declare("insert", "replace sub-tile number `index` with value", _insert, S, stub="insert", view=T, doc="insert")
 
 # ---- reductions, scans, matrix multiply -------------------------------------------------------
 
 for _name in ("sum", "prod", "max", "min"):
-    declare(_name, f"{_name} over axes (result keeps the input dtype)", _reduce, doc=_name)
+    declare(_name, f"{_name} over axes (result keeps the input dtype)", _reduce, Category.REDUCTION, stub=_name,
+            flops=per_float_input, doc=_name)
 for _name in ("argmax", "argmin"):
-    declare(_name, f"index of the {_name[3:]} along an axis (ties: smallest index)", _argreduce, doc=_name)
+    declare(_name, f"index of the {_name[3:]} along an axis (ties: smallest index)", _argreduce, Category.REDUCTION,
+            stub=_name, doc=_name)
 for _name in ("cumsum", "cumprod"):
-    declare(_name, "inclusive scan along an axis", _same, doc=_name)
-
+    declare(_name, "inclusive scan along an axis", _same, Category.SCAN, stub=_name, flops=per_float_input, doc=_name)
 
 def _mma(types, attrs):
     x, y, acc = types
@@ -213,15 +297,17 @@ def _mma(types, attrs):
     return [acc]
 
 
-declare("mma", "x @ y + acc, accumulated in acc's dtype", _mma, doc="mma")
+declare("mma", "x @ y + acc, accumulated in acc's dtype", _mma, Category.MMA, stub="mma", flops=_mma_flops,
+        doc="mma")
 
 # ---- the grid and arrays ----------------------------------------------------------------------
 
-declare("bid", "this block's coordinate along an axis of the grid", _int32_scalar, doc="bid")
-declare("num_blocks", "the grid's size along an axis", _int32_scalar, doc="num_blocks")
-declare("array_dim", "an array argument's extent along an axis", _int32_scalar)
+G = Category.GRID
+declare("bid", "this block's coordinate along an axis of the grid", _int32_scalar, G, stub="bid", doc="bid")
+declare("num_blocks", "the grid's size along an axis", _int32_scalar, G, stub="num_blocks", doc="num_blocks")
+declare("array_dim", "an array argument's extent along an axis", _int32_scalar, G)
 declare("num_tiles", "number of tiles of `shape` along an axis of the (order-permuted) array",
-        _int32_scalar, doc="num_tiles")
+        _int32_scalar, G, stub="num_tiles", doc="num_tiles")
 
 # ---- memory -----------------------------------------------------------------------------------
 
@@ -280,12 +366,33 @@ def _store_adv(types, attrs):
     return []
 
 
-declare("load", "read the tile at a tile-space index (padding where out of bounds)", _load, doc="load")
-declare("store", "write a tile at a tile-space index (dropping out-of-bounds elements)", _store, True, doc="store")
-declare("gather", "read elements at index tiles (masked/out of bounds -> padding)", _gather, doc="gather")
-declare("scatter", "write elements at index tiles (masked/out of bounds -> dropped)", _scatter, True, doc="scatter")
-declare("load_adv", "one sparse 1-D index dimension plus dense slices", _load_adv, doc="load_advanced_indexing")
-declare("store_adv", "store counterpart of load_adv", _store_adv, True, doc="store_advanced_indexing")
+M = Category.MEMORY
+
+
+def _result(op):
+    return op.result.type
+
+
+def _last_operand(op):
+    return op.operands[-1].type
+
+
+def _scattered(op):
+    return op.operands[op.operands[0].type.ndim + 1].type
+
+
+declare("load", "read the tile at a tile-space index (padding where out of bounds)", _load, M, stub="load",
+        access="read", moved=_result, view=ViewKind.TILE_SPACE, doc="load")
+declare("store", "write a tile at a tile-space index (dropping out-of-bounds elements)", _store, M, stub="store",
+        access="write", moved=_last_operand, view=ViewKind.TILE_SPACE, effects=True, doc="store")
+declare("gather", "read elements at index tiles (masked/out of bounds -> padding)", _gather, M, stub="gather",
+        access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="gather")
+declare("scatter", "write elements at index tiles (masked/out of bounds -> dropped)", _scatter, M, stub="scatter",
+        access="write", moved=_scattered, view=ViewKind.INDEX_MAP, effects=True, doc="scatter")
+declare("load_adv", "one sparse 1-D index dimension plus dense slices", _load_adv, M, stub="load_advanced_indexing",
+        access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="load_advanced_indexing")
+declare("store_adv", "store counterpart of load_adv", _store_adv, M, stub="store_advanced_indexing",
+        access="write", moved=_last_operand, view=ViewKind.INDEX_MAP, effects=True, doc="store_advanced_indexing")
 
 # ---- structured control flow ------------------------------------------------------------------
 
@@ -305,11 +412,14 @@ def _for(types, attrs):
     return _results_from_attrs(types, attrs)
 
 
-declare("if", "run the then- or else-region; both yield the results", _if, True)
-declare("for", "for iv in range(lo, hi, step) with loop-carried values", _for, True)
-declare("yield", "end of a region: its results", _nothing, True)
-declare("print", "print tiles and text from every block", _nothing, True, doc="print")
-
+C = Category.CONTROL
+declare("if", "run the then- or else-region; both yield the results", _if, C, effects=True)
+declare("for", "for iv in range(lo, hi, step) with loop-carried values", _for, C, effects=True)
+declare("yield", "end of a region: its results", _nothing, C, effects=True,
+        no_emitter="the enclosing if or for assigns the yielded values to its results")
+declare("print", "print tiles and text from every block", _nothing, Category.DEBUG, stub="printf", effects=True,
+        no_emitter="printing from GPU kernels is not implemented yet; run this kernel on the interpreter",
+        doc="print")
 
 def is_pure(op) -> bool:
     return not OPS[op.name].effects
@@ -320,5 +430,5 @@ def result_type_of(name: str, operand_types, attrs) -> TileType:
     return t
 
 
-__all__ = ["OPS", "OpDecl", "TypeRuleError", "UNARY", "PREDICATES", "BINARY", "COMPARISONS",
-           "infer_result_types", "is_pure", "DType"]
+__all__ = ["OPS", "Accepts", "Category", "OpDecl", "TypeRuleError", "ViewKind", "infer_result_types", "is_pure",
+           "ops_in", "DType"]

@@ -14,7 +14,7 @@ from .core import Block, Function, Op, Value
 
 class _Names:
     def __init__(self):
-        self.names: dict[int, str] = {}
+        self.names: dict[Value, str] = {}
         self.used: set[str] = set()
         self.counter = 0
 
@@ -28,11 +28,11 @@ class _Names:
                 if name not in self.used:
                     break
         self.used.add(name)
-        self.names[id(v)] = "%" + name
+        self.names[v] = "%" + name
         return "%" + name
 
     def __getitem__(self, v: Value) -> str:
-        return self.names.get(id(v), "%?")
+        return self.names.get(v, "%?")
 
 
 def _attr(value) -> str:

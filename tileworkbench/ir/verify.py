@@ -12,7 +12,7 @@ from .ops import OPS, infer_result_types
 
 
 def verify(fn: Function) -> None:
-    _verify_block(fn.body, set(id(a) for a in fn.body.args), terminator=None)
+    _verify_block(fn.body, set(fn.body.args), terminator=None)
 
 
 def _fail(op: Op, message: str):
@@ -20,12 +20,12 @@ def _fail(op: Op, message: str):
 
 
 def _verify_block(block: Block, defined: set[int], terminator):
-    defined = set(defined) | {id(a) for a in block.args}
+    defined = set(defined) | set(block.args)
     for i, op in enumerate(block.ops):
         if op.name not in OPS:
             _fail(op, "unknown op")
         for v in op.operands:
-            if id(v) not in defined:
+            if v not in defined:
                 _fail(op, f"operand {v!r} is used before it is defined")
         expected = infer_result_types(op.name, [v.type for v in op.operands], op.attrs)
         if [r.type for r in op.results] != list(expected):
@@ -40,7 +40,7 @@ def _verify_block(block: Block, defined: set[int], terminator):
                 _verify_region(op, region, defined, op.attrs["result_types"])
         elif op.name == "for":
             _verify_region(op, op.regions[0], defined, op.attrs["result_types"])
-        defined.update(id(r) for r in op.results)
+        defined.update(op.results)
 
 
 def _verify_region(op: Op, region: Block, defined: set[int], result_types):

@@ -1,11 +1,9 @@
 """How much memory traffic and math a launch does, read off the IR.
 
-Each memory op moves its tile's bytes each time it runs. A flop is one floating-point arithmetic
-result:
-- an elementwise math op on a float tile (or float scalar) does one flop per result element:
-  neg, abs, exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tan, sinh, cosh, tanh, floor, ceil,
-  add, sub, mul, truediv, floordiv, mod, pow, minimum, maximum, atan2 (a transcendental counts
-  one, like an add);
+Each memory op moves its tile's bytes each time it runs (the tile its declaration names). Flops
+are what each op's declaration counts (ir/ops.py, `OpDecl.flops`):
+- an elementwise math op on a float tile (or float scalar) does one flop per result element
+  (a transcendental counts one, like an add);
 - a reduction (sum, prod, max, min) or scan (cumsum, cumprod) of a float tile does one flop per
   input element (a sum of n elements counts n);
 - an mma does 2*M*N*K (times its batch), whatever its dtypes.
@@ -23,21 +21,15 @@ slightly high.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..interp.rules import RULES
 from ..ir.core import Block, Function
-from ..ir.ops import BINARY, UNARY
+from ..ir.ops import OPS
 from ..ir.types import TileType
 
-_READS = ("load", "gather", "load_adv")
-_WRITES = ("store", "scatter", "store_adv")
-_NOT_ARITHMETIC = {"bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
-_ELEMENTWISE_MATH = (set(UNARY) | set(BINARY)) - _NOT_ARITHMETIC   # one flop per result element
-_REDUCTIONS = {"sum", "prod", "max", "min", "cumsum", "cumprod"}      # one flop per input element
 
 
 @dataclass(frozen=True)
@@ -71,7 +63,7 @@ def launch_work(fn: Function, grid, shapes: dict) -> Work:
     values = {}
     for p, arg in zip(fn.runtime_params, fn.body.args):
         if p.kind == "array":
-            values[id(arg)] = _Shape(shapes[p.name])
+            values[arg] = _Shape(shapes[p.name])
     totals = [0, 0, 0]
     _walk(fn.body, values, _OneBlock(grid), 1, totals)
     blocks = int(np.prod(grid))
@@ -79,19 +71,18 @@ def launch_work(fn: Function, grid, shapes: dict) -> Work:
 
 
 def _scalar(values, v):
-    x = values.get(id(v))
+    x = values.get(v)
     return None if x is None else int(np.asarray(x).reshape(-1)[0])
 
 
 def _walk(block: Block, values: dict, ctx, times: int, totals: list):
     for op in block.ops:
-        if op.name in _READS:
-            totals[0] += times * op.result.type.size * op.result.dtype.itemsize
-        elif op.name in _WRITES:
-            tile = op.operands[-1 if op.name != "scatter" else op.operands[0].type.ndim + 1].type
-            totals[1] += times * tile.size * tile.dtype.itemsize
-        elif op.name in _FLOP_OPS:
-            totals[2] += times * _flops(op)
+        decl = OPS[op.name]
+        if decl.access is not None:
+            tile = decl.moved(op)
+            totals[0 if decl.access == "read" else 1] += times * tile.size * tile.dtype.itemsize
+        elif decl.flops is not None:
+            totals[2] += times * decl.flops(op)
         elif op.name == "for":
             lo, hi, step = (_scalar(values, v) for v in op.operands[:3])
             trips = max(0, -(-(hi - lo) // step)) if None not in (lo, hi, step) and step > 0 else 1
@@ -108,30 +99,15 @@ def _walk(block: Block, values: dict, ctx, times: int, totals: list):
         _evaluate_scalar(op, values, ctx)
 
 
-_FLOP_OPS = _ELEMENTWISE_MATH | _REDUCTIONS | {"mma"}
-
-
-def _flops(op) -> int:
-    """Flops of one execution of `op` in one block (see the module docstring for what counts)."""
-    if op.name == "mma":
-        a, b = op.operands[0].type, op.operands[1].type
-        return 2 * math.prod(a.shape) * b.shape[-1]
-    if op.name in _REDUCTIONS:
-        x = op.operands[0].type
-        return x.size if x.dtype.is_float else 0
-    t = op.result.type
-    return t.size if t.dtype.is_float else 0
-
-
 def _evaluate_scalar(op, values, ctx):
     """Record the value of a scalar op when all its operands are known (constants, grid, shapes)."""
     if len(op.results) != 1 or not isinstance(op.result.type, TileType) or op.result.shape:
         return
     rule = RULES.get(op.name)
-    args = [values.get(id(v)) for v in op.operands]
+    args = [values.get(v) for v in op.operands]
     if rule is None or any(a is None for a in args):
         return
     try:
-        values[id(op.result)] = rule(ctx, op, *args)
+        values[op.result] = rule(ctx, op, *args)
     except Exception:  # a scalar the model cannot evaluate stays unknown
         pass

@@ -91,6 +91,8 @@ def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel)
     return error
 
 
+# Loaded kernels by (program fingerprint, arch, device): keyed on content, so a kernel redefined
+# in a notebook cell never finds the module of the one it replaced, and equal programs share one.
 _loaded: dict = {}
 
 
@@ -107,7 +109,7 @@ _get_device = None
 
 def load(fn: Function, arch: str | None = None) -> GpuKernel:
     arch = arch or device_arch()
-    key = (id(fn), arch, _current_device())
+    key = (fn.fingerprint(), arch, _current_device())
     kernel = _loaded.get(key)
     if kernel is None:
         import cupy

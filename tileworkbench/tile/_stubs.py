@@ -236,6 +236,7 @@ tan = _unary("tan", "tangent")
 sinh = _unary("sinh", "hyperbolic sine")
 cosh = _unary("cosh", "hyperbolic cosine")
 tanh = _unary("tanh", "hyperbolic tangent")
+erf = _unary("erf", "error function (ints are promoted to float32)")
 floor = _unary("floor", "round toward -inf (floats only)")
 ceil = _unary("ceil", "round toward +inf (floats only)")
 abs = _unary("abs", "absolute value")  # noqa: A001 - cuTile's name

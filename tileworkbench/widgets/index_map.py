@@ -24,6 +24,7 @@ import numpy as np
 import traitlets
 
 from ..interp import Status
+from ..ir.ops import OPS, ViewKind
 from ._base import Data, View, static
 from .tile_space import STATUS_COLOURS, STATUS_LABELS, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text
 from .transform import LABEL_H, PAD, TITLE_H, as_slices, cell_size, slice_cells, text
@@ -69,9 +70,9 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     nd = len(array_shape)
     if nd not in (1, 2):
         raise ValueError(f"the index map draws 1-D and 2-D arrays; {event.array} has shape {array_shape}")
-    if event.op not in ("gather", "scatter"):
-        raise ValueError(f"the index map draws gather and scatter events, not {event.op}")
-    scatter = event.op == "scatter"
+    if OPS[event.op].view is not ViewKind.INDEX_MAP:
+        raise ValueError(f"the index map draws gathers, scatters and advanced indexing, not {event.op}")
+    scatter = OPS[event.op].access == "write"
     status = event.status[0].ravel().astype(np.uint8)
     coords = event.coords[0].reshape(-1, nd).astype(np.int64)
     n = len(status)

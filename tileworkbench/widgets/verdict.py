@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..interp import Status
+from ..ir.ops import OPS
 from ..profile.check import agreement
 from ..runtime import device
 from ._base import Data, View, static
 
-_WRITES = ("store", "scatter", "store_adv")
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Verdict:
 def _writer(trace, array: str, element: tuple):
     """(block, position in the tile, line) of the last write of `element` in the interpreter's trace."""
     for event in reversed(trace.events if trace else []):
-        if event.op not in _WRITES or event.array != array:
+        if OPS[event.op].access != "write" or event.array != array:
             continue
         hit = np.all(event.coords == np.asarray(element, np.int32), axis=-1) & (event.status == Status.STORED)
         if hit.any():

@@ -1,10 +1,9 @@
 """Which views a traced launch gets (what `%%tilekernel --viz` shows), in kernel order:
-a coverage view of the whole launch, then one view per memory or shape op line."""
+a coverage view of the whole launch, then one view per memory or shape op line, the kind each
+op's declaration names (`OpDecl.view`)."""
 from __future__ import annotations
 
-_MEMORY = ("load", "store", "load_adv", "store_adv")
-_ELEMENTS = ("gather", "scatter")
-_SHAPES = ("reshape", "permute", "broadcast", "cat", "extract", "insert")
+from ..ir.ops import OPS, ViewKind
 
 
 def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
@@ -27,11 +26,12 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
         block = first_block[:max(1, ndim)] if event.array else first_block[:1]
         # the op of this line, not the first op of its kind: a kernel may load an array twice
         index = next((k for k, e in enumerate(trace.by_op(event.op)) if e is event), 0)
-        if event.op in _MEMORY and event.op in ("load", "store"):
+        view = OPS[event.op].view
+        if view is ViewKind.TILE_SPACE:
             views.append(TileSpaceView.from_trace(trace, op=event.op, array=event.array, block=block,
                                                   values=array_values, line=event.line))
-        elif event.op in _ELEMENTS:
+        elif view is ViewKind.INDEX_MAP:
             views.append(IndexMapView.from_trace(trace, op=event.op, block=block, values=array_values, index=index))
-        elif event.op in _SHAPES:
+        elif view is ViewKind.TRANSFORM:
             views.append(TransformView.from_trace(trace, op=event.op, block=first_block[:1], index=index))
     return views

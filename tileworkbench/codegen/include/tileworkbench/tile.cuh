@@ -198,6 +198,7 @@ TW_FLOAT_MATH(tan, tanf(x), ::tan(x))
 TW_FLOAT_MATH(sinh, sinhf(x), ::sinh(x))
 TW_FLOAT_MATH(cosh, coshf(x), ::cosh(x))
 TW_FLOAT_MATH(tanh, tanhf(x), ::tanh(x))
+TW_FLOAT_MATH(erf, erff(x), ::erf(x))
 TW_FLOAT_MATH(floor, floorf(x), ::floor(x))
 TW_FLOAT_MATH(ceil, ceilf(x), ::ceil(x))
 
@@ -274,7 +275,7 @@ template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : is
 #define TW_UNARY(name) \
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x) { return map([](T a) { return op::name(a); }, x); }
 TW_UNARY(exp) TW_UNARY(exp2) TW_UNARY(log) TW_UNARY(log2) TW_UNARY(sqrt) TW_UNARY(rsqrt) TW_UNARY(sin)
-TW_UNARY(cos) TW_UNARY(tan) TW_UNARY(sinh) TW_UNARY(cosh) TW_UNARY(tanh) TW_UNARY(floor) TW_UNARY(ceil)
+TW_UNARY(cos) TW_UNARY(tan) TW_UNARY(sinh) TW_UNARY(cosh) TW_UNARY(tanh) TW_UNARY(erf) TW_UNARY(floor) TW_UNARY(ceil)
 TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite)
 
 #define TW_BINARY(name) \
