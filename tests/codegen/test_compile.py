@@ -71,11 +71,12 @@ def test_line_directives_and_line_map_give_every_statement_its_kernel_line():
     x = np.zeros(4096, np.float32)
     generated = generate(vector_add.specialize((x, x, x, 1024)))
     file = vector_add._pyfunc.__code__.co_filename
-    presumed, seen = None, []
+    presumed, seen, named = None, [], []
     for text in generated.source.splitlines():  # replay the preprocessor's line numbering
-        m = re.match(r'\s*#line (\d+) "(.*)"  // line (\d+): ', text)
+        m = re.match(r'\s*#line (\d+)(?: "(.*)")?  // line (\d+): ', text)
         if m:
-            assert m.group(2) == file and m.group(1) == m.group(3)
+            assert m.group(1) == m.group(3)
+            named.append(m.group(2))
             presumed = int(m.group(1))
             continue
         if presumed is not None:
@@ -85,6 +86,7 @@ def test_line_directives_and_line_map_give_every_statement_its_kernel_line():
     first = vector_add._pyfunc.__code__.co_firstlineno
     assert [line - first for line, _ in seen] == [3, 4, 4, 4, 4]  # bid; then the loads, the add and the store
     assert seen[-1][1].startswith("tw::store")
+    assert named[0] == file and set(named[1:]) == {None}  # the file is named once
 
 
 def test_compile_errors_point_at_the_kernel_line(monkeypatch):
@@ -113,3 +115,13 @@ def test_names_that_cpp_reserves_are_renamed_in_the_generated_code():
     generated, module = runtime.build(double.specialize((x, x, 4)), "sm_90")
     assert generated.name == "double_" and "double_" in module.kernels
     assert "tw::load<tw::shape<4>>(float_," in generated.source and "tw::store<tw::shape<4>>(new_," in generated.source
+
+
+def test_non_finite_constants_are_written_by_name():
+    from tileworkbench.codegen.cuda import literal
+    from tileworkbench.ir.types import float32, float64
+    assert literal(float("nan"), float32) == "tw::quiet_nan_f()"
+    assert literal(float("-inf"), float32) == "-tw::infinity_f()"
+    assert literal(float("inf"), float64) == "tw::infinity_d()"
+    negative_nan = np.array(0xFFC00000, np.uint32).view(np.float32).item()
+    assert literal(negative_nan, float32).startswith("__int_as_float(")  # another payload keeps its bits

@@ -55,5 +55,5 @@ def test_pipelined_mma_sync_path_matches_interpreter_on_any_gpu(case, monkeypatc
     real_generate = launch.generate
     monkeypatch.setattr(launch, "generate", lambda fn, threads=None, arch=None: real_generate(fn, threads=threads))
     monkeypatch.setattr(launch, "_loaded", {})
-    monkeypatch.setattr(case.kernel, "_launchers", {})
+    monkeypatch.setattr(case.kernel, "launchers", {})
     test_gpu_matches_interpreter(case)

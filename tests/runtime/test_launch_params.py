@@ -2,6 +2,7 @@
 matches/pack functions of a launcher, scalar packing, streams."""
 import ctypes
 import struct
+import sys
 import types
 
 import numpy as np
@@ -64,7 +65,7 @@ class _Memory:
 
 
 class _CupyArray:
-    """What the fast path reads of a CuPy array, under CuPy's module and class name."""
+    """What the fast path reads of a CuPy array; the `launches` fixture makes it `cupy.ndarray`."""
 
     def __init__(self, shape, dtype=np.float32, ptr=0x7000):
         self.shape, self.dtype = tuple(shape), np.dtype(dtype)
@@ -74,9 +75,6 @@ class _CupyArray:
     @property
     def __cuda_array_interface__(self):
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False), "version": 3}
-
-
-_CupyArray.__module__, _CupyArray.__name__ = "cupy", "ndarray"
 
 
 @ct.kernel
@@ -92,6 +90,7 @@ def launches(monkeypatch):
     calls = []
     monkeypatch.setattr(launch, "_launch_kernel", lambda: (lambda *call: calls.append(call)))
     monkeypatch.setattr(launch, "_get_device", lambda: 0)
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=_CupyArray))
     return calls
 
 

@@ -10,6 +10,7 @@ Thread layout, shared-memory use and the lowering of mma are described in docs/a
 """
 from __future__ import annotations
 
+import hashlib
 import keyword
 import math
 import re
@@ -20,14 +21,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import TileUnsupportedFeatureError
-from ..interp.memory import padding_value
+from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import DType, TileType, bool_, float64
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
-HEADER_VERSION = "7"  # bump when the tile library changes what compiled kernels do
+
+
+def _library_version() -> str:
+    """A hash of the tile library's text: compiled kernels are cached under it, so any change to
+    the library (what compiled kernels do) compiles them anew."""
+    digest = hashlib.sha256()
+    for path in sorted((INCLUDE_DIR / "tileworkbench").glob("*.cuh")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+HEADER_VERSION = _library_version()
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -85,13 +97,21 @@ def literal(value, dtype: DType) -> str:
     if dtype is float64:
         if math.isfinite(value):
             return repr(float(value))
-        return f"__longlong_as_double({struct.unpack('<q', struct.pack('<d', value))[0]}LL)"
+        return _non_finite(value, "d", f"__longlong_as_double({struct.unpack('<q', struct.pack('<d', value))[0]}LL)")
     if dtype.bitwidth == 16:  # exact bits, rounded as the interpreter rounds (NaN payloads included)
         bits = int(np.array(value, dtype=dtype.numpy).view(np.uint16))
         return f"tw::from_bits<{dtype.ctype}>(0x{bits:04x})"
     if math.isfinite(value):
         return f"{float(value)!r}f"
-    return f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})"
+    return _non_finite(value, "f", f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})")
+
+
+def _non_finite(value, suffix: str, bits: str) -> str:
+    """NaN and infinities by name (NumPy's quiet NaN), other NaN payloads by their bits."""
+    if math.isinf(value):
+        return f"{'-' if value < 0 else ''}tw::infinity_{suffix}()"
+    is_default_nan = np.isnan(value) and np.array(value, np.float64).view(np.uint64) == np.array(np.nan).view(np.uint64)
+    return f"tw::quiet_nan_{suffix}()" if is_default_nan else bits
 
 
 def _c_string(text: str) -> str:
@@ -113,6 +133,7 @@ class _Emitter:
         self.lines: list[str] = []
         self.indent = "  "
         self.last_line = None
+        self.last_file = None  # the file the last #line directive named
         self.loc = None  # the op being emitted: its statements carry a #line directive to its source line
         self.presumed_line = None  # the line number NVRTC gives the next emitted line
         self.line_map: dict = {}  # (file, line NVRTC reports) -> the kernel source line it came from
@@ -151,10 +172,13 @@ class _Emitter:
         # after it count on from it, so `line_map` records each statement's true source line.
         loc = self.loc
         if loc is not None and loc.line != self.last_line:
+            # the file is named once; a directive without one keeps it
+            named = f' "{_c_string(loc.filename)}"' if loc.filename != self.last_file else ""
             # a trailing backslash would continue the // comment onto the next line of C++
-            self.lines.append(f'{self.indent}#line {loc.line} "{_c_string(loc.filename)}"  '
+            self.lines.append(f"{self.indent}#line {loc.line}{named}  "
                               f"// line {loc.line}: {loc.source_line.strip().rstrip(chr(92)).rstrip()}")
             self.presumed_line = self.last_line = loc.line
+            self.last_file = loc.filename
         if loc is not None and self.presumed_line is not None:
             self.line_map[(loc.filename, self.presumed_line)] = loc.line
         self.lines.append(self.indent + text)
@@ -638,26 +662,6 @@ def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
     return threads
 
 
-def wgmma_definition(n: int, dtype: DType) -> str:
-    """tw::wgmma_op<n, T>: one wgmma.mma_async.m64n{n}k16 (f32 accumulators, both operands in
-    shared memory, A K-major, B N-major) with its n / 2 accumulator registers spelled out."""
-    kind = {"float16": "f16", "bfloat16": "bf16"}[dtype.name]
-    count = n // 2
-    registers = ",".join(f"%{r}" for r in range(count))
-    outputs = [f'"+f"(d[{r}])' for r in range(count)]
-    rows = [", ".join(outputs[k:k + 8]) for k in range(0, count, 8)]
-    return "\n".join([
-        f"template <> struct tw::wgmma_op<{n}, {dtype.ctype}> {{  // d (64 x {n}, f32) += a (64 x 16) @ b (16 x {n})",
-        "  __device__ static void run(float* d, uint64_t a, uint64_t b) {",
-        f'    asm volatile("{{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{kind}.{kind} "',
-        f'                 "{{{registers}}}, %{count}, %{count + 1}, p, 1, 1, 0, 1; }}"',
-        "                 : " + ",\n                   ".join(rows),
-        '                 : "l"(a), "l"(b));',
-        "  }",
-        "};",
-        ""])
-
-
 def generate(fn: Function, *, threads: int | None = None, arch: str | None = None) -> GeneratedKernel:
     """CUDA C++ source for one kernel specialization. `arch` tunes it for one GPU (pipeline depth by
     its shared memory; wgmma on sm_90, which then needs the sm_90a target: GeneratedKernel.arch)."""
@@ -693,8 +697,6 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     consts = ", ".join(f"{p.name}={p.value!r}" for p in fn.params if p.kind == "constant")
     smem = e.smem + e.mma_smem
     bounds = f"{threads}, 2" if plan.tensor_core and two_blocks_per_sm(fn, plan) else f"{threads}"
-    wgmmas = sorted({(op.result.shape[1], op.operands[0].dtype.name): op.operands[0].dtype
-                     for op in fn.walk() if op in plan.wgmma}.items())
     head = [
         f"// Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else "") + ".",
         f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes"
@@ -705,12 +707,12 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     ] + ([f"#define TW_MMA_SMEM_BASE {e.smem}"] if e.mma_smem else []) + [
         "#include <tileworkbench/tile.cuh>",
         "",
-    ] + [wgmma_definition(n, dtype) for (n, _), dtype in wgmmas] + [
+    ] + [
         f'extern "C" __global__ void __launch_bounds__({bounds}) {cpp_identifier(fn.name)}(',
         "    " + ",\n    ".join(signature) + ") {",
     ]
     body = ["  " + s for s in setup] + e.lines
     source = "\n".join(head + body + ["}", ""])
     # wgmma exists only in the arch-specific sm_90a target
-    return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if wgmmas else None,
+    return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if plan.wgmma else None,
                            line_map=e.line_map)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from ..ir.core import Function, Op, Value
 from ..ir.ops import Category, ops_in
 from ..ir.types import bfloat16, float16, float32
-from ..profile.occupancy import arch_limits
+from ..targets import arch_limits
 
 # ops that work elementwise in any layout
 ELEMENTWISE = ops_in(Category.ELEMENTWISE)

@@ -619,9 +619,7 @@ class Lowerer:
             if isinstance(args[0], Value):
                 return coerce.cast(self, args[0], func)
             return coerce.constant(self, args[0], func)
-        if isinstance(func, type) and func.__name__ == "Slice" and func.__module__.endswith("_stubs"):
-            return SliceValue(*bind_call(self, SliceValue.signature_stub, args, kwargs))
-        if type(func).__name__ == "Kernel":
+        if getattr(func, "__tile_kernel__", False):
             self.fail(TileTypeError, "A tile kernel cannot be called from tile code; call a plain helper function")
         if func is builtins.print:
             return LOWERINGS["print"](self, args, kwargs)

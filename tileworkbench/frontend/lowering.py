@@ -10,6 +10,7 @@ import enum
 import inspect
 
 from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
+from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode
 from ..ir.core import Value
 from ..ir.ops import OPS, Accepts, Category
 from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, float16, float32, float64, int8,
@@ -18,6 +19,7 @@ from . import coerce
 from .coerce import broadcast, cast, is_const, to_value, unify
 
 LOWERINGS: dict = {}
+TILE_FUNCTIONS: dict = {}  # name -> the tile function (tile/_stubs.py registers each): its signature binds calls
 
 
 def lowers(name):
@@ -47,9 +49,10 @@ class SliceValue:
     def __init__(self, start, length):
         self.start, self.length = start, length
 
-    @staticmethod
-    def signature_stub(start, length):
-        pass
+
+@lowers("Slice")
+def slice_value(lw, start, length):
+    return SliceValue(start, length)
 
 
 # ---- argument helpers ---------------------------------------------------------------------------
@@ -147,7 +150,6 @@ def _order(lw, order, ndim: int) -> tuple[int, ...]:
 
 
 def memory_hints(lw, latency, allow_tma, *, memory_order=None, memory_scope=None, allowed_orders=()) -> dict:
-    from ..tile._stubs import MemoryOrder, MemoryScope
     hints = {}
     if latency is not None:
         latency = const_int(lw, latency, "latency")
@@ -167,7 +169,6 @@ def memory_hints(lw, latency, allow_tma, *, memory_order=None, memory_scope=None
 
 
 def padding_arg(lw, mode):
-    from ..tile._stubs import PaddingMode
     if not isinstance(mode, PaddingMode):
         lw.fail(TileTypeError, f"padding_mode must be a ct.PaddingMode, got {mode!r}")
     return mode
@@ -207,7 +208,6 @@ def num_tiles(lw, array, axis, shape, order):
 
 @lowers("load")
 def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, allow_tma, memory_order, memory_scope):
-    from ..tile._stubs import MemoryOrder
     array = array_arg(lw, array, "load")
     ndim = array.type.ndim
     idx = tile_index(lw, index, ndim, "load index")
@@ -225,7 +225,6 @@ def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, al
 
 @lowers("store")
 def store(lw, array, index, tile, order, check_bounds, latency, allow_tma, memory_order, memory_scope):
-    from ..tile._stubs import MemoryOrder
     array = array_arg(lw, array, "store")
     ndim = array.type.ndim
     idx = tile_index(lw, index, ndim, "store index")
@@ -577,12 +576,18 @@ def where(lw, cond, x, y):
 
 # ---- elementwise --------------------------------------------------------------------------------
 
+def check_flush_to_zero(lw, flush_to_zero, dtype):
+    """flush_to_zero (subnormals read and written as zero) exists for float32 arithmetic only."""
+    if const_bool(lw, flush_to_zero, "flush_to_zero") and dtype is not float32:
+        lw.fail(TileTypeError, "Flush to zero can only be used for float32 type", lw.arg("flush_to_zero"))
+
+
 def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
     """An elementwise op of one operand, checked and converted by the dtypes it accepts."""
     v = tile_arg(lw, x, name)
     coerce.check_arithmetic(lw, v.dtype, "Operand")
-    if flush_to_zero and v.dtype is not float32:
-        lw.fail(TileTypeError, "Flush to zero can only be used for float32 type")
+    check_flush_to_zero(lw, flush_to_zero, v.dtype if OPS[name].accepts is not Accepts.FLOAT_MATH or v.dtype.is_float
+                        else float32)
     accepts = OPS[name].accepts
     if accepts is Accepts.FLOAT_MATH and not v.dtype.is_float:
         v = cast(lw, v, float32)
@@ -602,7 +607,7 @@ def positive(lw, x):
     return cast(lw, v, int32) if v.dtype is bool_ else v
 
 
-def lower_binary(lw, name, x, y):
+def lower_binary(lw, name, x, y, flush_to_zero=False):
     """x <op> y with cuTile's promotion, loose constants and broadcasting."""
     if name == "matmul":
         return matmul(lw, x, y)
@@ -612,7 +617,9 @@ def lower_binary(lw, name, x, y):
         if not isinstance(v, Value) and not is_const(v):
             lw.fail(TileTypeError, f"Unsupported operand for {name}: {coerce.describe(v)}")
     if name in _BITWISE or name in ("lshift", "rshift"):
-        return _bitwise(lw, name, x, y)
+        result = _bitwise(lw, name, x, y)
+        check_flush_to_zero(lw, flush_to_zero, result.dtype)
+        return result
     dtype = coerce.common_dtype(lw, x, y)
     coerce.check_arithmetic(lw, dtype, "Left-hand side" if isinstance(x, Value) and not x.dtype.is_arithmetic else "Operand")
     if name == "truediv" and not dtype.is_float:
@@ -625,6 +632,7 @@ def lower_binary(lw, name, x, y):
         lw.fail(TileTypeError, f"{name} is not supported for bool operands")
     if name in ("add", "sub", "mul") and dtype is bool_:
         dtype = int32
+    check_flush_to_zero(lw, flush_to_zero, dtype)
     a, b = unify(lw, x, y, dtype=dtype)
     return lw.emit(name, [a, b])
 
@@ -648,12 +656,13 @@ def _elementwise_lowering(name, arity):
     if arity == 1:
         return lambda lw, x, rounding_mode=None, flush_to_zero=False: lower_unary(lw, name, x, rounding_mode,
                                                                                 flush_to_zero)
-    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y)
+    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y, flush_to_zero)
 
 
 def _min_max(name):
     def lower(lw, x, y, flush_to_zero=False, propagate_nan=False):
         dtype = coerce.common_dtype(lw, x, y)
+        check_flush_to_zero(lw, flush_to_zero, dtype)
         a, b = unify(lw, x, y, dtype=dtype)
         attrs = {"propagate_nan": True} if const_bool(lw, propagate_nan, "propagate_nan") else {}
         return lw.emit(name, [a, b], attrs)
@@ -696,6 +705,7 @@ def _axes(lw, axis, ndim) -> tuple[int, ...]:
 def _reduction(name):
     def lower(lw, x, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False, propagate_nan=False):
         v = _reduction_input(lw, x, name)
+        check_flush_to_zero(lw, flush_to_zero, v.dtype)
         attrs = {"axes": _axes(lw, axis, v.type.ndim), "keepdims": const_bool(lw, keepdims, "keepdims")}
         if propagate_nan:
             attrs["propagate_nan"] = True
@@ -731,6 +741,7 @@ LOWERINGS["argmin"] = _argreduction("argmin")
 def _scan(name):
     def lower(lw, x, axis=0, reverse=False, rounding_mode=None, flush_to_zero=False):
         v = _reduction_input(lw, x, name)
+        check_flush_to_zero(lw, flush_to_zero, v.dtype)
         if v.type.ndim == 0:
             lw.fail(TileTypeError, f"{name}() needs a tile of rank 1 or more")
         return lw.emit(name, [v], {"axis": normalize_axis(lw, axis, v.type.ndim),
@@ -832,7 +843,6 @@ def static_assert(lw, condition, message):
 
 def lower_method(lw, x: Value, name: str, args, kwargs):
     """t.reshape(...), t.astype(...), t.item(), ...: the tile function with t first."""
-    from ..tile import _stubs
     if name == "item":
         if args or kwargs:
             lw.fail(TileTypeError, "item() takes no arguments")
@@ -841,8 +851,7 @@ def lower_method(lw, x: Value, name: str, args, kwargs):
         return lw.emit("reshape", [x], {"shape": ()}) if x.shape != () else x
     if name in ("reshape", "permute") and args and not isinstance(args[0], tuple):
         args = [tuple(args)]  # t.reshape(2, 8) as well as t.reshape((2, 8))
-    stub = getattr(_stubs, name)
-    return LOWERINGS[name](lw, *bind_call(lw, stub, [x, *args], kwargs))
+    return LOWERINGS[name](lw, *bind_call(lw, TILE_FUNCTIONS[name], [x, *args], kwargs))
 
 
 __all__ = ["LOWERINGS", "SliceValue", "bind_call", "lower_binary", "lower_unary", "lower_method",

@@ -16,7 +16,7 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False) -> Tra
     >>> trace.by_array("c")[0].counts()
     {'STORED': 64}
     """
-    from ..tile._kernel import normalize_grid
+    from ..arguments import normalize_grid
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
     return execute(fn, grid, args, checked=checked, trace=trace)

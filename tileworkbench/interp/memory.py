@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TileOutOfBoundsError
+from ..ir.attrs import padding_value
 from .trace import Status
 
 MEMORY_RULES: dict = {}
@@ -21,19 +22,6 @@ def memory_rule(name):
         MEMORY_RULES[name] = fn
         return fn
     return register
-
-
-def padding_value(mode, dtype):
-    """The value a load reads outside the array under `mode` (a ct.PaddingMode)."""
-    name = mode.name
-    npdt = dtype.numpy
-    if dtype.kind == "b":
-        return name not in ("ZERO", "NEG_ZERO")
-    if dtype.is_integral:
-        info = np.iinfo(npdt)
-        return {"ZERO": 0, "NEG_ZERO": 0, "POS_INF": info.max, "NEG_INF": info.min}.get(
-            name, info.min if dtype.is_signed else info.max)
-    return {"ZERO": 0.0, "NEG_ZERO": -0.0, "POS_INF": np.inf, "NEG_INF": -np.inf}.get(name, np.nan)
 
 
 def _axis_range(n: int, axis: int, nd: int) -> np.ndarray:

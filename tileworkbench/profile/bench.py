@@ -126,7 +126,7 @@ def benchmark(kernel, grid, args, *, stream=None, repetitions: int = 100, warmup
     from ..runtime.arrays import device_array
     from ..runtime.launch import load
     from ..tile import launch
-    from ..tile._kernel import normalize_grid
+    from ..arguments import normalize_grid
     stream = stream or cupy.cuda.get_current_stream()
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)

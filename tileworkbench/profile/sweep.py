@@ -197,7 +197,7 @@ def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, ref
 
 def _run(gpu, kernel, fn, config, row, grid_fn, args_fn, reference, check, repetitions):
     """Launch one configuration on the GPU, check its outputs, time it; failures land in `row`."""
-    from ..tile._kernel import normalize_grid
+    from ..arguments import normalize_grid
     from .work import launch_work
     args, grid = args_fn(config), normalize_grid(grid_fn(config))
     arrays = [p.kind == "array" for p in fn.params]

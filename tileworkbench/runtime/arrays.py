@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import is_torch_tensor
 from ..ir.types import DType, to_dtype
 
 
@@ -22,16 +23,12 @@ class DeviceArray:
     dtype: DType
 
 
-def _is_torch(obj) -> bool:
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "data_ptr")
-
-
 def device_array(obj, position: int = 0) -> DeviceArray:
     """Describe a GPU array argument; NumPy arrays and host tensors are refused with a hint."""
     if isinstance(obj, np.ndarray):
         raise TypeError(f"Kernel argument #{position} is a NumPy array but others are on the GPU: pass all arrays "
                         f"on the GPU (or all as NumPy arrays to run on the interpreter)")
-    if _is_torch(obj):
+    if is_torch_tensor(obj):
         if not obj.is_cuda:
             raise ValueError(f"Kernel argument #{position}: the tensor is not on a CUDA device")
         return DeviceArray(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), to_dtype(obj.dtype))

@@ -281,7 +281,7 @@ def launch_dims(value, what: str) -> tuple[int, int, int]:
 def _pack_one(p: CppParameter, value, position: int) -> bytes:
     import numpy as np
 
-    from ..tile._kernel import is_array_like
+    from ..arguments import is_array_like
     where = f"argument #{position} for `{p.declaration}`"
     if is_array_like(value):
         if not (p.size == 8 and p.ptx_type in (".u64", ".s64", ".b64")):

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import is_cupy_array, is_torch_tensor
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate
 from ..ir.core import Function
-from .arrays import _is_torch, device_array, stream_handle
+from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
 
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute in cuda.h
@@ -156,11 +157,11 @@ def _array_expressions(name: str, position: int, example, ndim: int, env: dict) 
     env[f"dtype_{name}"] = example.dtype
     checks = [f"{name}.dtype == dtype_{name}", f"{name}.ndim == {ndim}"]
     dims = range(ndim)
-    if type(example).__module__ == "cupy" and type(example).__name__ == "ndarray":
+    if is_cupy_array(example):
         itemsize = example.itemsize
         return checks, ([f"{name}.data.ptr"] + [f"{name}.shape[{d}]" for d in dims]
                         + [f"{name}.strides[{d}] // {itemsize}" for d in dims])
-    if _is_torch(example):
+    if is_torch_tensor(example):
         return checks + [f"{name}.is_cuda"], ([f"{name}.data_ptr()"] + [f"{name}.shape[{d}]" for d in dims]
                                              + [f"{name}.stride({d})" for d in dims])
     env[f"describe_{name}"] = lambda value: device_array(value, position)
@@ -271,13 +272,6 @@ _HINTS = {
 }
 
 
-def _profile_key(kernel, args) -> tuple:
-    """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
-    return tuple((type(value), value) if constant else
-                 (type(value), getattr(value, "dtype", None), getattr(value, "ndim", None))
-                 for constant, value in zip(kernel._constant_mask, args))
-
-
 def launch(kernel, stream, grid, args) -> None:
     """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
     try:
@@ -285,12 +279,12 @@ def launch(kernel, stream, grid, args) -> None:
     except Exception as e:
         raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
                            f"interpreter, pass NumPy arrays to ct.launch.") from None
-    key = (device, _profile_key(kernel, args))
-    launcher = kernel._launchers.get(key)
+    key = (device, kernel.profile_key(args))
+    launcher = kernel.launchers.get(key)
     if launcher is None:
         fn = kernel.specialize(args)
-        launcher = kernel._launchers[key] = Launcher(fn, load(fn), args, device)
-    kernel._last_launcher = launcher  # ct.launch tries it first next time
+        launcher = kernel.launchers[key] = Launcher(fn, load(fn), args, device)
+    kernel.last_launcher = launcher  # ct.launch tries it first next time
     launcher(stream, grid, args)
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import inspect
 import typing
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 
+from ..arguments import ParamSpec, is_array_like, known_array_type, normalize_grid, param_spec, profile_key
 from ..ir import print_function
-from ..ir.types import ArrayType, bool_, float32, int32, int64, scalar, to_dtype
 
 
 class ConstantAnnotation:
@@ -49,52 +48,10 @@ def _has(annotation, cls) -> bool:
     return any(isinstance(m, cls) for m in getattr(annotation, "__metadata__", ()))
 
 
-@dataclass(frozen=True)
-class ParamSpec:
-    """How one argument specializes the kernel."""
-
-    name: str
-    kind: str          # 'array', 'scalar', 'constant'
-    type: Any = None
-    value: Any = None
-
-    def key(self):
-        if self.kind == "constant":
-            return ("constant", type(self.value).__name__, self.value)
-        return (self.kind, str(self.type))
-
-
-def is_array_like(obj) -> bool:
-    if type(obj) in _ARRAY_TYPES:  # launches ask this for every argument: remember the array types
-        return True
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"):
-        if hasattr(type(obj), "__cuda_array_interface__") or hasattr(type(obj), "__dlpack__"):
-            _ARRAY_TYPES.add(type(obj))  # a class-level protocol: every instance is an array
-        return True
-    return False
-
-
-_ARRAY_TYPES: set = set()
-
-
-def _scalar_spec(name, value, annotation, position):
-    if isinstance(value, (bool, np.bool_)):
-        return ParamSpec(name, "scalar", scalar(bool_))
-    if isinstance(value, int):
-        dtype = int64 if _has(annotation, ScalarInt64Annotation) else int32
-        lo, hi = np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max
-        if not lo <= value <= hi:
-            raise OverflowError(f"Invalid kernel argument #{position}: {value} does not fit {dtype}")
-        return ParamSpec(name, "scalar", scalar(dtype))
-    if isinstance(value, np.generic):
-        return ParamSpec(name, "scalar", scalar(to_dtype(value.dtype)))
-    if isinstance(value, float):
-        return ParamSpec(name, "scalar", scalar(float32))
-    raise TypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not supported.")
-
-
 class Kernel:
     """A tile kernel. Launch it with `ct.launch(stream, grid, kernel, args)`; never call it."""
+
+    __tile_kernel__ = True  # how the frontend tells a kernel from a helper function
 
     def __init__(self, pyfunc, **options):
         self._pyfunc = pyfunc
@@ -111,8 +68,8 @@ class Kernel:
         self._annotations = {p.name: hints.get(p.name, p.annotation) for p in self._params}
         self._specializations: dict = {}
         self._constant_mask = tuple(self.is_constant_param(p.name) for p in self._params)
-        self._launchers: dict = {}  # argument profile -> ready-to-launch GPU kernel (runtime.launch)
-        self._last_launcher = None  # the one used last: ct.launch tries it first
+        self.launchers: dict = {}  # (device, argument profile) -> the GPU runtime's ready launcher
+        self.last_launcher = None  # the one used last: ct.launch tries it first
 
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
@@ -128,18 +85,13 @@ class Kernel:
             raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
         if len(args) != len(self._params):
             raise TypeError(f"Kernel expects {len(self._params)} arguments but {len(args)} were given")
-        specs = []
-        for i, (p, value) in enumerate(zip(self._params, args)):
-            if self.is_constant_param(p.name):
-                if not isinstance(value, (bool, int, float)) and value is not None:
-                    raise TypeError(f"Invalid kernel argument #{i}: a Constant parameter takes bool, int or "
-                                    f"float, not '{type(value).__name__}'")
-                specs.append(ParamSpec(p.name, "constant", value=value))
-            elif is_array_like(value):
-                specs.append(ParamSpec(p.name, "array", ArrayType(to_dtype(_array_dtype(value)), value.ndim)))
-            else:
-                specs.append(_scalar_spec(p.name, value, self._annotations[p.name], i))
-        return specs
+        return [param_spec(p.name, value, i, constant=constant,
+                           int64_scalar=_has(self._annotations[p.name], ScalarInt64Annotation))
+                for i, (p, value, constant) in enumerate(zip(self._params, args, self._constant_mask))]
+
+    def profile_key(self, args) -> tuple:
+        """A cheap key of the specialization these arguments select (see arguments.profile_key)."""
+        return profile_key(self._constant_mask, args)
 
     def specialize(self, args):
         """The IR Function for these arguments (compiled on first use, then cached)."""
@@ -163,20 +115,6 @@ class Kernel:
         return print_function(self.specialize(args))
 
 
-def _array_dtype(value):
-    if isinstance(value, np.ndarray):
-        return value.dtype
-    if type(value).__module__.startswith("torch"):
-        return value.dtype
-    if hasattr(value, "__cuda_array_interface__"):
-        dtype = np.dtype(value.__cuda_array_interface__["typestr"])
-        if dtype.kind == "V":
-            raise TypeError(f"Array of dtype {dtype} ({type(value).__name__}): its element type cannot be told from "
-                            f"__cuda_array_interface__; pass bfloat16/fp8 arrays as PyTorch tensors")
-        return dtype
-    return value.dtype
-
-
 def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_worker_warps=None):
     """Decorate a tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)`."""
     options = dict(num_ctas=num_ctas, occupancy=occupancy, opt_level=opt_level, num_worker_warps=num_worker_warps)
@@ -191,28 +129,6 @@ def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_
     return Kernel(function, **options)
 
 
-def normalize_grid(grid) -> tuple[int, int, int]:
-    if type(grid) is tuple:  # launch loops repeat their grids
-        known = _valid_grids.get(grid)
-        if known is not None:
-            return known
-    if not isinstance(grid, tuple):
-        raise TypeError("Grid must be a tuple")
-    if len(grid) > 3:
-        raise ValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
-    for i, g in enumerate(grid):
-        if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or g < 1:
-            raise ValueError(f"Grid[{i}] must be a positive integer, got {g!r}")
-        if g > 2**24 - 1:
-            raise ValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
-    normalized = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    if len(_valid_grids) < 4096 and all(type(g) is int for g in grid):
-        _valid_grids[grid] = normalized
-    return normalized
-
-
-_valid_grids: dict = {}
-
 def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launch=False):
     """Run `kernel` over `grid`. NumPy arrays run on the interpreter (any stream, None included) and
     are updated in place, exactly as a GPU launch updates device arrays."""
@@ -221,11 +137,11 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if not isinstance(kernel_args, tuple):
         raise TypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
-    last = kernel._last_launcher  # the GPU launcher used last: it checks and launches in one call
+    last = kernel.last_launcher  # the GPU launcher used last: it checks and launches in one call
     if last is not None and last.relaunch(stream, grid, kernel_args):
         return
     types = set(map(type, kernel_args))
-    if np.ndarray in types or not any(t in _ARRAY_TYPES for t in types) and not any(map(is_array_like, kernel_args)):
+    if np.ndarray in types or not any(map(known_array_type, types)) and not any(map(is_array_like, kernel_args)):
         from ..interp import run
         run(kernel, grid, kernel_args)
         return

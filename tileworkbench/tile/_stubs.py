@@ -6,51 +6,17 @@ the lowering of the same name (frontend/lowering.py). Called from host code, a s
 """
 from __future__ import annotations
 
-import enum
 import functools
 
+from ..frontend.lowering import TILE_FUNCTIONS
+from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode  # noqa: F401 - ct.PaddingMode ...
 from ..ir.types import int32
-
-
-class PaddingMode(enum.Enum):
-    """What a load reads where its tile hangs over the array's edge."""
-    UNDETERMINED = 0
-    ZERO = 1
-    NEG_ZERO = 2
-    NAN = 3
-    POS_INF = 4
-    NEG_INF = 5
-
-
-class RoundingMode(enum.Enum):
-    RN = 0
-    RZ = 1
-    RM = 2
-    RP = 3
-    RA = 4
-    FULL = 5
-    APPROX = 6
-    RZI = 7
-
-
-class MemoryOrder(enum.Enum):
-    WEAK = 0
-    RELAXED = 1
-    ACQUIRE = 2
-    RELEASE = 3
-    ACQ_REL = 4
-
-
-class MemoryScope(enum.Enum):
-    NONE = 0
-    BLOCK = 1
-    CLUSTER = 2
-    DEVICE = 3
-    SYS = 4
 
 
 class Slice:
     """A dense range [start, start + length) of one dimension, for load_advanced_indexing."""
+
+    __tile_op__ = "Slice"  # in tile code, lowered to the frontend's SliceValue
 
     def __init__(self, start, length):
         self.start = start
@@ -65,6 +31,7 @@ def _stub(fn):
     def refuse(*args, **kwargs):
         raise RuntimeError("Device functions can only be called from device code.")
     refuse.__tile_op__ = fn.__name__
+    TILE_FUNCTIONS[fn.__name__] = refuse  # the frontend binds method calls (t.reshape(...)) against it
     return refuse
 
 

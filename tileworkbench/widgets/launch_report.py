@@ -71,7 +71,7 @@ def compile_report(kernel, grid, args, arch: str = "sm_90") -> CompileReport:
         >>> r.registers > 0, r.occupancy.limiter, r.timing
     """
     from ..runtime.launch import build
-    from ..tile._kernel import normalize_grid
+    from ..arguments import normalize_grid
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
     generated, module = build(fn, arch)

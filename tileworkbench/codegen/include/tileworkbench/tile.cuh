@@ -15,7 +15,8 @@
 // work in any layout, everything else takes blocked tiles, and convert_layout moves between them.
 //
 // Everything that moves elements between threads (permute, broadcast, reductions, mma...) goes
-// through the block's dynamic shared memory; the kernel launches with TW_SMEM_BYTES of it.
+// through the block's dynamic shared memory; the generated kernel's header comment states how many bytes
+// it needs, and the launcher passes that many (GeneratedKernel.smem_bytes).
 #pragma once
 
 #ifndef TW_THREADS
@@ -136,6 +137,12 @@ __device__ T from_bits(unsigned short bits) {
   union { unsigned short from; T to; } u{bits};
   return u.to;
 }
+
+// NumPy's quiet NaN (0x7fc00000) and infinity: padded lanes match the interpreter bit for bit.
+__device__ inline float quiet_nan_f() { return __int_as_float(0x7fc00000); }
+__device__ inline float infinity_f() { return __int_as_float(0x7f800000); }
+__device__ inline double quiet_nan_d() { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ inline double infinity_d() { return __longlong_as_double(0x7ff0000000000000LL); }
 
 template <class T, class S>
 __device__ tile<T, S> zeros() { return full<T, S>(T(0)); }
@@ -483,4 +490,5 @@ __device__ tile<T, S> insert(const tile<T, S>& x, const tile<T, S2>& value, cons
 #include "tile_reduce.cuh"
 #include "tile_memory.cuh"
 #include "tile_mma.cuh"
+#include "tile_wgmma.cuh"
 #include "tile_pipeline.cuh"

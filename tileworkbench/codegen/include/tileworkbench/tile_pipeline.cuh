@@ -123,10 +123,8 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(swizzled<T, M, K> a,
 // ---- wgmma from swizzled stages (sm_90a) -----------------------------------------------------------
 //
 // A warpgroup (4 warps) computes 64 rows x all N columns: warpgroup g owns rows [64g, 64g + 64), so
-// the accumulators are in mma_layout<W, 1> (W warps, each 16 rows). The kernel defines
-// wgmma_op<N, T>::run, one wgmma.mma_async.m64nNk16 with its N / 2 accumulator registers.
-
-template <int N, class T> struct wgmma_op;
+// the accumulators are in mma_layout<W, 1> (W warps, each 16 rows). wgmma_op<N, T>::run
+// (tile_wgmma.cuh) is one wgmma.mma_async.m64nNk16 with its N / 2 accumulator registers.
 
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets, swizzle.
 __device__ inline uint64_t wgmma_descriptor(const void* p, int leading_bytes, int stride_bytes, int panel_bytes) {

@@ -1,0 +1,135 @@
+"""Kernel arguments as every layer sees them: grids, arrays of any framework, and the argument
+profile that selects a specialization (array dtypes and ranks, scalar dtypes, Constant values).
+
+The language (`tile`), the interpreter and the GPU runtime all read arguments through here, so
+they agree on what an array is and on which specialization a launch takes. Array frameworks are
+recognised by their classes, looked up only where the framework is already imported: nothing
+here imports CuPy or PyTorch.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ir.types import ArrayType, bool_, float32, int32, int64, scalar, to_dtype
+
+
+def framework_class(module: str, name: str):
+    """`module.name` if that framework is imported already, else None (then no object is one)."""
+    loaded = sys.modules.get(module)
+    return getattr(loaded, name, None) if loaded is not None else None
+
+
+def is_torch_tensor(obj) -> bool:
+    tensor = framework_class("torch", "Tensor")
+    return tensor is not None and isinstance(obj, tensor)
+
+
+def is_cupy_array(obj) -> bool:
+    ndarray = framework_class("cupy", "ndarray")
+    return ndarray is not None and isinstance(obj, ndarray)
+
+
+def is_array_like(obj) -> bool:
+    """NumPy arrays, and anything with __cuda_array_interface__ or DLPack."""
+    if type(obj) in _ARRAY_TYPES:  # launches ask this for every argument: remember the array types
+        return True
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"):
+        if hasattr(type(obj), "__cuda_array_interface__") or hasattr(type(obj), "__dlpack__"):
+            _ARRAY_TYPES.add(type(obj))  # a class-level protocol: every instance is an array
+        return True
+    return False
+
+
+_ARRAY_TYPES: set = set()
+
+
+def known_array_type(cls) -> bool:
+    """Whether instances of `cls` were seen to be arrays (a cheap check for the launch path)."""
+    return cls in _ARRAY_TYPES
+
+
+def array_dtype(value):
+    """The NumPy (or ml_dtypes) dtype of an array argument."""
+    if isinstance(value, np.ndarray) or is_torch_tensor(value):
+        return value.dtype
+    if hasattr(value, "__cuda_array_interface__"):
+        dtype = np.dtype(value.__cuda_array_interface__["typestr"])
+        if dtype.kind == "V":
+            raise TypeError(f"Array of dtype {dtype} ({type(value).__name__}): its element type cannot be told from "
+                            f"__cuda_array_interface__; pass bfloat16/fp8 arrays as PyTorch tensors")
+        return dtype
+    return value.dtype
+
+
+def normalize_grid(grid) -> tuple[int, int, int]:
+    """A grid of 1-3 positive ints as (x, y, z)."""
+    if type(grid) is tuple:  # launch loops repeat their grids
+        known = _valid_grids.get(grid)
+        if known is not None:
+            return known
+    if not isinstance(grid, tuple):
+        raise TypeError("Grid must be a tuple")
+    if len(grid) > 3:
+        raise ValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
+    for i, g in enumerate(grid):
+        if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or g < 1:
+            raise ValueError(f"Grid[{i}] must be a positive integer, got {g!r}")
+        if g > 2**24 - 1:
+            raise ValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
+    normalized = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+    if len(_valid_grids) < 4096 and all(type(g) is int for g in grid):
+        _valid_grids[grid] = normalized
+    return normalized
+
+
+_valid_grids: dict = {}
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """How one argument specializes the kernel."""
+
+    name: str
+    kind: str          # 'array', 'scalar', 'constant'
+    type: Any = None
+    value: Any = None
+
+    def key(self):
+        if self.kind == "constant":
+            return ("constant", type(self.value).__name__, self.value)
+        return (self.kind, str(self.type))
+
+
+def param_spec(name: str, value, position: int, *, constant: bool, int64_scalar: bool) -> ParamSpec:
+    """The spec of argument #`position` for parameter `name`."""
+    if constant:
+        if not isinstance(value, (bool, int, float)) and value is not None:
+            raise TypeError(f"Invalid kernel argument #{position}: a Constant parameter takes bool, int or "
+                            f"float, not '{type(value).__name__}'")
+        return ParamSpec(name, "constant", value=value)
+    if is_array_like(value):
+        return ParamSpec(name, "array", ArrayType(to_dtype(array_dtype(value)), value.ndim))
+    if isinstance(value, (bool, np.bool_)):
+        return ParamSpec(name, "scalar", scalar(bool_))
+    if isinstance(value, int):
+        dtype = int64 if int64_scalar else int32
+        lo, hi = np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max
+        if not lo <= value <= hi:
+            raise OverflowError(f"Invalid kernel argument #{position}: {value} does not fit {dtype}")
+        return ParamSpec(name, "scalar", scalar(dtype))
+    if isinstance(value, np.generic):
+        return ParamSpec(name, "scalar", scalar(to_dtype(value.dtype)))
+    if isinstance(value, float):
+        return ParamSpec(name, "scalar", scalar(float32))
+    raise TypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not supported.")
+
+
+def profile_key(constant_mask, args) -> tuple:
+    """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
+    return tuple((type(value), value) if constant else
+                 (type(value), getattr(value, "dtype", None), getattr(value, "ndim", None))
+                 for constant, value in zip(constant_mask, args))
