@@ -92,9 +92,10 @@ class UserKernel:
         snippet = Snippet(self.preamble, self.name, "preamble")
         return {f.name.id: (f, snippet) for f in self._preamble_nodes if isinstance(f, Function)}
 
-    def preamble_constants(self):
+    def declare_preamble_constants(self, translator):
         from .syntax import Declaration
-        return [d for d in self._preamble_nodes if isinstance(d, Declaration)]
+        constants = [d for d in self._preamble_nodes if isinstance(d, Declaration)]
+        translator.declare_globals(constants, Snippet(self.preamble, self.name, "preamble"))
 
     def tile_kernel(self, key, generate: Callable[[], str]) -> ct.Kernel:
         if key not in self._kernels:

@@ -160,7 +160,7 @@ class ElementwiseKernel(UserKernel):
             for name in preload:
                 translator.outputs[name].value = CValue(f"{name}_val", outputs[name].type)
             try:
-                translator.statements(self.preamble_constants())
+                self.declare_preamble_constants(translator)
                 translator.snippet = Snippet(self.loop_prep, self.name, "loop_prep")
                 translator.statements(self._prep)
                 translator.snippet = Snippet(self.operation, self.name, "operation")

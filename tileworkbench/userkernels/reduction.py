@@ -183,8 +183,7 @@ class ReductionKernel(UserKernel):
                              f"padding_mode=ct.PaddingMode.ZERO)")
         mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names,
                             indent="        ")
-        mapper.statements(self.preamble_constants())
-        mapper.snippet = self._snippets["map_expr"]
+        self.declare_preamble_constants(mapper)
         mapper.emit(f"# {self.map_expr.strip()}")
         mapped = mapper.convert(mapper.expr(self._map), reduce_type)
         if not mapped.varies:
@@ -196,8 +195,7 @@ class ReductionKernel(UserKernel):
         outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
         poster = Translator(self._snippets["post_map_expr"], placeholders, {**scalars, "a": CValue("acc", reduce_type)},
                             outputs, {}, {}, self.functions(), mapper.used_names)
-        poster.statements(self.preamble_constants())
-        poster.snippet = self._snippets["post_map_expr"]
+        self.declare_preamble_constants(poster)
         try:
             poster.statements(self._post)
         except NeedsInitialValue as e:

@@ -132,7 +132,8 @@ class Translator:
         self.used_names = names              # Python names already taken
         self.indent = indent
         self.lines: list[str] = []
-        self.scope = Scope()
+        self.globals = Scope()               # the preamble's constants: seen by its functions too
+        self.scope = Scope(parent=self.globals)
         self.predicate: CValue | None = None  # the conditions of the enclosing ifs
         self.inlining: list[str] = []
         self.used_specials: set = set()
@@ -366,7 +367,7 @@ class Translator:
                              f"{len(node.args)}", node)
         args = [self.expr(a) for a in node.args]
         outer_snippet, outer_scope = self.snippet, self.scope
-        self.snippet, self.scope = snippet, Scope()
+        self.snippet, self.scope = snippet, Scope(parent=self.globals)
         self.inlining.append(node.func)
         try:
             for (type_, pname), arg in zip(function.params, args):
@@ -385,6 +386,15 @@ class Translator:
             self.snippet, self.scope = outer_snippet, outer_scope
 
     # ---- statements ------------------------------------------------------------------------------
+
+    def declare_globals(self, declarations, snippet: Snippet):
+        """The preamble's `const` variables, visible to the body and the preamble's functions."""
+        outer_snippet, outer_scope = self.snippet, self.scope
+        self.snippet, self.scope = snippet, self.globals
+        try:
+            self.statements(declarations)
+        finally:
+            self.snippet, self.scope = outer_snippet, outer_scope
 
     def statements(self, body):
         for node in body:
