@@ -295,6 +295,9 @@ class Parser:
             self.check_target(target, start_tok)
             return s.Assign(target.start, end.end, target, end.text, None)
         if not (self.tok.kind == "op" and self.tok.text in _ASSIGN_OPS):
+            if isinstance(target, s.Name) and self.tok.kind == "name":
+                raise self.snippet.error(TileSyntaxError, f"Unknown type '{target.id}' (a placeholder must appear "
+                                         f"in the parameter lists)", target.start, target.end)
             if self.tok.kind == "end" or self.at(";"):
                 raise self.snippet.error(TileSyntaxError, "This statement has no effect: a statement assigns a "
                                          "variable or an output", target.start, target.end)
