@@ -87,7 +87,7 @@ def bench_cpp(kernel, grid, block, args, shared_bytes: int, arch: str | None):
     if device.unavailable_reason() is not None:
         print(_cpp_resources_text(kernel, device.target_arch(arch)))
         print(f"timings need a GPU ({device.unavailable_reason()})")
-        return None
+        return
     import cupy
 
     from ..profile.bench import time_launches, timing_record
@@ -101,7 +101,7 @@ def bench_cpp(kernel, grid, block, args, shared_bytes: int, arch: str | None):
     print(f"{kernel.name}: grid {_grid3(grid)}, block {kernel.block}: median {timing.median_ms * 1e3:.2f} us "
           f"(p10 {timing.p10_ms * 1e3:.2f}, p90 {timing.p90_ms * 1e3:.2f}; {timing.repetitions} runs, L2 flushed)\n"
           f"{_cpp_resources_text(kernel, arch)}\ndriver: {driver} resident blocks per SM")
-    return None
+    return
 
 
 def cpp_threads(kernel) -> int:
@@ -135,7 +135,6 @@ def visualize(kernel, grid, args):
     views = views_of_trace(trace, before)
     for view in views:
         display(view)
-    return None
 
 
 def bench(kernel, grid, args, arch: str | None):
@@ -157,3 +156,24 @@ def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, ar
         return eval(text, namespace)
     return SweepView.run(kernel, lambda config: evaluate(grid_text, config),
                          lambda config: evaluate(f"({args_text},)", config), space, arch=arch)
+
+
+def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None):
+    """A CuPy-style kernel's cell: act on the tile kernel a call with `call_args` runs, or call it."""
+    launch = kernel.launch_plan(*call_args)
+    if launch.kernel is None:
+        raise TileKernelCellError("The call has no elements: there is no kernel to act on", [])
+    for what in show_what:
+        show(launch.kernel, launch.args, what, arch)
+    if space:
+        from ..widgets.sweep import SweepView
+        return SweepView.run(launch.kernel, launch.grid_of, launch.args_of, space, arch=arch)
+    if viz:
+        for view in kernel.views(*call_args):
+            display(view)
+        return None
+    if bench_:
+        return bench(launch.kernel, launch.grid, launch.args, arch)
+    if show_what:
+        return None
+    return kernel(*call_args)

@@ -27,10 +27,10 @@ _sources = itertools.count(1)
 class Launch:
     """One call of a user kernel as a tile-kernel launch."""
 
-    kernel: ct.Kernel
+    kernel: ct.Kernel | None               # None: nothing to do (no elements)
     values: tuple                          # array and scalar arguments, in the kernel's order
     config: dict                           # tile-shape constants, appended to the arguments
-    grid_of: Callable[[dict], tuple]
+    grid_fn: Callable[[dict], tuple]
     space: dict                            # what a sweep tries by default
     outputs: list
     key: tuple
@@ -44,7 +44,12 @@ class Launch:
     def args(self) -> tuple:
         return self.args_of(self.config)
 
+    def grid_of(self, config: dict) -> tuple:
+        """The grid for `config` (names it leaves out keep this launch's values)."""
+        return self.grid_fn({**self.config, **config})
+
     def args_of(self, config: dict) -> tuple:
+        config = {**self.config, **config}
         return self.values + tuple(config[name] for name in self.config)
 
     def run(self):
@@ -86,6 +91,7 @@ class UserKernel:
         self._preamble_nodes = parse_preamble(Snippet(preamble, name, "preamble"), placeholders) if preamble else ()
         self._kernels: dict = {}      # specialization key -> (tile kernel, generated source)
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
+        self.last_tile_kernel = None  # the tile kernel of the last call planned (the kernel inspector shows it)
 
     def functions(self) -> dict:
         from .syntax import Function
@@ -101,7 +107,8 @@ class UserKernel:
         if key not in self._kernels:
             source = generate()
             self._kernels[key] = (compile_tile_kernel(self.name, source), source)
-        return self._kernels[key][0]
+        self.last_tile_kernel = self._kernels[key][0]
+        return self.last_tile_kernel
 
     def launch_plan(self, *args, **kwargs) -> Launch:
         raise NotImplementedError
