@@ -84,6 +84,7 @@ class UserKernel:
     """Base of ElementwiseKernel and ReductionKernel: the preamble, generated kernels, sweeps."""
 
     name: str
+    call_keywords: tuple = ()        # the keywords of a call (`axis`, `size`, ...), as opposed to a sweep's
 
     def __init__(self, name: str, preamble: str, placeholders: set):
         self.name = name
@@ -148,9 +149,11 @@ class UserKernel:
     def sweep(self, *args, space: dict | None = None, apply: bool = True, **options):
         """Compile (and with a GPU check and time) a call's tile kernel for every tile shape in
         `space` (default: the kernel's own); with timings, the fastest becomes this call's
-        default (`apply=False` keeps the current one). `options` go to profile.sweep.sweep."""
+        default (`apply=False` keeps the current one). The call's own keywords (`axis=1`) pass
+        to the call; the other `options` go to profile.sweep.sweep."""
         from ..profile.sweep import sweep
-        launch = self.launch_plan(*args)
+        call = {k: options.pop(k) for k in self.call_keywords if k in options}
+        launch = self.launch_plan(*args, **call)
         result = sweep(launch.kernel, launch.grid_of, launch.args_of, space or launch.space, **options)
         best = result.best()
         if apply and result.timed and best is not None:

@@ -32,6 +32,8 @@ class ElementwiseKernel(UserKernel):
     or what `sweep` found fastest).
     """
 
+    call_keywords = ("size",)
+
     def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True, preamble="",
                  no_return=False, return_tuple=False, loop_prep="", after_loop="", options=(), tile=None, **kwargs):
         if kwargs:

@@ -51,6 +51,8 @@ def _reduction_of(node: s.Node, snippet: Snippet) -> str:
 class ReductionKernel(UserKernel):
     """User-defined reduction kernel, with CuPy's constructor and call (`axis`, `keepdims`, `out`)."""
 
+    call_keywords = ("axis", "keepdims", "out")
+
     def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name="reduce_kernel",
                  reduce_type=None, reduce_dims=True, preamble="", options=(), tiles=None):
         self.in_params = parse_params(in_params, "in_params")
