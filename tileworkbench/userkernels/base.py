@@ -52,10 +52,9 @@ class Launch:
         config = {**self.config, **config}
         return self.values + tuple(config[name] for name in self.config)
 
-    def run(self):
-        on_gpu = any(hasattr(v, "__cuda_array_interface__") for v in self.values)
-        stream = None
-        if on_gpu:
+    def run(self, stream=None):
+        """Launch on the interpreter (NumPy arrays) or the GPU (`stream`, default CuPy's current one)."""
+        if stream is None and any(hasattr(v, "__cuda_array_interface__") for v in self.values):
             import cupy
             stream = cupy.cuda.get_current_stream()
         ct.launch(stream, self.grid, self.kernel, self.args)
@@ -114,10 +113,10 @@ class UserKernel:
     def launch_plan(self, *args, **kwargs) -> Launch:
         raise NotImplementedError
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, stream=None, **kwargs):
         launch = self.launch_plan(*args, **kwargs)
         if launch.kernel is not None:
-            launch.run()
+            launch.run(stream)
         return launch.outputs[0] if len(launch.outputs) == 1 else tuple(launch.outputs)
 
     def source(self, *args, **kwargs) -> str:

@@ -64,7 +64,7 @@ class ElementwiseKernel(UserKernel):
         return f"<ElementwiseKernel {self.name}>"
 
     def __call__(self, *args, size=None, block_size=None, stream=None):
-        outputs = super().__call__(*args, size=size)
+        outputs = super().__call__(*args, size=size, stream=stream)
         if self.no_return:
             return None
         if self.return_tuple and not isinstance(outputs, tuple):

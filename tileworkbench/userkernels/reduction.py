@@ -86,7 +86,7 @@ class ReductionKernel(UserKernel):
         return f"<ReductionKernel {self.name}>"
 
     def __call__(self, *args, axis=None, keepdims=False, out=None, stream=None):
-        return super().__call__(*args, axis=axis, keepdims=keepdims, out=out)
+        return super().__call__(*args, axis=axis, keepdims=keepdims, out=out, stream=stream)
 
     def _reduce_type(self, placeholders: dict) -> DType:
         """`reduce_type` is C: a placeholder or a C type name (default: the first output's type)."""

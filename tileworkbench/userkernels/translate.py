@@ -342,15 +342,11 @@ class Translator:
         if len(args) != arity:
             raise self.error(TileTypeError, f"{name}() takes {arity} argument{'s' * (arity > 1)}, got {len(args)}",
                              node)
-        t = args[0].type if arity == 1 else arithmetic(args[0].type, args[1].type)
-        if arity == 1 and name != "abs":
-            t = integer_promotion(t)
-        if name in _GENERIC:
-            t = t if name != "abs" else integer_promotion(t)
-        elif fixed is not None:
-            t = fixed
-        elif not t.is_float:
-            t = float64                  # integer arguments of a math function: double
+        t = integer_promotion(args[0].type) if arity == 1 else arithmetic(args[0].type, args[1].type)
+        if fixed is not None:
+            t = fixed                    # sqrtf, fminf, ...: float
+        elif name not in _GENERIC and not t.is_float:
+            t = float64                  # a math function of an integer: double
         converted = [self.convert(a, t) for a in args]
         varies = any(a.varies for a in converted)
         code = f"{tile_fn}({', '.join(a.code for a in converted)})"
