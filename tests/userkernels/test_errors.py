@@ -68,7 +68,8 @@ def test_a_non_constant_identity_is_refused():
 @pytest.mark.parametrize("params, message", [
     ("float32", "is not `\\[raw\\] <type> <name>`"),
     ("float32 i", "reserved"),
-    ("complex64 x", "not a dtype"),
+    ("complex64 x", "not the name of a dtype"),
+    ("float x", "not the name of a dtype"),
     ("T x, T x", "appears twice"),
 ])
 def test_bad_parameter_lists_are_value_errors(params, message):

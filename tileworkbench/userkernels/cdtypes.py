@@ -51,13 +51,14 @@ SUPPORTED = frozenset(C_SPELLING)
 
 
 def param_dtype(name: str) -> DType:
-    """A parameter list's type name is a NumPy dtype name, as in CuPy (`float` is float64 there)."""
+    """A parameter list's type name is a NumPy dtype's own name, as in CuPy (`float32`, not `float`)."""
     try:
-        dtype = to_dtype(np.dtype(name))
+        dtype = to_dtype(np.dtype(name)) if np.dtype(name).name == name else None
     except TypeError:
         dtype = None
     if dtype not in SUPPORTED:
-        raise TypeError(f"{name!r} is not a dtype these kernels support (bool, int8-64, uint8-64, float16/32/64)")
+        raise TypeError(f"{name!r} is not the name of a dtype these kernels support (bool, int8-64, uint8-64, "
+                        f"float16/32/64)")
     return dtype
 
 

@@ -107,7 +107,7 @@ class ElementwiseKernel(UserKernel):
         index_type = int32 if n < 2**31 else int64
         ranks = tuple(a.ndim if p.raw else is_array(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, flat or len(shape), index_type.name)
-        dims = () if flat else tuple(np.int64(d) for d in shape)
+        dims = () if flat else tuple(index_type.numpy.type(d) for d in shape)
         kernel = None
         if n > 0:
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, flat, len(shape),
