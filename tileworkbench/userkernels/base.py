@@ -7,7 +7,7 @@ kept on the user kernel; a sweep on a GPU makes its fastest config the default f
 """
 from __future__ import annotations
 
-import itertools
+import hashlib
 import keyword
 import linecache
 from collections.abc import Callable
@@ -19,8 +19,6 @@ from .. import tile as ct
 from . import csemantics
 from .lexer import Snippet
 from .parser import parse_preamble
-
-_sources = itertools.count(1)
 
 
 @dataclass
@@ -68,7 +66,7 @@ def python_name(name: str) -> str:
 def compile_tile_kernel(name: str, source: str) -> ct.Kernel:
     """Define the generated tile-language function and make it a tile kernel; its source is
     registered with linecache so errors, traces and views show its lines."""
-    filename = f"<{name} tile kernel {next(_sources)}>"
+    filename = f"<{name} tile kernel {hashlib.sha1(source.encode()).hexdigest()[:10]}>"  # same text, same name
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"ct": ct, "cops": csemantics}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the generated tile-language source
