@@ -134,3 +134,11 @@ def test_type_generic_kernels_specialize_per_dtype(dtype):
     got = k(x, y)
     assert got.dtype == dtype
     np.testing.assert_array_equal(got, want)
+
+
+def test_literals_take_cs_types():
+    x = np.zeros(1, np.int64)
+    got = kernel("int64 x", "int64 a, int64 b, int64 c, int64 d, float64 e",
+                 "a = 0xFF + 017; b = 2147483647 + 1; c = 2147483647LL + 1; d = 4294967295u + 1; e = 1e3f / 3")(x)
+    assert [int(v[0]) for v in got[:4]] == [255 + 15, -2**31, 2**31, 0]   # int overflow wraps, unsigned wraps
+    assert got[4][0] == np.float64(np.float32(1e3) / np.float32(3))

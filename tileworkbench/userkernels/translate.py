@@ -196,12 +196,13 @@ class Translator:
 
     def expr_Number(self, node: s.Number) -> CValue:
         text = node.text
-        if any(c in text for c in ".eE") and not text.lower().startswith("0x") or text[-1] in "fF":
+        is_hex = text.lower().startswith("0x")
+        if not is_hex and (any(c in text for c in ".eE") or text[-1] in "fF"):
             body = text.rstrip("fFlL")
             return literal(float(body), float32 if text[-1] in "fF" else float64)
         digits = text.rstrip("uUlL")
         suffix = text[len(digits):]
-        if digits.lower().startswith("0x"):
+        if is_hex:
             value, decimal = int(digits, 16), False
         elif len(digits) > 1 and digits.startswith("0"):
             value, decimal = int(digits, 8), False
