@@ -87,7 +87,7 @@ def bench_cpp(kernel, grid, block, args, shared_bytes: int, arch: str | None):
     if device.unavailable_reason() is not None:
         print(_cpp_resources_text(kernel, device.target_arch(arch)))
         print(f"timings need a GPU ({device.unavailable_reason()})")
-        return
+        return None
     import cupy
 
     from ..profile.bench import time_launches, timing_record
@@ -101,7 +101,7 @@ def bench_cpp(kernel, grid, block, args, shared_bytes: int, arch: str | None):
     print(f"{kernel.name}: grid {_grid3(grid)}, block {kernel.block}: median {timing.median_ms * 1e3:.2f} us "
           f"(p10 {timing.p10_ms * 1e3:.2f}, p90 {timing.p90_ms * 1e3:.2f}; {timing.repetitions} runs, L2 flushed)\n"
           f"{_cpp_resources_text(kernel, arch)}\ndriver: {driver} resident blocks per SM")
-    return
+    return None
 
 
 def cpp_threads(kernel) -> int:
@@ -135,6 +135,7 @@ def visualize(kernel, grid, args):
     views = views_of_trace(trace, before)
     for view in views:
         display(view)
+    return None
 
 
 def bench(kernel, grid, args, arch: str | None):
@@ -160,6 +161,8 @@ def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, ar
 
 def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None):
     """A CuPy-style kernel's cell: act on the tile kernel a call with `call_args` runs, or call it."""
+    if not (show_what or space or viz or bench_):
+        return kernel(*call_args)
     launch = kernel.launch_plan(*call_args)
     if launch.kernel is None:
         raise TileKernelCellError("The call has no elements: there is no kernel to act on", [])
@@ -174,6 +177,4 @@ def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: di
         return None
     if bench_:
         return bench(launch.kernel, launch.grid, launch.args, arch)
-    if show_what:
-        return None
-    return kernel(*call_args)
+    return None

@@ -52,7 +52,7 @@ class TileKernelCellError(Exception):
         self.text = text
 
     @classmethod
-    def from_tile_error(cls, error: TileError) -> TileKernelCellError:
+    def from_tile_error(cls, error: TileError) -> "TileKernelCellError":
         return cls(render(error), error.frames)
 
     def _render_traceback_(self) -> list[str]:
