@@ -37,10 +37,13 @@ def test_syntax_outside_the_subset_points_at_the_token(body, token, cls, message
     ("w = 1", "w", TileSyntaxError, "declare it"),
     ("z = y[i]", "y", TileTypeError, "not declared `raw`"),
 ])
-def test_meaning_errors_point_at_the_token_when_the_kernel_is_first_called(body, token, cls, message):
-    k = ElementwiseKernel("float32 x, float32 y", "float32 z", body, "bad")
-    with pytest.raises(cls, match=message) as info:
-        k(np.ones(4, np.float32), np.ones(4, np.float32))
+def test_meaning_errors_point_at_the_token_when_the_types_are_known(body, token, cls, message):
+    with pytest.raises(cls, match=message) as info:   # every type declared: when the kernel is defined
+        ElementwiseKernel("float32 x, float32 y", "float32 z", body, "bad")
+    assert caret_under(info.value, token), str(info.value)
+    generic = ElementwiseKernel("T x, T y", "T z", body, "bad")
+    with pytest.raises(cls, match=message) as info:   # placeholders: when a call fixes them
+        generic(np.ones(4, np.float32), np.ones(4, np.float32))
     assert caret_under(info.value, token), str(info.value)
 
 
@@ -60,9 +63,8 @@ def test_a_non_constant_identity_is_refused():
     k = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "sqrt(x)", "bad_identity")
     with pytest.raises(TileSyntaxError, match="Undefined name 'x'"):
         k(np.ones(4, np.float32))
-    k = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "sqrt(2.0)", "bad_identity")
     with pytest.raises(TileTypeError, match="identity must be a constant"):
-        k(np.ones(4, np.float32))
+        ReductionKernel("float32 x", "float32 y", "x", "a + b", "y = a", "sqrt(2.0)", "bad_identity")
 
 
 @pytest.mark.parametrize("params, message", [

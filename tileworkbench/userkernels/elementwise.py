@@ -59,6 +59,9 @@ class ElementwiseKernel(UserKernel):
             parse_statements(Snippet(after_loop, name, "after_loop"), placeholders)
             raise ValueError("after_loop: code after the loop can only write raw arrays once per thread, which "
                              "has no tile-kernel equivalent; move it into the operation")
+        if not placeholders:  # every type is known: a body that cannot be typed is refused now
+            self.generate({}, [p.dtype for p in self.params], tuple(1 if p.raw else True for p in self.params),
+                          True, 1, int32)
 
     def __repr__(self) -> str:
         return f"<ElementwiseKernel {self.name}>"

@@ -81,6 +81,8 @@ class ReductionKernel(UserKernel):
                                         self._snippets["reduce_expr"])
         self._post = parse_statements(self._snippets["post_map_expr"], placeholders)
         self._identity = parse_expression(self._snippets["identity"], placeholders) if self.identity else None
+        if not placeholders:  # every type is known: expressions that cannot be typed are refused now
+            self.generate({}, [p.dtype for p in self.params], (True,) * len(self.params), self._reduce_type({}))
 
     def __repr__(self) -> str:
         return f"<ReductionKernel {self.name}>"
