@@ -140,7 +140,7 @@ def test_cupy_tutorial_runs_pasted_definitions_with_cupys_documented_results_vie
     assert "array([[25., 16., 9., 4., 1.], [ 0., 1., 4., 9., 16.]], dtype=float32)" in out
     assert "array([ 5.477226 , 15.9687195], dtype=float32)" in out
     text = " ".join(out)
-    assert "ct.gather(x, (rest1, c1))" in text and "ct.load(x, (block,), (TILE,)" in text
+    assert "ct.gather(x, (_rest1, _c1))" in text and "ct.load(x, (_block,), (TILE,)" in text
     assert "(array([ 3, -3, -3, 3], dtype=int32), array([ 1, -1, 1, -1], dtype=int32))" in text
     assert "Loops are not in the supported C subset" in text and "^^^" in text
     assert "CoverageView" in text and "TileSpaceView" in text

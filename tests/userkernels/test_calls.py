@@ -107,5 +107,13 @@ def test_sweep_compiles_every_tile_size_without_a_gpu():
 def test_the_generated_source_and_ir_are_readable():
     x = np.arange(8, dtype=np.float32)
     source = ADD.source(x, x)
-    assert "# z = x + y" in source and "ct.load(x, (block,), (TILE,)" in source
+    assert "# z = x + y" in source and "ct.load(x, (_block,), (TILE,)" in source
     assert "add %x_val, %y_val" in ADD.ir(x, x)
+
+
+def test_parameters_named_like_python_keywords_or_the_kernels_own_names():
+    k = ElementwiseKernel("T in, T block, T ct", "T index", "index = in * block + ct", "names")
+    x = np.arange(4, dtype=np.int32)
+    np.testing.assert_array_equal(k(x, x, x), x * x + x)
+    r = ReductionKernel("T lambda", "T acc", "lambda", "a + b", "acc = a", "0", "names")
+    assert r(np.arange(5, dtype=np.int32)) == 10

@@ -91,6 +91,9 @@ class UserKernel:
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
         self.last_tile_kernel = None  # the tile kernel of the last call planned (the kernel inspector shows it)
 
+    def param(self, name: str):
+        return next(p for p in self.params if p.name == name)
+
     def functions(self) -> dict:
         from .syntax import Function
         snippet = Snippet(self.preamble, self.name, "preamble")

@@ -139,31 +139,31 @@ class ElementwiseKernel(UserKernel):
         """The tile-language source of one specialization (see the module docstring)."""
         array_params = [p for p, r in zip(self.params, ranks) if r and not p.raw]
         dims = [] if flat else [f"_d{k}" for k in range(ndim)]
-        signature = [p.name for p in self.params] + ["_n"] + dims + ["TILE: ct.Constant[int]"]
-        names = {p.name for p in self.params} | {"ct", "cops", "block", "index", "_n", "TILE", *dims}
+        signature = [p.py for p in self.params] + ["_n"] + dims + ["TILE: ct.Constant[int]"]
+        names = {p.py for p in self.params} | {"ct", "cops", "_block", "_index", "_n", "TILE", *dims}
         inputs, outputs, raws = {}, {}, {}
         loaded: dict[str, str] = {}
         for p, t, r in zip(self.params, types, ranks):
             is_input = p in self.in_params
             if p.raw:
-                raws[p.name] = RawArray(p.name, t, r, writable=not is_input)
+                raws[p.name] = RawArray(p.py, t, r, writable=not is_input)
             elif not r:
-                inputs[p.name] = CValue(p.name, t, None, varies=False)
+                inputs[p.name] = CValue(p.py, t, None, varies=False)
             elif is_input:
-                loaded[p.name] = f"{p.name}_val"
-                inputs[p.name] = CValue(f"{p.name}_val", t)
+                loaded[p.name] = f"{p.py}_val"
+                inputs[p.name] = CValue(f"{p.py}_val", t)
             else:
                 outputs[p.name] = Output(p.name, t)
-        names |= {f"{p.name}_val" for p in array_params}
+        names |= {f"{p.py}_val" for p in array_params}
         specials = {"i": CValue("i", int64), "_ind.size()": CValue("_n", int64),
-                    "in_range": CValue("(index < _n)", index_type), "shape": "(TILE,)"}
+                    "in_range": CValue("(_index < _n)", index_type), "shape": "(TILE,)"}
         preload: set = set()
         while True:  # outputs the body reads before assigning them are loaded first
             translator = Translator(Snippet(self.operation, self.name, "operation"), placeholders, inputs,
                                     {name: Output(o.name, o.type) for name, o in outputs.items()}, raws, specials,
                                     self.functions(), set(names))
             for name in preload:
-                translator.outputs[name].value = CValue(f"{name}_val", outputs[name].type)
+                translator.outputs[name].value = CValue(f"{self.param(name).py}_val", outputs[name].type)
             try:
                 self.declare_preamble_constants(translator)
                 translator.snippet = Snippet(self.loop_prep, self.name, "loop_prep")
@@ -173,40 +173,40 @@ class ElementwiseKernel(UserKernel):
                 break
             except NeedsInitialValue as e:
                 preload.add(e.name)
-        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    block = ct.bid(0)"]
+        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    _block = ct.bid(0)"]
         uses_index = not flat or translator.used_specials & {"i", "in_range"} or raws
         if uses_index:
-            lines.append(f"    index = block * TILE + ct.arange(TILE, dtype=ct.{index_type.name})")
+            lines.append(f"    _index = _block * TILE + ct.arange(TILE, dtype=ct.{index_type.name})")
         if "i" in translator.used_specials:
-            lines.append(f"    i = index{'.astype(ct.int64)' if index_type is not int64 else ''}")
+            lines.append(f"    i = _index{'.astype(ct.int64)' if index_type is not int64 else ''}")
         coords = ""
         if not flat:
-            rest = "index"
+            rest = "_index"
             parts = []
             for k in reversed(range(1, ndim)):
-                lines.append(f"    c{k} = {rest} % _d{k}")
-                lines.append(f"    rest{k} = {rest} // _d{k}")
-                parts.insert(0, f"c{k}")
-                rest = f"rest{k}"
+                lines.append(f"    _c{k} = {rest} % _d{k}")
+                lines.append(f"    _rest{k} = {rest} // _d{k}")
+                parts.insert(0, f"_c{k}")
+                rest = f"_rest{k}"
             parts.insert(0, rest)
             coords = f"({', '.join(parts)}{',' * (len(parts) == 1)})"
         for p in array_params:
             if p.name in loaded or p.name in preload:
-                var = f"{p.name}_val"
+                var = f"{p.py}_val"
                 if flat:
-                    lines.append(f"    {var} = ct.load({p.name}, (block,), (TILE,), "
+                    lines.append(f"    {var} = ct.load({p.py}, (_block,), (TILE,), "
                                  f"padding_mode=ct.PaddingMode.ZERO)")
                 else:
-                    lines.append(f"    {var} = ct.gather({p.name}, {coords})")
+                    lines.append(f"    {var} = ct.gather({p.py}, {coords})")
         lines += translator.lines
         for name, out in translator.outputs.items():
             if out.value is None:
                 continue   # never assigned: its memory is left as it was
             code = out.value.code if out.value.varies else f"ct.broadcast_to({out.value.code}, (TILE,))"
             if flat:
-                lines.append(f"    ct.store({name}, (block,), {code})")
+                lines.append(f"    ct.store({self.param(name).py}, (_block,), {code})")
             else:
-                lines.append(f"    ct.scatter({name}, {coords}, {code})")
+                lines.append(f"    ct.scatter({self.param(name).py}, {coords}, {code})")
         return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,7 @@ given in the call first, then from the input arrays (scalars fix nothing), as in
 """
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +24,11 @@ class Param:
     dtype: DType | None       # None: a placeholder
     placeholder: str | None
     raw: bool = False
+
+    @property
+    def py(self) -> str:
+        """The generated kernel's parameter: the C name, unless Python or the kernel's module names need it."""
+        return f"{self.name}_" if keyword.iskeyword(self.name) or self.name in ("ct", "cops") else self.name
 
 
 def parse_params(text: str, what: str) -> tuple[Param, ...]:

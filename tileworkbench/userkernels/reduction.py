@@ -168,22 +168,22 @@ class ReductionKernel(UserKernel):
     # ---- the generated tile kernel ---------------------------------------------------------------
 
     def generate(self, placeholders, types, ranks, reduce_type: DType) -> str:
-        signature = [p.name for p in self.params] + ["TM: ct.Constant[int]", "TK: ct.Constant[int]"]
-        names = {p.name for p in self.params} | {"ct", "cops", "block", "k", "acc", "valid", "TM", "TK"}
-        first = next(p.name for p, r in zip(self.in_params, ranks) if r)
+        signature = [p.py for p in self.params] + ["TM: ct.Constant[int]", "TK: ct.Constant[int]"]
+        names = {p.py for p in self.params} | {"ct", "cops", "_block", "_k", "_acc", "_valid", "_part", "TM", "TK"}
+        first = next(p.py for p, r in zip(self.in_params, ranks) if r)
         inputs = {}
         for p, t, r in zip(self.in_params, types, ranks):
-            inputs[p.name] = CValue(f"{p.name}_val" if r else p.name, t, None, varies=bool(r))
-            names.add(f"{p.name}_val")
+            inputs[p.name] = CValue(f"{p.py}_val" if r else p.py, t, None, varies=bool(r))
+            names.add(f"{p.py}_val")
         scalars = {name: value for name, value in inputs.items() if not value.varies}
         identity = self.constant_identity(placeholders, reduce_type, names)
         tile_fn, combine = _REDUCTIONS[self._reduction]
-        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    block = ct.bid(0)",
-                 f"    acc = ct.full((TM,), {python_literal(identity.const)}, ct.{reduce_type.name})",
-                 f"    for k in range(ct.num_tiles({first}, 1, (TM, TK))):"]
+        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    _block = ct.bid(0)",
+                 f"    _acc = ct.full((TM,), {python_literal(identity.const)}, ct.{reduce_type.name})",
+                 f"    for _k in range(ct.num_tiles({first}, 1, (TM, TK))):"]
         for p, r in zip(self.in_params, ranks):
             if r:
-                lines.append(f"        {p.name}_val = ct.load({p.name}, (block, k), (TM, TK), "
+                lines.append(f"        {p.py}_val = ct.load({p.py}, (_block, _k), (TM, TK), "
                              f"padding_mode=ct.PaddingMode.ZERO)")
         mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names,
                             indent="        ")
@@ -193,11 +193,11 @@ class ReductionKernel(UserKernel):
         if not mapped.varies:
             mapped = CValue(f"ct.broadcast_to({mapped.code}, (TM, TK))", reduce_type)
         lines += mapper.lines
-        lines.append(f"        valid = (k * TK + ct.arange(TK, dtype=ct.int32))[None, :] < {first}.shape[1]")
-        lines.append(f"        part = {tile_fn}(ct.where(valid, {mapped.code}, {identity.code}), axis=1)")
-        lines.append(f"        acc = {combine.format(acc='acc', part='part')}")
+        lines.append(f"        _valid = (_k * TK + ct.arange(TK, dtype=ct.int32))[None, :] < {first}.shape[1]")
+        lines.append(f"        _part = {tile_fn}(ct.where(_valid, {mapped.code}, {identity.code}), axis=1)")
+        lines.append(f"        _acc = {combine.format(acc='_acc', part='_part')}")
         outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
-        poster = Translator(self._snippets["post_map_expr"], placeholders, {**scalars, "a": CValue("acc", reduce_type)},
+        poster = Translator(self._snippets["post_map_expr"], placeholders, {**scalars, "a": CValue("_acc", reduce_type)},
                             outputs, {}, {}, self.functions(), mapper.used_names)
         self.declare_preamble_constants(poster)
         try:
@@ -210,7 +210,7 @@ class ReductionKernel(UserKernel):
         for name, out in poster.outputs.items():
             if out.value is not None:
                 code = out.value.code if out.value.varies else f"ct.broadcast_to({out.value.code}, (TM,))"
-                lines.append(f"    ct.store({name}, (block,), {code})")
+                lines.append(f"    ct.store({self.param(name).py}, (_block,), {code})")
         return "\n".join(lines) + "\n"
 
     def constant_identity(self, placeholders, reduce_type: DType, names) -> CValue:
