@@ -64,3 +64,10 @@ def test_grid_is_refused_and_a_body_error_points_at_the_snippet(xy):
         cell(xy, '--grid "(1,)" --args "x, y"', SQUARED_DIFF)
     with pytest.raises(TileKernelCellError, match="Expected an expression"):
         cell(xy, "", SQUARED_DIFF.replace("(x - y) * (x - y)", "(x - y) ** 2"))
+
+
+def test_bench_without_a_gpu_reports_what_the_compiler_made_of_the_call(xy, monkeypatch):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+    view, _ = cell(xy, '--args "x, y" --bench --arch sm_90', SQUARED_DIFF)
+    assert type(view).__name__ == "LaunchReportView" and not view.data["timed"]
