@@ -5,7 +5,10 @@
 
 Cases: device-to-device copy (the ceiling), vector add f32 2^28, transpose 16384^2 f32 and bf16, row
 gather (an embedding lookup of random rows), row softmax 32768 x {1024, 4096, 16384} f32, layernorm
-forward (bf16 in and out, f32 statistics), matmul bf16 4096^3 and 8192^3 (f32 accumulate); then
+forward (bf16 in and out, f32 statistics), matmul bf16 4096^3 and 8192^3 (f32 accumulate), and two
+of CuPy's user-defined kernels (an ElementwiseKernel squared difference f32 2^28 and a ReductionKernel
+L2 norm of 32768 rows x 4096 f32) run by CuPy and, from the same definitions, by tileworkbench
+(tileworkbench.ElementwiseKernel / ReductionKernel, its tile sizes tried and the fastest kept); then
 compile latency (cold, disk-cache hit in a new process, same-process hit) and the host overhead of
 launching an empty kernel.
 
@@ -302,13 +305,29 @@ def matmul_case(key: str, s: int) -> Case:
                 2 * s ** 3, 1e-2, make, lambda p: p.a.double() @ p.b.double())
 
 
+def cupy_elementwise_case(n: int) -> Case:
+    return Case("cupy_elementwise", f"ElementwiseKernel (x - y)^2 f32 2^{n.bit_length() - 1}", "memory",
+                "cupy_elementwise", {"n": n}, 12 * n, 2 * n, 0,
+                lambda: Problem(a=_randn(n), b=_randn(n), y=_nan(n)), lambda p: (p.a - p.b) * (p.a - p.b))
+
+
+def cupy_reduction_case(rows: int, cols: int) -> Case:
+    def reference(p):
+        import torch
+        return torch.linalg.vector_norm(p.x.double(), dim=1)
+    return Case("cupy_reduction", f"ReductionKernel L2 norm {rows} x {cols} f32", "memory", "cupy_reduction",
+                {"rows": rows, "cols": cols}, rows * cols * 4 + rows * 4, 2 * rows * cols, 1e-5,
+                lambda: Problem(x=_randn(rows, cols), y=_nan(rows)), reference)
+
+
 def all_cases(quick: bool) -> list[Case]:
     """Every case at full size (they fill an H100), or small for a smoke test (the same keys)."""
     n, s, rows = (1 << 22, 2048, 2048) if quick else (1 << 28, 16384, 32768)
     return [copy_case(n), add_case(n), transpose_case(s, "float32"), transpose_case(s, "bfloat16"),
             gather_case(1 << 12, 256, 1 << 14) if quick else gather_case(1 << 18, 256, 1 << 20),
             *(softmax_case(rows, cols) for cols in (1024, 4096, 16384)), layernorm_case(rows, 4096),
-            matmul_case("matmul_4096", 1024 if quick else 4096), matmul_case("matmul_8192", 2048 if quick else 8192)]
+            matmul_case("matmul_4096", 1024 if quick else 4096), matmul_case("matmul_8192", 2048 if quick else 8192),
+            cupy_elementwise_case(n), cupy_reduction_case(rows, 4096)]
 
 
 # ---- measuring: check every configuration, keep the fastest correct one, time round-robin ---------
@@ -1072,6 +1091,45 @@ def cupy_matmul(p):
     return lambda: cupy.matmul(a, b, out=c)
 
 
+# -- CuPy's user-defined kernels: one definition, run by CuPy and by tileworkbench (a few tile sizes,
+#    the fastest kept, as a sweep would choose)
+
+SQUARED_DIFF = ("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff")
+L2NORM = ("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
+
+
+def _tw_user_kernel(kernel, args, configs, **call):
+    launch = kernel.launch_plan(*args, **call)
+    return {",".join(f"{k}={v}" for k, v in c.items()): _tw(launch.kernel, launch.grid_of(c), launch.args_of(c))
+            for c in configs}
+
+
+def tw_cupy_elementwise(p):
+    import tileworkbench
+    args = tuple(_cupy_view(t) for t in (p.a, p.b, p.y))
+    return _tw_user_kernel(tileworkbench.ElementwiseKernel(*SQUARED_DIFF), args,
+                           [{"TILE": t} for t in (1024, 2048, 4096)])
+
+
+def tw_cupy_reduction(p):
+    import tileworkbench
+    args = (_cupy_view(p.x), _cupy_view(p.y))
+    return _tw_user_kernel(tileworkbench.ReductionKernel(*L2NORM), args,
+                           [{"TM": tm, "TK": tk} for tm, tk in ((1, 1024), (2, 1024), (4, 512), (8, 512))], axis=1)
+
+
+def cupy_own_elementwise(p):
+    import cupy
+    kernel, args = cupy.ElementwiseKernel(*SQUARED_DIFF), tuple(_cupy_view(t) for t in (p.a, p.b, p.y))
+    return lambda: kernel(*args)
+
+
+def cupy_own_reduction(p):
+    import cupy
+    kernel, x, y = cupy.ReductionKernel(*L2NORM), _cupy_view(p.x), _cupy_view(p.y)
+    return lambda: kernel(x, y, axis=1)
+
+
 # op -> (implementation, library, function), one row per op: what --impl filters and the cases run
 IMPLEMENTATIONS = {
     "copy": [("CuPy copyto", "CuPy", cupy_copy), ("torch copy_", "torch", torch_copy)],
@@ -1093,6 +1151,10 @@ IMPLEMENTATIONS = {
     "matmul": [("tileworkbench", "tileworkbench", tw_matmul), ("cuTile", "cuTile", cutile_matmul),
                ("Triton (autotuned)", "Triton", triton_matmul),
                ("CuPy matmul (f16: no bf16 in CuPy)", "CuPy", cupy_matmul), (CUBLAS, "torch", torch_matmul)],
+    "cupy_elementwise": [("tileworkbench ElementwiseKernel", "tileworkbench", tw_cupy_elementwise),
+                         ("CuPy ElementwiseKernel", "CuPy", cupy_own_elementwise)],
+    "cupy_reduction": [("tileworkbench ReductionKernel", "tileworkbench", tw_cupy_reduction),
+                       ("CuPy ReductionKernel", "CuPy", cupy_own_reduction)],
 }
 FAMILIES = ("tileworkbench", "cuTile", "Triton", "CuPy", "torch")
 

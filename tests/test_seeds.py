@@ -2,11 +2,13 @@
 
 000 cuTile `gather`, 001 cuTile `load`, 002 the C++ `cuda::tiles` tile operations (spelled the Python way:
 select = where, broadcast = broadcast_to, element_cast = astype, element_bitcast = bitcast, iota = arange),
-003 cuTile `load_advanced_indexing`, 004 CuPy's user-defined kernels written as tile kernels.
+003 cuTile `load_advanced_indexing`, 004 CuPy's user-defined kernels (tileworkbench.ElementwiseKernel and
+ReductionKernel).
 """
 import numpy as np
 import pytest
 
+import tileworkbench
 import tileworkbench.tile as ct
 
 
@@ -319,48 +321,122 @@ def test_003_load_advanced_indexing_example():
     assert y.tolist() == [[2, 3, 4, 5], [10, 11, 12, 13], [18, 19, 20, 21], [26, 27, 28, 29]]
 
 
-# ---- 004: CuPy ElementwiseKernel / ReductionKernel as tile kernels -----------------------------------
+# ---- 004: CuPy's user-defined kernels, defined and called exactly as the document does ------------
 
-@ct.kernel
-def squared_diff(x, y, z):
-    """z = (x - y) * (x - y) on a whole (2, 5) array, with y an array broadcast along rows."""
-    a = ct.load(x, (0, 0), (2, 8))
-    b = ct.load(y, (0,), (8,))
-    ct.store(z, (0, 0), (a - b) * (a - b))
+def f32(rows):
+    return np.array(rows, dtype=np.float32)
 
 
-@ct.kernel
-def squared_diff_scalar(x, y, z):
-    a = ct.load(x, (0, 0), (2, 8))
-    ct.store(z, (0, 0), (a - y) * (a - y))
+def test_004_squared_diff_broadcasts_y_over_the_rows_of_x():
+    squared_diff = tileworkbench.ElementwiseKernel(
+        'float32 x, float32 y',
+        'float32 z',
+        'z = (x - y) * (x - y)',
+        'squared_diff')
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    y = np.arange(5, dtype=np.float32)
+    got = squared_diff(x, y)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, f32([[0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]]))
 
 
-@ct.kernel
-def l2norm(x, y):
-    """Reduce along axis 1: map x * x, reduce a + b from identity 0, post-map y = sqrt(a)."""
-    a = ct.load(x, (0, 0), (2, 8), padding_mode=ct.PaddingMode.ZERO)
-    ct.store(y, (0,), ct.sqrt(ct.sum(a * a, axis=1)))
+def test_004_squared_diff_takes_a_scalar():
+    squared_diff = tileworkbench.ElementwiseKernel('float32 x, float32 y', 'float32 z', 'z = (x - y) * (x - y)',
+                                                   'squared_diff')
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    got = squared_diff(x, 5)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, f32([[25., 16., 9., 4., 1.], [0., 1., 4., 9., 16.]]))
 
 
-def test_004_squared_diff_broadcasts_y():
+def test_004_squared_diff_writes_an_explicit_output_and_returns_it():
+    squared_diff = tileworkbench.ElementwiseKernel('float32 x, float32 y', 'float32 z', 'z = (x - y) * (x - y)',
+                                                   'squared_diff')
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
     y = np.arange(5, dtype=np.float32)
     z = np.empty((2, 5), dtype=np.float32)
-    ct.launch(None, (1,), squared_diff, (x, y, z))
-    assert z.dtype == np.float32
-    assert z.tolist() == [[0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]]
+    got = squared_diff(x, y, z)
+    assert got is z
+    np.testing.assert_array_equal(z, f32([[0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]]))
 
 
-def test_004_squared_diff_with_a_scalar():
+def test_004_type_generic_kernel_takes_its_type_from_the_arguments():
+    squared_diff_generic = tileworkbench.ElementwiseKernel(
+        'T x, T y',
+        'T z',
+        'z = (x - y) * (x - y)',
+        'squared_diff_generic')
     x = np.arange(10, dtype=np.float32).reshape(2, 5)
-    z = np.empty((2, 5), dtype=np.float32)
-    ct.launch(None, (1,), squared_diff_scalar, (x, 5, z))
-    assert z.tolist() == [[25., 16., 9., 4., 1.], [0., 1., 4., 9., 16.]]
+    got = squared_diff_generic(x, np.arange(5, dtype=np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, f32([[0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]]))
+    ints = squared_diff_generic(np.arange(10).reshape(2, 5), np.arange(5))
+    assert ints.dtype == np.int64
+    assert ints.tolist() == [[0] * 5, [25] * 5]
+
+
+def test_004_type_placeholder_declares_a_local_in_the_body():
+    squared_diff_generic = tileworkbench.ElementwiseKernel(
+        'T x, T y',
+        'T z',
+        '''
+            T diff = x - y;
+            z = diff * diff;
+        ''',
+        'squared_diff_generic')
+    x = np.arange(10, dtype=np.float64).reshape(2, 5)
+    got = squared_diff_generic(x, np.arange(5, dtype=np.float64))
+    assert got.dtype == np.float64
+    assert got.tolist() == [[0.] * 5, [25.] * 5]
+
+
+def test_004_super_generic_kernel_needs_its_output_and_uses_its_type():
+    squared_diff_super_generic = tileworkbench.ElementwiseKernel(
+        'X x, Y y',
+        'Z z',
+        'z = (x - y) * (x - y)',
+        'squared_diff_super_generic')
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    y = np.arange(5, dtype=np.int32)
+    with pytest.raises(TypeError, match="type of Z cannot be determined"):
+        squared_diff_super_generic(x, y)
+    z = np.empty((2, 5), dtype=np.float64)
+    assert squared_diff_super_generic(x, y, z) is z
+    assert z.tolist() == [[0.] * 5, [25.] * 5]
+
+
+def test_004_add_reverse_indexes_a_raw_argument_with_i_and_ind_size():
+    add_reverse = tileworkbench.ElementwiseKernel(
+        'T x, raw T y', 'T z',
+        'z = x + y[_ind.size() - i - 1]',
+        'add_reverse')
+    x = np.arange(10, dtype=np.float32)
+    y = np.arange(10, dtype=np.float32) * 100
+    np.testing.assert_array_equal(add_reverse(x, y), x + y[::-1])
+
+
+def test_004_raw_only_kernel_needs_size():
+    add_reverse = tileworkbench.ElementwiseKernel('raw T x, raw T y', 'raw T z', 'z[i] = x[i] + y[_ind.size() - i - 1]',
+                                                  'add_reverse_raw')
+    x = np.arange(6, dtype=np.int32)
+    z = np.zeros(6, np.int32)
+    with pytest.raises(ValueError, match="pass size="):
+        add_reverse(x, x, z)
+    add_reverse(x, x * 10, z, size=6)
+    assert z.tolist() == (x + (x * 10)[::-1]).tolist()
 
 
 def test_004_l2norm_along_axis_1():
+    l2norm_kernel = tileworkbench.ReductionKernel(
+        'T x',  # input params
+        'T y',  # output params
+        'x * x',  # map
+        'a + b',  # reduce
+        'y = sqrt(a)',  # post-reduction map
+        '0',  # identity value
+        'l2norm'  # kernel name
+    )
     x = np.arange(10, dtype='f').reshape(2, 5)
-    y = np.empty(2, dtype=np.float32)
-    ct.launch(None, (1,), l2norm, (x, y))
-    assert y.dtype == np.float32
-    np.testing.assert_array_almost_equal(y, [5.47722578, 15.96871948], decimal=8)
+    got = l2norm_kernel(x, axis=1)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, f32([5.47722578, 15.96871948]))

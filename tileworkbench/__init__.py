@@ -15,3 +15,11 @@ def load_ipython_extension(ipython):
 def _jupyter_labextension_paths():
     """Where the built JupyterLab extension lives (for `jupyter-builder develop --overwrite .`)."""
     return [{"src": "labextension", "dest": "tileworkbench-labextension"}]
+
+
+def __getattr__(name):
+    # CuPy's user-defined kernels, imported on first use: `tileworkbench.ElementwiseKernel(...)`
+    if name in ("ElementwiseKernel", "ReductionKernel"):
+        from . import userkernels
+        return getattr(userkernels, name)
+    raise AttributeError(f"module 'tileworkbench' has no attribute {name!r}")

@@ -16,6 +16,8 @@ def test_cases_have_the_sizes_of_the_issue_and_the_same_keys_when_quick():
                                                                          for n in (1024, 4096, 16384)]
     assert full["matmul_4096"].flops == 2 * 4096 ** 3 and full["matmul_8192"].params == {"s": 8192}
     assert {c.kind for c in full.values()} == {"copy", "memory", "matmul"}
+    assert full["cupy_elementwise"].params == {"n": 1 << 28} and full["cupy_elementwise"].tolerance == 0
+    assert full["cupy_reduction"].params == {"rows": 32768, "cols": 4096}
 
 
 def test_exact_ops_must_be_bit_exact_and_the_others_have_a_tolerance_per_dtype():
@@ -24,10 +26,12 @@ def test_exact_ops_must_be_bit_exact_and_the_others_have_a_tolerance_per_dtype()
     assert tolerance["softmax_4096"] == 1e-5 and tolerance["layernorm"] == tolerance["matmul_4096"] == 1e-2
 
 
-def test_every_library_implements_every_case_but_the_copy():
+def test_every_library_implements_every_case_but_the_copy_and_cupys_own_kernels():
+    only = {"copy": ["CuPy", "torch"], "cupy_elementwise": ["CuPy", "tileworkbench"],
+            "cupy_reduction": ["CuPy", "tileworkbench"]}
     for case in all_cases(quick=False):
         families = [family for _, family, _ in IMPLEMENTATIONS[case.op]]
-        expected = ["CuPy", "torch"] if case.op == "copy" else list(FAMILIES)
+        expected = only.get(case.op, list(FAMILIES))
         assert sorted(families) == sorted(expected), case.op
         assert len({name for name, _, _ in IMPLEMENTATIONS[case.op]}) == len(families)
 

@@ -134,10 +134,18 @@ def test_tile_operations_tutorial_matches_the_specification_examples():
 
 
 @pytest.mark.slow
-def test_cupy_tutorial_tile_kernels_give_cupys_documented_results():
+def test_cupy_tutorial_runs_pasted_definitions_with_cupys_documented_results_views_and_sweeps():
     out = outputs("06_cupy_kernels.ipynb")
-    assert "array([[ 0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]], dtype=float32)" in out
+    assert out.count("array([[ 0., 0., 0., 0., 0.], [25., 25., 25., 25., 25.]], dtype=float32)") == 2
+    assert "array([[25., 16., 9., 4., 1.], [ 0., 1., 4., 9., 16.]], dtype=float32)" in out
     assert "array([ 5.477226 , 15.9687195], dtype=float32)" in out
+    text = " ".join(out)
+    assert "ct.gather(x, (_rest1, _c1))" in text and "ct.load(x, (_block,), (TILE,)" in text
+    assert "(array([ 3, -3, -3, 3], dtype=int32), array([ 1, -1, 1, -1], dtype=int32))" in text
+    assert "Loops are not in the supported C subset" in text and "^^^" in text
+    assert "CoverageView" in text and "TileSpaceView" in text
+    assert "SweepView(squared_diff: 5 of 5 configurations ok" in text
+    assert "best: {'TM':" in text
 
 
 @pytest.mark.slow

@@ -12,6 +12,11 @@ functions it calls; `ct` is the tile language without an import. The kernel land
 notebook's namespace under its name; running the cell again redefines it. Line numbers in errors
 and diagnostics are the cell's own (the %%tilekernel header is line 1).
 
+A cell without a `def` may instead define a CuPy-style kernel, pasted as is: its `cupy.` (or
+`cp.`) `ElementwiseKernel`/`ReductionKernel` are tileworkbench's. `--args` are then the call's
+arguments; `--show`, `--viz`, `--bench` and `--sweep "TILE=256,1024"` (reductions: TM, TK) act on
+the tile kernel the call runs, and without them the cell calls the kernel and shows its result.
+
 `--lang cpp` cells hold CUDA C++ instead: one translation unit with the tile header library
 (`#include <tileworkbench/tile.cuh>`) on the include path, compiled by NVRTC as the cell runs;
 the last `__global__` function (or the named one) becomes a `CppKernel` launched with `--grid`,
@@ -33,6 +38,7 @@ from IPython.display import display
 
 from .. import tile as ct
 from ..errors import TileError, TileSyntaxError
+from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle
 from .inspector import KERNEL_MIME, kernel_bundle
 
@@ -92,6 +98,8 @@ class TileKernelMagics(Magics):
         try:
             if args.lang == "cpp":
                 return self.act_cpp(kernel, args)
+            if isinstance(kernel, UserKernel):
+                return self.act_user(kernel, args)
             if not (args.show or args.grid or args.args or args.viz or args.bench or args.sweep):
                 return None
             return self.act(kernel, args)
@@ -103,6 +111,10 @@ class TileKernelMagics(Magics):
     def publish(self, kernel, arch: str | None):
         """The kernel's record for the kernel inspector, as a display output of this cell."""
         from ..runtime import device
+        if isinstance(kernel, UserKernel):  # what its last call ran, if it ran
+            kernel = kernel.last_tile_kernel
+            if kernel is None:
+                return
         display(kernel_bundle(kernel, device.target_arch(arch)), raw=True)
 
     # ---- defining the kernel -----------------------------------------------------------------------
@@ -117,7 +129,7 @@ class TileKernelMagics(Magics):
             self.report(TileSyntaxError(f"invalid Python: {e.msg}", _syntax_loc(e, source, filename)), name or "kernel")
         functions = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if not functions:
-            raise TileKernelCellError("A %%tilekernel cell must define a function (def name(...): ...)", [])
+            return self.define_user_kernel(tree, filename, name)
         kernel_name = name or functions[-1]
         if kernel_name not in functions:
             raise TileKernelCellError(f"The cell defines no function named {kernel_name!r} (it defines "
@@ -132,6 +144,40 @@ class TileKernelMagics(Magics):
                 self.shell.user_ns[fn_name] = namespace[fn_name]
         self.shell.user_ns[kernel_name] = kernel
         return kernel
+
+    def define_user_kernel(self, tree, filename: str, name: str | None):
+        """A cell that assigns a CuPy-style kernel (`k = cupy.ElementwiseKernel(...)`)."""
+        from .. import userkernels
+        assigned = [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+        namespace = dict(self.shell.user_ns)
+        namespace.update(ct=ct, cupy=userkernels, cp=userkernels)
+        try:
+            exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the cell, as IPython would run it
+        except TileError as error:
+            self.report(error, name or "kernel")
+        kernels = [n for n in assigned if isinstance(namespace.get(n), UserKernel)]
+        if not kernels:
+            raise TileKernelCellError("A %%tilekernel cell must define a function (def name(...): ...) or assign a "
+                                      "CuPy-style kernel (k = cupy.ElementwiseKernel(...))", [])
+        kernel_name = name or kernels[-1]
+        if kernel_name not in kernels:
+            raise TileKernelCellError(f"The cell assigns no kernel named {kernel_name!r} (it assigns "
+                                      f"{', '.join(kernels)})", [])
+        self.shell.user_ns[kernel_name] = namespace[kernel_name]
+        return namespace[kernel_name]
+
+    def act_user(self, kernel, args):
+        from . import actions
+        if args.grid:
+            raise TileKernelCellError("--grid: a CuPy-style kernel's grid follows from its arguments; give --args "
+                                      "only", [])
+        if not args.args:
+            if args.show or args.viz or args.bench or args.sweep or args.cpu:
+                raise TileKernelCellError("This option needs the kernel's call arguments: add --args \"x, y\"", [])
+            return None
+        call_args = self.evaluate(f"({args.args},)", "args")
+        space = _parse_sweep(args.sweep) if args.sweep else None
+        return actions.user_kernel(kernel, call_args, args.show, args.viz, args.bench, space, args.arch)
 
     def define_cpp(self, cell: str, args, line: str):
         from ..runtime.cpp import CppKernel

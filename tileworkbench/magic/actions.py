@@ -157,3 +157,24 @@ def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, ar
         return eval(text, namespace)
     return SweepView.run(kernel, lambda config: evaluate(grid_text, config),
                          lambda config: evaluate(f"({args_text},)", config), space, arch=arch)
+
+
+def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None):
+    """A CuPy-style kernel's cell: act on the tile kernel a call with `call_args` runs, or call it."""
+    if not (show_what or space or viz or bench_):
+        return kernel(*call_args)
+    launch = kernel.launch_plan(*call_args)
+    if launch.kernel is None:
+        raise TileKernelCellError("The call has no elements: there is no kernel to act on", [])
+    for what in show_what:
+        show(launch.kernel, launch.args, what, arch)
+    if space:
+        from ..widgets.sweep import SweepView
+        return SweepView.run(launch.kernel, launch.grid_of, launch.args_of, space, arch=arch)
+    if viz:
+        for view in kernel.views(*call_args):
+            display(view)
+        return None
+    if bench_:
+        return bench(launch.kernel, launch.grid, launch.args, arch)
+    return None

@@ -1,0 +1,59 @@
+"""User-defined kernels on the GPU: the same call with CuPy arrays returns what CuPy's own
+ElementwiseKernel/ReductionKernel returns (bit-exact where the case says so), and what the
+interpreter returns with NumPy arrays."""
+import numpy as np
+import pytest
+
+import tileworkbench
+from tileworkbench.profile.check import tolerance
+
+from .userkernel_cases import CASES
+
+
+def _compare(got, want, exact, what):
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    if exact or want.dtype.kind in "biu":
+        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=what)
+    else:
+        tol = tolerance(want.dtype)
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, err_msg=what)
+
+
+def _outputs(result):
+    return result if isinstance(result, tuple) else (result,)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_user_kernel_matches_cupys_own_kernel(case):
+    cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
+    args = case.args()
+    on_device = tuple(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+    ours = _outputs(case.define(tileworkbench)(*on_device, **case.kwargs))
+    theirs = _outputs(case.define(cp)(*on_device, **case.kwargs))
+    for k, (got, want) in enumerate(zip(ours, theirs)):
+        assert isinstance(got, cp.ndarray)
+        _compare(cp.asnumpy(got), cp.asnumpy(want), case.exact, f"{case.id} output #{k} against CuPy")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_user_kernel_on_the_gpu_matches_the_interpreter(case):
+    cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
+    args = case.args()
+    kernel = case.define(tileworkbench)
+    on_cpu = _outputs(kernel(*args, **case.kwargs))
+    on_gpu = _outputs(kernel(*(cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args), **case.kwargs))
+    for k, (got, want) in enumerate(zip(on_gpu, on_cpu)):
+        _compare(cp.asnumpy(got), want, case.exact, f"{case.id} output #{k} against the interpreter")
+
+
+@pytest.mark.gpu
+def test_a_timed_sweep_makes_its_fastest_tile_the_default():
+    cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
+    add = tileworkbench.ElementwiseKernel("T x, T y", "T z", "z = x + y", "vector_add")
+    x = cp.arange(1 << 20, dtype=cp.float32)
+    result = add.sweep(x, x, space={"TILE": [256, 2048]})
+    assert result.timed and all(r.ok for r in result.rows), [r.reason for r in result.rows]
+    assert add.launch_plan(x, x).config == result.best().config
+    cp.testing.assert_array_equal(add(x, x), x + x)

@@ -1,0 +1,119 @@
+"""Calls: broadcasting, scalars, outputs, reductions over axes, views and sweeps of the generated kernels."""
+import numpy as np
+import pytest
+
+from tileworkbench import ElementwiseKernel, ReductionKernel
+
+ADD = ElementwiseKernel("T x, T y", "T z", "z = x + y", "add")
+
+
+def test_broadcasting_over_strided_inputs_and_outputs():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2]          # non-contiguous
+    y = np.arange(4, dtype=np.float32).reshape(4, 1)
+    got = ADD(x, y)
+    np.testing.assert_array_equal(got, x + y)
+    out = np.zeros((3, 4), np.float32).T                               # a strided output
+    ADD(x, y, out)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_a_mismatched_array_type_is_refused():
+    with pytest.raises(TypeError, match="'y' is a float64 array, but T = float32"):
+        ADD(np.ones(3, np.float32), np.ones(3, np.float64))
+
+
+def test_shapes_that_do_not_broadcast_are_refused():
+    with pytest.raises(ValueError, match="do not broadcast"):
+        ADD(np.ones(3, np.float32), np.ones(4, np.float32))
+
+
+def test_an_empty_loop_returns_empty_outputs():
+    assert ADD(np.ones((0, 3), np.float32), np.ones(3, np.float32)).shape == (0, 3)
+
+
+def test_zero_dimensional_arrays_and_large_tiles():
+    got = ADD(np.array(2.0, np.float32), np.array(3.0, np.float32))
+    assert got.shape == () and got == 5.0
+    x = np.arange(5000, dtype=np.int32)
+    np.testing.assert_array_equal(ElementwiseKernel("T x", "T z", "z = x * 3", "triple", tile=4096)(x), x * 3)
+
+
+SUM = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "sum_kernel")
+MAX = ReductionKernel("T x", "T y", "x", "max(a, b)", "y = a", "-CUDART_INF_F", "max_kernel")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, (0, 2), (-1, 0)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_reduction_over_axes_matches_numpy(axis, keepdims):
+    x = np.arange(3 * 5 * 70, dtype=np.int64).reshape(3, 5, 70) % 11
+    got = SUM(x, axis=axis, keepdims=keepdims)
+    want = x.sum(axis=axis, keepdims=keepdims)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_max_reduction_of_a_transposed_input_with_an_identity():
+    x = np.random.default_rng(1).standard_normal((40, 300)).astype(np.float32).T
+    np.testing.assert_array_equal(MAX(x, axis=0), x.max(axis=0))
+
+
+def test_empty_reduction_gives_the_identity():
+    assert SUM(np.zeros((3, 0), np.float32), axis=1).tolist() == [0, 0, 0]
+    no_identity = ReductionKernel("T x", "T y", "x", "a + b", "y = a", None, "sum_no_identity")
+    with pytest.raises(ValueError, match="no identity"):
+        no_identity(np.zeros((3, 0), np.float32), axis=1)
+
+
+def test_reduce_type_and_a_scalar_in_the_map_and_post_map():
+    mean_sq = ReductionKernel("T x, float64 scale", "float32 y", "x * x", "a + b", "y = a * scale", "0", "mean_sq",
+                              reduce_type="double")
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = mean_sq(x, 0.25, axis=1)
+    np.testing.assert_array_equal(got, ((x.astype(np.float64) ** 2).sum(axis=1) * 0.25).astype(np.float32))
+
+
+def test_integer_sum_wraps_in_the_reduce_type():
+    x = np.full(300, 100, np.int8)
+    assert SUM(x) == x.sum(dtype=np.int8)
+
+
+def test_explicit_output_keyword_and_strided_output():
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    out = np.zeros((2, 4), np.float32)[0]
+    assert SUM(x, axis=1, out=out) is out
+    np.testing.assert_array_equal(out, x.sum(axis=1))
+    strided = np.zeros(8, np.float32)[::2]
+    SUM(x, strided, axis=1)
+    np.testing.assert_array_equal(strided, x.sum(axis=1))
+
+
+def test_views_of_an_elementwise_call_show_its_coverage():
+    x = np.arange(3000, dtype=np.float32)
+    outputs, trace, _ = ADD.trace(x, x)
+    np.testing.assert_array_equal(outputs[0], x + x)
+    stores = trace.by_array("z")
+    assert sum(e.counts().get("STORED", 0) for e in stores) == 3000
+    assert ADD.views(x, x)
+
+
+def test_sweep_compiles_every_tile_size_without_a_gpu():
+    pytest.importorskip("cuda.bindings")
+    x = np.arange(5000, dtype=np.float32)
+    result = ADD.sweep(x, x, space={"TILE": [256, 1024]}, arch="sm_90")
+    assert [r.config["TILE"] for r in result.rows] == [256, 1024]
+    assert all(r.ok and r.registers for r in result.rows), [r.reason for r in result.rows]
+
+
+def test_the_generated_source_and_ir_are_readable():
+    x = np.arange(8, dtype=np.float32)
+    source = ADD.source(x, x)
+    assert "# z = x + y" in source and "ct.load(x, (_block,), (TILE,)" in source
+    assert "add %x_val, %y_val" in ADD.ir(x, x)
+
+
+def test_parameters_named_like_python_keywords_or_the_kernels_own_names():
+    k = ElementwiseKernel("T in, T block, T ct", "T index", "index = in * block + ct", "names")
+    x = np.arange(4, dtype=np.int32)
+    np.testing.assert_array_equal(k(x, x, x), x * x + x)
+    r = ReductionKernel("T lambda", "T acc", "lambda", "a + b", "acc = a", "0", "names")
+    assert r(np.arange(5, dtype=np.int32)) == 10

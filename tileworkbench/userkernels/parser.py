@@ -1,0 +1,367 @@
+"""Recursive-descent parser for the C subset (docs/cupy_kernels.md lists what it accepts).
+
+One function per precedence level, from the conditional operator down to primaries:
+
+    conditional  := or ('?' conditional ':' conditional)?
+    or .. mul    := left-associative binary levels, C's precedence
+    unary        := ('-' | '+' | '!' | '~') unary | '(' type ')' unary | postfix
+    postfix      := primary ('(' args ')' | '[' conditional ']' | '.size' '(' ')')*
+
+Statements: declarations (`T d = x - y, e;`), assignments (`=`, `op=`, `++`, `--`, to a variable
+or a raw array element), `if`/`else`, blocks, and `return` in preamble functions. Type
+placeholders (`T`) are type names only where the kernel's parameter lists declare them.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import TileSyntaxError, TileUnsupportedFeatureError
+from . import syntax as s
+from .cdtypes import TYPE_WORDS
+from .lexer import Snippet, Token, tokenize
+
+_BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"),
+                  ("+", "-"), ("*", "/", "%"))
+_ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
+_QUALIFIERS = ("const", "__device__", "__host__", "static", "inline", "__inline__", "__forceinline__")
+_UNSUPPORTED_STATEMENTS = {"for": "loops", "while": "loops", "do": "loops", "switch": "switch statements",
+                           "goto": "goto", "break": "break", "continue": "continue", "template": "templates",
+                           "struct": "structs", "class": "classes", "typedef": "typedefs", "using": "using",
+                           "__syncthreads": "thread synchronization", "atomicAdd": "atomics"}
+
+
+class Parser:
+    def __init__(self, snippet: Snippet, type_names=frozenset()):
+        self.snippet = snippet
+        self.tokens = tokenize(snippet)
+        self.pos = 0
+        self.type_names = frozenset(type_names) | TYPE_WORDS | {"auto"}
+
+    # ---- token helpers -------------------------------------------------------------------------
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.pos]
+
+    def peek(self, ahead: int = 1) -> Token:
+        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
+
+    def at(self, *texts: str) -> bool:
+        return self.tok.kind in ("op", "name") and self.tok.text in texts
+
+    def advance(self) -> Token:
+        tok = self.tok
+        self.pos += 1
+        return tok
+
+    def expect(self, text: str, what: str = "") -> Token:
+        if not self.at(text):
+            self.fail(f"Expected '{text}'{what}, found {self.describe(self.tok)}")
+        return self.advance()
+
+    def fail(self, message: str, tok: Token | None = None, cls=TileSyntaxError):
+        tok = tok or self.tok
+        raise self.snippet.error(cls, message, tok.start, max(tok.end, tok.start + 1))
+
+    @staticmethod
+    def describe(tok: Token) -> str:
+        return "the end of the snippet" if tok.kind == "end" else f"'{tok.text}'"
+
+    def at_type(self) -> bool:
+        return self.tok.kind == "name" and (self.tok.text in self.type_names or self.tok.text == "const")
+
+    # ---- types ---------------------------------------------------------------------------------
+
+    def type_name(self) -> s.TypeName:
+        start = self.tok.start
+        words, end = [], start
+        while self.tok.kind == "name" and (self.tok.text in self.type_names or self.tok.text in _QUALIFIERS):
+            tok = self.advance()
+            end = tok.end
+            if tok.text not in _QUALIFIERS:
+                words.append(tok.text)
+            if words and words[-1] not in TYPE_WORDS:  # a placeholder or `auto` is a whole type name
+                break
+        if not words:
+            self.fail(f"Expected a type name, found {self.describe(self.tok)}")
+        return s.TypeName(start, end, tuple(words))
+
+    # ---- expressions ---------------------------------------------------------------------------
+
+    def expression(self) -> s.Node:
+        return self.conditional()
+
+    def conditional(self) -> s.Node:
+        cond = self.binary(0)
+        if not self.at("?"):
+            return cond
+        self.advance()
+        then = self.conditional()
+        self.expect(":", " in a conditional expression")
+        orelse = self.conditional()
+        return s.Conditional(cond.start, orelse.end, cond, then, orelse)
+
+    def binary(self, level: int) -> s.Node:
+        if level == len(_BINARY_LEVELS):
+            return self.unary()
+        left = self.binary(level + 1)
+        while self.tok.kind == "op" and self.tok.text in _BINARY_LEVELS[level]:
+            op = self.advance().text
+            right = self.binary(level + 1)
+            left = s.Binary(left.start, right.end, op, left, right)
+        return left
+
+    def unary(self) -> s.Node:
+        tok = self.tok
+        if self.at("-", "+", "!", "~"):
+            self.advance()
+            operand = self.unary()
+            return s.Unary(tok.start, operand.end, tok.text, operand)
+        if self.at("++", "--"):
+            self.fail(f"'{tok.text}' inside an expression is not supported: write it as its own statement",
+                      cls=TileUnsupportedFeatureError)
+        if self.at("(") and self.peek().kind == "name" and self.peek().text in self.type_names | {"const"}:
+            self.advance()
+            type_ = self.type_name()
+            self.expect(")", " after the type of a cast")
+            operand = self.unary()
+            return s.Cast(tok.start, operand.end, type_, operand)
+        return self.postfix()
+
+    def postfix(self) -> s.Node:
+        node = self.primary()
+        while True:
+            if self.at("("):
+                if not isinstance(node, s.Name):
+                    self.fail("Only named functions can be called")
+                args = self.arguments()
+                node = s.Call(node.start, self.tokens[self.pos - 1].end, node.id, node.end, args)
+            elif self.at("["):
+                if not isinstance(node, s.Name):
+                    self.fail("Only a raw array parameter can be indexed")
+                self.advance()
+                index = self.expression()
+                end = self.expect("]").end
+                node = s.Subscript(node.start, end, node, index)
+            elif self.at("."):
+                if not (isinstance(node, s.Name) and node.id == "_ind" and self.peek().text == "size"):
+                    self.fail("Member access is not supported (only _ind.size())", cls=TileUnsupportedFeatureError)
+                self.advance()
+                self.advance()
+                self.expect("(")
+                end = self.expect(")", " in _ind.size()").end
+                node = s.IndexSize(node.start, end)
+            else:
+                return node
+
+    def arguments(self) -> tuple[s.Node, ...]:
+        self.expect("(")
+        args = []
+        if not self.at(")"):
+            args.append(self.expression())
+            while self.at(","):
+                self.advance()
+                args.append(self.expression())
+        self.expect(")", " after the arguments")
+        return tuple(args)
+
+    def primary(self) -> s.Node:
+        tok = self.tok
+        if tok.kind in ("int", "float"):
+            self.advance()
+            return s.Number(tok.start, tok.end, tok.text)
+        if self.at("("):
+            self.advance()
+            inner = self.expression()
+            end = self.expect(")").end
+            return dataclasses.replace(inner, start=tok.start, end=end)
+        if tok.kind == "name" and tok.text in ("static_cast", "reinterpret_cast", "const_cast"):
+            if tok.text != "static_cast":
+                self.fail(f"{tok.text} is not supported (only static_cast)", cls=TileUnsupportedFeatureError)
+            self.advance()
+            self.expect("<")
+            type_ = self.type_name()
+            self.expect(">")
+            self.expect("(")
+            operand = self.expression()
+            end = self.expect(")").end
+            return s.Cast(tok.start, end, type_, operand)
+        if tok.kind == "name" and tok.text in self.type_names and self.peek().text == "(":
+            type_ = self.type_name()  # a functional cast: float(x)
+            self.expect("(")
+            operand = self.expression()
+            end = self.expect(")").end
+            return s.Cast(tok.start, end, type_, operand)
+        if tok.kind == "name":
+            if tok.text in _UNSUPPORTED_STATEMENTS:
+                self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",
+                          cls=TileUnsupportedFeatureError)
+            self.advance()
+            return s.Name(tok.start, tok.end, tok.text)
+        self.fail(f"Expected an expression, found {self.describe(tok)}")
+
+    # ---- statements ----------------------------------------------------------------------------
+
+    def statements(self, until: str = "") -> tuple[s.Node, ...]:
+        """Statements up to `until` (or the end); the last simple statement may omit its ';'."""
+        body = []
+        while not (self.at(until) if until else self.tok.kind == "end"):
+            if self.tok.kind == "end":
+                self.expect(until)
+            body.append(self.statement())
+        return tuple(body)
+
+    def end_of_statement(self):
+        if self.at(";"):
+            self.advance()
+        elif self.tok.kind != "end":
+            self.fail(f"Expected ';', found {self.describe(self.tok)}")
+
+    def statement(self) -> s.Node:
+        tok = self.tok
+        if self.at(";"):
+            self.advance()
+            return s.Block(tok.start, tok.end, ())
+        if self.at("{"):
+            self.advance()
+            body = self.statements("}")
+            end = self.advance().end
+            return s.Block(tok.start, end, body)
+        if self.at("if"):
+            return self.if_statement()
+        if self.at("return"):
+            self.advance()
+            value = self.expression()
+            self.end_of_statement()
+            return s.Return(tok.start, value.end, value)
+        if tok.kind == "name" and tok.text in _UNSUPPORTED_STATEMENTS:
+            self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",
+                      cls=TileUnsupportedFeatureError)
+        if self.at_type() and not (self.peek().text == "(" and self.tok.text in self.type_names):
+            node = self.declaration()
+        else:
+            node = self.assignment()
+        self.end_of_statement()
+        return node
+
+    def if_statement(self) -> s.If:
+        start = self.advance().start
+        self.expect("(", " after 'if'")
+        cond = self.expression()
+        self.expect(")", " after the condition")
+        then = self.branch()
+        orelse = ()
+        if self.at("else"):
+            self.advance()
+            orelse = self.branch()
+        end = self.tokens[self.pos - 1].end
+        return s.If(start, end, cond, then, orelse)
+
+    def branch(self) -> tuple[s.Node, ...]:
+        node = self.statement()
+        return node.body if isinstance(node, s.Block) else (node,)
+
+    def declaration(self, type_: s.TypeName | None = None) -> s.Declaration:
+        type_ = type_ or self.type_name()
+        names = []
+        while True:
+            if self.tok.kind != "name":
+                self.fail(f"Expected a variable name, found {self.describe(self.tok)}")
+            name_tok = self.advance()
+            name = s.Name(name_tok.start, name_tok.end, name_tok.text)
+            if self.at("["):
+                self.fail("Local arrays are not supported", cls=TileUnsupportedFeatureError)
+            init = None
+            if self.at("="):
+                self.advance()
+                init = self.expression()
+            names.append((name, init))
+            if not self.at(","):
+                break
+            self.advance()
+        end = self.tokens[self.pos - 1].end
+        return s.Declaration(type_.start, end, type_, tuple(names))
+
+    def assignment(self) -> s.Assign:
+        start_tok = self.tok
+        if self.at("++", "--"):
+            op = self.advance().text
+            target = self.postfix()
+            self.check_target(target, start_tok)
+            return s.Assign(start_tok.start, target.end, target, op, None)
+        target = self.expression()
+        if self.at("++", "--"):
+            end = self.advance()
+            self.check_target(target, start_tok)
+            return s.Assign(target.start, end.end, target, end.text, None)
+        if not (self.tok.kind == "op" and self.tok.text in _ASSIGN_OPS):
+            if isinstance(target, s.Name) and self.tok.kind == "name":
+                raise self.snippet.error(TileSyntaxError, f"Unknown type '{target.id}' (a placeholder must appear "
+                                         f"in the parameter lists)", target.start, target.end)
+            if self.tok.kind == "end" or self.at(";"):
+                raise self.snippet.error(TileSyntaxError, "This statement has no effect: a statement assigns a "
+                                         "variable or an output", target.start, target.end)
+            self.fail(f"Expected an assignment, found {self.describe(self.tok)}")
+        op = self.advance().text
+        self.check_target(target, start_tok)
+        value = self.expression()
+        return s.Assign(target.start, value.end, target, op, value)
+
+    def check_target(self, target: s.Node, tok: Token):
+        if not isinstance(target, (s.Name, s.Subscript)):
+            raise self.snippet.error(TileSyntaxError, "Only a variable, an output or a raw array element can be "
+                                     "assigned", target.start, target.end)
+
+    # ---- the preamble --------------------------------------------------------------------------
+
+    def preamble(self) -> tuple[s.Node, ...]:
+        """`__device__` functions and `const` variables."""
+        items = []
+        while self.tok.kind != "end":
+            if self.at("template"):
+                self.fail("Templates are not in the supported C subset", cls=TileUnsupportedFeatureError)
+            type_ = self.type_name()
+            if self.tok.kind == "name" and self.peek().text == "(":
+                items.append(self.function(type_))
+            else:
+                items.append(self.declaration(type_))
+                self.expect(";")
+        return tuple(items)
+
+    def function(self, return_type: s.TypeName) -> s.Function:
+        name_tok = self.advance()
+        self.expect("(")
+        params = []
+        while not self.at(")"):
+            type_ = self.type_name()
+            if self.at("&", "*"):
+                self.fail("Reference and pointer parameters are not supported: pass values",
+                          cls=TileUnsupportedFeatureError)
+            if self.tok.kind != "name":
+                self.fail(f"Expected a parameter name, found {self.describe(self.tok)}")
+            tok = self.advance()
+            params.append((type_, s.Name(tok.start, tok.end, tok.text)))
+            if not self.at(")"):
+                self.expect(",")
+        self.advance()
+        self.expect("{", " to open the function body")
+        body = self.statements("}")
+        end = self.advance().end
+        return s.Function(return_type.start, end, return_type, s.Name(name_tok.start, name_tok.end, name_tok.text),
+                          tuple(params), body)
+
+
+def parse_statements(snippet: Snippet, type_names=frozenset()) -> tuple[s.Node, ...]:
+    return Parser(snippet, type_names).statements()
+
+
+def parse_expression(snippet: Snippet, type_names=frozenset()) -> s.Node:
+    parser = Parser(snippet, type_names)
+    node = parser.expression()
+    if parser.tok.kind != "end":
+        parser.fail(f"Unexpected {parser.describe(parser.tok)} after the expression")
+    return node
+
+
+def parse_preamble(snippet: Snippet, type_names=frozenset()) -> tuple[s.Node, ...]:
+    return Parser(snippet, type_names).preamble()

@@ -1,0 +1,246 @@
+"""`ReductionKernel`: CuPy's user-defined reduction kernel as a tile kernel.
+
+    l2norm = ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = sqrt(a)', '0', 'l2norm')
+    l2norm(x, axis=1)
+
+A call broadcasts the input arrays, moves the reduced axes last and views the inputs as
+(M, K): M outputs, each reducing K mapped values. Each block of the generated tile kernel owns
+TM outputs and walks K in (TM, TK) tiles: map, replace the padding lanes by the identity,
+reduce the tile's rows, combine with the running value; then the post-map expression writes
+the outputs. `a` and `b` are of `reduce_type` (default: the first output's type).
+
+The reduce expression must be one the tile language reduces (`a + b`, `a * b`, `max(a, b)`,
+`min(a, b)` and their f-variants); the combination order differs from CuPy's, so float sums
+may differ in the last bits.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TileTypeError, TileUnsupportedFeatureError
+from ..ir.types import DType
+from . import syntax as s
+from .base import Launch, UserKernel, pow2_at_least, python_name
+from .cdtypes import C_SPELLING, C_TYPES
+from .lexer import Snippet
+from .params import is_array, parse_params, resolve_types, scalar_value
+from .parser import parse_expression, parse_statements
+from .translate import CValue, NeedsInitialValue, Output, Translator, literal, python_literal
+
+TMS = [1, 2, 4, 8, 16, 32]
+TKS = [32, 64, 128, 256, 512, 1024]
+
+# reduce expression -> (tile reduction, how two partial results combine)
+_REDUCTIONS = {"+": ("ct.sum", "({acc} + {part})"), "*": ("ct.prod", "({acc} * {part})"),
+               "max": ("ct.max", "ct.maximum({acc}, {part})"), "min": ("ct.min", "ct.minimum({acc}, {part})")}
+_CALLS = {"max": "max", "fmax": "max", "fmaxf": "max", "min": "min", "fmin": "min", "fminf": "min"}
+
+
+def _reduction_of(node: s.Node, snippet: Snippet) -> str:
+    """Which of _REDUCTIONS the reduce expression is."""
+    def operands(*nodes):
+        return sorted(n.id for n in nodes if isinstance(n, s.Name)) == ["a", "b"]
+    if isinstance(node, s.Binary) and node.op in ("+", "*") and operands(node.left, node.right):
+        return node.op
+    if isinstance(node, s.Call) and node.func in _CALLS and len(node.args) == 2 and operands(*node.args):
+        return _CALLS[node.func]
+    raise snippet.error(TileUnsupportedFeatureError, "The reduce expression must be a + b, a * b, max(a, b) or "
+                        "min(a, b) (or fmax/fmin): those are the reductions tile kernels have", node.start, node.end)
+
+
+class ReductionKernel(UserKernel):
+    """User-defined reduction kernel, with CuPy's constructor and call (`axis`, `keepdims`, `out`)."""
+
+    call_keywords = ("axis", "keepdims", "out")
+
+    def __init__(self, in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name="reduce_kernel",
+                 reduce_type=None, reduce_dims=True, preamble="", options=(), tiles=None):
+        self.in_params = parse_params(in_params, "in_params")
+        self.out_params = parse_params(out_params, "out_params")
+        if not self.out_params:
+            raise ValueError("out_params: a reduction needs an output")
+        if any(p.raw for p in self.in_params + self.out_params):
+            raise ValueError("raw arguments are not supported in reduction kernels")
+        self.params = self.in_params + self.out_params
+        if {"TM", "TK"} & {p.name for p in self.params}:
+            raise ValueError("'TM' and 'TK' name the tile shape of the generated kernel: rename those parameters")
+        placeholders = {p.placeholder for p in self.params if p.placeholder}
+        super().__init__(name, preamble, placeholders)
+        self.map_expr, self.reduce_expr, self.post_map_expr = map_expr, reduce_expr, post_map_expr
+        self.identity = None if identity is None else str(identity)
+        first_out = self.out_params[0]
+        self.reduce_type = reduce_type or first_out.placeholder or C_SPELLING[first_out.dtype]
+        self.reduce_dims, self.options, self.tiles = reduce_dims, options, tiles
+        self.nin, self.nout = len(self.in_params), len(self.out_params)
+        self.nargs = self.nin + self.nout
+        self._snippets = {part: Snippet(text, name, part) for part, text in
+                          (("map_expr", map_expr), ("reduce_expr", reduce_expr), ("post_map_expr", post_map_expr),
+                           ("identity", self.identity or ""))}
+        self._map = parse_expression(self._snippets["map_expr"], placeholders)
+        self._reduction = _reduction_of(parse_expression(self._snippets["reduce_expr"], placeholders),
+                                        self._snippets["reduce_expr"])
+        self._post = parse_statements(self._snippets["post_map_expr"], placeholders)
+        self._identity = parse_expression(self._snippets["identity"], placeholders) if self.identity else None
+        if not placeholders:  # every type is known: expressions that cannot be typed are refused now
+            self.generate({}, [p.dtype for p in self.params], (True,) * len(self.params), self._reduce_type({}))
+
+    def __repr__(self) -> str:
+        return f"<ReductionKernel {self.name}>"
+
+    def __call__(self, *args, axis=None, keepdims=False, out=None, stream=None):
+        return super().__call__(*args, axis=axis, keepdims=keepdims, out=out, stream=stream)
+
+    def _reduce_type(self, placeholders: dict) -> DType:
+        """`reduce_type` is C: a placeholder or a C type name (default: the first output's type)."""
+        if self.reduce_type in placeholders:
+            return placeholders[self.reduce_type]
+        dtype = C_TYPES.get(tuple(self.reduce_type.split()))
+        if dtype is None:
+            raise TypeError(f"{self.name}: reduce_type {self.reduce_type!r} is neither a C type nor a placeholder "
+                            f"of the parameters")
+        return dtype
+
+    # ---- planning a call -------------------------------------------------------------------------
+
+    def launch_plan(self, *args, axis=None, keepdims=False, out=None) -> Launch:
+        if len(args) not in (self.nin, self.nargs):
+            raise TypeError(f"Wrong number of arguments for {self.name}: {len(args)} given, {self.nin} inputs and "
+                            f"{self.nout} outputs")
+        in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
+        if out is not None:
+            if out_args:
+                raise ValueError("cannot specify 'out' as both a positional and keyword argument")
+            if self.nout != 1:
+                raise NotImplementedError("out= is for kernels with one output; pass the outputs positionally")
+            out_args = [out]
+        from .elementwise import _array_module
+        xp = _array_module(args + ((out,) if out is not None else ()), self.name)
+        in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
+                                                          self.name)
+        reduce_type = self._reduce_type(placeholders)
+        arrays = [a for a in in_args if is_array(a)]
+        if not arrays:
+            raise ValueError(f"{self.name}: a reduction needs at least one input array")
+        try:
+            shape = tuple(np.broadcast_shapes(*(tuple(a.shape) for a in arrays)))
+        except ValueError:
+            raise ValueError(f"{self.name}: the input shapes do not broadcast") from None
+        reduce_axes = _normalize_axis(axis, len(shape))
+        kept = [d for d in range(len(shape)) if d not in reduce_axes]
+        out_shape = tuple(1 if d in reduce_axes else shape[d] for d in range(len(shape))) if keepdims else \
+            tuple(shape[d] for d in kept)
+        m = int(np.prod([shape[d] for d in kept], dtype=np.int64))
+        k = int(np.prod([shape[d] for d in reduce_axes], dtype=np.int64))
+        if out_args:
+            for p, a in zip(self.out_params, out_args):
+                if not is_array(a) or tuple(a.shape) != out_shape:
+                    raise ValueError(f"{self.name}: output {p.name!r} must be an array of shape {out_shape}")
+        else:
+            out_args = [xp.empty(out_shape, t.numpy) for t in out_types]
+        if k == 0 and self.identity is None and m > 0:
+            raise ValueError(f"zero-size array to reduction operation {self.name} which has no identity")
+        values, finishers = [], []
+        for p, a, t in zip(self.in_params, in_args, in_types):
+            if is_array(a):
+                moved = xp.broadcast_to(a, shape).transpose(kept + list(reduce_axes))
+                values.append(moved.reshape(m, k))
+            else:
+                values.append(scalar_value(a, t, p, self.name))
+        for a in out_args:
+            if a.flags.c_contiguous:
+                values.append(a.reshape(m))
+            else:   # written to a contiguous buffer, then copied into the strided output
+                buffer = xp.empty(m, a.dtype)
+                values.append(buffer)
+                finishers.append(lambda a=a, buffer=buffer: a.__setitem__(Ellipsis, buffer.reshape(a.shape)))
+        types = in_types + out_types
+        ranks = tuple(is_array(a) for a in in_args) + (True,) * self.nout
+        key = (tuple(t.name for t in types), ranks, reduce_type.name)
+        kernel = None
+        if m > 0:
+            kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, reduce_type))
+        tk = self.tiles[1] if self.tiles else min(1024, max(32, pow2_at_least(k)))
+        tm = self.tiles[0] if self.tiles else max(1, min(pow2_at_least(m), 4096 // tk))
+        return Launch(kernel, tuple(values), self.tuned_config(key, {"TM": tm, "TK": tk}),
+                      lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, out_args, key,
+                      lambda: [f() for f in finishers])
+
+    # ---- the generated tile kernel ---------------------------------------------------------------
+
+    def generate(self, placeholders, types, ranks, reduce_type: DType) -> str:
+        signature = [p.py for p in self.params] + ["TM: ct.Constant[int]", "TK: ct.Constant[int]"]
+        names = {p.py for p in self.params} | {"ct", "cops", "_block", "_k", "_acc", "_valid", "_part", "TM", "TK"}
+        first = next(p.py for p, r in zip(self.in_params, ranks) if r)
+        inputs = {}
+        for p, t, r in zip(self.in_params, types, ranks):
+            inputs[p.name] = CValue(f"{p.py}_val" if r else p.py, t, None, varies=bool(r))
+            names.add(f"{p.py}_val")
+        scalars = {name: value for name, value in inputs.items() if not value.varies}
+        identity = self.constant_identity(placeholders, reduce_type, names)
+        tile_fn, combine = _REDUCTIONS[self._reduction]
+        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    _block = ct.bid(0)",
+                 f"    _acc = ct.full((TM,), {python_literal(identity.const)}, ct.{reduce_type.name})",
+                 f"    for _k in range(ct.num_tiles({first}, 1, (TM, TK))):"]
+        for p, r in zip(self.in_params, ranks):
+            if r:
+                lines.append(f"        {p.py}_val = ct.load({p.py}, (_block, _k), (TM, TK), "
+                             f"padding_mode=ct.PaddingMode.ZERO)")
+        mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names,
+                            indent="        ")
+        self.declare_preamble_constants(mapper)
+        mapper.emit(f"# {self.map_expr.strip()}")
+        mapped = mapper.convert(mapper.expr(self._map), reduce_type)
+        if not mapped.varies:
+            mapped = CValue(f"ct.broadcast_to({mapped.code}, (TM, TK))", reduce_type)
+        lines += mapper.lines
+        lines.append(f"        _valid = (_k * TK + ct.arange(TK, dtype=ct.int32))[None, :] < {first}.shape[1]")
+        lines.append(f"        _part = {tile_fn}(ct.where(_valid, {mapped.code}, {identity.code}), axis=1)")
+        lines.append(f"        _acc = {combine.format(acc='_acc', part='_part')}")
+        outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
+        poster = Translator(self._snippets["post_map_expr"], placeholders, {**scalars, "a": CValue("_acc", reduce_type)},
+                            outputs, {}, {}, self.functions(), mapper.used_names)
+        self.declare_preamble_constants(poster)
+        try:
+            poster.statements(self._post)
+        except NeedsInitialValue as e:
+            raise self._snippets["post_map_expr"].error(
+                TileTypeError, f"The post-map expression reads the output '{e.name}' before assigning it (or "
+                               f"assigns it on some paths only)", 0, len(self.post_map_expr)) from None
+        lines += poster.lines
+        for name, out in poster.outputs.items():
+            if out.value is not None:
+                code = out.value.code if out.value.varies else f"ct.broadcast_to({out.value.code}, (TM,))"
+                lines.append(f"    ct.store({self.param(name).py}, (_block,), {code})")
+        return "\n".join(lines) + "\n"
+
+    def constant_identity(self, placeholders, reduce_type: DType, names) -> CValue:
+        """The identity as a constant of the reduce type; without one, the reduction's own neutral
+        element fills the padding lanes (an empty reduction without identity is an error)."""
+        if self._identity is None:
+            neutral = {"+": 0, "*": 1}.get(self._reduction)
+            if neutral is None:
+                info = np.finfo if reduce_type.is_float else np.iinfo
+                extreme = info(reduce_type.numpy)
+                neutral = (-np.inf if self._reduction == "max" else np.inf) if reduce_type.is_float else \
+                    (int(extreme.min) if self._reduction == "max" else int(extreme.max))
+            return literal(neutral, reduce_type)
+        translator = Translator(self._snippets["identity"], placeholders, {}, {}, {}, {}, {}, set(names))
+        value = translator.convert(translator.expr(self._identity), reduce_type)
+        if value.const is None:
+            raise self._snippets["identity"].error(TileTypeError, "The identity must be a constant",
+                                                   self._identity.start, self._identity.end)
+        return value
+
+
+def _normalize_axis(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    normalized = []
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        normalized.append(a % ndim)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(normalized))
