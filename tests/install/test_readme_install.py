@@ -22,6 +22,12 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "tileworkbench-fresh-install"
+# What the README says of the product: Notebook 7 beside JupyterLab, and NVRTC compiling without a GPU
+PRODUCT_PROMISES = """
+import jupyterlab, notebook
+from tileworkbench.runtime.nvrtc import unavailable_reason
+print(unavailable_reason())
+"""
 
 
 def setup_commands() -> list[str]:
@@ -49,14 +55,20 @@ def fresh_install(env_dir: Path) -> Path:
     """A new virtual environment with the README's product install in it; its python."""
     subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=120)
     python = env_dir / "bin" / "python"
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
+    env = outside_this_environment()
     if (ROOT / "tileworkbench" / "labextension" / "package.json").is_file():
         env["SKIP_JUPYTER_BUILDER"] = "1"
     command = [str(python), *product_install_command()[1:], "--quiet", "--disable-pip-version-check"]
     done = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return python
+
+
+def outside_this_environment() -> dict:
+    """The environment variables for a process of the fresh environment: no path into this one."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return env
 
 
 def kernel_in(python: Path, kernels_dir: Path) -> str:
@@ -99,6 +111,10 @@ def test_every_tutorial_runs_without_an_error_after_the_readmes_product_install(
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "compile-cache"))  # a fresh machine compiles
     kernel = kernel_in(python, tmp_path / "jupyter")
+
+    promised = subprocess.run([str(python), "-c", PRODUCT_PROMISES], check=False, capture_output=True, text=True,
+                              timeout=120)
+    assert promised.stdout.strip() == "None", promised.stdout + promised.stderr
 
     probe = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import sys, tileworkbench; print(sys.prefix, tileworkbench.__file__)")])

@@ -137,7 +137,8 @@ def without_nvrtc(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("line, body", [("--lang cpp --show resources", SCALE),
                                         ('--args "a, b, c, 8" --show resources', ADD),
-                                        ('--args "a, b, c, 8" --show ptx', ADD)])
+                                        ('--args "a, b, c, 8" --show ptx', ADD),
+                                        ('--grid "(2,)" --args "a, b, c, 8" --bench', ADD)])
 def test_without_nvrtc_a_compiling_cell_says_so_in_one_line_with_the_install_command(shell, without_nvrtc, line, body):
     with capture_output() as out, pytest.raises(TileKernelCellError) as info:
         shell.run_cell_magic("tilekernel", line, body)

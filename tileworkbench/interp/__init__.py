@@ -27,8 +27,8 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False) -> Tra
 def evaluate(fn, *inputs):
     """The tile `fn(*tiles)` returns, computed in one block on the interpreter, as a NumPy array.
 
-    Each input (at most three NumPy arrays) is loaded whole as a tile; a scalar result comes back
-    as a 0-d array. A way to try tile functions outside a kernel:
+    Each input (at most three NumPy arrays, every dimension a power of two) is loaded whole as a
+    tile; a scalar result comes back as a 0-d array. A way to try tile functions outside a kernel:
 
     >>> evaluate(lambda x: ct.cumsum(x), np.arange(4, dtype=np.int32))
     array([0, 1, 3, 6], dtype=int32)
