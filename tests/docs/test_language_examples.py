@@ -41,3 +41,11 @@ def language_names() -> list[str]:
 @pytest.mark.parametrize("name", language_names())
 def test_every_name_of_the_language_is_documented_on_the_page(name):
     assert re.search(rf"[`@]ct\.{name}\b", PAGE.read_text()), name
+
+
+def test_every_contents_link_of_the_page_leads_to_a_heading():
+    text = PAGE.read_text()
+    headings = re.findall(r"^#+ (.*)$", text, re.MULTILINE)
+    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}  # as GitHub makes them
+    links = re.findall(r"\]\(#([\w-]+)\)", text)
+    assert links and set(links) <= slugs, set(links) - slugs
