@@ -16,6 +16,7 @@ LAYERS = [
     {"tile"},
     {"profile"},
     {"widgets"},
+    {"userkernels"},
     {"magic", "kernels"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

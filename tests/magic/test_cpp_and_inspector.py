@@ -121,3 +121,28 @@ def test_a_measured_launch_becomes_the_records_last_timing(shell, monkeypatch):
     bundle = inspector.kernel_bundle(kernel, "sm_90")
     assert bundle[KERNEL_MIME]["timing"]["median_ms"] == 0.0123
     assert bundle["text/plain"].endswith("; last timing 12.3 us")
+
+
+@pytest.fixture
+def without_nvrtc(monkeypatch, tmp_path):
+    """NVRTC cannot be loaded, and nothing compiled is cached: as on a machine without the wheels."""
+    from tileworkbench.runtime import cache, nvrtc
+
+    def unavailable():
+        raise nvrtc.NvrtcUnavailableError(f"NVRTC is not available (ModuleNotFoundError: No module named "
+                                          f"'cuda'). Install it with `{nvrtc.INSTALL_HINT}`")
+    monkeypatch.setattr(nvrtc, "_load", unavailable)
+    monkeypatch.setattr(cache, "_default", cache.CompileCache(str(tmp_path)))
+
+
+@pytest.mark.parametrize("line, body", [("--lang cpp --show resources", SCALE),
+                                        ('--args "a, b, c, 8" --show resources', ADD),
+                                        ('--args "a, b, c, 8" --show ptx', ADD),
+                                        ('--grid "(2,)" --args "a, b, c, 8" --bench', ADD)])
+def test_without_nvrtc_a_compiling_cell_says_so_in_one_line_with_the_install_command(shell, without_nvrtc, line, body):
+    with capture_output() as out, pytest.raises(TileKernelCellError) as info:
+        shell.run_cell_magic("tilekernel", line, body)
+    assert info.value._render_traceback_() == [(
+        "Compiling the kernel needs NVRTC, the CUDA compiler. NVRTC is not available (ModuleNotFoundError: No "
+        "module named 'cuda'). Install it with `pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime`")]
+    assert records(out), "the kernel's record is still published"

@@ -38,6 +38,7 @@ from IPython.display import display
 
 from .. import tile as ct
 from ..errors import TileError, TileSyntaxError
+from ..runtime.nvrtc import NvrtcUnavailableError
 from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle
 from .inspector import KERNEL_MIME, kernel_bundle
@@ -105,6 +106,8 @@ class TileKernelMagics(Magics):
             return self.act(kernel, args)
         except TileError as error:
             self.report(error, kernel.name)
+        except NvrtcUnavailableError as error:  # nothing is wrong with the kernel: one line, no stack
+            raise TileKernelCellError(f"Compiling the kernel needs NVRTC, the CUDA compiler. {error}", []) from None
         finally:  # also after an error: the inspector then shows what did compile, and why not
             self.publish(kernel, args.arch)
 

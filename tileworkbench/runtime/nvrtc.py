@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..errors import TileCompilerExecutionError
 from .cubin import Resources, read_resources, resources_from_ptxas_log
 
-INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc"
+INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime"
 # Always passed: -lineinfo lets profilers map SASS to source lines; ptxas -v is where spill counts
 # come from (the cubin does not record them).
 BASE_OPTIONS = ("-lineinfo", "--std=c++17", "--ptxas-options=-v")
