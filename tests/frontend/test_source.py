@@ -2,7 +2,7 @@
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import evaluate
+from tileworkbench.tile import evaluate
 
 
 def test_lambdas_on_one_line_that_differ_only_in_the_functions_they_call_are_not_confused():

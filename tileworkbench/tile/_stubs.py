@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 
-from ..frontend.lowering import TILE_FUNCTIONS
+from ..frontend.lowering import TILE_FUNCTIONS as _TILE_FUNCTIONS
 from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode  # noqa: F401 - ct.PaddingMode ...
 from ..ir.types import int32
 
@@ -31,7 +31,7 @@ def _stub(fn):
     def refuse(*args, **kwargs):
         raise RuntimeError("Device functions can only be called from device code.")
     refuse.__tile_op__ = fn.__name__
-    TILE_FUNCTIONS[fn.__name__] = refuse  # the frontend binds method calls (t.reshape(...)) against it
+    _TILE_FUNCTIONS[fn.__name__] = refuse  # the frontend binds method calls (t.reshape(...)) against it
     return refuse
 
 

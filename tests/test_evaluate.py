@@ -1,10 +1,10 @@
-"""interp.evaluate: tile code in one block, its result as a NumPy array of the tile's shape and dtype."""
+"""ct.evaluate: tile code in one block, its result as a NumPy array of the tile's shape and dtype."""
 import ml_dtypes
 import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import evaluate
+from tileworkbench.tile import evaluate
 
 
 def test_evaluate_returns_the_tile_with_its_shape_and_dtype():
