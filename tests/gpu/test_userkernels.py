@@ -13,7 +13,9 @@ from .userkernel_cases import CASES
 def _compare(got, want, exact, what):
     assert got.dtype == want.dtype and got.shape == want.shape, what
     if exact or want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=what)
+        # bit patterns (a 0-d result viewed as a 1-element array)
+        np.testing.assert_array_equal(np.atleast_1d(got).view(np.uint8), np.atleast_1d(want).view(np.uint8),
+                                      err_msg=what)
     else:
         tol = tolerance(want.dtype)
         np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, err_msg=what)
