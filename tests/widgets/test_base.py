@@ -11,7 +11,8 @@ from tileworkbench.widgets._base import STATIC, static
 
 VIEWS = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_"))
 SHARED = {"_data.js": ("typed",), "_cells.js": ("canvasOf", "drawTexts", "drawCells", "legendOf", "hit"),
-          "_svg.js": ("svg", "label", "inkOf", "legendSvg", "legendWidth")}
+          "_svg.js": ("svg", "label", "inkOf", "legendSvg", "legendWidth"),
+          "_picture.js": ("hidePicture",)}
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
 
 

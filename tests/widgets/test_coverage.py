@@ -1,6 +1,4 @@
 """Coverage: write/read counts over the grid, block footprints, click-to-block, SVG export."""
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -126,13 +124,3 @@ def test_widget_state_holds_the_data_as_binary_buffers():
     assert state["block"] == [0, 0, 0]
     assert isinstance(state["data"]["panels"][0]["fp_cells"]["buffer"], memoryview)
     assert "image/svg+xml" in view._repr_mimebundle_()[0]
-
-
-def test_js_module_parses(tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH: cannot check that coverage.js parses")
-    from tileworkbench.widgets._base import static
-    copy = tmp_path / "coverage.mjs"
-    copy.write_text(static("coverage.js"))
-    subprocess.run([node, "--check", str(copy)], check=True)

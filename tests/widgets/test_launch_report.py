@@ -1,6 +1,4 @@
 """The launch report without a GPU: compiler resources, theoretical occupancy, work, and the untimed message."""
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -9,7 +7,6 @@ import pytest
 from tileworkbench.kernels import vector_add
 from tileworkbench.profile.bench import DevicePeaks, Timing
 from tileworkbench.profile.occupancy import LIMITERS
-from tileworkbench.widgets._base import static
 from tileworkbench.widgets.launch_report import (UNTIMED_MESSAGE, CompileReport, LaunchReportView, compile_report,
                                                  launch_report_data, roofline_layout, text_width)
 
@@ -109,12 +106,3 @@ def test_roofline_labels_stay_inside_the_plot_and_never_overlap(intensity, tflop
         for q in boxes[i + 1:]:
             assert not (p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]), (p, q)
     assert (layout["dot"] is None) == (tflops is None)
-
-
-def test_js_module_parses(tmp_path):
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not on PATH: cannot check that launch_report.js parses")
-    copy = tmp_path / "launch_report.mjs"
-    copy.write_text(static("launch_report.js"))
-    subprocess.run([node, "--check", str(copy)], check=True)

@@ -1,6 +1,4 @@
 """The sweep explorer draws the sweep's data: heatmap cells, the best outlined, failures kept."""
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -9,7 +7,6 @@ import pytest
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.runtime import device
-from tileworkbench.widgets._base import static
 from tileworkbench.widgets.sweep import SweepView, sweep_data, text_width
 from tileworkbench.widgets.tile_space import ink_of
 
@@ -68,10 +65,3 @@ def test_the_note_and_every_failure_reason_fit_inside_the_picture(monkeypatch):
 def test_widget_state_holds_the_data(view):
     state = view.get_state()
     assert state["x"] == "T" and state["y"] == "W"
-
-
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
-def test_javascript_parses(tmp_path):
-    copy = tmp_path / "sweep.mjs"
-    copy.write_text(static("sweep.js"))
-    assert subprocess.run(["node", "--check", str(copy)], capture_output=True).returncode == 0

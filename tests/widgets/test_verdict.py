@@ -1,15 +1,11 @@
 """The verdict compares two result sets and locates mismatches by block and tile position."""
-import shutil
-import subprocess
 import xml.etree.ElementTree as ET
 
 import numpy as np
-import pytest
 
 from tileworkbench.interp import run
 from tileworkbench.kernels import vector_add
 from tileworkbench.runtime import device
-from tileworkbench.widgets._base import static
 from tileworkbench.widgets.verdict import VerdictView, compare, verify
 
 
@@ -50,10 +46,3 @@ def test_svg_lists_the_mismatches():
     root = ET.fromstring(VerdictView(compare("vector_add", {"c": c}, {"c": wrong}, trace)).to_svg())
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
     assert any("99.00% of 100 match" in t for t in texts) and any("c[3]" in t and "block (0, 0, 0)" in t for t in texts)
-
-
-@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
-def test_javascript_parses(tmp_path):
-    copy = tmp_path / "verdict.mjs"
-    copy.write_text(static("verdict.js"))
-    assert subprocess.run(["node", "--check", str(copy)], capture_output=True).returncode == 0

@@ -6,6 +6,11 @@ trace or a launch record into plain data with a pure function (tested without a 
 JavaScript only draws that data. Each view can also render itself to SVG with no browser and no
 kernel, so docs and saved notebooks show it.
 
+Displaying a view makes two outputs: its picture (SVG, inline in HTML too), then the live widget.
+A saved notebook keeps the picture, which every viewer shows without a kernel (JupyterLab and
+Notebook 7 reopened, nbconvert, GitHub), while the widget's model is gone once the kernel is. Where
+the widget does render, its script hides the picture just before it (`static/_picture.js`).
+
     class TileSpaceView(View):
         _esm = static("tile_space.js")
         data = Data()                      # a dict of lists / numbers / NumPy arrays
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import uuid
 
 import anywidget
 import numpy as np
@@ -24,7 +30,7 @@ STATIC = pathlib.Path(__file__).parent / "static"
 
 
 # `import { a, b } from "./shared.js";` at the start of a line: the only import form the views use
-_RELATIVE_IMPORT = re.compile(r'^import \{[\w\s,]*\} from "\./([\w.-]+\.js)";\n', re.M)
+_RELATIVE_IMPORT = re.compile(r'^import \{[\w\s,]*\} from "\./([\w.-]+\.js)";\n', re.MULTILINE)
 
 
 def static(name: str) -> str:
@@ -39,7 +45,7 @@ def static(name: str) -> str:
 
 
 def _shared(name: str) -> str:
-    body = re.sub(r"^export ", "", (STATIC / name).read_text(), flags=re.M)
+    body = re.sub(r"^export ", "", (STATIC / name).read_text(), flags=re.MULTILINE)
     return f"// ---- inlined from static/{name}\n{body}// ---- end of static/{name}\n"
 
 
@@ -73,6 +79,13 @@ def Data(default=None):
 class View(anywidget.AnyWidget):
     """Base class of the views: data in, SVG out."""
 
+    # names this view's static picture, so that the live drawing can hide that one and no other
+    _picture_key = traitlets.Unicode().tag(sync=True)
+
+    @traitlets.default("_picture_key")
+    def _new_picture_key(self) -> str:
+        return uuid.uuid4().hex
+
     def to_svg(self) -> str:
         raise NotImplementedError(f"{type(self).__name__} has no static export")
 
@@ -83,14 +96,27 @@ class View(anywidget.AnyWidget):
         """What a text-only front end shows (a terminal, `print` of the bundle): the repr by default."""
         return repr(self)
 
+    def picture_bundle(self) -> dict:
+        """The static output shown before the live widget: the SVG (keyed, so that the widget finds
+        it), the same SVG inline in HTML (which front ends render in untrusted notebooks too, where
+        they refuse an SVG image) and the text."""
+        svg = self.to_svg().replace("<svg ", f'<svg data-picture-of="{self._picture_key}" ', 1)
+        return {"text/html": f'<div class="tileworkbench-picture" style="overflow-x: auto">{svg}</div>',
+                "image/svg+xml": svg, "text/plain": self.to_text()}
+
+    def _ipython_display_(self):
+        from IPython.display import publish_display_data
+        publish_display_data(self.picture_bundle())
+        widget = super()._repr_mimebundle_()
+        widget = widget[0] if isinstance(widget, tuple) else widget
+        widget["text/plain"] = ""   # the picture's output already says it in text
+        publish_display_data(widget)
+
     def _repr_mimebundle_(self, **kwargs):
-        # the live widget where a widget manager runs; the SVG where none does (static viewers);
-        # text/plain for text-only front ends
+        # what a front end that asks for one bundle gets (IPython uses _ipython_display_): the live
+        # widget, with the SVG for viewers without a widget manager and text for text-only ones
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         data["text/plain"] = self.to_text()
-        try:
-            data["image/svg+xml"] = self.to_svg()
-        except NotImplementedError:
-            pass
+        data["image/svg+xml"] = self.to_svg()
         return bundle

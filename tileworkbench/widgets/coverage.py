@@ -23,7 +23,6 @@ from ._base import Data, View, static
 from .transform import LABEL_H, PAD, TITLE_H, as_slices, cell_size, figure_svg, hex_colour, ink, slice_cells, text
 
 READ, WRITE = 1, 2
-WRITTEN = (Status.STORED, Status.COLLISION)   # a collision lane wrote too: which value won is unspecified
 CAPS = (4, 32, 32)
 CAPS_1D = (1, 1, 64)
 HOLE, ONCE, TWICE, MORE = (229, 57, 53), (129, 199, 132), (255, 183, 77), (142, 36, 170)
@@ -49,24 +48,33 @@ def block_of(grid, linear: int) -> tuple[int, int, int]:
 def lanes(trace, name: str):
     """Every element access of array `name`: (block numbers, flat element indices, WRITE or READ)."""
     shape = tuple(trace.arrays[name]["shape"])
+    strides = np.array([math.prod(shape[k + 1:]) for k in range(len(shape))], np.int64)
     parts = []
     for e in trace.by_array(name):
-        written = np.isin(e.status, WRITTEN)
-        touched = written | (e.status == Status.LOADED)
+        status = e.status.reshape(len(e.blocks), -1)
+        # a collision lane wrote too: which value won is unspecified
+        written = (status == Status.STORED) | (status == Status.COLLISION)
+        touched = written | (status == Status.LOADED)
         blocks = e.blocks[:, 0] + trace.grid[0] * (e.blocks[:, 1] + trace.grid[1] * e.blocks[:, 2])
-        rows = np.broadcast_to(blocks.reshape((-1,) + (1,) * (e.status.ndim - 1)), e.status.shape)[touched]
-        flat = np.ravel_multi_index(tuple(np.moveaxis(e.coords[touched], -1, 0)), shape) if shape else \
-            np.zeros(int(touched.sum()), np.int64)
-        parts.append((rows.astype(np.int64), flat.astype(np.int64), np.where(written[touched], WRITE, READ)))
+        rows = np.repeat(blocks.astype(np.int64), status.shape[1])
+        # flat indices by strides: coordinates of untouched lanes may lie outside the array
+        flat = e.coords.reshape(-1, len(shape)).astype(np.int64) @ strides if shape else \
+            np.zeros(status.size, np.int64)
+        kind = np.where(written, WRITE, READ).ravel().astype(np.int8)
+        if not touched.all():
+            keep = touched.ravel()
+            rows, flat, kind = rows[keep], flat[keep], kind[keep]
+        parts.append((rows, flat, kind))
     if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)
     return tuple(np.concatenate(p) for p in zip(*parts))
 
 
-def access_counts(trace, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(reads, writes) per element of array `name`, over all blocks, in the array's shape."""
+def access_counts(trace, name: str, accesses=None) -> tuple[np.ndarray, np.ndarray]:
+    """(reads, writes) per element of array `name`, over all blocks, in the array's shape
+    (`accesses`: what `lanes` returns for it, when already at hand)."""
     shape = tuple(trace.arrays[name]["shape"])
-    _, flat, kind = lanes(trace, name)
+    _, flat, kind = lanes(trace, name) if accesses is None else accesses
     size = math.prod(shape)
     reads = np.bincount(flat[kind == READ], minlength=size).reshape(shape)
     writes = np.bincount(flat[kind == WRITE], minlength=size).reshape(shape)
@@ -108,8 +116,10 @@ def _bins(shape):
 
 
 def _bin_of(flat, view, factors, binned):
-    s, r, c = np.unravel_index(flat, view)
-    return np.ravel_multi_index((s // factors[0], r // factors[1], c // factors[2]), binned)
+    """The bin of each flat element index of an array drawn as `view` in bins of `factors`."""
+    s, r, c = (np.arange(n, dtype=np.int32) // f for n, f in zip(view, factors))
+    table = (s * (binned[1] * binned[2]))[:, None, None] + (r * binned[2])[None, :, None] + c[None, None, :]
+    return table.ravel()[flat]
 
 
 def _reduce(counts, view, factors, binned, how):
@@ -162,8 +172,8 @@ def coverage_data(trace, arrays=None) -> dict:
     width = PAD + 7 * len(title)
     for name, (view, factors, binned) in zip(names, shown):
         shape = tuple(trace.arrays[name]["shape"])
-        rows, flat, kind = lanes(trace, name)
-        reads, writes = access_counts(trace, name)
+        rows, flat, kind = accesses = lanes(trace, name)
+        reads, writes = access_counts(trace, name, accesses)
         written = bool((kind == WRITE).any())
         counts = writes if written else reads
         lo = _reduce(counts, view, factors, binned, np.min).ravel()

@@ -1,6 +1,10 @@
 // Code view: tabs IR / CUDA / PTX / resources of one specialization, or a unified diff per tab.
+
+import { hidePicture } from "./_picture.js";
+
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     let current = 0;
     const draw = () => {
       const d = model.get("data");

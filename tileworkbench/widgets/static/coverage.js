@@ -2,6 +2,7 @@
 // block's footprint, and drives the `block` trait from sliders, a play timer and clicks.
 // @ts-check
 
+import { hidePicture } from "./_picture.js";
 import { canvasOf, drawCells, drawTexts, hit, legendOf } from "./_cells.js";
 import { typed } from "./_data.js";
 
@@ -51,6 +52,7 @@ function elementOf(p, i) {
 
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const root = document.createElement("div");
     el.appendChild(root);
     let timer = null;

@@ -3,6 +3,7 @@
 // element (a scatter collision lights up every writer) and syncs the `lane` trait.
 // @ts-check
 
+import { hidePicture } from "./_picture.js";
 import { typed } from "./_data.js";
 import { inkOf, label, legendSvg, legendWidth, svg } from "./_svg.js";
 
@@ -106,6 +107,7 @@ function describe(data, a, i) {
 
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const root = document.createElement("div");
     el.appendChild(root);
 

@@ -1,5 +1,7 @@
 // Launch report: the card (timing, throughput, occupancy, resources), a log-log roofline and
 // occupancy what-if curves over block size, registers and shared memory.
+
+import { hidePicture } from "./_picture.js";
 const SVG = "http://www.w3.org/2000/svg";
 
 function svgEl(tag, attrs, text) {
@@ -115,6 +117,7 @@ function curvePlot(curve, occupancy) {
 
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const draw = () => {
       const d = model.get("data");
       el.replaceChildren();

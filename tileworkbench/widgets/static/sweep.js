@@ -1,4 +1,5 @@
 // Sweep explorer: a heatmap over two swept names and a sortable table of every configuration.
+import { hidePicture } from "./_picture.js";
 import { SVG, inkOf } from "./_svg.js";
 
 function colour(t) {  // light yellow (0) to dark blue (1)
@@ -89,6 +90,7 @@ function table(data, state, redraw) {
 
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const state = { sort: null, descending: false };
     const draw = () => {
       const data = model.get("data");

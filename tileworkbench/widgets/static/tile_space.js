@@ -3,6 +3,7 @@
 // (Python re-runs the load through the interpreter and sends new data).
 // @ts-check
 
+import { hidePicture } from "./_picture.js";
 import { typed } from "./_data.js";
 import { inkOf, label, legendSvg, legendWidth, svg } from "./_svg.js";
 
@@ -108,6 +109,7 @@ function controlsOf(model, data) {
 
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const root = document.createElement("div");
     el.appendChild(root);
 

@@ -2,6 +2,7 @@
 // hovering a cell outlines every cell with the same source (where it came from, where it went).
 // @ts-check
 
+import { hidePicture } from "./_picture.js";
 import { canvasOf, drawCells, drawTexts, hit, legendOf } from "./_cells.js";
 import { typed } from "./_data.js";
 
@@ -12,6 +13,7 @@ function panelsOf(data) {
 
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const root = document.createElement("div");
     el.appendChild(root);
     const status = document.createElement("div");

@@ -1,6 +1,10 @@
 // Verdict: interpreter vs GPU for one launch: match per array, errors, and the first mismatches.
+
+import { hidePicture } from "./_picture.js";
+
 export default {
   render({ model, el }) {
+    hidePicture(el, model);
     const draw = () => {
       const d = model.get("data");
       el.replaceChildren();
