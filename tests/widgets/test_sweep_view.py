@@ -8,7 +8,7 @@ from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.runtime import device
 from tileworkbench.widgets.sweep import SweepView, sweep_data, text_width
-from tileworkbench.widgets.tile_space import ink_of
+from tileworkbench.widgets.svg import DARK_INK, LIGHT_INK, ink_of
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
 
@@ -46,7 +46,7 @@ def test_cell_labels_are_white_on_dark_cells_and_dark_on_light_ones(view):
     assert len(labels) == len(cells) == 6
     for cell, label in zip(cells, labels):
         assert label.get("fill") == ink_of(cell.get("fill"))
-    assert ink_of("#253494") == "white" and ink_of("#ffffcc") == "#222"   # the two ends of the colour map
+    assert ink_of("#253494") == LIGHT_INK and ink_of("#ffffcc") == DARK_INK   # the two ends of the colour map
 
 
 def test_the_note_and_every_failure_reason_fit_inside_the_picture(monkeypatch):

@@ -8,6 +8,7 @@ import pytest
 import tileworkbench.tile as ct
 from tileworkbench.interp import Status, run
 from tileworkbench.widgets.tile_space import (
+    MIN_CELL,
     PALETTE,
     TileSpaceView,
     padding_mode_of,
@@ -162,11 +163,49 @@ def test_a_version_1_trace_falls_back_to_the_source_line_or_the_given_mode():
     assert padding_mode_of("t = ct.load(x, (i,), (4,))") == "UNDETERMINED"
 
 
-def test_big_arrays_scale_cells_down_and_cap_the_drawing():
+def test_a_big_array_is_drawn_zoomed_on_the_blocks_tile_in_whole_tiles_with_legible_cells():
     view = TileSpaceView(array_shape=(1000, 3000), tile_shape=(64, 64), index=(3, 5))
     d = view.data
-    assert d["cell"] < 1 and d["width"] < 900 and d["height"] < 700
+    assert d["cell"] >= MIN_CELL and d["width"] < 900 and d["height"] < 700
+    lo, hi = np.array(d["lo"]), np.array(d["lo"]) + d["ext"]
+    assert (lo <= [192, 320]).all() and (hi >= [256, 384]).all() and (lo % 64 == 0).all()
+    assert (np.array(d["ext"]) * d["cell"] <= [520, 720]).all()
+    assert any(f"shown: x[{lo[0]}:{hi[0]}, {lo[1]}:{hi[1]}]" in t["text"] for t in d["texts"])
     assert len(cells(view.to_svg(), "lane")) == 64 * 64
+
+
+@ct.kernel
+def add_1d(a, b, c):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (1024,)) + ct.load(b, (i,), (1024,)))
+
+
+@ct.kernel
+def copy_3d(x, y):
+    i = ct.bid(0)
+    ct.store(y, (i, 0, 0), ct.load(x, (i, 0, 0), (2, 4, 4), padding_mode=ct.PaddingMode.ZERO))
+
+
+def test_a_vector_of_millions_of_elements_draws_the_blocks_tile_and_its_values():
+    n = 1 << 22
+    a = np.arange(n, dtype=np.float32)
+    trace = run(add_1d, (n // 1024,), (a, a, np.zeros_like(a)), trace=True)
+    d = TileSpaceView.from_trace(trace, array="a", block=(7,), values=a).data
+    assert d["lo"][1] <= 7 * 1024 and d["lo"][1] + d["ext"][1] >= 8 * 1024 and d["ext"][1] < 2048
+    assert d["cell"] > 0 and d["values"].shape == (1, d["ext"][1])
+    assert d["values"][0, 7 * 1024 - d["values_lo"][1]] == 7 * 1024
+
+
+def test_a_3d_array_is_drawn_as_the_slice_where_the_blocks_tile_starts():
+    x = np.arange(5 * 4 * 4, dtype=np.float32).reshape(5, 4, 4)
+    trace = run(copy_3d, (3,), (x, np.zeros_like(x)), trace=True)
+    view = TileSpaceView.from_trace(trace, array="x", block=(2,), values=x)
+    d = view.data
+    assert d["lead"] == [4] and d["shape2"] == [4, 4] and d["box"] == [2, 4, 4]
+    assert len(d["lane_id"]) == 16 and d["lane_id"].tolist() == list(range(16))   # the first 4x4 of the 2x4x4 tile
+    assert (d["lane_status"] == Status.LOADED).all() and d["values"][3, 3] == x[4, 3, 3]
+    assert any("shown: x[4, 0:4, 0:4]" in t["text"] for t in d["texts"])
+    assert len(cells(view.to_svg(), "lane")) == 16
 
 
 def test_widget_state_and_palette_travel_with_the_data():

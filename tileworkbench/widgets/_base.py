@@ -120,3 +120,18 @@ class View(anywidget.AnyWidget):
         data["text/plain"] = self.to_text()
         data["image/svg+xml"] = self.to_svg()
         return bundle
+
+
+class SvgView(View):
+    """A view whose picture is drawn once, in Python: the `svg` trait is `to_svg()` of the current
+    data, which the view's JavaScript shows and adds interaction to (`static/_picture.js`)."""
+
+    svg = traitlets.Unicode().tag(sync=True)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.svg = self.to_svg()
+
+    @traitlets.observe("data")
+    def _redraw(self, change):
+        self.svg = self.to_svg()

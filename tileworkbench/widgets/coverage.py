@@ -20,7 +20,8 @@ import traitlets
 
 from ..interp import Status
 from ._base import Data, View, static
-from .transform import LABEL_H, PAD, TITLE_H, as_slices, cell_size, figure_svg, hex_colour, ink, slice_cells, text
+from .svg import LABEL_H, PAD, TITLE_H, hex_colour, light_ink, text
+from .transform import as_slices, cell_size, figure_svg, slice_cells
 
 READ, WRITE = 1, 2
 CAPS = (4, 32, 32)
@@ -201,7 +202,8 @@ def coverage_data(trace, arrays=None) -> dict:
                       for k in range(binned[0])]
         label = hi if factors == (1, 1, 1) else np.full(n_cells, -1)
         panels.append({"name": name, "shape": list(shape), "written": written, "factors": list(factors),
-                       "binned": list(binned), "cx": cx, "cy": cy, "fill": fill, "ink": ink(fill),
+                       "binned": list(binned), "cx": cx, "cy": cy, "fill": fill,
+                       "ink": light_ink(fill).astype(np.uint8),
                        "text": label.astype(np.int32), "fp_start": fp_start, "fp_cells": fp_cells.astype(np.int32),
                        "fp_kind": fp_kind.astype(np.uint8),   # pairs are sorted by block, then cell
                        "who_start": who_start, "who": who.astype(np.int32),

@@ -26,8 +26,9 @@ import traitlets
 from ..interp import Status
 from ..ir.ops import OPS, ViewKind
 from ._base import Data, View, static
-from .tile_space import STATUS_COLOURS, STATUS_LABELS, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text
-from .transform import LABEL_H, PAD, TITLE_H, as_slices, cell_size, slice_cells, text
+from .svg import LABEL_H, PAD, TITLE_H, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text, text
+from .tile_space import STATUS_COLOURS, STATUS_LABELS
+from .transform import as_slices, cell_size, slice_cells
 
 ARRAY_CAP = 64          # the most array cells drawn along an axis; bigger arrays are binned
 ROW_W = 1100            # the widest the row of lane panels may get, in pixels

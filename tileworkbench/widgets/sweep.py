@@ -15,7 +15,7 @@ import traitlets
 
 from ..profile.sweep import SweepResult, sweep
 from ._base import Data, View, static
-from .tile_space import ink_of
+from .svg import ink_of
 
 
 def sweep_data(result: SweepResult) -> dict:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from xml.sax.saxutils import escape
 
 import numpy as np
 import traitlets
@@ -25,8 +24,8 @@ import traitlets
 import tileworkbench.tile as ct
 
 from ..interp import Status, run
-from ._base import Data, View, static
-from .transform import PAD, TITLE_H, text
+from ._base import Data, SvgView, static
+from .svg import MIN_FONT, PAD, TITLE_H, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text, text
 
 MODES = tuple(m.name for m in ct.PaddingMode)
 # one table for every lane status (the index map view uses it too) ...
@@ -45,7 +44,7 @@ PADDING_TEXT = {"UNDETERMINED": "undetermined (NaN for floats, min/max for ints)
                 "NAN": "NaN", "POS_INF": "+inf", "NEG_INF": "-inf"}
 REGION_OPACITY = 0.45
 MAX_W, MAX_H, MAX_CELL = 720, 520, 28     # the drawing area in pixels, and the biggest cell
-MAX_VALUES = 1 << 20                      # bigger arrays get no hover values (they would all go over the wire)
+MIN_CELL = 6                              # bigger arrays are drawn zoomed on the block's tile
 
 
 # ---- reading a load/store event -------------------------------------------------------------------
@@ -130,17 +129,56 @@ def probe(array_shape, tile_shape, index, order="C", padding_mode="ZERO"):
 
 # ---- the picture ---------------------------------------------------------------------------------
 
+def _window(a: int, b: int, lo: int, hi: int, box: int, cap: int) -> tuple[int, int]:
+    """The drawn range [start, end) of one axis: all of [lo, hi) when it fits in `cap` elements, else
+    the block's lanes [a, b) with as many whole tiles on each side as fit (a zoom on the block)."""
+    if hi - lo <= cap:
+        return lo, hi
+    side = max(0, cap - (b - a)) // 2 // box * box
+    start, end = max(lo, a - side), min(hi, b + side)
+    if start == lo:
+        end = min(hi, max(end, lo + max(cap, b - lo) // box * box))
+    elif end == hi:
+        start = max(lo, min(start, hi - max(cap, hi - a) // box * box))
+    return start, end
+
+
+def _slice_of(array_shape, coords, status):
+    """A 3-D-or-more access drawn as the 2-D slice (last two axes) where the block's tile starts:
+    (lane coordinates, their statuses, lane numbers in the whole tile, the leading index)."""
+    lanes = coords.reshape(-1, len(array_shape)).astype(np.int64)
+    lead = lanes[0, :-2]
+    mine = (lanes[:, :-2] == lead).all(axis=1)
+    return lanes[mine][:, -2:], status.ravel()[mine], np.nonzero(mine)[0], tuple(int(v) for v in lead)
+
+
+def _as_2d(array_shape, coords, status, box):
+    """(shape, tile box, lane coordinates, statuses, lane numbers, leading index) drawn in 2-D: a 1-D
+    array is one row, a 3-D-or-more array the slice of its last two axes where the tile starts."""
+    n = status.size
+    if len(array_shape) == 1:
+        lanes = np.stack([np.zeros(n, np.int64), coords.reshape(-1).astype(np.int64)], 1)
+        return (1, *array_shape), [1, *box], lanes, status.ravel(), np.arange(n), ()
+    if len(array_shape) == 2:
+        return array_shape, list(box), coords.reshape(-1, 2).astype(np.int64), status.ravel(), np.arange(n), ()
+    return (array_shape[-2:], list(box[-2:]), *_slice_of(array_shape, coords, status))
+
+
 def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title=None) -> dict:
     """The figure of one block's `load`/`store` (`event`: the lanes of that block) on an array of
-    `array_shape` (1-D or 2-D): pixel geometry, tile-boundary lines, region rectangles (inside
-    parts of the array and the padding parts of edge tiles), the block's lanes with statuses,
-    the legend and, optionally, the array's values for hover read-outs. The padding is the
-    event's recorded padding_mode and value; `padding_mode` names it where the event has none
-    (a version 1 trace), UNDETERMINED by default."""
+    `array_shape`: pixel geometry, tile-boundary lines, region rectangles (inside parts of the array
+    and the padding parts of edge tiles), the block's lanes with statuses, the legend and,
+    optionally, the array's values for hover read-outs. The padding is the event's recorded
+    padding_mode and value; `padding_mode` names it where the event has none (a version 1 trace),
+    UNDETERMINED by default.
+
+    Any size draws: an array too big for cells of MIN_CELL pixels is shown zoomed on the block's
+    tile (the window from `lo`, `ext` elements, in whole tiles around it), and a 3-D-or-more array
+    as the 2-D slice of its last two axes where the block's tile starts."""
     array_shape = tuple(int(d) for d in array_shape)
     nd = len(array_shape)
-    if nd not in (1, 2):
-        raise ValueError(f"the tile space view draws 1-D and 2-D arrays; {event.array} has shape {array_shape}")
+    if nd == 0:
+        raise ValueError(f"the tile space view draws arrays of 1 or more axes; {event.array} is 0-d")
     if event.op not in ("load", "store"):
         raise ValueError(f"the tile space view draws load and store events, not {event.op}")
     padding_mode = event.padding_mode or padding_mode or "UNDETERMINED"
@@ -148,40 +186,51 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
         raise ValueError(f"padding_mode must be one of {', '.join(MODES)}, not {padding_mode!r}")
     reads = PADDING_TEXT[padding_mode] if event.padding_value is None else padding_text(event.padding_value)
     coords, status = event.coords[0], event.status[0]
+    if coords.shape[-1] != nd:
+        raise ValueError(f"the {event.op} of {event.array} indexes {coords.shape[-1]}-D coordinates, "
+                         f"not an array of shape {array_shape}")
     index, tile_shape, order = tile_geometry(coords, nd)
     box = [0] * nd
     for k, n in enumerate(tile_shape):
         box[order[k]] = n
-    # drawn as 2-D: a 1-D array is one row
-    shape2, box2 = ((1,) + array_shape, [1] + box) if nd == 1 else (array_shape, box)
-    lanes = coords.reshape(-1, nd).astype(np.int64)
-    lanes2 = np.concatenate([np.zeros((len(lanes), 1), np.int64), lanes], 1) if nd == 1 else lanes
+    shape2, box2, lanes2, lane_status, lane_ids, lead = _as_2d(array_shape, coords, status, box)
     tiles = [-(-n // t) for n, t in zip(shape2, box2)]
-    lo = np.minimum(0, lanes2.min(axis=0))
-    hi = np.maximum([n * t for n, t in zip(tiles, box2)], lanes2.max(axis=0) + 1)
+    grid_hi = [t * b for t, b in zip(tiles, box2)]
+    full_lo = np.minimum(0, lanes2.min(axis=0))
+    full_hi = np.maximum(grid_hi, lanes2.max(axis=0) + 1)
+    room = (MAX_H, MAX_W if nd >= 2 else MAX_W + 200)
+    window = [_window(int(lanes2[:, d].min()), int(lanes2[:, d].max()) + 1, int(full_lo[d]), int(full_hi[d]),
+                      box2[d], room[d] // MIN_CELL) for d in range(2)]
+    lo, hi = np.array([w[0] for w in window]), np.array([w[1] for w in window])
     ext = hi - lo
-    cell = float(min(MAX_CELL, (MAX_W if nd == 2 else MAX_W + 200) / ext[1], MAX_H / ext[0]))
-    cell = math.floor(cell * 100) / 100
-    x0, y0 = PAD + 36, TITLE_H + 2 * 18 + 20      # room for the title, two lines and the column ruler
+    cell = float(min(MAX_CELL, room[1] / ext[1], room[0] / ext[0]))
+    cell = math.floor(cell * 100) / 100 or cell
+    x0, y0 = PAD + 44, TITLE_H + 2 * 18 + 22      # room for the title, two lines and the column ruler
 
     def px(r, c):
-        return x0 + (c - lo[1]) * cell, y0 + (r - lo[0]) * cell
+        return x0 + (np.asarray(c) - lo[1]) * cell, y0 + (np.asarray(r) - lo[0]) * cell
 
-    regions = []   # [x, y, w, h, kind (0 inside, 1 padding), tile row, tile column]
-    for tr in range(tiles[0]):
-        for tc in range(tiles[1]):
+    def rect(r0, c0, r1, c1):   # [x, y, w, h] of elements [r0, r1) x [c0, c1) within the window, or None
+        r0, c0, r1, c1 = max(r0, lo[0]), max(c0, lo[1]), min(r1, hi[0]), min(c1, hi[1])
+        return None if r0 >= r1 or c0 >= c1 else [*px(r0, c0), (c1 - c0) * cell, (r1 - r0) * cell]
+
+    inside = rect(0, 0, *shape2)
+    regions = [inside + [0, -1, -1]] if inside else []
+    # an edge tile's padding, within the window: the rows below the array's end, then the columns right of it
+    shown = [range(max(0, lo[d] // box2[d]), min(tiles[d], -(-hi[d] // box2[d]))) for d in range(2)]
+    for tr in shown[0]:
+        for tc in shown[1]:
             r0, c0 = tr * box2[0], tc * box2[1]
             r1, c1 = min(r0 + box2[0], shape2[0]), min(c0 + box2[1], shape2[1])
-            # an edge tile's padding: the rows below the array's end, then the columns right of it
-            if r1 < r0 + box2[0]:
-                regions.append([*px(r1, c0), box2[1] * cell, (r0 + box2[0] - r1) * cell, 1, tr, tc])
-            if c1 < c0 + box2[1]:
-                regions.append([*px(r0, c1), (c0 + box2[1] - c1) * cell, (r1 - r0) * cell, 1, tr, tc])
-    regions.insert(0, [*px(0, 0), shape2[1] * cell, shape2[0] * cell, 0, -1, -1])
-    lines = [[*px(r, 0), *px(r, tiles[1] * box2[1])] for r in range(0, tiles[0] * box2[0] + 1, box2[0])] + \
-        [[*px(0, c), *px(tiles[0] * box2[0], c)] for c in range(0, tiles[1] * box2[1] + 1, box2[1])]
-    if box2[0] * cell < 3 or box2[1] * cell < 3:   # too fine to see: keep the outline only
-        lines = [lines[0], lines[tiles[0]], lines[tiles[0] + 1], lines[-1]]
+            below = rect(r1, c0, r0 + box2[0], c0 + box2[1]) if r1 < r0 + box2[0] else None
+            right = rect(r0, c1, r1, c0 + box2[1]) if c1 < c0 + box2[1] else None
+            regions += [area + [1, tr, tc] for area in (below, right) if area]
+    cols = (max(0, lo[1]), min(grid_hi[1], hi[1]))
+    rows = (max(0, lo[0]), min(grid_hi[0], hi[0]))
+    lines = [[*px(r, cols[0]), *px(r, cols[1])] for r in range(0, grid_hi[0] + 1, box2[0]) if lo[0] <= r <= hi[0]] + \
+        [[*px(rows[0], c), *px(rows[1], c)] for c in range(0, grid_hi[1] + 1, box2[1]) if lo[1] <= c <= hi[1]]
+    if (box2[0] * cell < 3 or box2[1] * cell < 3) and len(lines) > 2:   # too fine to see: the outline only
+        lines = [lines[0], lines[-1]]
     fine = []
     if cell >= 8:
         fine = [[*px(r, lo[1]), *px(r, hi[1])] for r in range(lo[0] + 1, hi[0])] + \
@@ -190,87 +239,62 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
     lane_x, lane_y = px(lanes2[:, 0], lanes2[:, 1])
     present = [Status(int(s)) for s in np.unique(status)]
     outside = "dropped" if store else padding_mode
-    legend = [{"label": "array (inside)", "colour": PALETTE["inside"]},
-              {"label": "outside the array: a store drops it" if store else
-               f"padding ({padding_mode}): reads {reads}", "colour": PALETTE[outside]}]
+    legend = [{"label": "array (inside)", "colour": PALETTE["inside"]}]
+    if any(r[4] == 1 for r in regions) or Status.PADDED in present or Status.DROPPED in present:
+        legend.append({"label": "outside the array: a store drops it" if store else
+                       f"padding ({padding_mode}): reads {reads}", "colour": PALETTE[outside]})
     legend += [{"label": f"block's tile: {STATUS_LABELS[s]}",
                 "colour": PALETTE[padding_mode] if s == Status.PADDED else STATUS_COLOURS[s]} for s in present]
-    index_arr = [int(lanes2[0, d] // box2[d]) for d in range(2)]
     if title is None:
         title = f"{event.op} {event.array}, line {event.line}: {event.source.strip()}"
+    array_tile = tuple(int(v) // b for v, b in zip(coords.reshape(-1, nd)[0], box))
+    counts = " x ".join(str(-(-n // b)) for n, b in zip(array_shape, box))
+    about = [f"block's tile = array tile {array_tile}",
+             f"{int(np.isin(status, (Status.LOADED, Status.STORED)).sum())} of {status.size} lanes inside"]
+    zoomed = bool(lead) or (lo != full_lo).any() or (hi != full_hi).any()
+    if zoomed:   # the part of the array drawn, as an index expression
+        about.append("shown: " + event.array + "[" + ", ".join(
+            [*map(str, lead), *(f"{a}:{b}" for a, b in zip(lo, hi))][-nd:]) + "]")
     texts = [text(PAD, 16, title, size=13, weight="bold"),
-             text(PAD, TITLE_H + 14, f"{event.array} {array_shape}: {' x '.join(map(str, tiles[2 - nd:]))} tiles of "
-                  f"{tuple(box)} in array order; tile space order {order}, tile {index} of shape {tile_shape}", size=11),
-             text(PAD, TITLE_H + 30, f"block's tile = array tile {tuple(index_arr[2 - nd:])}; "
-                  f"{int(np.isin(status, (Status.LOADED, Status.STORED)).sum())} of {status.size} lanes inside", size=11)]
-    ruler_step = box2[1] if box2[1] * cell >= 24 else max(1, 2 ** math.ceil(math.log2(30 / cell))) if cell < 30 else 1
-    texts += [text(px(0, c)[0] + 1, y0 - 4, c, size=9) for c in range(0, int(hi[1]), int(ruler_step))
-              if c >= lo[1]][:64]
-    if nd == 2:
-        row_step = box2[0] if box2[0] * cell >= 14 else max(1, 2 ** math.ceil(math.log2(14 / cell))) if cell < 14 else 1
-        texts += [text(x0 - 4, px(r, 0)[1] + 10, r, size=9, anchor="end") for r in range(0, int(hi[0]), int(row_step))
-                  if r >= lo[0]][:64]
-    width = max(x0 + ext[1] * cell + PAD, PAD + 7 * len(title))
+             text(PAD, TITLE_H + 14, f"{event.array} {array_shape}: {counts} tiles of {tuple(box)} in array "
+                  f"order; tile space order {order}, tile {index} of shape {tile_shape}"),
+             text(PAD, TITLE_H + 32, "; ".join(about))]
+    label_w = 7 * len(str(int(hi[1]))) + 6   # a column number at the smallest font, and a gap
+    col_step = box2[1] if box2[1] * cell >= label_w else _pow2_at_least(math.ceil(label_w / cell))
+    texts += [text(px(0, c)[0] + 1, y0 - 4, c, size=MIN_FONT)
+              for c in range(lo[1] - lo[1] % col_step, int(hi[1]), col_step) if c >= lo[1]][:64]
+    if nd >= 2:
+        row_step = box2[0] if box2[0] * cell >= 14 else _pow2_at_least(math.ceil(14 / cell))
+        texts += [text(x0 - 4, px(r, 0)[1] + min(cell, 14) / 2 + 4, r, size=MIN_FONT, anchor="end")
+                  for r in range(lo[0] - lo[0] % row_step, int(hi[0]), row_step) if r >= lo[0]][:64]
+    width = max(x0 + ext[1] * cell + PAD, PAD + 7 * len(title), PAD + 6.5 * len(texts[1]["text"]),
+                legend_width(legend))
     data = {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
-            "shape2": list(shape2), "box2": box2, "tiles2": tiles, "index": list(index), "tile_shape": list(tile_shape),
-            "order": list(order), "padding_mode": padding_mode, "padding_text": reads,
+            "shape2": list(shape2), "box": box, "box2": box2, "tiles2": tiles, "index": list(index),
+            "tile_shape": list(tile_shape), "order": list(order), "lead": list(lead), "padding_mode": padding_mode, "padding_text": reads,
             "cell": cell, "x0": x0, "y0": y0, "lo": [int(v) for v in lo], "ext": [int(v) for v in ext],
             "width": math.ceil(width), "height": math.ceil(y0 + ext[0] * cell + PAD),
             "texts": texts, "regions": np.array(regions, np.float32).reshape(-1, 7),
             "lines": np.array(lines, np.float32).reshape(-1, 4), "fine": np.array(fine, np.float32).reshape(-1, 4),
             "lane_x": lane_x.astype(np.float32), "lane_y": lane_y.astype(np.float32),
             "lane_r": lanes2[:, 0].astype(np.int32), "lane_c": lanes2[:, 1].astype(np.int32),
-            "lane_status": status.ravel().astype(np.uint8),
+            "lane_id": lane_ids.astype(np.int32), "lane_status": lane_status.astype(np.uint8),
             "palette": PALETTE, "status_colours": {int(s): c for s, c in STATUS_COLOURS.items()},
             "status_labels": {int(s): t for s, t in STATUS_LABELS.items()}, "region_opacity": REGION_OPACITY,
-            "legend": legend, "values": None, "dtype": None,
+            "legend": legend, "values": None, "values_lo": [0, 0], "dtype": None,
             "tile_space_dims": [array_shape[o] for o in order]}
     if values is not None:
         values = np.asarray(values)
         if values.shape != array_shape:
             raise ValueError(f"values has shape {values.shape}, the array {array_shape}")
-        if values.size <= MAX_VALUES:
-            data["values"], data["dtype"] = values.reshape(shape2), str(values.dtype)
+        # the window's values only: the hover reads what is drawn, and a big array stays at home
+        r0, c0 = max(0, lo[0]), max(0, lo[1])
+        drawn = values[lead].reshape(shape2)[r0:max(r0, hi[0]), c0:max(c0, hi[1])]
+        data["values"], data["values_lo"], data["dtype"] = drawn, [int(r0), int(c0)], str(values.dtype)
     return data
 
 
-# ---- static export (the same picture tile_space.js draws) ----------------------------------------
-
-def svg_text(t: dict) -> str:
-    return (f'<text x="{t["x"]}" y="{t["y"]}" font-size="{t["size"]}" font-weight="{t["weight"]}" '
-            f'text-anchor="{t["anchor"]}">{escape(t["text"])}</text>')
-
-
-def legend_svg(legend, x: int, y: int) -> list[str]:
-    out = []
-    for item in legend:
-        out.append(f'<rect class="legend" x="{x}" y="{y}" width="12" height="12" fill="{item["colour"]}" '
-                   f'stroke="#444"/>')
-        out.append(svg_text(text(x + 16, y + 10, item["label"], size=11)))
-        x += 28 + int(6.2 * len(item["label"]))
-    return out
-
-
-def legend_width(legend) -> int:
-    return PAD + sum(28 + int(6.2 * len(item["label"])) for item in legend)
-
-
-def svg_document(width: int, height: int, body: list[str]) -> str:
-    return "\n".join([(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                      f'viewBox="0 0 {width} {height}" font-family="sans-serif">'),
-                      f'<rect width="{width}" height="{height}" fill="white"/>', *body, "</svg>"])
-
-
-def ink_of(colour: str) -> str:
-    """Black or white, whichever reads better on `colour` ("#rrggbb")."""
-    r, g, b = (int(colour[k:k + 2], 16) for k in (1, 3, 5))
-    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 150 else "#222"
-
-
-def fmt(v) -> str:
-    """A pixel coordinate for SVG: at most two decimals."""
-    return f"{float(v):.2f}".rstrip("0").rstrip(".")
-
+# ---- the picture (tile_space.js shows it and draws the hover on top) ------------------------------
 
 def tile_space_svg(data: dict) -> str:
     pal, cell = data["palette"], data["cell"]
@@ -289,22 +313,21 @@ def tile_space_svg(data: dict) -> str:
         body.append(f'<g class="{cls}" stroke="{colour}" stroke-width="{width}">')
         body += [f'<line x1="{fmt(a)}" y1="{fmt(b)}" x2="{fmt(c)}" y2="{fmt(d)}"/>' for a, b, c, d in lines]
         body.append("</g>")
-    labels = cell >= 16
+    font = int(cell * 0.4)
     body.append('<g class="lanes" stroke="white" stroke-width="0.5">')
-    for k, (x, y, s) in enumerate(zip(data["lane_x"], data["lane_y"], data["lane_status"])):
+    for x, y, s, k in zip(data["lane_x"], data["lane_y"], data["lane_status"], data["lane_id"]):
         colour = pal[outside] if s == Status.PADDED else data["status_colours"][int(s)]
         body.append(f'<rect class="lane" data-status="{Status(int(s)).name}" data-lane="{k}" x="{fmt(x)}" '
                     f'y="{fmt(y)}" width="{fmt(cell)}" height="{fmt(cell)}" fill="{colour}"/>')
-        if labels:
-            body.append(f'<text x="{fmt(x + cell / 2)}" y="{fmt(y + cell / 2 + 4)}" font-size="{int(cell * 0.4)}" '
+        if font >= 7 and len(str(k)) * font * 0.6 <= cell - 2:   # a number only where it fits its cell
+            body.append(f'<text x="{fmt(x + cell / 2)}" y="{fmt(y + cell / 2 + font * 0.35)}" font-size="{font}" '
                         f'text-anchor="middle" fill="{ink_of(colour)}" stroke="none">{k}</text>')
     body.append("</g>")
     xs, ys = data["lane_x"], data["lane_y"]
     body.append(f'<rect class="tile" x="{fmt(xs.min())}" y="{fmt(ys.min())}" width="{fmt(xs.max() - xs.min() + cell)}" '
                 f'height="{fmt(ys.max() - ys.min() + cell)}" fill="none" stroke="{pal["tile"]}" stroke-width="2.5"/>')
-    width = max(data["width"], legend_width(data["legend"]))
     body += legend_svg(data["legend"], PAD, data["height"] + 2)
-    return svg_document(width, data["height"] + 22, body)
+    return svg_document(data["width"], data["height"] + 22, body)
 
 
 # ---- the view ------------------------------------------------------------------------------------
@@ -313,7 +336,7 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-class TileSpaceView(View):
+class TileSpaceView(SvgView):
     """An array's tile space for one load/store with the block's tile highlighted; sliders over the
     tile index and tile shape re-run a one-block load through the interpreter."""
 

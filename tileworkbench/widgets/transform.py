@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from xml.sax.saxutils import escape
 
 import numpy as np
 import traitlets
@@ -25,12 +24,11 @@ import tileworkbench.tile as ct
 
 from ..interp import Status, run
 from ._base import Data, View, static
+from .svg import (DARK_INK, LABEL_H, LIGHT_INK, PAD, TITLE_H, hex_colour, legend_svg, legend_width, light_ink,
+                  svg_document, svg_text, text)
 
 ALIASES = {"transpose": "permute", "broadcast_to": "broadcast"}
 SLICE_CAPS = (8, 32, 32)   # the most slices, rows and columns drawn; bigger tiles are sampled
-PAD = 12                   # pixels around and between panels
-TITLE_H = 22
-LABEL_H = 18
 # turbo (Google's rainbow map, perceptually ordered): neighbours differ, so a moved pattern shows
 TURBO = np.array([[48, 18, 59], [70, 98, 215], [54, 170, 249], [26, 228, 182], [114, 254, 94],
                   [199, 239, 52], [250, 187, 57], [246, 107, 25], [202, 42, 4], [122, 4, 3]], float)
@@ -73,68 +71,35 @@ def slice_texts(view_shape, shape, cell, x0, y0) -> list[dict]:
                  size=10) for k in range(s)]
 
 
-def text(x, y, s, *, size=12, weight="normal", anchor="start") -> dict:
-    return {"x": int(x), "y": int(y), "text": str(s), "size": size, "weight": weight, "anchor": anchor}
-
-
-def hex_colour(rgb) -> str:
-    r, g, b = (int(v) for v in rgb)
-    return f"#{r:02x}{g:02x}{b:02x}"
-
-
-def ink(fills: np.ndarray) -> np.ndarray:
-    """1 where a label on that fill should be white (dark fills), else 0."""
-    luma = fills.astype(float) @ np.array([0.299, 0.587, 0.114])
-    return (luma < 128).astype(np.uint8)
-
-
 def figure_svg(fig: dict, outlines=()) -> str:
     """A figure ({width, height, cell, texts, panels: [{cx, cy, fill, ink, text}], legend}) as SVG.
 
     outlines: (panel number, cell numbers, colour) to stroke on top (a highlight)."""
-    cell, out = fig["cell"], []
-    legend_h = 22 if fig["legend"] else 0
-    legend_w = [28 + int(6.2 * len(item["label"])) for item in fig["legend"]]
-    w, h = max(fig["width"], PAD + sum(legend_w)), fig["height"] + legend_h
-    out.append(f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
-               f'font-family="sans-serif">')
-    out.append(f'<rect width="{w}" height="{h}" fill="white"/>')
-    for t in fig["texts"]:
-        out.append(_svg_text(t))
-    font = max(7, int(cell * 0.42))
+    cell, out = fig["cell"], [svg_text(t) for t in fig["texts"]]
+    font = int(cell * 0.42)
     for k, p in enumerate(fig["panels"]):
         out.append(f'<g class="panel" data-panel="{k}" stroke="white" stroke-width="1">')
-        for i in range(len(p["cx"])):
-            out.append(f'<rect class="cell" x="{p["cx"][i]}" y="{p["cy"][i]}" width="{cell}" height="{cell}" '
-                       f'fill="{hex_colour(p["fill"][i])}"/>')
+        out.extend(f'<rect class="cell" data-cell="{i}" x="{p["cx"][i]}" y="{p["cy"][i]}" width="{cell}" '
+                   f'height="{cell}" fill="{hex_colour(p["fill"][i])}"/>' for i in range(len(p["cx"])))
         out.append("</g>")
-        if cell >= 14:
-            out.append(f'<g font-size="{font}" text-anchor="middle" dominant-baseline="central">')
+        if font >= 8:   # a label only where it fits its cell at a legible size
+            out.append(f'<g font-size="{font}" text-anchor="middle" dominant-baseline="central" '
+                       f'pointer-events="none">')
             for i in range(len(p["cx"])):
-                if p["text"][i] >= 0 and len(str(p["text"][i])) * font * 0.6 <= cell:
-                    colour = "white" if p["ink"][i] else "black"
+                if p["text"][i] >= 0 and len(str(p["text"][i])) * font * 0.6 <= cell - 2:
+                    colour = LIGHT_INK if p["ink"][i] else DARK_INK
                     out.append(f'<text x="{p["cx"][i] + cell // 2}" y="{p["cy"][i] + cell // 2}" fill="{colour}">'
                                f'{p["text"][i]}</text>')
             out.append("</g>")
     for k, cells, colour in outlines:
         p = fig["panels"][k]
-        out.append(f'<g fill="none" stroke="{colour}" stroke-width="2">')
+        out.append(f'<g class="outline" fill="none" stroke="{colour}" stroke-width="2" pointer-events="none">')
         out.extend(f'<rect x="{p["cx"][i] + 1}" y="{p["cy"][i] + 1}" width="{cell - 2}" height="{cell - 2}"/>'
                    for i in cells)
         out.append("</g>")
-    x, y = PAD, fig["height"] + 4
-    for item, step in zip(fig["legend"], legend_w):
-        out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{item["colour"]}" stroke="#444"/>')
-        out.append(_svg_text(text(x + 16, y + 10, item["label"], size=11)))
-        x += step
-    out.append("</svg>")
-    return "\n".join(out)
-
-
-def _svg_text(t: dict) -> str:
-    anchor = {"start": "start", "middle": "middle", "end": "end"}[t["anchor"]]
-    return (f'<text x="{t["x"]}" y="{t["y"]}" font-size="{t["size"]}" font-weight="{t["weight"]}" '
-            f'text-anchor="{anchor}">{escape(t["text"])}</text>')
+    out += legend_svg(fig["legend"], PAD, fig["height"] + 4)
+    legend_h = 22 if fig["legend"] else 0
+    return svg_document(max(fig["width"], legend_width(fig["legend"])), fig["height"] + legend_h, out)
 
 
 # ---- the transform data ------------------------------------------------------------------------
@@ -265,7 +230,7 @@ def _panel(ids, labels, colours, shape, view, stride, cell, x0, y0):
     fill = np.where((ids >= 0)[:, None], colours[np.maximum(ids, 0)], np.array(NO_SOURCE, np.uint8))
     fill = fill.astype(np.uint8)
     return ({"shape": list(shape), "cx": cx, "cy": cy, "ids": ids.astype(np.int32), "text": labels.astype(np.int32),
-             "fill": fill, "ink": ink(fill)}, w, h)
+             "fill": fill, "ink": light_ink(fill).astype(np.uint8)}, w, h)
 
 
 def same_source(data: dict, panel: int, cell: int) -> list[tuple[int, list[int]]]:

@@ -19,3 +19,18 @@ export function hidePicture(el, model) {
     if (hide() || ++tries > 50) clearInterval(timer);
   }, 100);
 }
+
+/** The view's picture (the `svg` trait, drawn in Python) as an SVG element, scaled to fit its output. */
+export function pictureOf(model) {
+  const doc = new DOMParser().parseFromString(model.get("svg"), "image/svg+xml");
+  const root = /** @type {SVGSVGElement} */ (document.importNode(doc.documentElement, true));
+  root.style.maxWidth = "100%";
+  root.style.height = "auto";
+  return root;
+}
+
+/** A point of the page in the picture's own coordinates (it may be shown scaled). */
+export function pointIn(root, ev) {
+  const box = root.getBoundingClientRect(), view = root.viewBox.baseVal;
+  return { x: (ev.clientX - box.left) * view.width / box.width, y: (ev.clientY - box.top) * view.height / box.height };
+}
