@@ -1,0 +1,96 @@
+"""A saved notebook keeps every view's picture: displaying a view makes a static picture output (SVG,
+and the same SVG inline in HTML) followed by the live widget, and nbconvert's HTML shows the
+picture whether or not the notebook saved widget state."""
+import re
+import xml.etree.ElementTree as ET
+
+import nbformat
+import numpy as np
+import pytest
+from nbclient import NotebookClient
+from nbconvert import HTMLExporter
+from nbformat.v4 import new_code_cell, new_notebook
+
+import tileworkbench.tile as ct
+from tileworkbench.interp import run
+from tileworkbench.widgets.coverage import CoverageView
+from tileworkbench.widgets.tile_space import TileSpaceView
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+CELLS = ['''\
+import numpy as np
+import tileworkbench.tile as ct
+from tileworkbench.interp import run
+from tileworkbench.widgets.coverage import CoverageView
+from tileworkbench.widgets.index_map import IndexMapView
+from tileworkbench.widgets.tile_space import TileSpaceView
+from tileworkbench.widgets.transform import TransformView
+
+@ct.kernel
+def copy(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (4, 4), padding_mode=ct.PaddingMode.ZERO))
+
+@ct.kernel
+def gather(table, idx, got):
+    i = ct.load(idx, (0,), (8,))
+    ct.store(got, (0,), ct.gather(table, i, padding_value=-1.0))
+
+x = np.arange(60, dtype=np.float32).reshape(6, 10)
+trace = run(copy, (2, 3), (x, np.zeros_like(x)), trace=True)''',
+         'TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x)',
+         'CoverageView.from_trace(trace)',
+         'TransformView.of(lambda t: ct.permute(t, (1, 0)), (2, 4))',
+         '''table = np.arange(10, dtype=np.float32)
+IndexMapView.from_trace(run(gather, (1,), (table, np.array([0, 3, -1, 12, 5, 5, 7, 9], np.int32),
+                                           np.zeros(8, np.float32)), trace=True), op="gather", values=table)''']
+
+
+@pytest.fixture(scope="module")
+def executed():
+    nb = new_notebook(cells=[new_code_cell(c) for c in CELLS],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    return nb
+
+
+@pytest.mark.slow
+def test_each_view_cell_saves_its_picture_then_the_live_widget(executed):
+    for cell in executed.cells[1:]:
+        picture, widget = cell.outputs
+        assert picture.output_type == widget.output_type == "display_data"
+        svg = picture.data["image/svg+xml"]
+        key = ET.fromstring(svg).get("data-picture-of")
+        assert key and svg in picture.data["text/html"] and picture.data["text/plain"]
+        assert WIDGET in widget.data and "image/svg+xml" not in widget.data
+        # the widget's script finds its picture by the key, which the widget state carries
+        state = executed.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+        assert state[widget.data[WIDGET]["model_id"]]["state"]["_picture_key"] == key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("widget_state", [True, False], ids=["with widget state", "without widget state"])
+def test_nbconvert_html_shows_every_views_picture(executed, widget_state):
+    nb = nbformat.from_dict(executed)
+    if not widget_state:   # as JupyterLab saves a notebook by default
+        del nb.metadata["widgets"]
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    pictures = re.findall(r'<svg [^>]*data-picture-of="(\w+)"', body)
+    assert len(set(pictures)) == len(CELLS) - 1
+    assert "tileworkbench-picture" in body
+
+
+@ct.kernel
+def copy_ragged(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (4, 4)))
+
+
+def test_the_picture_is_the_static_export_and_scales_to_the_output_width():
+    x = np.ones((6, 10), np.float32)
+    trace = run(copy_ragged, (2, 3), (x, np.zeros_like(x)), trace=True)
+    for view in (TileSpaceView.from_trace(trace, array="x", block=(1, 1)), CoverageView.from_trace(trace)):
+        picture = view.picture_bundle()["image/svg+xml"]
+        assert picture == view.to_svg().replace("<svg ", f'<svg data-picture-of="{view._picture_key}" ', 1)
+        assert "max-width: 100%" in ET.fromstring(picture).get("style")
