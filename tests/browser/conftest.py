@@ -194,11 +194,17 @@ def wait_for_views(page, timeout_ms: int = 60_000):
         .every((output) => output.querySelector('svg, canvas, pre, table'))""", timeout=timeout_ms)
 
 
-def cell_outputs(page, source: str):
-    """The outputs of the code cell whose source contains `source` (exactly one such cell)."""
+PICTURE = ".tileworkbench-picture"   # a view's static picture, shown before its live widget
+
+
+def cell_outputs(page, source: str, pictures: bool = False):
+    """The outputs of the code cell whose source contains `source` (exactly one such cell): those
+    that are not a view's static picture, or (pictures=True) only those."""
     cells = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=source))
     assert cells.count() == 1, f"{cells.count()} cells contain {source!r}"
-    return cells.locator(".jp-OutputArea-output")
+    outputs = cells.locator(".jp-OutputArea-output")
+    return outputs.filter(has=page.locator(PICTURE)) if pictures else \
+        outputs.filter(has_not=page.locator(PICTURE))
 
 
 # ---- the views' drawings: a tile space's lanes are SVG rects, a coverage or transform a canvas ------

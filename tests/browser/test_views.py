@@ -7,13 +7,16 @@ from nbformat.v4 import new_code_cell, new_notebook
 from .conftest import (
     ARTIFACTS,
     OFF_LABEL,
+    PICTURE,
     TILE_SPACE_LANES,
     cell_outputs,
     distinct_colours,
     hover_colour,
     open_and_run,
+    open_notebook,
     page_errors,
     readout,
+    screenshot,
     wait_for_views,
 )
 
@@ -116,3 +119,59 @@ def test_every_view_renders_in_jupyterlab_and_is_screenshot(browser, lab):
         png = view.screenshot(path=str(ARTIFACTS / f"view_{kind}.png"), animations="disabled")
         assert distinct_colours(page, png) >= 4, f"the {kind} screenshot is blank"
     assert page_errors(page) == []
+
+
+def write_views_notebook(lab, name: str):
+    folder = lab.root / "views"
+    folder.mkdir(exist_ok=True)
+    cells = [new_code_cell(source) for source in SETUP + [source for source, _ in VIEWS.values()]]
+    kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": kernelspec}), folder / name)
+    return folder / name
+
+
+def pictures_shown(page, tag: str) -> None:
+    """Every view's static picture is visible, drawn and not blank; saved as <tag>_<kind>.png."""
+    page.wait_for_function(f"[...document.querySelectorAll('{PICTURE} img')].filter(i => i.naturalWidth > 0)"
+                           f".length >= {len(VIEWS)}", timeout=60_000)
+    for kind, (source, _) in VIEWS.items():
+        picture = cell_outputs(page, source, pictures=True)
+        assert picture.count() == 1 and picture.locator("img").is_visible(), kind
+        box = picture.bounding_box()
+        assert box and box["width"] > 100 and box["height"] > 50, (kind, box)
+        png = picture.screenshot(path=str(ARTIFACTS / f"{tag}_{kind}.png"), animations="disabled")
+        assert distinct_colours(page, png) >= 4, f"the {kind} picture is blank"
+
+
+def test_a_saved_notebook_reopened_shows_every_views_picture_without_the_kernel_that_made_them(browser, lab):
+    path = write_views_notebook(lab, "saved_views.ipynb")
+    page = open_and_run(browser, lab, "views/saved_views.ipynb")
+    wait_for_views(page)
+    for kind, (source, drawn) in VIEWS.items():   # live: the widget is drawn and has hidden its picture
+        assert cell_outputs(page, source).locator(drawn).first.is_visible(), kind
+        page.wait_for_function("(source) => [...document.querySelectorAll('.jp-CodeCell')].filter(c => "
+                               "c.querySelector('.jp-InputArea').textContent.includes(source)).every(c => "
+                               f"[...c.querySelectorAll('{PICTURE}')].every(p => p.offsetParent === null))", arg=source)
+    page.evaluate("""async () => {
+        const app = window.jupyterapp, panel = app.shell.currentWidget;
+        await app.commands.execute('docmanager:save');
+        await panel.sessionContext.shutdown();
+    }""")
+    page.close()
+    saved = nbformat.read(path, as_version=4)
+    for cell in saved.cells[len(SETUP):]:
+        kinds = ["text/html" in o.get("data", {}) and "image/svg+xml" in o.data for o in cell.outputs]
+        assert kinds.count(True) == 1, cell.source   # the picture, beside the widget's output
+
+    reopened = open_notebook(browser, lab, "views/saved_views.ipynb")
+    pictures_shown(reopened, "reopened")
+    screenshot(reopened, "saved_views_reopened")
+    assert page_errors(reopened) == []
+    reopened.close()
+
+    # someone else's copy is untrusted: front ends render its HTML sanitized and refuse SVG images
+    saved.cells.insert(0, nbformat.v4.new_markdown_cell("A copy from elsewhere"))
+    nbformat.write(saved, path.with_name("untrusted_views.ipynb"))
+    untrusted = open_notebook(browser, lab, "views/untrusted_views.ipynb")
+    pictures_shown(untrusted, "untrusted")
+    untrusted.close()

@@ -6,7 +6,7 @@ trace or a launch record into plain data with a pure function (tested without a 
 JavaScript only draws that data. Each view can also render itself to SVG with no browser and no
 kernel, so docs and saved notebooks show it.
 
-Displaying a view makes two outputs: its picture (SVG, inline in HTML too), then the live widget.
+Displaying a view makes two outputs: its picture (SVG, as an image in HTML too), then the live widget.
 A saved notebook keeps the picture, which every viewer shows without a kernel (JupyterLab and
 Notebook 7 reopened, nbconvert, GitHub), while the widget's model is gone once the kernel is. Where
 the widget does render, its script hides the picture just before it (`static/_picture.js`).
@@ -18,9 +18,11 @@ the widget does render, its script hides the picture just before it (`static/_pi
 """
 from __future__ import annotations
 
+import base64
 import pathlib
 import re
 import uuid
+from xml.sax.saxutils import quoteattr
 
 import anywidget
 import numpy as np
@@ -97,12 +99,15 @@ class View(anywidget.AnyWidget):
         return repr(self)
 
     def picture_bundle(self) -> dict:
-        """The static output shown before the live widget: the SVG (keyed, so that the widget finds
-        it), the same SVG inline in HTML (which front ends render in untrusted notebooks too, where
-        they refuse an SVG image) and the text."""
-        svg = self.to_svg().replace("<svg ", f'<svg data-picture-of="{self._picture_key}" ', 1)
-        return {"text/html": f'<div class="tileworkbench-picture" style="overflow-x: auto">{svg}</div>',
-                "image/svg+xml": svg, "text/plain": self.to_text()}
+        """The static output shown before the live widget: the SVG, the same SVG as an image in HTML
+        and the text. Front ends render an untrusted notebook's HTML sanitized, which keeps an image
+        from a data URL but no inline SVG, and refuse its SVG output: the HTML shows everywhere. Its
+        class names the view's key, by which the live widget finds the picture to hide."""
+        svg = self.to_svg()
+        source = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+        html = (f'<div class="tileworkbench-picture tileworkbench-picture-{self._picture_key}">'
+                f'<img src="{source}" alt={quoteattr(self.to_text())} style="max-width: 100%"></div>')
+        return {"text/html": html, "image/svg+xml": svg, "text/plain": self.to_text()}
 
     def _ipython_display_(self):
         from IPython.display import publish_display_data

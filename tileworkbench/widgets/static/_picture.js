@@ -5,12 +5,12 @@
 
 /** Hide the picture output just before this view's output, if it is this view's (same key). */
 export function hidePicture(el, model) {
-  const key = model.get("_picture_key");
+  const picture = `.tileworkbench-picture-${model.get("_picture_key")}`;
   const hide = () => {
     const output = el.closest(".jp-OutputArea-child");
     if (!output) return false;
     const before = output.previousElementSibling;
-    if (key && before instanceof HTMLElement && before.innerHTML.includes(key)) before.style.display = "none";
+    if (before instanceof HTMLElement && before.querySelector(picture)) before.style.display = "none";
     return true;
   };
   // the output area may attach the view's element to the page after render returns
