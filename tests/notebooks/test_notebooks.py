@@ -1,6 +1,6 @@
 """The notebooks in notebooks/ run top to bottom on the interpreter and show what they promise:
-printed results, and views (live widgets whose outputs also carry an SVG picture) of what the
-interpreter recorded."""
+printed results, and views (a static SVG picture, then the live widget) of what the interpreter
+recorded."""
 import functools
 import html
 import re
@@ -64,13 +64,15 @@ def outputs(name: str) -> list[str]:
 
 def views(name: str, source: str) -> list[str]:
     """The SVG pictures of the views shown by the one code cell whose source contains `source`.
-    Every output of that cell but the kernel inspector's record must be a live widget view that
-    carries its static SVG."""
+    Every output of that cell but the kernel inspector's record must be a view's static picture
+    followed by its live widget."""
     cells = [c for c in executed(name).cells if c.cell_type == "code" and source in c.source]
     assert len(cells) == 1, f"{len(cells)} cells of {name} contain {source!r}"
     bundles = [o.get("data", {}) for o in cells[0].outputs if KERNEL_MIME not in o.get("data", {})]
-    assert bundles and all(WIDGET in b and "image/svg+xml" in b for b in bundles), (source, bundles)
-    return [b["image/svg+xml"] for b in bundles]
+    pictures, widgets = bundles[::2], bundles[1::2]
+    assert pictures and len(pictures) == len(widgets), (source, bundles)
+    assert all("image/svg+xml" in p and WIDGET not in p and WIDGET in w for p, w in zip(pictures, widgets)), bundles
+    return [p["image/svg+xml"] for p in pictures]
 
 
 def svg_texts(svg: str) -> list[str]:

@@ -81,7 +81,7 @@ def test_scatter_collision_lights_up_every_lane_writing_the_element():
     svg = view.to_svg()
     highlight = next(g for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("class") == "highlight")
     assert len(highlight.findall(f"{SVG}line")) == 2           # one line per writer
-    assert len(highlight.findall(f"{SVG}rect")) == 2 * 3 + 2   # each writer in 3 panels, plus its target
+    assert len(highlight.findall(f"{SVG}rect")) == 2 * 2 + 2   # each writer in 2 panels (no mask), plus its target
 
 
 def test_svg_has_one_cell_per_lane_per_panel_and_per_element():
@@ -92,15 +92,16 @@ def test_svg_has_one_cell_per_lane_per_panel_and_per_element():
     assert sum(r.get("data-status") == "OUT_OF_BOUNDS" for r in lanes) == 2 * 3
 
 
-def test_2d_gather_has_one_index_panel_per_axis():
+def test_2d_gather_has_one_index_panel_per_axis_and_no_mask_panel_without_a_mask():
     x = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
     trace = run(gather_2d, (1,), (x, np.zeros((4, 4), np.float32)), trace=True)
     d = IndexMapView.from_trace(trace, op="gather", values=x).data
-    assert [p["name"] for p in d["panels"]] == ["indices[0]", "indices[1]", "mask", "result"]
+    assert [p["name"] for p in d["panels"]] == ["indices[0]", "indices[1]", "result"]
+    assert "mask on" not in [item["label"] for item in d["legend"]]
     status = d["status"].reshape(4, 4)
     assert (status[0] == Status.OUT_OF_BOUNDS).all() and (status[1:, 3] == Status.OUT_OF_BOUNDS).all()
     assert (status[1:, :3] == Status.LOADED).all()
-    assert d["panels"][3]["labels"][5] == "2" and d["panels"][3]["labels"][0] == "0"   # x[0, 2]; padding 0
+    assert d["panels"][2]["labels"][5] == "2" and d["panels"][2]["labels"][0] == "0"   # x[0, 2]; padding 0
     assert d["coords"].reshape(4, 4, 2)[0, 1].tolist() == [-1, 2]
 
 
@@ -175,3 +176,22 @@ def test_advanced_indexing_gets_an_index_map():
     assert [int(v) for v in data["panels"][0]["labels"][::8]] == [3, 1, 0, 7]
     assert [type(v).__name__ for v in views_of_trace(trace)] == ["CoverageView", "TileSpaceView", "IndexMapView",
                                                                  "TileSpaceView"]
+
+
+@ct.kernel
+def gather_3d_array(x, out):
+    i = ct.arange(8, dtype=ct.int32)
+    ct.store(out, (0,), ct.gather(x, (i % 2, i // 2 % 3, i + 2)))
+
+
+def test_a_3d_array_is_drawn_with_a_row_per_leading_index():
+    x = np.arange(2 * 3 * 8, dtype=np.float32).reshape(2, 3, 8)
+    trace = run(gather_3d_array, (1,), (x, np.zeros(8, np.float32)), trace=True)
+    d = IndexMapView.from_trace(trace, op="gather", values=x).data
+    assert d["shape2"] == [6, 8] and [p["name"] for p in d["panels"]][:3] == ["indices[0]", "indices[1]", "indices[2]"]
+    inside = d["target"] >= 0
+    rows, cols = np.divmod(d["target"][inside], 8)
+    lanes = np.nonzero(inside)[0]
+    assert (rows == (lanes % 2) * 3 + lanes // 2 % 3).all() and (cols == lanes + 2).all()
+    assert (d["status"][lanes[-1] + 1:] == Status.OUT_OF_BOUNDS).all()   # i + 2 >= 8
+    assert any("a row per x[i, j, :]" in t["text"] for t in d["texts"])

@@ -69,8 +69,8 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     event's recorded padding value; `padding_value` stands in where it has none (version 1)."""
     array_shape = tuple(int(d) for d in array_shape)
     nd = len(array_shape)
-    if nd not in (1, 2):
-        raise ValueError(f"the index map draws 1-D and 2-D arrays; {event.array} has shape {array_shape}")
+    if nd == 0:
+        raise ValueError(f"the index map draws arrays of 1 or more axes; {event.array} is 0-d")
     if OPS[event.op].view is not ViewKind.INDEX_MAP:
         raise ValueError(f"the index map draws gathers, scatters and advanced indexing, not {event.op}")
     scatter = OPS[event.op].access == "write"
@@ -84,14 +84,19 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     # lane panels, in a row
     tile_shape = event.shape
     view = as_slices(tile_shape)
-    names = [f"indices[{d}]" if nd > 1 else "indices" for d in range(nd)] + ["mask", "values" if scatter else "result"]
-    span = lambda c: view[0] * view[2] * c + (view[0] - 1) * PAD
+    on = status != Status.MASKED
+    # the mask panel where the op has one (its line passes one, or lanes are masked off)
+    masked = "mask" in event.source or not on.all()
+    names = [f"indices[{d}]" if nd > 1 else "indices" for d in range(nd)] + ["mask"] * masked + \
+        ["values" if scatter else "result"]
+
+    def span(c):
+        return view[0] * view[2] * c + (view[0] - 1) * PAD
     cell = cell_size(view[1], view[2])
     while cell > 4 and len(names) * (span(cell) + 2 * PAD) > ROW_W:
         cell -= 1
     top = TITLE_H + 2 * 16 + LABEL_H
     lane_x, lane_y, w, h = slice_cells(view, cell, 0, top)
-    on = status != Status.MASKED
     if values is not None and values.shape != array_shape:
         raise ValueError(f"values has shape {values.shape}, the array {array_shape}")
     if scatter:
@@ -113,9 +118,11 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
         panels.append({"name": name, "x": x, "labels": labels, "fill": fill})
         x += w + 2 * PAD
 
-    # the array below, binned when big, with a ring of ghost cells when lanes go out of bounds
-    shape2 = (1,) + array_shape if nd == 1 else array_shape
-    coords2 = np.concatenate([np.zeros((n, 1), np.int64), coords], 1) if nd == 1 else coords
+    # the array below, binned when big, with a ring of ghost cells when lanes go out of bounds; a 1-D
+    # array is one row, a 3-D-or-more one has a row per index of its leading axes
+    shape2 = (math.prod(array_shape[:-1]), array_shape[-1])
+    lead_strides = np.array([math.prod(array_shape[k + 1:-1]) for k in range(nd - 1)], np.int64)
+    coords2 = np.stack([coords[:, :-1] @ lead_strides, coords[:, -1]], 1)
     factors = [-(-d // ARRAY_CAP) for d in shape2]
     binned = [-(-d // f) for d, f in zip(shape2, factors)]
     oob = status == Status.OUT_OF_BOUNDS
@@ -138,7 +145,7 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     rr, cc = np.meshgrid(np.arange(binned[0]), np.arange(binned[1]), indexing="ij")
     array_labels = None
     if values is not None and factors == [1, 1] and acell >= 18:
-        array_labels = [_label(v) for v in np.asarray(values).reshape(shape2).ravel()]
+        array_labels = [_label(v) for v in np.asarray(values).ravel()]
 
     counts = {STATUS_LABELS[Status(int(s))]: int((status == s).sum()) for s in np.unique(status)}
     title = f"{event.op} {event.array}, line {event.line}: {event.source.strip()}"
@@ -147,8 +154,9 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
              text(PAD, TITLE_H + 14, f"block {block}: {n} lanes of a {tuple(tile_shape)} tile into "
                   f"{event.array} {array_shape} \u2014 " + ", ".join(f"{v} {k}" for k, v in counts.items()), size=11)]
     texts += [text(p["x"], top - 6, p["name"], weight="bold") for p in panels]
-    binning = "" if factors == [1, 1] else f" (bins of {' x '.join(map(str, factors[2 - nd:]))} elements)"
-    texts.append(text(PAD, ay0 - ring * acell - 8, f"{event.array} {array_shape}{binning}", weight="bold"))
+    binning = "" if factors == [1, 1] else f" (bins of {' x '.join(map(str, factors[max(0, 2 - nd):]))} elements)"
+    rows = f", a row per {event.array}[{', '.join('ijklmn'[:nd - 1])}, :]" if nd > 2 else ""
+    texts.append(text(PAD, ay0 - ring * acell - 8, f"{event.array} {array_shape}{rows}{binning}", weight="bold"))
     width = max(x, ax0 + (binned[1] + ring) * acell + PAD, PAD + 7 * len(title), PAD + 6 * len(texts[1]["text"]))
     present = [Status(int(s)) for s in np.unique(status)]
     padded = (Status.MASKED, Status.OUT_OF_BOUNDS)
@@ -159,8 +167,8 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
                                              f" (reads padding_value {' / '.join(reads((s,)))})")
                                             if s in padded else ""),
                "colour": STATUS_COLOURS[s]} for s in present]
-    legend += [{"label": "mask on", "colour": PALETTE["mask_on"]},
-               {"label": "element written" if scatter else "element read", "colour": fill_names[2 if scatter else 1]},
+    legend += [{"label": "mask on", "colour": PALETTE["mask_on"]}] * masked
+    legend += [{"label": "element written" if scatter else "element read", "colour": fill_names[2 if scatter else 1]},
                {"label": "untouched", "colour": PALETTE["untouched"]}]
     return {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
             "tile_shape": list(tile_shape), "block": list(block), "cell": cell, "acell": acell,
