@@ -1,8 +1,10 @@
 """Which views a traced launch gets: one per memory or shape op line, each showing its own op."""
+import xml.etree.ElementTree as ET
+
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.interp import Status, run
 from tileworkbench.widgets.tile_space import TileSpaceView
 from tileworkbench.widgets.views import views_of_trace
 
@@ -21,3 +23,71 @@ def test_a_second_load_of_the_same_array_gets_its_own_view():
     first = two_loads._pyfunc.__code__.co_firstlineno
     titles = [next(line for line in (f"line {first + 2}", f"line {first + 3}") if line in v.to_svg()) for v in loads]
     assert titles == [f"line {first + 2}", f"line {first + 3}"]
+
+
+@ct.kernel
+def add_1d(a, b, c):
+    i = ct.bid(0)
+    ct.store(c, (i,), ct.load(a, (i,), (1024,)) + ct.load(b, (i,), (1024,)))
+
+
+@ct.kernel
+def copy_rows(x, y):
+    i = ct.bid(0)
+    ct.store(y, (i, 0), ct.load(x, (i, 0), (1024, 4)))
+
+
+@ct.kernel
+def copy_3d(x, y):
+    i = ct.bid(0)
+    ct.store(y, (i, 0, 0), ct.load(x, (i, 0, 0), (2, 4, 4)))
+
+
+def test_views_of_big_and_3d_arrays_build_and_draw():
+    n = 1 << 20
+    a = np.ones(n, np.float32)
+    x = np.ones((1 << 17, 4), np.float32)
+    cube = np.ones((5, 4, 4), np.float32)
+    for trace, values in ((run(add_1d, (n // 1024,), (a, a, np.zeros_like(a)), trace=True), {"a": a}),
+                          (run(copy_rows, (128,), (x, np.zeros_like(x)), trace=True), {"x": x}),
+                          (run(copy_3d, (3,), (cube, np.zeros_like(cube)), trace=True), {"x": cube})):
+        views = views_of_trace(trace, values)
+        assert [type(v).__name__ for v in views][:2] == ["CoverageView", "TileSpaceView"]
+        for view in views:
+            ET.fromstring(view.to_svg())
+
+
+@ct.kernel
+def ragged_copy(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (4, 4), padding_mode=ct.PaddingMode.ZERO))
+
+
+def test_each_view_shows_the_first_block_whose_lanes_do_more_than_a_plain_load_or_store():
+    x = np.ones((4, 6), np.float32)
+    trace = run(ragged_copy, (1, 2), (x, np.zeros_like(x)), trace=True)
+    load, store = views_of_trace(trace)[1:]
+    assert load.data["index"] == store.data["index"] == [0, 1]   # block (0, 1) hangs over the right edge
+    assert Status.PADDED in load.data["lane_status"] and Status.DROPPED in store.data["lane_status"]
+
+
+@ct.kernel
+def gather_rows(table, idx, out):
+    i = ct.load(idx, (0,), (8,))
+    ct.store(out, (0, 0), ct.gather(table, (i[:, None], ct.arange(4, dtype=ct.int32)[None, :])))
+
+
+@ct.kernel
+def transposed(x, y):
+    ct.store(y, (0, 0), ct.transpose(ct.load(x, (0, 0), (2, 4))))
+
+
+def test_views_show_the_ops_the_user_wrote_by_the_name_they_wrote():
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    trace = run(gather_rows, (1,), (table, np.arange(8, dtype=np.int32), np.zeros((8, 4), np.float32)),
+                trace=True)
+    kinds = [type(v).__name__ for v in views_of_trace(trace)]
+    assert "IndexMapView" in kinds and "TransformView" not in kinds   # no reshape/broadcast of the gather's own
+    trace = run(transposed, (1,), (np.ones((2, 4), np.float32), np.zeros((4, 2), np.float32)), trace=True)
+    transform, = [v for v in views_of_trace(trace) if type(v).__name__ == "TransformView"]
+    assert "transposed: transpose, line" in transform.data["title"]

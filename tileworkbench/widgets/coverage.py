@@ -191,7 +191,7 @@ def coverage_data(trace, arrays=None) -> dict:
         summary = (f"written: {int((writes == 1).sum())} once, {int((writes == 0).sum())} holes, "
                    f"{int((writes > 1).sum())} overlaps" if written else f"read: max {int(reads.max(initial=0))} "
                    f"times, {int((reads == 0).sum())} never")
-        binning = "" if factors == (1, 1, 1) else f", bins of {' x '.join(map(str, factors))}"
+        binning = "" if factors == (1, 1, 1) else f", bins of {' x '.join(map(str, factors[3 - min(len(shape), 3):]))}"
         texts.append(text(PAD, y + 12, f"{name} {shape} {trace.arrays[name]['dtype']}{binning} \u2014 {summary}",
                           weight="bold"))
         texts.append(text(PAD, y + 26, _lines_of(trace, name)[:120], size=10))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 
 import numpy as np
 import traitlets
@@ -113,13 +114,21 @@ def source_colours(n: int) -> np.ndarray:
     return np.round(TURBO[lo] * (1 - frac) + TURBO[lo + 1] * frac).astype(np.uint8)
 
 
+def called_name(op: str, source: str) -> str | None:
+    """The name by which a source line calls shape op `op` (`transpose` for a permute written as
+    one), or None where the line calls none of its names (an op made by another, such as a gather)."""
+    names = [op] + [alias for alias, target in ALIASES.items() if target == op]
+    return next((n for n in names if re.search(rf"\b{n}\s*\(", source)), None)
+
+
 def mapping(event, block=None) -> dict:
     """Where each output element of one block came from: {"op", "out_shape", "operand", "position",
     "in_shapes" (None: not recorded), "names"}, operand -1 for none (a padded load lane).
 
     A shape op's event holds (operand, flat position); a load's holds array coordinates, which are
     turned into positions in the box of the array that the block's tile covers."""
-    e = event.for_block(block) if block is not None else event.for_block(tuple(event.blocks[0]))
+    # a shape op's map is the same in every block: the trace records it once
+    e = event.for_block(block if block is not None and event.array is not None else tuple(event.blocks[0]))
     if not len(e.blocks):
         raise ValueError(f"block {tuple(block)} did not execute this {event.op}")
     if event.array is None:
@@ -266,7 +275,8 @@ class TransformView(View):
         if input_shapes is not None:
             m["in_shapes"] = [tuple(s) for s in input_shapes]
         m["names"] = names or m["names"]
-        what = f"{name}" if event.array is None else f"{name} {event.array}"
+        what = called_name(name, event.source) or name
+        what = what if event.array is None else f"{what} {event.array}"
         return cls(data=transform_data(m, title=f"{trace.kernel}: {what}, line {event.line}: {event.source.strip()}"))
 
     @classmethod

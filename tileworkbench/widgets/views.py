@@ -1,9 +1,20 @@
 """Which views a traced launch gets (what `%%tilekernel --viz` shows), in kernel order:
 a coverage view of the whole launch, then one view per memory or shape op line, the kind each
-op's declaration names (`OpDecl.view`)."""
+op's declaration names (`OpDecl.view`), each for the block that shows the most (the first with
+padded, masked, dropped, out-of-bounds or colliding lanes)."""
 from __future__ import annotations
 
+import numpy as np
+
+from ..interp import Status
 from ..ir.ops import OPS, ViewKind
+
+
+def telling_block(event) -> tuple[int, ...]:
+    """The first block of the event with lanes that did something other than a plain load or store,
+    else its first block."""
+    plain = np.isin(event.status, (Status.LOADED, Status.STORED)).reshape(len(event.blocks), -1).all(axis=1)
+    return tuple(int(b) for b in event.blocks[int(np.argmin(plain))])
 
 
 def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
@@ -12,26 +23,27 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
     from .coverage import CoverageView
     from .index_map import IndexMapView
     from .tile_space import TileSpaceView
-    from .transform import TransformView
+    from .transform import TransformView, called_name
     views = [CoverageView.from_trace(trace)]
     seen = set()
-    first_block = tuple(int(b) for b in trace.events[0].blocks[0]) if trace.events else (0, 0, 0)
+    element_lines = {e.line for e in trace.events if OPS[e.op].view is ViewKind.INDEX_MAP}
     for event in sorted(trace.events, key=lambda e: e.line):
         key = (event.op, event.array, event.line)
         if key in seen or len(views) >= limit:
             continue
         seen.add(key)
+        view = OPS[event.op].view
+        if view is ViewKind.TRANSFORM and event.line in element_lines and not called_name(event.op, event.source):
+            continue   # made by the gather or scatter of its line, not written by the user
         array_values = (values or {}).get(event.array)
-        ndim = len(trace.arrays[event.array]["shape"]) if event.array else 0
-        block = first_block[:max(1, ndim)] if event.array else first_block[:1]
+        block = telling_block(event)
         # the op of this line, not the first op of its kind: a kernel may load an array twice
         index = next((k for k, e in enumerate(trace.by_op(event.op)) if e is event), 0)
-        view = OPS[event.op].view
         if view is ViewKind.TILE_SPACE:
             views.append(TileSpaceView.from_trace(trace, op=event.op, array=event.array, block=block,
                                                   values=array_values, line=event.line))
         elif view is ViewKind.INDEX_MAP:
             views.append(IndexMapView.from_trace(trace, op=event.op, block=block, values=array_values, index=index))
         elif view is ViewKind.TRANSFORM:
-            views.append(TransformView.from_trace(trace, op=event.op, block=first_block[:1], index=index))
+            views.append(TransformView.from_trace(trace, op=event.op, index=index))
     return views
