@@ -59,16 +59,16 @@ def lanes(trace, name: str):
         blocks = e.blocks[:, 0] + trace.grid[0] * (e.blocks[:, 1] + trace.grid[1] * e.blocks[:, 2])
         rows = np.repeat(blocks.astype(np.int64), status.shape[1])
         # flat indices by strides: coordinates of untouched lanes may lie outside the array
-        flat = e.coords.reshape(-1, len(shape)).astype(np.int64) @ strides if shape else \
-            np.zeros(status.size, np.int64)
-        kind = np.where(written, WRITE, READ).ravel().astype(np.int8)
+        coords = e.coords.reshape(-1, len(shape))
+        flat = sum(coords[:, k] * strides[k] for k in range(len(shape))) if shape else np.zeros(status.size, np.int64)
+        kind = (written.ravel() + np.int8(READ)).astype(np.int8)   # READ 1, WRITE 2
         if not touched.all():
             keep = touched.ravel()
             rows, flat, kind = rows[keep], flat[keep], kind[keep]
         parts.append((rows, flat, kind))
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)
-    return tuple(np.concatenate(p) for p in zip(*parts))
+    return parts[0] if len(parts) == 1 else tuple(np.concatenate(p) for p in zip(*parts))
 
 
 def access_counts(trace, name: str, accesses=None) -> tuple[np.ndarray, np.ndarray]:
@@ -182,9 +182,10 @@ def coverage_data(trace, arrays=None) -> dict:
         fill = _fills(lo, hi, written, int(reads.max(initial=0)))
         n_cells = math.prod(binned)
         bins = _bin_of(flat, view, factors, binned)
-        pairs = np.unique(rows * n_cells + bins)
-        fp_kind = (np.isin(pairs, rows[kind == READ] * n_cells + bins[kind == READ]) * READ +
-                   np.isin(pairs, rows[kind == WRITE] * n_cells + bins[kind == WRITE]) * WRITE)
+        # each (block, cell) pair once, with READ | WRITE: the distinct (block, cell, kind) triples, merged
+        triples = np.unique((rows * n_cells + bins) * 4 + kind)
+        pairs, first = np.unique(triples // 4, return_index=True)
+        fp_kind = np.bitwise_or.reduceat(triples % 4, first) if len(triples) else triples
         fp_start, fp_cells = _csr(pairs // n_cells, pairs % n_cells, n_blocks)
         mine = fp_kind & (WRITE if written else READ) > 0
         who_start, who = _csr(pairs[mine] % n_cells, pairs[mine] // n_cells, n_cells)

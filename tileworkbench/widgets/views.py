@@ -13,7 +13,8 @@ from ..ir.ops import OPS, ViewKind
 def telling_block(event) -> tuple[int, ...]:
     """The first block of the event with lanes that did something other than a plain load or store,
     else its first block."""
-    plain = np.isin(event.status, (Status.LOADED, Status.STORED)).reshape(len(event.blocks), -1).all(axis=1)
+    status = event.status.reshape(len(event.blocks), -1)
+    plain = ((status == Status.LOADED) | (status == Status.STORED)).all(axis=1)
     return tuple(int(b) for b in event.blocks[int(np.argmin(plain))])
 
 
