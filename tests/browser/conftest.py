@@ -207,7 +207,7 @@ def cell_outputs(page, source: str, pictures: bool = False):
         outputs.filter(has_not=page.locator(PICTURE))
 
 
-# ---- the views' drawings: a tile space's lanes are SVG rects, a coverage or transform a canvas ------
+# ---- the views' pictures: SVG drawn in Python; a tile space's lanes and every cell are rects ----------
 
 TILE_SPACE_LANES = "svg > g[stroke-width='0.5'] > rect"     # in tile order
 OFF_LABEL = {"x": 3, "y": 3}                                  # a point of a cell away from its number
@@ -215,31 +215,17 @@ OFF_LABEL = {"x": 3, "y": 3}                                  # a point of a cel
 
 def readout(view) -> str:
     """The hover read-out line under a view's picture."""
-    return view.locator("svg + div, canvas ~ div").last.inner_text()
+    return view.locator("svg + div").last.inner_text()
 
 
 def hover_colour(view, legend_label: str) -> str:
-    """Hover a pixel of the view's canvas painted in the colour of its legend entry `legend_label`;
-    return the read-out."""
-    swatch = view.locator("span", has_text=legend_label).locator("span").first
-    colour = [int(v) for v in re.findall(r"\d+", swatch.evaluate("e => getComputedStyle(e).backgroundColor"))[:3]]
-    canvas = view.locator("canvas")
-    # a pixel inside a cell of that colour, 3 pixels clear of its edges (the mouse's position is rounded)
-    at = canvas.evaluate("""(canvas, rgb) => {
-        const w = canvas.width, dpr = w / canvas.clientWidth, m = Math.ceil(3 * dpr);
-        const d = canvas.getContext('2d').getImageData(0, 0, w, canvas.height).data;
-        const is = (x, y) => { const i = 4 * (y * w + x); return d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2]; };
-        const inner = [];
-        for (let y = m; y < canvas.height - m; y++) {
-            for (let x = m; x < w - m; x++) {
-                if (is(x, y) && is(x - m, y - m) && is(x + m, y - m) && is(x - m, y + m) && is(x + m, y + m)) inner.push([x, y]);
-            }
-        }
-        const p = inner[Math.floor(inner.length / 2)];
-        return p === undefined ? null : [(p[0] + 0.5) / dpr, (p[1] + 0.5) / dpr];
-    }""", colour)
-    assert at is not None, f"no pixel of {legend_label!r} ({colour}) on the canvas"
-    canvas.hover(position={"x": at[0], "y": at[1]})
+    """Hover a cell of the view's picture filled in the colour of its legend entry `legend_label`
+    (a middle one of them); return the read-out."""
+    swatch = view.locator("svg rect.legend + text", has_text=legend_label).first
+    colour = swatch.evaluate("text => text.previousElementSibling.getAttribute('fill')")
+    cells = view.locator(f"svg rect.cell[fill='{colour}']")
+    assert cells.count(), f"no cell of {legend_label!r} ({colour}) in the picture"
+    cells.nth(cells.count() // 2).hover()
     return readout(view)
 
 

@@ -57,8 +57,8 @@ VIEWS = {
     "tile_space": ('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x)', "svg"),
     "index_map": (('IndexMapView.from_trace(run(masked_gather, (1,), (table, idx, np.zeros(8, np.float32)), '
                    'trace=True), op="gather", values=table)'), "svg"),
-    "transform": ("TransformView.of(lambda t: ct.permute(t, (2, 0, 1)), (4, 2, 2))", "canvas"),
-    "coverage": ("CoverageView.from_trace(run(copy, (1, 3), (x, np.zeros_like(x), 4, 4), trace=True))", "canvas"),
+    "transform": ("TransformView.of(lambda t: ct.permute(t, (2, 0, 1)), (4, 2, 2))", "svg"),
+    "coverage": ("CoverageView.from_trace(run(copy, (1, 3), (x, np.zeros_like(x), 4, 4), trace=True))", "svg"),
     "launch_report": ('LaunchReportView.measure(copy, (2, 3), (x, y, 4, 4), arch="sm_90")', "svg"),
     "sweep": (('SweepView(sweep(copy, lambda c: (ct.cdiv(6, c["TM"]), ct.cdiv(10, c["TN"])), '
                'lambda c: (x, y, c["TM"], c["TN"]), {"TM": [2, 4, 8], "TN": [4, 8]}, arch="sm_90"))'), ".sweep-cell"),

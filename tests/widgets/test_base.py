@@ -10,9 +10,9 @@ import pytest
 from tileworkbench.widgets._base import STATIC, static
 
 VIEWS = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_"))
-SHARED = {"_data.js": ("typed",), "_cells.js": ("canvasOf", "drawTexts", "drawCells", "legendOf", "hit"),
+SHARED = {"_data.js": ("typed",), "_cells.js": ("cellAt", "outline", "statusLine"),
           "_svg.js": ("svg", "label", "inkOf", "legendSvg", "legendWidth"),
-          "_picture.js": ("hidePicture",)}
+          "_picture.js": ("hidePicture", "pictureOf", "pointIn")}
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
 
 

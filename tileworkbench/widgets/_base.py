@@ -38,17 +38,24 @@ _RELATIVE_IMPORT = re.compile(r'^import \{[\w\s,]*\} from "\./([\w.-]+\.js)";\n'
 def static(name: str) -> str:
     """A view's ES module as the browser gets it. anywidget loads each view from a Blob URL, where a
     relative import cannot resolve, so `import { ... } from "./x.js";` lines are replaced by x.js
-    itself (its `export` keywords dropped): static/ keeps one copy of shared code.
+    itself (its `export` keywords dropped, its own imports inlined the same way, each module once):
+    static/ keeps one copy of shared code.
 
-        >>> 'from "./_cells.js"' in static("coverage.js"), "function drawCells(" in static("coverage.js")
+        >>> 'from "./_cells.js"' in static("coverage.js"), "function cellAt(" in static("coverage.js")
         (False, True)
     """
-    return _RELATIVE_IMPORT.sub(lambda m: _shared(m.group(1)), (STATIC / name).read_text())
+    return _inline((STATIC / name).read_text(), set())
 
 
-def _shared(name: str) -> str:
-    body = re.sub(r"^export ", "", (STATIC / name).read_text(), flags=re.MULTILINE)
-    return f"// ---- inlined from static/{name}\n{body}// ---- end of static/{name}\n"
+def _inline(source: str, seen: set) -> str:
+    def shared(m):
+        name = m.group(1)
+        if name in seen:
+            return ""
+        seen.add(name)
+        body = _inline(re.sub(r"^export ", "", (STATIC / name).read_text(), flags=re.MULTILINE), seen)
+        return f"// ---- inlined from static/{name}\n{body}// ---- end of static/{name}\n"
+    return _RELATIVE_IMPORT.sub(shared, source)
 
 
 def _to_json(value, widget=None):

@@ -19,12 +19,13 @@ import numpy as np
 import traitlets
 
 from ..interp import Status
-from ._base import Data, View, static
-from .svg import LABEL_H, PAD, TITLE_H, hex_colour, light_ink, text
+from ._base import Data, SvgView, static
+from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, clip, hex_colour, light_ink, text
 from .transform import as_slices, cell_size, figure_svg, slice_cells
 
 READ, WRITE = 1, 2
 CAPS = (4, 32, 32)
+PANEL_TEXT_CHARS = 110   # the longest source summary under a panel's title
 CAPS_1D = (1, 1, 64)
 HOLE, ONCE, TWICE, MORE = (229, 57, 53), (129, 199, 132), (255, 183, 77), (142, 36, 170)
 UNREAD, READ_LIGHT, READ_DARK = (238, 238, 238), (187, 222, 251), (41, 98, 255)
@@ -195,7 +196,7 @@ def coverage_data(trace, arrays=None) -> dict:
         binning = "" if factors == (1, 1, 1) else f", bins of {' x '.join(map(str, factors[3 - min(len(shape), 3):]))}"
         texts.append(text(PAD, y + 12, f"{name} {shape} {trace.arrays[name]['dtype']}{binning} \u2014 {summary}",
                           weight="bold"))
-        texts.append(text(PAD, y + 26, _lines_of(trace, name)[:120], size=10))
+        texts.append(text(PAD, y + 28, clip(_lines_of(trace, name), PANEL_TEXT_CHARS), size=MIN_FONT))
         top = y + LABEL_H + 14 + (12 if len(shape) > 2 else 0)
         cx, cy, w, h = slice_cells(binned, cell, PAD, top)
         if len(shape) > 2:
@@ -235,7 +236,7 @@ def footprint_outlines(data: dict, block) -> list[tuple[int, list[int], str]]:
     return out
 
 
-class CoverageView(View):
+class CoverageView(SvgView):
     """Write/read counts of every array over the whole grid, with a block scrubber."""
 
     _esm = static("coverage.js")
@@ -263,5 +264,5 @@ class CoverageView(View):
     def to_svg(self) -> str:
         fig = dict(self.data)
         fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, f"block {tuple(self.block[:fig['rank']])}",
-                                            size=12, weight="bold", anchor="end")]
+                                            size=12, weight="bold", anchor="end", role="block")]
         return figure_svg(fig, footprint_outlines(fig, self.block))

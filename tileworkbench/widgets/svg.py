@@ -16,14 +16,24 @@ MIN_FONT = 11     # the smallest text a figure uses: still legible on a projecto
 DARK_INK, LIGHT_INK = "#222222", "#ffffff"
 
 
-def text(x, y, s, *, size=12, weight="normal", anchor="start") -> dict:
-    """One text of a figure, as plain data (the views' data carries them)."""
-    return {"x": int(x), "y": int(y), "text": str(s), "size": max(MIN_FONT, size), "weight": weight,
-            "anchor": anchor}
+def text(x, y, s, *, size=12, weight="normal", anchor="start", role=None) -> dict:
+    """One text of a figure, as plain data (the views' data carries them). `role` names it for the
+    view's script (a class), where the script rewrites it."""
+    t = {"x": int(x), "y": int(y), "text": str(s), "size": max(MIN_FONT, size), "weight": weight, "anchor": anchor}
+    return t | {"role": role} if role else t
+
+
+def clip(s: str, chars: int) -> str:
+    """`s` cut to `chars` characters at a word boundary, with an ellipsis where it was cut."""
+    if len(s) <= chars:
+        return s
+    cut = s[:chars - 1]
+    return (cut[:cut.rfind(" ")] if " " in cut[chars // 2:] else cut).rstrip(" ,;") + "\u2026"
 
 
 def svg_text(t: dict, fill: str = DARK_INK) -> str:
-    return (f'<text x="{t["x"]}" y="{t["y"]}" font-size="{t["size"]}" font-weight="{t["weight"]}" '
+    role = f' class="{t["role"]}"' if t.get("role") else ""
+    return (f'<text{role} x="{t["x"]}" y="{t["y"]}" font-size="{t["size"]}" font-weight="{t["weight"]}" '
             f'text-anchor="{t["anchor"]}" fill="{fill}">{escape(t["text"])}</text>')
 
 

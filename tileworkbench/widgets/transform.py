@@ -24,7 +24,7 @@ import traitlets
 import tileworkbench.tile as ct
 
 from ..interp import Status, run
-from ._base import Data, View, static
+from ._base import Data, SvgView, static
 from .svg import (DARK_INK, LABEL_H, LIGHT_INK, PAD, TITLE_H, hex_colour, legend_svg, legend_width, light_ink,
                   svg_document, svg_text, text)
 
@@ -252,7 +252,7 @@ def same_source(data: dict, panel: int, cell: int) -> list[tuple[int, list[int]]
 
 # ---- the view ------------------------------------------------------------------------------------
 
-class TransformView(View):
+class TransformView(SvgView):
     """Before and after of one shape op or ordered load, every element coloured by its source."""
 
     _esm = static("transform.js")

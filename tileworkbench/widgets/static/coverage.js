@@ -1,42 +1,36 @@
-// Block scrubber and coverage: draws the figure that coverage.py computed, outlines the current
-// block's footprint, and drives the `block` trait from sliders, a play timer and clicks.
+// Block scrubber and coverage: shows the picture that coverage.py drew, outlines the current
+// block's footprint on it, and drives the `block` trait from sliders, a play timer and clicks.
 // @ts-check
 
-import { hidePicture } from "./_picture.js";
-import { canvasOf, drawCells, drawTexts, hit, legendOf } from "./_cells.js";
+import { hidePicture, pictureOf } from "./_picture.js";
+import { cellAt, outline, statusLine } from "./_cells.js";
 import { typed } from "./_data.js";
 
 const WRITE = 2;
 
 function panelsOf(data) {
-  return data.panels.map((p) => ({ ...p, cx: typed(p.cx), cy: typed(p.cy), fill: typed(p.fill),
-    ink: typed(p.ink), text: typed(p.text), fpStart: typed(p.fp_start), fpCells: typed(p.fp_cells),
-    fpKind: typed(p.fp_kind), whoStart: typed(p.who_start), who: typed(p.who) }));
+  return data.panels.map((p) => ({ ...p, cx: typed(p.cx), cy: typed(p.cy), fpStart: typed(p.fp_start),
+    fpCells: typed(p.fp_cells), fpKind: typed(p.fp_kind), whoStart: typed(p.who_start), who: typed(p.who) }));
 }
 
 const linear = (grid, b) => b[0] + grid[0] * (b[1] + grid[1] * b[2]);
 const blockOf = (grid, n) => [n % grid[0], Math.floor(n / grid[0]) % grid[1], Math.floor(n / (grid[0] * grid[1]))];
 
-function drawFigure(ctx, data, panels, block, legendColours) {
-  const cell = data.cell;
-  ctx.fillStyle = "white";
-  ctx.fillRect(0, 0, data.width, data.height);
-  drawTexts(ctx, data.texts);
-  const b = linear(data.grid, block);
-  for (const p of panels) {
-    drawCells(ctx, p, cell);
-    ctx.lineWidth = 2;
-    for (let j = p.fpStart[b]; j < p.fpStart[b + 1]; j++) {
-      const i = p.fpCells[j];
-      ctx.strokeStyle = p.fpKind[j] & WRITE ? legendColours.write : legendColours.read;
-      ctx.strokeRect(p.cx[i] + 1, p.cy[i] + 1, cell - 3, cell - 3);
-    }
-  }
+/** The block's footprint as outline groups: reads, then writes, per panel (as coverage.footprint_outlines). */
+function footprint(data, panels, block, colours) {
+  const b = linear(data.grid, block), groups = [];
+  panels.forEach((p, k) => {
+    const cells = Array.from(p.fpCells.subarray(p.fpStart[b], p.fpStart[b + 1]));
+    const kinds = Array.from(p.fpKind.subarray(p.fpStart[b], p.fpStart[b + 1]));
+    groups.push([k, cells.filter((_, j) => !(kinds[j] & WRITE)), colours.read]);
+    groups.push([k, cells.filter((_, j) => kinds[j] & WRITE), colours.write]);
+  });
+  return groups;
 }
 
 /** The element (or the first element of the bin) that cell i of panel p stands for. */
 function elementOf(p, i) {
-  const [S, R, C] = p.binned;
+  const [, R, C] = p.binned;
   const [fs, fr, fc] = p.factors;
   const s = Math.floor(i / (R * C)) * fs, r = (Math.floor(i / C) % R) * fr, c = (i % C) * fc;
   const view = p.shape.length <= 1 ? [1, 1, p.shape[0] || 1] : null;
@@ -62,12 +56,13 @@ export default {
       root.replaceChildren();
       if (!data) return;
       const panels = panelsOf(data);
+      const figure = { ...data, panels };
       const grid = data.grid;
       const colours = { write: data.legend.find((l) => l.label.startsWith("block writes")).colour,
         read: data.legend.find((l) => l.label.startsWith("block reads")).colour };
 
       const controls = document.createElement("div");
-      controls.style.cssText = "font: 12px sans-serif; display: flex; gap: 12px; align-items: center; margin: 4px 12px;";
+      controls.style.cssText = "font: 13px sans-serif; display: flex; gap: 12px; align-items: center; margin: 4px 12px;";
       const play = document.createElement("button");
       play.textContent = timer ? "\u23f8 pause" : "\u25b6 play";
       controls.appendChild(play);
@@ -89,10 +84,10 @@ export default {
         controls.appendChild(label);
       }
 
-      const { canvas, ctx } = canvasOf(data.width, data.height);
-      canvas.style.cursor = "pointer";
-      const status = document.createElement("div");
-      status.style.cssText = "font: 12px monospace; margin: 2px 12px; min-height: 16px; color: #333;";
+      const picture = pictureOf(model);
+      picture.style.cursor = "pointer";
+      const blockLabel = picture.querySelector("text.block");
+      const status = statusLine();
 
       function setBlock(block) {
         model.set("block", block.map(Number));
@@ -104,7 +99,8 @@ export default {
           slider.value = String(block[axis]);
           value.textContent = ` ${block[axis]} / ${grid[axis] - 1}`;
         });
-        drawFigure(ctx, data, panels, block, colours);
+        if (blockLabel) blockLabel.textContent = `block (${block.slice(0, data.rank).join(", ")}${data.rank === 1 ? "," : ""})`;
+        outline(picture, figure, footprint(data, panels, block, colours));
       }
       function writersOf(p, i) {
         return Array.from(p.who.subarray(p.whoStart[i], p.whoStart[i + 1]));
@@ -123,9 +119,8 @@ export default {
           setBlock(blockOf(grid, (linear(grid, model.get("block")) + 1) % total));
         }, model.get("interval_ms"));
       });
-      canvas.addEventListener("mousemove", (ev) => {
-        const r = canvas.getBoundingClientRect();
-        const found = hit(panels, data.cell, ev.clientX - r.left, ev.clientY - r.top);
+      picture.addEventListener("mousemove", (ev) => {
+        const found = cellAt(ev);
         if (!found) {
           status.textContent = "";
           return;
@@ -137,9 +132,8 @@ export default {
         status.textContent = `${what}: ${p.written ? "written" : "read"} by ${blocks.length} block(s) ` +
           `${blocks.slice(0, 8).join(" ")}${blocks.length > 8 ? " \u2026" : ""} (click: select, again: next)`;
       });
-      canvas.addEventListener("click", (ev) => {
-        const r = canvas.getBoundingClientRect();
-        const found = hit(panels, data.cell, ev.clientX - r.left, ev.clientY - r.top);
+      picture.addEventListener("click", (ev) => {
+        const found = cellAt(ev);
         if (!found) return;
         const who = writersOf(panels[found[0]], found[1]);
         if (!who.length) return;
@@ -149,7 +143,7 @@ export default {
 
       model.on("change:block", paint);
       paint();
-      root.append(controls, canvas, legendOf(data.legend), status);
+      root.append(controls, picture, status);
       return () => model.off("change:block", paint);
     }
 
@@ -158,11 +152,11 @@ export default {
       if (undraw) undraw();
       undraw = draw();
     };
-    model.on("change:data", redraw);
+    model.on("change:svg", redraw);
     return () => {
       if (timer) clearInterval(timer);
       if (undraw) undraw();
-      model.off("change:data", redraw);
+      model.off("change:svg", redraw);
     };
   },
 };
