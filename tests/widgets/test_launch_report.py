@@ -1,4 +1,5 @@
 """The launch report without a GPU: compiler resources, theoretical occupancy, work, and the untimed message."""
+import dataclasses
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -7,8 +8,8 @@ import pytest
 from tileworkbench.kernels import vector_add
 from tileworkbench.profile.bench import DevicePeaks, Timing
 from tileworkbench.profile.occupancy import LIMITERS
-from tileworkbench.widgets.launch_report import (UNTIMED_MESSAGE, CompileReport, LaunchReportView, compile_report,
-                                                 launch_report_data, roofline_layout, text_width)
+from tileworkbench.widgets.launch_report import (NO_ROOFLINE, UNTIMED_MESSAGE, CompileReport, LaunchReportView,
+                                                 compile_report, launch_report_data, roofline_layout, text_width)
 
 N, TILE = 4096, 256
 
@@ -106,3 +107,10 @@ def test_roofline_labels_stay_inside_the_plot_and_never_overlap(intensity, tflop
         for q in boxes[i + 1:]:
             assert not (p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3]), (p, q)
     assert (layout["dot"] is None) == (tflops is None)
+
+
+def test_a_kernel_without_arithmetic_gets_a_note_instead_of_a_roofline(report):
+    zero = dataclasses.replace(report, work=dataclasses.replace(report.work, flops=0))
+    d = launch_report_data(zero)
+    assert d["roofline"] is None and d["no_roofline"] == NO_ROOFLINE
+    assert NO_ROOFLINE.split(":")[0] in LaunchReportView(zero).to_svg()

@@ -27,6 +27,7 @@ from ..profile import (
 from ..runtime import device
 from ._base import Data, View, static
 
+NO_ROOFLINE = "no roofline: the kernel does no arithmetic (0 flop), so memory bandwidth is its only limit"
 UNTIMED_MESSAGE = "timings need a GPU: compile-time resources (NVRTC), theoretical occupancy and the IR's work"
 # Datasheet figures (dense, no sparsity): NVIDIA H100 SXM5 and A100 SXM4 80GB.
 NOMINAL_PEAKS = {
@@ -199,7 +200,9 @@ def launch_report_data(report) -> dict:
                       "limiter": o.limiter, "limits": dict(o.limits), "driver_blocks_per_sm": driver,
                       "agrees": None if driver is None else driver == o.blocks_per_sm},
         "curves": _curves(report),
-        "roofline": _roofline(report, intensity, timed),
+        # a kernel without arithmetic has no place on a roofline (its intensity is 0): bandwidth is all
+        "roofline": _roofline(report, intensity, timed) if w.flops else None,
+        "no_roofline": None if w.flops else NO_ROOFLINE,
     }
 
 
@@ -323,7 +326,7 @@ def report_svg(d: dict) -> str:
         colour = "#b45f06" if label == "time" and not d["timed"] else "#222"
         parts += [_text(10, y, label, fill="#666"), _text(90, y, value, fill=colour)]
     top = 38 + 16 * len(rows) + 20
-    parts += _roofline_svg(d["roofline"], 60, top)
+    parts += _roofline_svg(d["roofline"], 60, top) if d["roofline"] else [_text(10, top + 12, d["no_roofline"])]
     for k, key in enumerate(("threads", "registers", "shared")):
         parts += _curve_svg(d["curves"][key], d["occupancy"]["occupancy"], 500, top + k * 96, 210, 60)
     width, height = 760, top + 290

@@ -313,13 +313,13 @@ def tile_space_svg(data: dict) -> str:
         body.append(f'<g class="{cls}" stroke="{colour}" stroke-width="{width}">')
         body += [f'<line x1="{fmt(a)}" y1="{fmt(b)}" x2="{fmt(c)}" y2="{fmt(d)}"/>' for a, b, c, d in lines]
         body.append("</g>")
-    font = int(cell * 0.4)
+    font = max(MIN_FONT, int(cell * 0.42))
     body.append('<g class="lanes" stroke="white" stroke-width="0.5">')
     for x, y, s, k in zip(data["lane_x"], data["lane_y"], data["lane_status"], data["lane_id"]):
         colour = pal[outside] if s == Status.PADDED else data["status_colours"][int(s)]
         body.append(f'<rect class="lane" data-status="{Status(int(s)).name}" data-lane="{k}" x="{fmt(x)}" '
                     f'y="{fmt(y)}" width="{fmt(cell)}" height="{fmt(cell)}" fill="{colour}"/>')
-        if font >= 7 and len(str(k)) * font * 0.6 <= cell - 2:   # a number only where it fits its cell
+        if len(str(k)) * font * 0.6 <= cell - 2:   # a number only where it fits its cell legibly
             body.append(f'<text x="{fmt(x + cell / 2)}" y="{fmt(y + cell / 2 + font * 0.35)}" font-size="{font}" '
                         f'text-anchor="middle" fill="{ink_of(colour)}" stroke="none">{k}</text>')
     body.append("</g>")

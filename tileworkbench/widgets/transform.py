@@ -25,7 +25,7 @@ import tileworkbench.tile as ct
 
 from ..interp import Status, run
 from ._base import Data, SvgView, static
-from .svg import (DARK_INK, LABEL_H, LIGHT_INK, PAD, TITLE_H, hex_colour, legend_svg, legend_width, light_ink,
+from .svg import (DARK_INK, LABEL_H, LIGHT_INK, MIN_FONT, PAD, TITLE_H, hex_colour, legend_svg, legend_width, light_ink,
                   svg_document, svg_text, text)
 
 ALIASES = {"transpose": "permute", "broadcast_to": "broadcast"}
@@ -77,13 +77,13 @@ def figure_svg(fig: dict, outlines=()) -> str:
 
     outlines: (panel number, cell numbers, colour) to stroke on top (a highlight)."""
     cell, out = fig["cell"], [svg_text(t) for t in fig["texts"]]
-    font = int(cell * 0.42)
+    font = max(MIN_FONT, int(cell * 0.45))
     for k, p in enumerate(fig["panels"]):
         out.append(f'<g class="panel" data-panel="{k}" stroke="white" stroke-width="1">')
         out.extend(f'<rect class="cell" data-cell="{i}" x="{p["cx"][i]}" y="{p["cy"][i]}" width="{cell}" '
                    f'height="{cell}" fill="{hex_colour(p["fill"][i])}"/>' for i in range(len(p["cx"])))
         out.append("</g>")
-        if font >= 8:   # a label only where it fits its cell at a legible size
+        if font <= cell - 2:   # labels only where they fit their cells at a legible size
             out.append(f'<g font-size="{font}" text-anchor="middle" dominant-baseline="central" '
                        f'pointer-events="none">')
             for i in range(len(p["cx"])):

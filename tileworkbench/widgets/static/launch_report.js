@@ -128,7 +128,14 @@ export default {
       el.appendChild(card(d));
       const row = document.createElement("div");
       row.style.cssText = "display:flex;flex-wrap:wrap;gap:8px;margin-top:6px;align-items:flex-start";
-      row.appendChild(roofline(d));
+      if (d.roofline) {
+        row.appendChild(roofline(d));
+      } else {
+        const note = document.createElement("div");
+        note.style.cssText = "font:13px sans-serif;color:#555;width:420px";
+        note.textContent = d.no_roofline;
+        row.appendChild(note);
+      }
       const curves = document.createElement("div");
       curves.style.cssText = "display:flex;flex-direction:column";
       for (const key of ["threads", "registers", "shared"]) {
