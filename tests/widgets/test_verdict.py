@@ -6,7 +6,9 @@ import numpy as np
 from tileworkbench.interp import run
 from tileworkbench.kernels import vector_add
 from tileworkbench.runtime import device
-from tileworkbench.widgets.verdict import VerdictView, compare, verify
+from tileworkbench.widgets.verdict import NOT_COMPARED, VerdictView, compare, verify
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def launch():
@@ -37,6 +39,10 @@ def test_without_a_gpu_the_verdict_says_so(monkeypatch):
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
     v = verify(vector_add, (4,), (np.zeros(100, np.float32), np.zeros(100, np.float32), np.zeros(100, np.float32), 32))
     assert not v.ok and v.message.startswith("The GPU side needs a CUDA GPU (no CUDA device found)")
+    view = VerdictView(v)
+    assert view.data["compared"] is False   # the script draws the headline only, no empty table
+    headline = ET.fromstring(view.to_svg()).find(f"{SVG}text")
+    assert headline.get("fill") == NOT_COMPARED and "needs a CUDA GPU" in headline.text
 
 
 def test_svg_lists_the_mismatches():

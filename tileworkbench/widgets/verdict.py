@@ -17,6 +17,7 @@ from ..ir.ops import OPS
 from ..profile.check import agreement
 from ..runtime import device
 from ._base import Data, View, static
+from .svg import svg_document, svg_text, text
 
 
 
@@ -105,8 +106,11 @@ def verify(kernel, grid, args, rtol=None, atol=None) -> Verdict:
     return compare(kernel.name, expected, actual, trace, rtol, atol)
 
 
+NOT_COMPARED = "#555555"   # the headline of a verdict without a comparison (no GPU): neither agree nor mismatch
+
+
 def verdict_data(v: Verdict) -> dict:
-    return {"kernel": v.kernel, "ok": v.ok, "message": v.message,
+    return {"kernel": v.kernel, "ok": v.ok, "message": v.message, "compared": bool(v.arrays),
             "arrays": [{"array": a.array, "elements": a.elements, "matching": a.matching,
                         "match": a.match_fraction, "max_abs_error": a.max_abs_error,
                         "max_rel_error": a.max_rel_error} for a in v.arrays],
@@ -134,14 +138,7 @@ class VerdictView(View):
             lines.append(f"{m['array']}{list(m['element'])}: expected {m['expected']:.6g}, got {m['actual']:.6g}"
                          + (f" (block {m['block']}, tile position {m['tile_position']}, line {m['line']})"
                             if m["block"] else ""))
-        height = 24 + 18 * len(lines)
-        colour = "#2ca02c" if d["ok"] else "#d62728"
-        headline = f' font-weight="bold" fill="{colour}"'
-        body = "".join(f'<text x="10" y="{24 + 18 * k}"{headline if k == 0 else ""}>{_escape(t)}</text>'
-                       for k, t in enumerate(lines))
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="760" height="{height}" font-family="monospace" '
-                f'font-size="12">{body}</svg>')
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        colour = "#2ca02c" if d["ok"] else "#d62728" if d["compared"] else NOT_COMPARED
+        body = [svg_text(text(10, 24, lines[0], size=13, weight="bold"), colour)]
+        body += [svg_text(text(10, 24 + 18 * k, line)) for k, line in enumerate(lines[1:], 1)]
+        return svg_document(max(760, 10 + 7 * max(map(len, lines))), 24 + 18 * len(lines), body)

@@ -9,9 +9,10 @@ export default {
       const d = model.get("data");
       el.replaceChildren();
       const head = document.createElement("div");
-      head.style.cssText = `font:bold 13px sans-serif;color:${d.ok ? "#2ca02c" : "#d62728"}`;
+      head.style.cssText = `font:bold 13px sans-serif;color:${d.ok ? "#2ca02c" : d.compared ? "#d62728" : "#555"}`;
       head.textContent = `${d.kernel}: ` + (d.ok ? "GPU and interpreter agree" : d.message || "mismatch");
       el.appendChild(head);
+      if (!d.compared) return;   // nothing was compared (no GPU): the headline says why
       const table = document.createElement("table");
       table.style.cssText = "font:12px monospace;border-collapse:collapse;margin-top:4px";
       const row = (cells, header) => {
