@@ -94,7 +94,7 @@ SHOWN = {   # kind -> what the view says once show_something has acted on it
     "transform": "source: operand 0, position 15",
     "coverage": "written by 0 block(s)",
     "launch_report": "32: 50%, 32 blocks, blocks",   # sm_90: at most 32 blocks of one warp, 32 of 64 warps
-    "sweep": "no GPU: compile-time resources and theoretical occupancy for sm_90",
+    "sweep": "colour scale: every configuration at 50%",
     "code_view": "__global__",
     "verdict": "copy: mismatch",
 }

@@ -2,20 +2,24 @@
 
     view = SweepView.run(matmul, grid_fn, args_fn, space={"TM": [64, 128], "TN": [64, 128]})
 
-The heatmap shows time (with a GPU) or theoretical occupancy (without) over two swept names; the
-table sorts by any column; failed configurations show their reason; the best one is outlined.
+The heatmap shows time (with a GPU) or theoretical occupancy (without) over two swept names, with
+its colour scale; the table sorts by any column (no timing columns without a GPU); failed
+configurations show their reason; the best one is outlined. The heatmap is drawn here (`to_svg`, for
+the axes `x` and `y` chosen); the script shows it and adds the axis choice and the table.
 """
 from __future__ import annotations
 
+import json
 import math
 import textwrap
 from xml.sax.saxutils import escape
 
+import numpy as np
 import traitlets
 
 from ..profile.sweep import SweepResult, sweep
-from ._base import Data, View, static
-from .svg import ink_of
+from ._base import Data, SvgView, static
+from .svg import ink_of, svg_document
 
 
 def sweep_data(result: SweepResult) -> dict:
@@ -26,8 +30,8 @@ def sweep_data(result: SweepResult) -> dict:
     return {"kernel": result.kernel, "arch": result.arch, "names": names, "rows": records,
             "best": result.rows.index(best) if best else -1, "metric": metric,
             "lower_is_better": metric == "time_ms", "note": result.note,
-            "columns": names + ["status", "time_ms", "gbs", "tflops", "occupancy", "limiter", "registers",
-                                "shared_bytes", "threads", "reason"]}
+            "columns": names + ["status"] + (["time_ms", "gbs", "tflops"] if result.timed else []) +
+            ["occupancy", "limiter", "registers", "shared_bytes", "threads", "reason"]}
 
 
 def _colour(t: float) -> str:
@@ -40,7 +44,7 @@ def _colour(t: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-class SweepView(View):
+class SweepView(SvgView):
     _esm = static("sweep.js")
     data = Data({})
     x = traitlets.Unicode("").tag(sync=True)
@@ -48,8 +52,12 @@ class SweepView(View):
 
     def __init__(self, result: SweepResult, **kwargs):
         names = list(result.space)
-        super().__init__(data=sweep_data(result), x=names[0], y=names[1] if len(names) > 1 else "", **kwargs)
         self.result = result
+        super().__init__(data=sweep_data(result), x=names[0], y=names[1] if len(names) > 1 else "", **kwargs)
+
+    @traitlets.observe("x", "y")
+    def _axes(self, change):
+        self.svg = self.to_svg()
 
     def __repr__(self) -> str:
         best = self.result.best()
@@ -92,7 +100,6 @@ class SweepView(View):
         plt.close(fig)
 
     def _row_grid(self, metric):
-        import numpy as np
         xs = self.result.space[self.x]
         values = np.full((1, len(xs)), np.nan)
         for r in self.result.rows:
@@ -101,7 +108,6 @@ class SweepView(View):
         return xs, [""], values
 
     def to_svg(self) -> str:
-        import numpy as np
         metric = self.data["metric"]
         xs, ys, values = self.result.grid(self.x, self.y, metric) if self.y else self._row_grid(metric)
         finite = values[np.isfinite(values)]
@@ -125,14 +131,19 @@ class SweepView(View):
                 is_best = best is not None and all(best.config[k] == val for k, val in config.items())
                 stroke = ' stroke="#d62728" stroke-width="3"' if is_best else ' stroke="#ffffff"'
                 label = "—" if not np.isfinite(v) else (f"{v:.3g}" if metric == "time_ms" else f"{v:.0%}")
+                row = next((r for r in self.result.rows if all(r.config[k] == v for k, v in config.items())), None)
+                about = (label if np.isfinite(v) else f"{row.status} {row.reason}") if row else "not run"
                 parts.append(f'<rect class="sweep-cell" x="{x0}" y="{y0}" width="{cell}" height="{cell}" '
-                             f'fill="{fill}"{stroke}/>')
+                             f'fill="{fill}"{stroke}><title>{escape(json.dumps(config))}: {escape(about)}'
+                             f'</title></rect>')
                 parts.append(f'<text x="{x0 + cell / 2}" y="{y0 + cell / 2 + 4}" text-anchor="middle" '
-                             f'fill="{ink_of(fill)}">{label}</text>')
+                             f'fill="{ink_of(fill)}" pointer-events="none">{label}</text>')
         for i, xv in enumerate(xs):
             parts.append(f'<text x="{left + i * cell + cell / 2}" y="{top + len(ys) * cell + 16}" '
                          f'text-anchor="middle">{self.x}={xv}</text>')
         y = top + len(ys) * cell + 40
+        parts += _scale(metric, lo, hi, 8, y)
+        y += 44
         failed = [r for r in self.result.rows if not r.ok]
         reasons = [f"{_config_text(r.config)}: {r.status}: {r.reason}" for r in failed[:MAX_REASONS]]
         if len(failed) > MAX_REASONS:
@@ -142,10 +153,7 @@ class SweepView(View):
         for line, colour in notes:
             parts.append(f'<text x="8" y="{y}" fill="{colour}">{escape(line)}</text>')
             y += 16
-        height = y - 6
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height}" '
-                f'font-family="sans-serif" font-size="12"><rect width="100%" height="100%" fill="white"/>'
-                + "".join(parts) + "</svg>")
+        return svg_document(width, y - 6, [f'<g font-size="12">{"".join(parts)}</g>'])
 
 
 MIN_WIDTH = 420   # wide enough for the no-GPU note in three lines
@@ -160,6 +168,22 @@ def text_width(text: str, size: float, bold: bool = False) -> float:
 def wrap(text: str, width: float, size: float = 12) -> list[str]:
     """`text` in lines no wider than `width` pixels, broken at spaces."""
     return textwrap.wrap(text, max(10, int(width // (0.56 * size)))) if text else []
+
+
+def _scale(metric: str, lo: float, hi: float, x: float, y: float) -> list[str]:
+    """The colour scale under the heatmap: from the worst value to the best."""
+    show = (lambda v: f"{v:.3g} ms") if metric == "time_ms" else (lambda v: f"{v:.0%}")
+    if lo == hi:
+        return [f'<text x="{x}" y="{y}" fill="#444">colour scale: every configuration at {show(lo)}</text>']
+    worst, best = (hi, lo) if metric == "time_ms" else (lo, hi)
+    steps = 40
+    reading = "time: darker is faster" if metric == "time_ms" else "occupancy: darker is higher"
+    parts = [f'<text x="{x}" y="{y}" fill="#444">colour scale ({reading})</text>']
+    parts += [f'<rect x="{x + 4 * k}" y="{y + 6}" width="4" height="12" fill="{_colour(k / (steps - 1))}"/>'
+              for k in range(steps)]
+    parts += [f'<text x="{x}" y="{y + 32}" fill="#444">{show(worst)}</text>',
+              f'<text x="{x + 4 * steps}" y="{y + 32}" text-anchor="end" fill="#444">{show(best)}</text>']
+    return parts
 
 
 def _config_text(config: dict) -> str:
