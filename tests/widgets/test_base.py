@@ -11,7 +11,7 @@ from tileworkbench.widgets._base import STATIC, static
 
 VIEWS = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_"))
 SHARED = {"_data.js": ("typed",), "_cells.js": ("cellAt", "outline", "statusLine"),
-          "_svg.js": ("svg", "label", "inkOf", "legendSvg", "legendWidth"),
+          "_svg.js": ("svg",),
           "_picture.js": ("hidePicture", "pictureOf", "pointIn")}
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
 
@@ -29,13 +29,14 @@ def test_a_view_module_has_what_it_imports_inlined_once_and_no_relative_import(n
 
 
 def test_the_views_drawn_in_python_show_that_picture_and_import_the_shared_modules():
-    from tileworkbench.widgets import coverage, sweep, tile_space, transform
+    from tileworkbench.widgets import coverage, index_map, sweep, tile_space, transform
     from tileworkbench.widgets._base import SvgView
-    drawn = {"coverage.js": coverage.CoverageView, "sweep.js": sweep.SweepView,
+    drawn = {"coverage.js": coverage.CoverageView, "index_map.js": index_map.IndexMapView, "sweep.js": sweep.SweepView,
              "tile_space.js": tile_space.TileSpaceView, "transform.js": transform.TransformView}
     assert all(issubclass(cls, SvgView) for cls in drawn.values())
     assert {name for name in VIEWS if "pictureOf" in (STATIC / name).read_text()} == set(drawn)
-    assert {name for name in VIEWS if "./_cells.js" in (STATIC / name).read_text()} == {"coverage.js", "transform.js"}
+    assert {name for name in VIEWS if "./_cells.js" in (STATIC / name).read_text()} == {"coverage.js", "index_map.js",
+                                                                                        "transform.js"}
 
 
 def test_each_shared_function_is_written_once_in_static():

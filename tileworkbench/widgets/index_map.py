@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import math
 import re
+from xml.sax.saxutils import escape
 
 import numpy as np
 import traitlets
 
 from ..interp import Status
 from ..ir.ops import OPS, ViewKind
-from ._base import Data, View, static
-from .svg import LABEL_H, PAD, TITLE_H, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text, text
+from ._base import Data, SvgView, static
+from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text, text
 from .tile_space import STATUS_COLOURS, STATUS_LABELS
 from .transform import as_slices, cell_size, slice_cells
 
@@ -195,57 +196,61 @@ def partners(data: dict, lane: int) -> list[int]:
 
 
 def index_map_svg(data: dict, lane: int = -1) -> str:
+    """The picture, with `lane` and its partners highlighted (index_map.js highlights on hover the same
+    way). Links end at the top edge of what they point at, under no label."""
     pal, cell, acell = data["palette"], data["cell"], data["acell"]
     body = [svg_text(t) for t in data["texts"]]
-    font = max(7, int(cell * 0.42))
-    for k, p in enumerate(data["panels"]):
+    font = max(MIN_FONT, int(cell * 0.45))
+    for p in data["panels"]:
         body.append(f'<g class="panel" data-panel="{p["name"]}" stroke="white" stroke-width="1">')
         for i, (x, y) in enumerate(zip(data["lane_x"], data["lane_y"])):
             body.append(f'<rect class="lane" data-status="{Status(int(data["status"][i])).name}" data-lane="{i}" '
                         f'x="{p["x"] + x}" y="{y}" width="{cell}" height="{cell}" fill="{p["fill"][i]}"/>')
-            if cell >= 14 and p["labels"][i] and len(p["labels"][i]) * font * 0.6 <= cell:
+            if p["labels"][i] and len(p["labels"][i]) * font * 0.6 <= cell - 2:
                 body.append(f'<text x="{p["x"] + x + cell // 2}" y="{y + cell // 2 + font // 3}" font-size="{font}" '
-                            f'text-anchor="middle" stroke="none" fill="{ink_of(p["fill"][i])}">{p["labels"][i]}</text>')
+                            f'text-anchor="middle" stroke="none" pointer-events="none" '
+                            f'fill="{ink_of(p["fill"][i])}">{escape(p["labels"][i])}</text>')
         body.append("</g>")
-    body.append('<g class="array" stroke="white" stroke-width="1">')
-    afont = max(7, int(acell * 0.38))
-    for i, (x, y, f) in enumerate(zip(data["cell_x"], data["cell_y"], data["cell_fill"])):
-        colour = data["fill_names"][f]
-        body.append(f'<rect class="element" x="{x}" y="{y}" width="{acell}" height="{acell}" fill="{colour}"/>')
-        if data["array_labels"] and len(data["array_labels"][i]) * afont * 0.6 <= acell:
-            body.append(f'<text x="{x + acell // 2}" y="{y + acell // 2 + afont // 3}" font-size="{afont}" '
-                        f'text-anchor="middle" stroke="none" fill="{ink_of(colour)}">{data["array_labels"][i]}</text>')
-    body.append("</g>")
-    body.append(f'<g class="ghosts" fill="none" stroke="{pal["ghost"]}" stroke-dasharray="3 2">')
-    body += [f'<rect class="ghost" x="{x + 1}" y="{y + 1}" width="{acell - 2}" height="{acell - 2}"/>'
-             for x, y in zip(data["ghost_x"], data["ghost_y"])]
-    body.append("</g>")
     result = data["panels"][-1]["x"]
     half = cell / 2
     if data["lines"]:
-        body.append(f'<g class="links" stroke="{pal["line"]}" stroke-width="0.8" stroke-opacity="0.6">')
-        body += [f'<line x1="{fmt(result + x + half)}" y1="{fmt(y + cell)}" x2="{fmt(tx)}" y2="{fmt(ty)}"/>'
+        body.append(f'<g class="links" stroke="{pal["line"]}" stroke-width="0.8" stroke-opacity="0.6" '
+                    f'pointer-events="none">')
+        body += [f'<line x1="{fmt(result + x + half)}" y1="{fmt(y + cell)}" x2="{fmt(tx)}" y2="{fmt(ty - acell / 2)}"/>'
                  for x, y, tx, ty in zip(data["lane_x"], data["lane_y"], data["tx"], data["ty"]) if tx >= 0]
         body.append("</g>")
-    lit = partners(data, lane)
-    if lit:
-        body.append(f'<g class="highlight" fill="none" stroke="{pal["hover"]}" stroke-width="2">')
-        for i in lit:
-            x, y = data["lane_x"][i], data["lane_y"][i]
-            body += [f'<rect x="{p["x"] + x + 1}" y="{y + 1}" width="{cell - 2}" height="{cell - 2}"/>'
-                     for p in data["panels"]]
-            if data["tx"][i] >= 0:
-                body.append(f'<line x1="{fmt(result + x + half)}" y1="{fmt(y + cell)}" x2="{fmt(data["tx"][i])}" '
-                            f'y2="{fmt(data["ty"][i])}"/>')
-                body.append(f'<rect x="{fmt(data["tx"][i] - acell / 2)}" y="{fmt(data["ty"][i] - acell / 2)}" '
-                            f'width="{acell}" height="{acell}"/>')
-        body.append("</g>")
+    body.append('<g class="array" stroke="white" stroke-width="1">')
+    afont = max(MIN_FONT, int(acell * 0.42))
+    for i, (x, y, f) in enumerate(zip(data["cell_x"], data["cell_y"], data["cell_fill"])):
+        colour = data["fill_names"][f]
+        body.append(f'<rect class="element" data-cell="{i}" x="{x}" y="{y}" width="{acell}" height="{acell}" '
+                    f'fill="{colour}"/>')
+        if data["array_labels"] and len(data["array_labels"][i]) * afont * 0.6 <= acell - 2:
+            body.append(f'<text x="{x + acell // 2}" y="{y + acell // 2 + afont // 3}" font-size="{afont}" '
+                        f'text-anchor="middle" stroke="none" pointer-events="none" '
+                        f'fill="{ink_of(colour)}">{escape(data["array_labels"][i])}</text>')
+    body.append("</g>")
+    body.append(f'<g class="ghosts" fill="none" stroke="{pal["ghost"]}" stroke-dasharray="3 2" pointer-events="none">')
+    body += [f'<rect class="ghost" x="{x + 1}" y="{y + 1}" width="{acell - 2}" height="{acell - 2}"/>'
+             for x, y in zip(data["ghost_x"], data["ghost_y"])]
+    body.append("</g>")
+    body.append(f'<g class="highlight" fill="none" stroke="{pal["hover"]}" stroke-width="2" pointer-events="none">')
+    for i in partners(data, lane):
+        x, y = data["lane_x"][i], data["lane_y"][i]
+        body += [f'<rect x="{p["x"] + x + 1}" y="{y + 1}" width="{cell - 2}" height="{cell - 2}"/>'
+                 for p in data["panels"]]
+        if data["tx"][i] >= 0:
+            body.append(f'<line x1="{fmt(result + x + half)}" y1="{fmt(y + cell)}" x2="{fmt(data["tx"][i])}" '
+                        f'y2="{fmt(data["ty"][i] - acell / 2)}"/>')
+            body.append(f'<rect x="{fmt(data["tx"][i] - acell / 2)}" y="{fmt(data["ty"][i] - acell / 2)}" '
+                        f'width="{acell}" height="{acell}"/>')
+    body.append("</g>")
     width = max(data["width"], legend_width(data["legend"]))
     body += legend_svg(data["legend"], PAD, data["height"] + 2)
     return svg_document(width, data["height"] + 22, body)
 
 
-class IndexMapView(View):
+class IndexMapView(SvgView):
     """Where every lane of one block's gather/scatter went, coloured by outcome."""
 
     _esm = static("index_map.js")
