@@ -79,7 +79,7 @@ def show_something(kind: str, view) -> str:
         return hover_colour(view, "hole")
     elif kind == "launch_report":  # the occupancy curve over block sizes, at its left end: copy's 32 threads
         view.locator("svg rect[fill=transparent]").first.hover(position={"x": 1, "y": 50})
-        return view.locator("svg").nth(1).text_content()
+        return view.locator("svg", has_text="occupancy vs threads").text_content()
     elif kind == "code_view":
         view.locator("button", has_text="CUDA").click()
         return view.locator("pre").inner_text()
