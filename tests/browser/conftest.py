@@ -5,7 +5,6 @@ browser is the system chromium (no browser download). Screenshots land in tests/
 """
 import json
 import os
-import re
 import secrets
 import shutil
 import socket

@@ -7,8 +7,8 @@ import pytest
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.runtime import device
-from tileworkbench.widgets.sweep import SweepView, sweep_data, text_width
 from tileworkbench.widgets.svg import DARK_INK, LIGHT_INK, ink_of
+from tileworkbench.widgets.sweep import SweepView, sweep_data, text_width
 
 pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
 

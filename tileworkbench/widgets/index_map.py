@@ -27,7 +27,21 @@ import traitlets
 from ..interp import Status
 from ..ir.ops import OPS, ViewKind
 from ._base import Data, SvgView, static
-from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text, text
+from .svg import (
+    LABEL_H,
+    MIN_FONT,
+    PAD,
+    TITLE_CHARS,
+    TITLE_H,
+    clip,
+    fmt,
+    ink_of,
+    legend_svg,
+    legend_width,
+    svg_document,
+    svg_text,
+    text,
+)
 from .tile_space import STATUS_COLOURS, STATUS_LABELS
 from .transform import as_slices, cell_size, slice_cells
 
@@ -149,7 +163,7 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
         array_labels = [_label(v) for v in np.asarray(values).ravel()]
 
     counts = {STATUS_LABELS[Status(int(s))]: int((status == s).sum()) for s in np.unique(status)}
-    title = f"{event.op} {event.array}, line {event.line}: {event.source.strip()}"
+    title = clip(f"{event.op} {event.array}, line {event.line}: {event.source.strip()}", TITLE_CHARS)
     block = tuple(int(b) for b in event.blocks[0])
     texts = [text(PAD, 16, title, size=13, weight="bold"),
              text(PAD, TITLE_H + 14, f"block {block}: {n} lanes of a {tuple(tile_shape)} tile into "

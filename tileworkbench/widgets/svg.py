@@ -13,6 +13,7 @@ PAD = 12          # pixels around and between panels
 TITLE_H = 22
 LABEL_H = 18
 MIN_FONT = 11     # the smallest text a figure uses: still legible on a projector
+TITLE_CHARS = 100  # the longest title: a longer source line is cut at a word, with an ellipsis
 DARK_INK, LIGHT_INK = "#222222", "#ffffff"
 
 

@@ -25,7 +25,20 @@ import tileworkbench.tile as ct
 
 from ..interp import Status, run
 from ._base import Data, SvgView, static
-from .svg import MIN_FONT, PAD, TITLE_H, fmt, ink_of, legend_svg, legend_width, svg_document, svg_text, text
+from .svg import (
+    MIN_FONT,
+    PAD,
+    TITLE_CHARS,
+    TITLE_H,
+    clip,
+    fmt,
+    ink_of,
+    legend_svg,
+    legend_width,
+    svg_document,
+    svg_text,
+    text,
+)
 
 MODES = tuple(m.name for m in ct.PaddingMode)
 # one table for every lane status (the index map view uses it too) ...
@@ -246,7 +259,7 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
     legend += [{"label": f"block's tile: {STATUS_LABELS[s]}",
                 "colour": PALETTE[padding_mode] if s == Status.PADDED else STATUS_COLOURS[s]} for s in present]
     if title is None:
-        title = f"{event.op} {event.array}, line {event.line}: {event.source.strip()}"
+        title = clip(f"{event.op} {event.array}, line {event.line}: {event.source.strip()}", TITLE_CHARS)
     array_tile = tuple(int(v) // b for v, b in zip(coords.reshape(-1, nd)[0], box))
     counts = " x ".join(str(-(-n // b)) for n, b in zip(array_shape, box))
     about = [f"block's tile = array tile {array_tile}",
@@ -271,7 +284,8 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
                 legend_width(legend))
     data = {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
             "shape2": list(shape2), "box": box, "box2": box2, "tiles2": tiles, "index": list(index),
-            "tile_shape": list(tile_shape), "order": list(order), "lead": list(lead), "padding_mode": padding_mode, "padding_text": reads,
+            "tile_shape": list(tile_shape), "order": list(order), "lead": list(lead), "padding_mode": padding_mode,
+            "padding_text": reads,
             "cell": cell, "x0": x0, "y0": y0, "lo": [int(v) for v in lo], "ext": [int(v) for v in ext],
             "width": math.ceil(width), "height": math.ceil(y0 + ext[0] * cell + PAD),
             "texts": texts, "regions": np.array(regions, np.float32).reshape(-1, 7),

@@ -25,8 +25,23 @@ import tileworkbench.tile as ct
 
 from ..interp import Status, run
 from ._base import Data, SvgView, static
-from .svg import (DARK_INK, LABEL_H, LIGHT_INK, MIN_FONT, PAD, TITLE_H, hex_colour, legend_svg, legend_width, light_ink,
-                  svg_document, svg_text, text)
+from .svg import (
+    DARK_INK,
+    LABEL_H,
+    LIGHT_INK,
+    MIN_FONT,
+    PAD,
+    TITLE_CHARS,
+    TITLE_H,
+    clip,
+    hex_colour,
+    legend_svg,
+    legend_width,
+    light_ink,
+    svg_document,
+    svg_text,
+    text,
+)
 
 ALIASES = {"transpose": "permute", "broadcast_to": "broadcast"}
 SLICE_CAPS = (8, 32, 32)   # the most slices, rows and columns drawn; bigger tiles are sampled
@@ -277,7 +292,8 @@ class TransformView(SvgView):
         m["names"] = names or m["names"]
         what = called_name(name, event.source) or name
         what = what if event.array is None else f"{what} {event.array}"
-        return cls(data=transform_data(m, title=f"{trace.kernel}: {what}, line {event.line}: {event.source.strip()}"))
+        title = clip(f"{trace.kernel}: {what}, line {event.line}: {event.source.strip()}", TITLE_CHARS)
+        return cls(data=transform_data(m, title=title))
 
     @classmethod
     def of(cls, fn, *input_shapes, dtype=ct.int32, index: int = -1) -> TransformView:
