@@ -175,3 +175,21 @@ def test_a_saved_notebook_reopened_shows_every_views_picture_without_the_kernel_
     untrusted = open_notebook(browser, lab, "views/untrusted_views.ipynb")
     pictures_shown(untrusted, "untrusted")
     untrusted.close()
+
+
+def test_notebook_7_shows_the_pictures_of_a_notebook_executed_elsewhere(browser, notebook7):
+    from nbclient import NotebookClient
+
+    from ..widgets.test_saved_notebook import CELLS
+    nb = new_notebook(cells=[new_code_cell(c) for c in CELLS],
+                      metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    del nb.metadata["widgets"]   # as JupyterLab and Notebook 7 save by default: no widget state
+    nbformat.write(nb, notebook7.root / "executed_views.ipynb")
+    page = open_notebook(browser, notebook7, "executed_views.ipynb", notebook7=True)
+    page.wait_for_function(f"[...document.querySelectorAll('{PICTURE} img')].filter(i => i.naturalWidth > 0)"
+                           f".length === {len(CELLS) - 1}", timeout=60_000)
+    pictures = page.locator(f"{PICTURE} img")
+    assert all(pictures.nth(k).is_visible() for k in range(pictures.count()))
+    screenshot(page, "notebook7_executed_views")
+    assert page_errors(page) == []
