@@ -90,11 +90,11 @@ def copy_ragged(x, y):
     ct.store(y, (i, j), ct.load(x, (i, j), (4, 4)))
 
 
-def test_the_picture_is_the_static_export_and_scales_to_the_output_width():
+def test_the_picture_is_the_static_export_the_live_widget_shows_and_scales_to_the_output_width():
     x = np.ones((6, 10), np.float32)
     trace = run(copy_ragged, (2, 3), (x, np.zeros_like(x)), trace=True)
     for view in (TileSpaceView.from_trace(trace, array="x", block=(1, 1)), CoverageView.from_trace(trace)):
         picture = view.picture_bundle()
-        assert picture["image/svg+xml"] == view.to_svg()
+        assert picture["image/svg+xml"] == view.to_svg() == view.svg
         assert "max-width: 100%" in ET.fromstring(picture["image/svg+xml"]).get("style")
         assert 'style="max-width: 100%"' in picture["text/html"]

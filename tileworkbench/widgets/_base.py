@@ -140,10 +140,6 @@ class SvgView(View):
 
     svg = traitlets.Unicode().tag(sync=True)
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.svg = self.to_svg()
-
-    @traitlets.observe("data")
+    @traitlets.observe("data")   # also when the constructor sets it
     def _redraw(self, change):
         self.svg = self.to_svg()
