@@ -25,7 +25,8 @@ from ..profile import (
     theoretical_occupancy,
 )
 from ..runtime import device
-from ._base import Data, View, static
+from ._base import Data, SvgView, static
+from .svg import svg_document
 
 NO_ROOFLINE = "no roofline: the kernel does no arithmetic (0 flop), so memory bandwidth is its only limit"
 UNTIMED_MESSAGE = "timings need a GPU: compile-time resources (NVRTC), theoretical occupancy and the IR's work"
@@ -206,13 +207,13 @@ def launch_report_data(report) -> dict:
     }
 
 
-class LaunchReportView(View):
+class LaunchReportView(SvgView):
     _esm = static("launch_report.js")
     data = Data({})
 
     def __init__(self, report, **kwargs):
-        super().__init__(data=launch_report_data(report), **kwargs)
         self.report = report
+        super().__init__(data=launch_report_data(report), **kwargs)
 
     @classmethod
     def measure(cls, kernel, grid, args, arch: str | None = None, **bench_options) -> "LaunchReportView":
@@ -295,8 +296,9 @@ def _roofline_svg(rl: dict, x0: float, y0: float) -> list[str]:
     parts += [_text(x0 - 4, y0 + t["y"] + 3, t["text"], 10, "end") for t in lay["y_ticks"]]
     parts += [_polyline([(x0 + x, y0 + y) for x, y in line["points"]], line["colour"], 2) for line in lay["lines"]]
     if lay["dot"] is not None:
+        point = rl["point"]
         parts.append(f'<circle cx="{x0 + lay["dot"]["x"]:.1f}" cy="{y0 + lay["dot"]["y"]:.1f}" r="5" '
-                     f'fill="{POINT_COLOUR}"/>')
+                     f'fill="{POINT_COLOUR}"><title>{point["x"]:.3g} flop/B, {point["y"]:.3g} TFLOP/s</title></circle>')
     else:
         cx = x0 + lay["dashed_x"]
         parts.append(f'<line x1="{cx:.1f}" y1="{y0}" x2="{cx:.1f}" y2="{y0 + ph}" stroke="{POINT_COLOUR}" '
@@ -306,7 +308,8 @@ def _roofline_svg(rl: dict, x0: float, y0: float) -> list[str]:
     return parts
 
 
-def _curve_svg(c: dict, occupancy: float, x0: float, y0: float, pw: float, ph: float) -> list[str]:
+def _curve_svg(key: str, c: dict, occupancy: float, x0: float, y0: float, pw: float, ph: float) -> list[str]:
+    """One what-if curve; its plot area and (empty) read-out are marked for launch_report.js's hover."""
     lo, hi = min(c["values"]), max(c["values"])
     px = lambda v: x0 + (v - lo) / max(hi - lo, 1) * pw  # noqa: E731
     py = lambda o: y0 + ph - o * ph  # noqa: E731
@@ -315,7 +318,11 @@ def _curve_svg(c: dict, occupancy: float, x0: float, y0: float, pw: float, ph: f
             *[_text(x0 - 7, py(o) + 3, f"{o:.0%}", 10, "end") for o in (0, 0.5, 1)],
             _text(x0, y0 + ph + 12, f"{lo:g}", 10), _text(x0 + pw, y0 + ph + 12, f"{hi:g}", 10, "end"),
             _polyline([(px(v), py(f)) for v, f in zip(c["values"], c["occupancy"])], "#2ca02c"),
-            f'<circle cx="{px(min(max(c["current"], lo), hi)):.1f}" cy="{py(occupancy):.1f}" r="4" fill="#d62728"/>']
+            f'<circle cx="{px(min(max(c["current"], lo), hi)):.1f}" cy="{py(occupancy):.1f}" r="4" fill="#d62728"/>',
+            f'<text class="curve-tip" data-curve="{key}" x="{x0 + pw / 2:.1f}" y="{y0 + ph + 26:.1f}" font-size="11" '
+            f'text-anchor="middle" fill="#555"></text>',
+            f'<rect class="curve-area" data-curve="{key}" x="{x0}" y="{y0}" width="{pw}" height="{ph}" '
+            f'fill="transparent"/>']
 
 
 def report_svg(d: dict) -> str:
@@ -323,12 +330,12 @@ def report_svg(d: dict) -> str:
     parts = [_text(10, 18, report_title(d), 13, weight="bold")]
     for k, (label, value) in enumerate(rows):
         y = 38 + 16 * k
-        colour = "#b45f06" if label == "time" and not d["timed"] else "#222"
+        colour = "#b45f06" if label == "time" and not d["timed"] else \
+            "#d62728" if label == "resources" and d["resources"]["spill_stores"] else "#222"
         parts += [_text(10, y, label, fill="#666"), _text(90, y, value, fill=colour)]
     top = 38 + 16 * len(rows) + 20
     parts += _roofline_svg(d["roofline"], 60, top) if d["roofline"] else [_text(10, top + 12, d["no_roofline"])]
     for k, key in enumerate(("threads", "registers", "shared")):
-        parts += _curve_svg(d["curves"][key], d["occupancy"]["occupancy"], 500, top + k * 96, 210, 60)
-    width, height = 760, top + 290
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif">'
-            f'<rect width="{width}" height="{height}" fill="white"/>{"".join(parts)}</svg>')
+        parts += _curve_svg(key, d["curves"][key], d["occupancy"]["occupancy"], 500, top + k * 110, 210, 60)
+    width = max(760, 100 + 7 * max(len(value) for _, value in rows))
+    return svg_document(width, top + 330, parts)
