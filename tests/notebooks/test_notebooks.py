@@ -235,7 +235,7 @@ def test_gather_scatter_tutorial_index_maps_mark_masked_out_of_bounds_and_collid
 @pytest.mark.slow
 def test_advanced_indexing_tutorial_shows_what_was_read_and_every_lane_of_the_gather():
     name = "03_advanced_indexing.ipynb"
-    coverage, _ = views(name, '--args "x, y, 2" --viz')
+    coverage = views(name, '--args "x, y, 2" --viz')[0]
     assert "x (8, 8) int32 \u2014 read: max 1 times, 48 never" in svg_texts(coverage)     # 4 rows x 4 columns
     coverage = views(name, '--args "x, rows, z, 5" --viz')[0]
     assert "x (8, 8) int32 \u2014 read: max 2 times, 55 never" in svg_texts(coverage)     # rows 7, 0, 0, 5; columns 5-7
