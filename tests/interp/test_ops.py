@@ -176,7 +176,7 @@ def test_store_refuses_a_narrowing_cast():
 # ---- load: padding on a ragged edge --------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode, pad", [(P.ZERO, 0.0), (P.NEG_ZERO, -0.0), (P.NAN, np.nan), (P.POS_INF, np.inf),
-                                       (P.NEG_INF, -np.inf), (P.UNDETERMINED, np.nan)])
+                                       (P.NEG_INF, -np.inf), (P.UNDETERMINED, 0.0)])
 def test_load_padding_mode_fills_the_ragged_edge_of_a_float_array(mode, pad):
     a = np.arange(1, 7, dtype=np.float32)
     t = evaluate(lambda x: ct.load(x, (0,), (8,), padding_mode=mode), a, dtype=ct.float32, shape=(8,))
@@ -185,23 +185,41 @@ def test_load_padding_mode_fills_the_ragged_edge_of_a_float_array(mode, pad):
     assert np.signbit(t[6:]).tolist() == [np.signbit(pad)] * 2
 
 
-@pytest.mark.parametrize("dtype, pad", [(ct.float16, np.nan), (ct.float64, np.nan), (ct.bfloat16, np.nan),
-                                        (ct.int8, -128), (ct.int32, -2**31), (ct.int64, -2**63),
-                                        (ct.uint8, 255), (ct.uint16, 65535), (ct.bool_, True)])
-def test_load_undetermined_padding_is_nan_signed_min_unsigned_max_or_true(dtype, pad):
-    a = np.zeros(3, dtype.numpy)
+@pytest.mark.parametrize("dtype", [ct.float16, ct.float64, ct.bfloat16, ct.int8, ct.int32, ct.int64, ct.uint8,
+                                   ct.uint16, ct.bool_])
+def test_load_undetermined_padding_reads_zero_as_on_the_gpu(dtype):
+    a = np.ones(3, dtype.numpy)
     t = evaluate(lambda x: ct.load(x, (0,), (4,), padding_mode=P.UNDETERMINED), a, dtype=dtype, shape=(4,))
-    assert t[:3].astype(np.float64).tolist() == [0.0, 0.0, 0.0]
-    if np.isnan(pad):
-        assert np.isnan(t[3].astype(np.float32))
-    else:
-        assert t[3] == pad
+    assert t.astype(np.float64).tolist() == [1.0, 1.0, 1.0, 0.0] and not np.signbit(t[3].astype(np.float32))
 
 
 def test_load_default_padding_is_undetermined():
-    a = np.arange(3, dtype=np.float32)
+    a = np.arange(1, 4, dtype=np.float32)
     t = evaluate(lambda x: ct.load(x, (0,), (4,)), a, dtype=ct.float32, shape=(4,))
-    assert t[:3].tolist() == [0.0, 1.0, 2.0] and np.isnan(t[3])
+    assert t.tolist() == [1.0, 2.0, 3.0, 0.0]
+
+
+@ct.kernel
+def copy_4(x, y):
+    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (4,)))
+
+
+def test_strict_padding_names_the_load_that_reads_undetermined_padding():
+    x, y = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
+    with pytest.raises(ct.TileUndeterminedPaddingError, match=r"reads UNDETERMINED padding: block \(1, 0, 0\) reads "
+                                                                r"element \(6,\) outside an array of shape \(6,\)"):
+        run(copy_4, (2,), (x, y), strict_padding=True)
+    run(copy_4, (1,), (x, y), strict_padding=True)  # no padding read: no error
+    assert y[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_strict_padding_accepts_a_chosen_padding_mode():
+    @ct.kernel
+    def copy_zero_padded(x, y):
+        ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (4,), padding_mode=P.ZERO))
+    x, y = np.arange(6, dtype=np.float32), np.zeros(8, np.float32)
+    run(copy_zero_padded, (2,), (x, y), strict_padding=True)
+    assert y.tolist() == [0, 1, 2, 3, 4, 5, 0, 0]
 
 
 def test_load_pads_both_ragged_dims_of_a_2d_tile():
@@ -476,7 +494,7 @@ def test_load_advanced_indexing_default_padding_is_undetermined():
     a = arange((4, 4), np.float32)
     t = evaluate(lambda x: ct.load_advanced_indexing(x, (iota(2), ct.Slice(2, 4))),
                  a, dtype=ct.float32, shape=(2, 4))
-    assert t[:, :2].tolist() == a[0:2, 2:4].tolist() and np.isnan(t[:, 2:]).all()
+    assert t[:, :2].tolist() == a[0:2, 2:4].tolist() and (t[:, 2:] == 0).all()
 
 
 def test_load_advanced_indexing_needs_exactly_one_sparse_index():

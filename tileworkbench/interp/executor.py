@@ -27,7 +27,7 @@ SHAPE_OPS = ops_in(Category.SHAPE)  # traced: where each output element came fro
 class Env:
     """Values by SSA identity; a child sees its parent's values, restricted to a subset of blocks."""
 
-    def __init__(self, parent: "Env | None" = None, rows: np.ndarray | None = None):
+    def __init__(self, parent: Env | None = None, rows: np.ndarray | None = None):
         self.values: dict[Value, np.ndarray] = {}
         self.parent, self.rows = parent, rows
 
@@ -55,6 +55,7 @@ class Context:
     arrays: dict                # array Value -> (parameter name, numpy array)
     checked: bool
     trace: Trace | None
+    strict_padding: bool = False
 
     @property
     def size(self) -> int:
@@ -67,8 +68,8 @@ class Context:
     def array_name(self, v: Value) -> str:
         return self.arrays[v][0]
 
-    def subset(self, rows) -> "Context":
-        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace)
+    def subset(self, rows) -> Context:
+        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding)
 
     def record(self, op, array_name, coords, status, full, padding_mode=None, padding=None):
         """One memory op's event; `padding` is what its padded lanes read (a scalar or per lane)."""
@@ -101,7 +102,8 @@ def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
     return np.stack([x, y, z], axis=1).astype(np.int32)
 
 
-def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False) -> Trace | None:
+def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
+            strict_padding: bool = False) -> Trace | None:
     """Run specialization `fn` over `grid`; arrays in `args` are updated in place."""
     arrays, env = {}, Env()
     runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
@@ -118,7 +120,8 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     chunk = max(1, BATCH_ELEMENTS // _elements_per_block(fn))
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
         for start in range(0, total, chunk):
-            ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr)
+            ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr,
+                          strict_padding)
             run_block(ctx, fn.body, Env(env))
     return tr.merged() if tr is not None else None
 

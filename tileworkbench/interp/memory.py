@@ -3,14 +3,16 @@
 All blocks of the batch run an op at once: element coordinates are (B, *tile_shape) arrays.
 A lane outside the array never touches memory: loads substitute padding, stores drop it.
 
-UNDETERMINED padding (the default) is filled with a value that makes misuse visible:
-NaN for floats, the minimum for signed integers, the maximum for unsigned integers, True for bool.
+UNDETERMINED padding (the default) reads zero, as cuTile's GPU path does (its flash attention
+relies on finite padding past a ragged key length). Misuse stays visible without poisoning results:
+the trace marks those lanes PADDED with the mode UNDETERMINED, and `strict_padding` makes reading
+them an error.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TileOutOfBoundsError
+from ..errors import TileOutOfBoundsError, TileUndeterminedPaddingError
 from ..ir.attrs import padding_value
 from .trace import Status
 
@@ -51,6 +53,18 @@ def _in_bounds(coords, array_shape):
     return ok
 
 
+def _check_padding(ctx, op, array_name, array_shape, coords, padded):
+    """Strict padding: a load that reads UNDETERMINED padding is an error (its values are unspecified)."""
+    if not ctx.strict_padding or op.attrs["padding"].name != "UNDETERMINED" or not padded.any():
+        return
+    lane = np.unravel_index(int(np.argmax(padded.reshape(-1))), padded.shape)
+    block = tuple(int(b) for b in ctx.bids[lane[0] if ctx.bids.shape[0] > 1 else 0])
+    element = tuple(int(_full(c, padded.shape)[lane]) for c in coords)
+    raise TileUndeterminedPaddingError(
+        f"{op.name} from `{array_name}` reads UNDETERMINED padding: block {block} reads element {element} outside "
+        f"an array of shape {tuple(array_shape)}; pass padding_mode= to say what it should read", op.loc)
+
+
 def _full(x, shape):
     return np.broadcast_to(x, shape)
 
@@ -76,6 +90,7 @@ def load(ctx, op, array, *index):
     name = ctx.array_name(op.operands[0])
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~_full(inb, full), "from")
+    _check_padding(ctx, op, name, array.shape, coords, ~_full(inb, full))
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     if np.all(inb):
         values = array[tuple(_full(c, full) for c in coords)]
@@ -164,10 +179,12 @@ def load_adv(ctx, op, array, index, *starts):
     full = (ctx.size,) + op.result.shape
     coords = _advanced_coords(op, array, index, starts)
     inb = _full(_in_bounds(coords, array.shape), full)
+    name = ctx.array_name(op.operands[0])
+    _check_padding(ctx, op, name, array.shape, coords, ~inb)
     safe = tuple(np.where(inb, c, 0) for c in coords)
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     values = np.where(inb, array[safe], pad)
-    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.LOADED, Status.PADDED), full,
+    ctx.record(op, name, coords, np.where(inb, Status.LOADED, Status.PADDED), full,
                op.attrs["padding"].name, pad)
     return values
 

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..ir.types import bfloat16, float16, float32
+from ..ir.types import bfloat16, float16
 
 RULES: dict = {}
 
