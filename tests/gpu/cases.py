@@ -73,6 +73,37 @@ for _mode in range(6):
                                                     np.zeros((24, 16) if o == 0 else (16, 32), dt), m, o), exact=True)
 
 
+FP8 = [ct.float8_e4m3fn.numpy, ct.float8_e5m2.numpy, ct.float8_e8m0fnu.numpy]
+
+
+def fp8_array(shape, dtype):
+    """Values every fp8 format holds: powers of two (e8m0 has nothing else), signed where the format has a sign."""
+    values = 2.0 ** RNG.integers(-6, 7, shape)
+    if np.dtype(dtype) != ct.float8_e8m0fnu.numpy:
+        values *= RNG.choice([-1.0, 1.0], shape)
+    return values.astype(dtype)
+
+
+@ct.kernel
+def copy_1d(x, y, T: ct.Constant[int]):
+    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (T,), padding_mode=ct.PaddingMode.ZERO))
+
+
+@ct.kernel
+def widen_and_narrow(x, wide, narrow):
+    t = ct.load(x, (ct.bid(0),), (64,))
+    ct.store(wide, (ct.bid(0),), t.astype(ct.float32))
+    ct.store(narrow, (ct.bid(0),), ct.load(wide, (ct.bid(0),), (64,)).astype(narrow.dtype))
+
+
+for _dt in FP8:
+    _name = np.dtype(_dt).name
+    case(f"copy-{_name}", copy_1d, (ct.cdiv(300, 128),), lambda dt=_dt: (fp8_array(300, dt), np.zeros(300, dt), 128),
+         exact=True)
+    case(f"cast-{_name}-float32", widen_and_narrow, (4,),
+         lambda dt=_dt: (fp8_array(256, dt), np.zeros(256, np.float32), np.zeros(256, dt)), exact=True)
+
+
 @ct.kernel
 def load_permuted(x, y):
     ct.store(y, (0, 0, 0), ct.load(x, (0, 0, 0), (4, 8, 2), order=(1, 2, 0)))

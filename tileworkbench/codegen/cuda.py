@@ -98,9 +98,9 @@ def literal(value, dtype: DType) -> str:
         if math.isfinite(value):
             return repr(float(value))
         return _non_finite(value, "d", f"__longlong_as_double({struct.unpack('<q', struct.pack('<d', value))[0]}LL)")
-    if dtype.bitwidth == 16:  # exact bits, rounded as the interpreter rounds (NaN payloads included)
-        bits = int(np.array(value, dtype=dtype.numpy).view(np.uint16))
-        return f"tw::from_bits<{dtype.ctype}>(0x{bits:04x})"
+    if dtype.bitwidth in (8, 16):  # exact bits, rounded as the interpreter rounds (NaN payloads included)
+        bits = int(np.array(value, dtype=dtype.numpy).view(f"uint{dtype.bitwidth}"))
+        return f"tw::from_bits<{dtype.ctype}>(0x{bits:0{dtype.bitwidth // 4}x})"
     if math.isfinite(value):
         return f"{float(value)!r}f"
     return _non_finite(value, "f", f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})")

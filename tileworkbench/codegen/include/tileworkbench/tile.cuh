@@ -28,6 +28,7 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #ifdef __CUDACC_RTC__
 typedef signed char int8_t;
@@ -55,6 +56,10 @@ template <> struct traits<float> { static constexpr bool is_float = true, is_hal
 template <> struct traits<double> { static constexpr bool is_float = true, is_half = false, is_signed = true; };
 template <> struct traits<__half> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
 template <> struct traits<__nv_bfloat16> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+// fp8 types are storage: loaded, stored, cast through float and fed to mma
+template <> struct traits<__nv_fp8_e4m3> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+template <> struct traits<__nv_fp8_e5m2> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+template <> struct traits<__nv_fp8_e8m0> { static constexpr bool is_float = true, is_half = true, is_signed = false; };
 
 template <int... I> struct int_seq {};
 template <int N, int... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
@@ -131,11 +136,16 @@ __device__ tile<T, S, L> full(T value) {
 template <class T>
 __device__ scalar<T> make_scalar(T value) { return full<T, shape<>>(value); }
 
-// A 16-bit float from its bits (generated code writes half and bfloat16 constants this way).
+// A 16- or 8-bit float from its bits (generated code writes their constants this way).
 template <class T>
-__device__ T from_bits(unsigned short bits) {
-  union { unsigned short from; T to; } u{bits};
-  return u.to;
+__device__ T from_bits(unsigned bits) {
+  if constexpr (sizeof(T) == 1) {
+    union { unsigned char from; T to; } u{static_cast<unsigned char>(bits)};
+    return u.to;
+  } else {
+    union { unsigned short from; T to; } u{static_cast<unsigned short>(bits)};
+    return u.to;
+  }
 }
 
 // NumPy's quiet NaN (0x7fc00000) and infinity: padded lanes match the interpreter bit for bit.
