@@ -105,6 +105,16 @@ for _dt in FP8:
 
 
 @ct.kernel
+def zero_d(x, y, z):
+    ct.scatter(y, (), ct.gather(x, ()) + 1)
+    ct.store(z, (), ct.load(x, (), ()) * 2)
+
+
+case("zero-d-arrays", zero_d, (2,), lambda: (np.array(3.5, np.float32), np.zeros((), np.float32),
+                                             np.zeros((), np.float32)), exact=True)
+
+
+@ct.kernel
 def load_permuted(x, y):
     ct.store(y, (0, 0, 0), ct.load(x, (0, 0, 0), (4, 8, 2), order=(1, 2, 0)))
 
@@ -167,6 +177,35 @@ def shapes(x, y):
 
 for _dt in (np.float32, np.int32, np.float64):
     case(f"shape-ops-{np.dtype(_dt).name}", shapes, (1,), lambda dt=_dt: (random_array((4, 8), dt), np.zeros((4, 16), dt)))
+
+@ct.kernel
+def narrow_integer_ops(x, y, quotient, inverted):
+    a, b = ct.load(x, (0,), (64,)), ct.load(y, (0,), (64,))
+    ct.store(quotient, (0,), ct.cdiv(a, b))
+    ct.store(inverted, (0,), (~(a > b)).astype(ct.int8))
+
+
+case("cdiv-int8-and-invert-bool", narrow_integer_ops, (1,),
+     lambda: (RNG.integers(0, 128, 64).astype(np.int8), RNG.integers(1, 128, 64).astype(np.int8),
+              np.zeros(64, np.int8), np.zeros(64, np.int8)), exact=True)
+
+
+@ct.kernel
+def nan_rows(x, out):
+    t = ct.load(x, (0, 0), (8, 32))
+    ct.store(out, (0, 0), ct.max(t, axis=1, keepdims=True))
+    ct.store(out, (0, 1), ct.min(t, axis=1, keepdims=True))
+
+
+def _nan_rows_args():
+    x = random_array((8, 32), np.float32)
+    x[::2] = np.nan  # rows of NaN only: their max and min are NaN
+    x[1, 5] = np.nan
+    return x, np.zeros((8, 2), np.float32)
+
+
+case("max-min-of-nan-rows", nan_rows, (1,), _nan_rows_args, exact=True)
+
 
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 

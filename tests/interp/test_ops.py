@@ -991,10 +991,47 @@ def test_bitwise_with_a_loose_constant_keeps_the_tile_dtype():
     assert compute(lambda x: x & 0x0F, a, dtype=ct.int8, shape=(4,)).tolist() == [15, 15, 0, 3]
 
 
-@pytest.mark.parametrize("a_dtype, b_dtype", [(np.int8, np.int32), (np.bool_, np.int8), (np.float32, np.float32)])
-def test_bitwise_refuses_mixed_dtypes_and_floats(a_dtype, b_dtype):
-    with pytest.raises(ct.TileTypeError):
+@pytest.mark.parametrize("a_dtype, b_dtype, message", [
+    (np.int8, np.int32, "Bitwise operands must have same data type, got int8 and int32"),
+    (np.bool_, np.int8, "Bitwise operands must have same data type"),
+    (np.float32, np.float32, "Bitwise operations require integers or bool, got float32 and float32"),
+    (np.bool_, np.float32, "Bitwise operations require integers or bool, got bool_ and float32")])
+def test_bitwise_refuses_mixed_dtypes_and_floats(a_dtype, b_dtype, message):
+    with pytest.raises(ct.TileTypeError, match=message):
         compute(lambda x, y: x & y, np.ones(4, a_dtype), np.ones(4, b_dtype), dtype=ct.int32, shape=(4,))
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype", [(np.float32, np.int32), (np.int32, np.float64), (np.int32, np.bool_)])
+def test_shifts_refuse_floats_and_bool(a_dtype, b_dtype):
+    with pytest.raises(ct.TileTypeError, match="Bitwise shift requires an integer operand"):
+        compute(lambda x, y: x << y, np.ones(4, a_dtype), np.ones(4, b_dtype), dtype=ct.int32, shape=(4,))
+
+
+def test_invert_of_a_bool_tile_is_a_logical_not():
+    p = np.array([True, False, True, False])
+    assert compute(lambda x: ~x, p, dtype=ct.bool_, shape=(4,)).tolist() == [False, True, False, True]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_cdiv_of_narrow_integers_does_not_overflow(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.max - 1, info.max, 1, 0, info.max // 2 + 1, 7, info.max], dtype)
+    y = np.array([info.max, 2, 1, info.max, 3, info.max // 2 + 1, 3, 100], dtype)
+    expected = [-(-int(a) // int(b)) for a, b in zip(x, y)]
+    got = compute(lambda p, q: ct.cdiv(p, q), x, y, dtype=getattr(ct, np.dtype(dtype).name), shape=(8,))
+    assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [ct.bfloat16, ct.float16, ct.float32])
+def test_float_floordiv_floors_the_quotient_rounded_to_the_dtype(dtype):
+    rng = np.random.default_rng(7)
+    x = (rng.random(4096) * 100).astype(dtype.numpy)
+    y = (rng.random(4096) * 100 + 1).astype(dtype.numpy)
+    quotient = (x.astype(np.float64) / y.astype(np.float64)).astype(dtype.numpy)  # correctly rounded to dtype
+    expected = np.floor(quotient.astype(np.float64))
+    got = compute(lambda p, q: p // q, x, y, dtype=dtype, shape=(4096,)).astype(np.float64)
+    np.testing.assert_array_equal(got, expected)
+    assert (expected != np.floor(x.astype(np.float64) / y.astype(np.float64))).any() or dtype is ct.float32
 
 
 def test_comparisons_give_bool_and_broadcast():
@@ -1568,3 +1605,23 @@ def test_plain_scalar_values_share_one_specialization():
         ct.launch(None, (1,), shift, (x, out, k))
         np.testing.assert_array_equal(out, x + k)
     assert len(shift.specializations) == 1
+
+
+# ---- 0-d arrays: one element, reached with the index () ---------------------------------------------
+
+@ct.kernel
+def zero_d_gather_scatter(x, y):
+    ct.scatter(y, (), ct.gather(x, ()) + 1)
+
+
+@ct.kernel
+def zero_d_load_store(x, y):
+    ct.store(y, (), ct.load(x, (), ()) * 2)
+
+
+@pytest.mark.parametrize("kernel, expected", [(zero_d_gather_scatter, 4.0), (zero_d_load_store, 6.0)])
+def test_a_0d_array_is_read_and_written_through_the_empty_index(kernel, expected):
+    x, y = np.array(3.0, np.float32), np.array(0.0, np.float32)
+    trace = run(kernel, (3,), (x, y), trace=True)
+    assert y[()] == expected
+    assert [e.coords.shape for e in trace.events if e.op in ("gather", "scatter", "load", "store")] == [(3, 0)] * 2

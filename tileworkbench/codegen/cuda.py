@@ -329,7 +329,9 @@ def _bitcast(e, op):
 @emits("reshape")
 def _reshape(e, op):
     x, shape = op.operands[0], op.result.shape
-    if not shape:
+    if not shape and not x.shape:  # a scalar stays itself
+        e.names[op.result] = e[x]
+    elif not shape:
         e.assign(op, f"{e[x]}.item()")
     elif not x.shape:
         e.assign(op, f"tw::full<{x.dtype.ctype}, {shape_type(shape)}>({e[x]})")
@@ -463,7 +465,7 @@ def _load(e, op):
         return
     if order == tuple(range(len(order))):
         fn = "load_operand" if op.result in e.plan.operands else "load"
-        e.assign(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
+        e.assign_tile_result(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
         return
     # Tile axis k walks array axis order[k]: load the tile in the array's own axis order (coalesced),
     # then permute it in shared memory.
@@ -480,7 +482,7 @@ def _store(e, op):
     array, *index, tile = op.operands
     order = op.attrs["order"]
     if order == tuple(range(len(order))):
-        e.emit(f"tw::store<{shape_type(tile.shape)}>({e[array]}, {e.at(index)}, {e[tile]});")
+        e.emit(f"tw::store<{shape_type(tile.shape)}>({e[array]}, {e.at(index)}, {e.tile(tile)});")
         return
     inverse = [order.index(d) for d in range(len(order))]
     arr_shape = tuple(tile.shape[k] for k in inverse)
@@ -496,7 +498,8 @@ def _gather(e, op):
     nd = array.type.ndim
     index, pad, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
     mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
-    e.assign_tile_result(op, f"tw::gather({e[array]}, {e.tile(pad)}, {mask_text}, {', '.join(e.tile(i) for i in index)})")
+    operands = ", ".join([e[array], e.tile(pad), mask_text] + [e.tile(i) for i in index])
+    e.assign_tile_result(op, f"tw::gather({operands})")
 
 
 @emits("scatter")
@@ -505,7 +508,7 @@ def _scatter(e, op):
     nd = array.type.ndim
     index, value, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
     mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
-    e.emit(f"tw::scatter({e[array]}, {e.tile(value)}, {mask_text}, {', '.join(e.tile(i) for i in index)});")
+    e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + [e.tile(i) for i in index])});")
 
 
 def _advanced_operands(e, op, shape):

@@ -277,7 +277,7 @@ def _element_access(lw, fn, array, indices, operand, what, mask, check_bounds, l
     scattered value (`operand`) cast and broadcast to their shape, the mask, the attributes."""
     array = array_arg(lw, array, fn)
     idx = _element_indices(lw, array, indices, fn)
-    shape = idx[0].shape
+    shape = idx[0].shape if idx else ()  # a 0-d array takes the index ()
     v = coerce.implicit_cast(lw, operand, array.dtype, what)
     if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
         lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
@@ -594,7 +594,7 @@ def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
     if accepts is Accepts.FLOATS and not v.dtype.is_float:
         lw.fail(TileTypeError, f"{OPS[name].stub}() requires a floating-point tile, got {v.type}")
     if accepts is Accepts.INTEGERS and v.dtype.is_float:
-        lw.fail(TileTypeError, f"Bitwise operations need integer or bool operands, got {v.dtype}")
+        lw.fail(TileTypeError, f"Bitwise operations require integers or bool, got {v.dtype}")
     if name == "neg" and v.dtype is bool_:
         v = cast(lw, v, int32)
     return lw.emit(name, [v])
@@ -641,12 +641,15 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 
 
 def _bitwise(lw, name, x, y):
-    typed = [v for v in (x, y) if isinstance(v, Value)]
-    if len(typed) == 2 and x.dtype is not y.dtype and name in _BITWISE:
+    shift = name in ("lshift", "rshift")
+    dtypes = [v.dtype if isinstance(v, Value) else float32 if isinstance(v, float) else None for v in (x, y)]
+    if any(d is not None and (d.is_float or (shift and d is bool_)) for d in dtypes):
+        names = " and ".join(str(d) if d else type(v).__name__ for d, v in zip(dtypes, (x, y)))
+        lw.fail(TileTypeError, f"Bitwise shift requires an integer operand, got {names}" if shift else
+                f"Bitwise operations require integers or bool, got {names}")
+    if None not in dtypes and dtypes[0] is not dtypes[1] and not shift:
         lw.fail(TileTypeError, f"Bitwise operands must have same data type, got {x.dtype} and {y.dtype}")
     dtype = coerce.common_dtype(lw, x, y)
-    if dtype.is_float or (name in ("lshift", "rshift") and dtype is bool_):
-        lw.fail(TileTypeError, f"{name} needs integer{'' if name in ('lshift', 'rshift') else ' or bool'} operands, got {dtype}")
     a, b = unify(lw, x, y, dtype=dtype)
     return lw.emit(name, [a, b])
 
@@ -679,6 +682,12 @@ for _decl in OPS.values():  # those without a lowering of their own above
 
 @lowers("cdiv")
 def cdiv(lw, x, y):
+    """(x + y - 1) // y, computed in int32 for narrower integers so that x + y cannot overflow."""
+    if isinstance(x, Value) or isinstance(y, Value):
+        dtype = coerce.common_dtype(lw, x, y)
+        if dtype.is_integral and dtype.bitwidth < 32:
+            a, b = unify(lw, x, y, dtype=dtype)
+            return cast(lw, cdiv(lw, cast(lw, a, int32), cast(lw, b, int32)), dtype)
     return lower_binary(lw, "floordiv", lower_binary(lw, "sub", lower_binary(lw, "add", x, y), 1), y)
 
 

@@ -75,7 +75,9 @@ class Context:
         """One memory op's event; `padding` is what its padded lanes read (a scalar or per lane)."""
         if self.trace is None:
             return
-        stacked = np.stack([np.broadcast_to(c, full) for c in coords], axis=-1).astype(np.int32)
+        stacked = np.zeros(tuple(full) + (len(coords),), np.int32)  # a 0-d array's lanes have no coordinates
+        for d, c in enumerate(coords):
+            stacked[..., d] = c
         if padding is not None:
             padding = np.asarray(padding).item() if np.ndim(padding) == 0 else \
                 padding_scalar(np.array(np.broadcast_to(padding, full)))

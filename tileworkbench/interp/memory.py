@@ -69,6 +69,22 @@ def _full(x, shape):
     return np.broadcast_to(x, shape)
 
 
+def _read(array, coords, full):
+    """The elements at `coords`, one per lane (every lane of a 0-d array reads its one element)."""
+    if not coords:
+        return np.full(full, array[()])
+    return array[tuple(_full(c, full) for c in coords)]
+
+
+def _write(array, coords, values, ok):
+    """Store the lanes where `ok` (later lanes win: blocks in order, then lanes in C order)."""
+    if not coords:
+        if ok.any():
+            array[()] = values[ok][-1]
+        return
+    array[tuple(c[ok] for c in coords)] = values[ok]
+
+
 def _check(ctx, op, array_name, array_shape, coords, bad, what):
     """Checked mode: an out-of-bounds lane of an op with check_bounds=False is an error, not UB."""
     if not ctx.checked or not bad.any():
@@ -93,10 +109,10 @@ def load(ctx, op, array, *index):
     _check_padding(ctx, op, name, array.shape, coords, ~_full(inb, full))
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     if np.all(inb):
-        values = array[tuple(_full(c, full) for c in coords)]
+        values = _read(array, coords, full)
     else:
-        safe = tuple(np.where(inb, c, 0) for c in coords)
-        values = np.where(inb, array[tuple(_full(c, full) for c in safe)], pad)
+        safe = [np.where(inb, c, 0) for c in coords]
+        values = np.where(inb, _read(array, safe, full), pad)
     ctx.record(op, name, coords, np.where(_full(inb, full), Status.LOADED, Status.PADDED), full,
                op.attrs["padding"].name, pad)
     return values
@@ -113,7 +129,7 @@ def store(ctx, op, array, *rest):
     name = ctx.array_name(op.operands[0])
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~inb, "into")
-    array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
+    _write(array, [_full(c, full) for c in coords], _full(tile, full), inb)
     ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.DROPPED), full)
 
 
@@ -123,7 +139,7 @@ def _element_lanes(ctx, op, array, rest, what):
     nd = array.ndim
     index, operand = rest[:nd], rest[nd]
     mask = rest[nd + 1] if op.attrs["has_mask"] else None
-    full = (ctx.size,) + index[0].shape[1:]
+    full = (ctx.size,) + operand.shape[1:]  # the padding or value has the index shape
     coords = [_full(i.astype(np.int64), full) if i.dtype != np.uint64 else
               _full(np.where(i > np.iinfo(np.int64).max, -1, i).astype(np.int64), full) for i in index]
     inb = _in_bounds(coords, array.shape)
@@ -138,7 +154,7 @@ def gather(ctx, op, array, *rest):
     pad, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "from")
     name = ctx.array_name(op.operands[0])
     ok = on & inb
-    values = np.where(ok, array[tuple(np.where(ok, c, 0) for c in coords)], _full(pad, full))
+    values = np.where(ok, _read(array, [np.where(ok, c, 0) for c in coords], full), _full(pad, full))
     status = np.where(ok, Status.LOADED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED))
     ctx.record(op, name, coords, status, full, padding=pad)
     return values
@@ -149,12 +165,11 @@ def scatter(ctx, op, array, *rest):
     value, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "into")
     name = ctx.array_name(op.operands[0])
     nd = array.ndim
-    ok = on & inb
-    targets = tuple(c[ok] for c in coords)
-    array[targets] = _full(value, full)[ok]
+    ok = _full(on & inb, full)
+    _write(array, coords, _full(value, full), ok)
     if ctx.tracing:
         status = np.where(ok, Status.STORED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED)).astype(np.uint8)
-        flat = np.ravel_multi_index(targets, array.shape) if nd else np.zeros(0, np.int64)
+        flat = np.ravel_multi_index(tuple(c[ok] for c in coords), array.shape) if nd else np.zeros(ok.sum(), np.int64)
         _, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
         status[ok] = np.where(counts[inverse] > 1, Status.COLLISION, Status.STORED)
         ctx.record(op, name, coords, status, full)

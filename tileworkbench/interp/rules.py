@@ -44,7 +44,7 @@ _UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "lo
           "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
           "erf": lambda x: _erf(x.astype(np.float64, copy=False)).astype(x.dtype)}
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
+           "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
            "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
            "lshift": np.left_shift, "rshift": np.right_shift, "eq": np.equal, "ne": np.not_equal,
            "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
@@ -53,6 +53,16 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is correctly 
 
 for _name, _fn in {**_UNARY, **_BINARY}.items():
     RULES[_name] = _elementwise(_fn)
+
+
+@rule("floordiv")
+def floordiv(ctx, op, x, y):
+    """Floats: floor(x / y) with the quotient rounded to the dtype first, as cuTile computes it."""
+    dtype = op.result.dtype
+    if not dtype.is_float:
+        return _elementwise(np.floor_divide)(ctx, op, x, y)
+    quotient = (x.astype(_wide(dtype)) / y.astype(_wide(dtype))).astype(dtype.numpy)
+    return np.floor(quotient.astype(_wide(dtype))).astype(dtype.numpy)
 
 
 @rule("minimum", "maximum")

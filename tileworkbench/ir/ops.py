@@ -334,7 +334,7 @@ def _store(types, attrs):
 def _gather(types, attrs):
     array, *rest = types
     index, rest = rest[:array.ndim], rest[array.ndim:]
-    shape = index[0].shape
+    shape = (index or rest)[0].shape  # a 0-d array has no index: the padding has the shape
     _check(all(t.shape == shape and t.dtype.is_integral for t in index), "gather indices must be integer tiles of one shape")
     _check(all(t.shape == shape for t in rest), "gather mask and padding must have the index shape")
     return [TileType(array.dtype, shape)]

@@ -241,10 +241,11 @@ template <class T> __device__ T neg(T x) {
   else return T(-x);
 }
 
-// Python semantics: // rounds toward -inf, % takes the sign of the divisor.
+// Python semantics: // rounds toward -inf, % takes the sign of the divisor. Floats floor the
+// quotient rounded to T (cuTile's floor(x / y)).
 template <class T> __device__ T floordiv(T a, T b) {
-  if constexpr (traits<T>::is_half) return T(floorf(widen(a) / widen(b)));
-  else if constexpr (traits<T>::is_float) return T(::floor(double(a) / double(b)));
+  if constexpr (traits<T>::is_half) return T(floorf(widen(T(widen(a) / widen(b)))));
+  else if constexpr (traits<T>::is_float) return ::floor(a / b);
   else if constexpr (!traits<T>::is_signed) return b == 0 ? T(0) : T(a / b);
   else {
     if (b == 0) return T(0);
@@ -316,6 +317,10 @@ TW_COMPARISON(==) TW_COMPARISON(!=) TW_COMPARISON(<) TW_COMPARISON(<=) TW_COMPAR
 template <class T, class S, class L>
 __device__ auto operator~(const tile<T, S, L>& x) {
   return map([](T a) { return T(~a); }, x);
+}
+template <class S, class L>  // on bool, a logical not (C++'s ~true is -2, which is true again)
+__device__ auto operator~(const tile<bool, S, L>& x) {
+  return map([](bool a) { return !a; }, x);
 }
 
 // cond ? x : y, elementwise ("select" in the tile-operations specification)

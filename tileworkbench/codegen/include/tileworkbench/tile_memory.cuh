@@ -10,17 +10,18 @@ namespace tw {
 
 template <class T> struct same { using type = T; };  // a parameter that takes part in no deduction
 
+// (a 0-d array, one element, keeps one unused extent: C++ has no arrays of length 0)
 template <class T, int Rank>
 struct array {
   T* ptr;
-  int32_t shape[Rank];
-  int32_t stride[Rank];  // in elements
+  int32_t shape[Rank > 0 ? Rank : 1];
+  int32_t stride[Rank > 0 ? Rank : 1];  // in elements
 };
 
 // A tile-space index or a start position: tw::at(i, j)
 template <int Rank>
 struct coords {
-  int32_t v[Rank];
+  int32_t v[Rank > 0 ? Rank : 1];
   __device__ int32_t operator[](int d) const { return v[d]; }
 };
 template <class... I>
@@ -122,6 +123,17 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
   }
 }
 
+// A 0-d array's one element, as a tile of shape<> (its only tile-space index is ())
+template <class S, class T>
+__device__ tile<T, S> load(const array<T, 0>& a, const coords<0>&, typename same<T>::type) {
+  return full<T, S>(a.ptr[0]);
+}
+
+template <class S, class T>
+__device__ void store(const array<T, 0>& a, const coords<0>&, const tile<T, S>& x) {
+  if (x.owner()) a.ptr[0] = x.v[0];
+}
+
 struct no_mask {};
 
 __device__ inline bool mask_at(const no_mask&, int) { return true; }
@@ -135,9 +147,9 @@ __device__ bool in_range(I i, int n) {
   else return (unsigned long long)i < (unsigned long long)n;
 }
 
-template <int Rank, class S, class... I>
+template <int Rank, class... Index>  // index tiles of one shape (none for a 0-d array)
 __device__ bool element_offset(const int32_t* shape, const int32_t* stride, int r, long long& offset,
-                               const tile<I, S>&... index) {
+                               const Index&... index) {
   bool inside = true;
   int d = 0;
   offset = 0;

@@ -138,15 +138,23 @@ __device__ tile<T, S2> prod(const tile<T, S>& x) {
   return reduce<S2>(x, A(1), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a * b); },
                     [](A a) { return convert<T>(a); });
 }
+// max/min ignore NaN unless PropagateNan; a float fold starts from NaN, which any number
+// replaces, so a slice of NaNs only is NaN
+template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
+  if constexpr (traits<T>::is_float) return convert<T>(__int_as_float(0x7fffffff));
+  else return otherwise();
+}
 template <class S2, bool PropagateNan = false, class T, class S>
 __device__ tile<T, S2> max(const tile<T, S>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
-  return reduce<S2>(x, lowest<T>(), [](T v, int) { return v; }, f, [](T a) { return a; });
+  T identity = PropagateNan ? lowest<T>() : nan_or<T>(lowest<T>);
+  return reduce<S2>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
 }
 template <class S2, bool PropagateNan = false, class T, class S>
 __device__ tile<T, S2> min(const tile<T, S>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::minimum_nan(a, b) : op::minimum(a, b); };
-  return reduce<S2>(x, highest<T>(), [](T v, int) { return v; }, f, [](T a) { return a; });
+  T identity = PropagateNan ? highest<T>() : nan_or<T>(highest<T>);
+  return reduce<S2>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
 }
 
 // argmax/argmin: ties go to the smaller index; NaN is the worst value unless PropagateNan, where
