@@ -207,6 +207,52 @@ def _nan_rows_args():
 case("max-min-of-nan-rows", nan_rows, (1,), _nan_rows_args, exact=True)
 
 
+@ct.kernel
+def large_reduction(x, out, AXIS: ct.Constant[int], OP: ct.Constant[int]):
+    t = ct.load(x, (0, 0), (512, 128))
+    r = (ct.sum, ct.max, ct.argmin)[OP](t, axis=AXIS, keepdims=True)
+    ct.store(out, (0, 0), r.astype(out.dtype))
+
+
+LARGE_REDUCTIONS = []  # (512, 128) tiles: larger than shared memory, staged in several passes
+for _dt in (np.float32, BF16):
+    for _axis in (0, 1):
+        for _op, _name in enumerate(("sum", "max", "argmin")):
+            _id = f"large-reduction-{_name}-axis{_axis}-{np.dtype(_dt).name}"
+            LARGE_REDUCTIONS.append(_id)
+            case(_id, large_reduction, (1,),
+                 lambda dt=_dt, axis=_axis, op=_op: (random_array((512, 128), dt),
+                                                     np.zeros((1, 128) if axis == 0 else (512, 1), np.float32), axis, op),
+                 exact=_name != "sum")
+
+
+@ct.kernel
+def rounded_casts(x, to_float32, to_bfloat16, to_tfloat32):
+    t = ct.load(x, (0,), (64,))
+    f = t.astype(ct.float32)
+    R = ct.RoundingMode
+    ct.store(to_float32, (0,), t.astype(ct.float32, rounding_mode=R.RN))
+    ct.store(to_float32, (1,), t.astype(ct.float32, rounding_mode=R.RZ))
+    ct.store(to_float32, (2,), t.astype(ct.float32, rounding_mode=R.RM))
+    ct.store(to_float32, (3,), t.astype(ct.float32, rounding_mode=R.RP))
+    ct.store(to_bfloat16, (0,), f.astype(ct.bfloat16, rounding_mode=R.RN))
+    ct.store(to_bfloat16, (1,), f.astype(ct.bfloat16, rounding_mode=R.RZ))
+    ct.store(to_bfloat16, (2,), f.astype(ct.bfloat16, rounding_mode=R.RM))
+    ct.store(to_bfloat16, (3,), f.astype(ct.bfloat16, rounding_mode=R.RP))
+    ct.store(to_tfloat32, (0,), f.astype(ct.tfloat32).astype(ct.float32))
+    ct.store(to_tfloat32, (1,), f.astype(ct.tfloat32, rounding_mode=R.RZ).astype(ct.float32))
+    ct.store(to_tfloat32, (2,), f.astype(ct.tfloat32, rounding_mode=R.RA).astype(ct.float32))
+
+
+def _rounding_args():
+    x = random_array(64, np.float64)
+    x[:8] = 1 + np.array([0.5, 0.25, 0.75, 0.5, 2.5, 1.5, 0.5, 0.5]) * 2.0 ** -23 * [1, 1, 1, -1, 1, -1, 2 ** 13, -2 ** 13]
+    return x, np.zeros(256, np.float32), np.zeros(256, BF16), np.zeros(192, np.float32)
+
+
+case("rounded-casts", rounded_casts, (1,), _rounding_args, exact=True)
+
+
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil"]

@@ -1625,3 +1625,52 @@ def test_a_0d_array_is_read_and_written_through_the_empty_index(kernel, expected
     trace = run(kernel, (3,), (x, y), trace=True)
     assert y[()] == expected
     assert [e.coords.shape for e in trace.events if e.op in ("gather", "scatter", "load", "store")] == [(3, 0)] * 2
+
+
+# ---- rounding modes of float conversions ---------------------------------------------------------
+
+R = ct.RoundingMode
+
+
+@pytest.mark.parametrize("target, ulp", [(ct.float32, 2.0 ** -23), (ct.bfloat16, 2.0 ** -7), (ct.float16, 2.0 ** -10)])
+@pytest.mark.parametrize("mode, below_tie, tie, above_tie", [
+    (None, "low", "low", "high"), (R.RN, "low", "low", "high"), (R.RZ, "low", "low", "low"),
+    (R.RM, "low", "low", "low"), (R.RP, "high", "high", "high")])
+def test_astype_rounds_in_the_rounding_mode(target, ulp, mode, below_tie, tie, above_tie):
+    """Between 1 and the next float up: 0.4, 0.5 (a tie: 1 is even) and 0.6 of the way."""
+    x = np.array([1 + 0.4 * ulp, 1 + 0.5 * ulp, 1 + 0.6 * ulp, 1.0], np.float64)
+    x = np.concatenate([x, -x])
+    got = evaluate(lambda a: ct.load(a, (0,), (8,)).astype(target, rounding_mode=mode), x, dtype=target,
+                   shape=(8,)).astype(np.float64)
+    value = {"low": 1.0, "high": 1.0 + ulp}
+    positive = [value[below_tie], value[tie], value[above_tie], 1.0]
+    # on negatives, toward -inf grows the magnitude and toward +inf shrinks it; the others mirror
+    negative = {R.RM: [-value["high"]] * 3 + [-1.0], R.RP: [-1.0] * 4}.get(mode, [-v for v in positive])
+    assert got.tolist() == positive + negative
+
+
+def test_directed_rounding_past_the_largest_float32():
+    x = np.array([1e39, -1e39, np.inf, np.nan], np.float64)
+    big = float(np.finfo(np.float32).max)
+    rz = evaluate(lambda a: ct.load(a, (0,), (4,)).astype(ct.float32, rounding_mode=R.RZ), x, dtype=ct.float32,
+                  shape=(4,))
+    rp = evaluate(lambda a: ct.load(a, (0,), (4,)).astype(ct.float32, rounding_mode=R.RP), x, dtype=ct.float32,
+                  shape=(4,))
+    assert rz[:3].tolist() == [big, -big, np.inf] and np.isnan(rz[3])
+    assert rp[:3].tolist() == [np.inf, -big, np.inf] and np.isnan(rp[3])
+
+
+@pytest.mark.parametrize("mode, tie, above_tie", [(None, 1.0, 1 + 2 ** -10), (R.RN, 1.0, 1 + 2 ** -10),
+                                                  (R.RA, 1 + 2 ** -10, 1 + 2 ** -10), (R.RZ, 1.0, 1.0)])
+def test_astype_to_tfloat32_keeps_10_mantissa_bits(mode, tie, above_tie):
+    x = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -12, -(1 + 2 ** -11), -(1 + 3 * 2 ** -12)], np.float32)
+    got = evaluate(lambda a: ct.load(a, (0,), (4,)).astype(ct.tfloat32, rounding_mode=mode).astype(ct.float32),
+                   x, dtype=ct.float32, shape=(4,))
+    assert got.tolist() == [tie, above_tie, -tie, -above_tie]
+
+
+@pytest.mark.parametrize("target, mode", [(ct.float32, R.RA), (ct.tfloat32, R.RM), (ct.float32, R.APPROX)])
+def test_astype_refuses_a_rounding_mode_the_conversion_lacks(target, mode):
+    with pytest.raises(ct.TileTypeError, match=f"Rounding mode {mode.name} is not supported for float64 to"):
+        evaluate(lambda a: ct.load(a, (0,), (4,)).astype(target, rounding_mode=mode).astype(ct.float32),
+                 np.zeros(4), dtype=ct.float32, shape=(4,))

@@ -24,7 +24,7 @@ from ..errors import TileUnsupportedFeatureError
 from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
-from ..ir.types import DType, TileType, bool_, float64
+from ..ir.types import DType, TileType, bool_, float64, tfloat32
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -123,9 +123,10 @@ def _skewed(n: int) -> int:
 
 
 class _Emitter:
-    def __init__(self, fn: Function, threads: int, plan: LayoutPlan):
+    def __init__(self, fn: Function, threads: int, vec: int, plan: LayoutPlan):
         self.fn = fn
         self.threads = threads
+        self.vec = vec  # TW_VEC: elements per register chunk
         self.plan = plan
         self.mma_smem = 0  # operand buffers of the tensor-core mmas, above self.smem
         self.names: dict[Value, str] = {}
@@ -316,8 +317,15 @@ def _iota(e, op):
 
 @emits("astype")
 def _astype(e, op):
-    fn = "element_cast" if op.result.shape else "convert"
-    e.assign(op, f"tw::{fn}<{op.attrs['dtype'].ctype}>({e[op.operands[0]]})")
+    dtype, mode = op.attrs["dtype"], op.attrs.get("rounding")
+    x = e.tile(op.operands[0])
+    if dtype is tfloat32:
+        e.assign_tile_result(op, f"tw::element_cast_tf32<tw::{mode or 'RN'}>({x})")
+    elif mode:
+        e.assign_tile_result(op, f"tw::element_cast_rounded<{dtype.ctype}, tw::{mode}>({x})")
+    else:
+        fn = "element_cast" if op.result.shape else "convert"
+        e.assign(op, f"tw::{fn}<{dtype.ctype}>({e[op.operands[0]]})")
 
 
 @emits("bitcast")
@@ -381,16 +389,38 @@ def _keepdims_shape(t: TileType, axes) -> tuple[int, ...]:
     return tuple(1 if d in axes else n for d, n in enumerate(t.shape))
 
 
+# A reduction stages its tile in slices of at most this many bytes: every GPU from sm_80 on gives a
+# block this much shared memory (sm_86 and sm_89 allow 99 KB), and a bigger tile takes more passes.
+REDUCTION_STAGE_BYTES = 96 * 1024
+
+
+def reduction_passes(t: TileType, threads: int, vec: int) -> tuple[int, int]:
+    """(passes, bytes staged per pass) of a reduction of tile type `t` to several outputs: the
+    fewest slices, each a range of every thread's register chunks, that fit REDUCTION_STAGE_BYTES."""
+    registers = max(1, t.size // threads)
+    chunk = min(registers, vec)
+
+    def staged(passes):
+        n = t.size // passes
+        return ((n + n // 32 + 1) * t.dtype.itemsize + 15) // 16 * 16
+    passes = 1
+    while staged(passes) > REDUCTION_STAGE_BYTES and registers % (2 * passes * chunk) == 0:
+        passes *= 2
+    return passes, staged(passes)
+
+
 @emits("sum", "prod", "max", "min", "argmax", "argmin")
 def _reduce(e, op):
     (x,) = op.operands
     keep = _keepdims_shape(x.type, op.attrs["axes"])
     flags = ", true" if op.attrs.get("propagate_nan") else ""
-    item = max(4, x.type.dtype.itemsize)  # 16-bit floats accumulate in float
-    acc = item * 2 if op.name in ("argmax", "argmin") else item  # (value, index) pairs
+    acc = max(4, x.type.dtype.itemsize)  # 16-bit floats accumulate in float
+    if op.name in ("argmax", "argmin"):
+        acc *= 2  # (value, index) pairs
     outputs = math.prod(keep)
-    e.need_smem((_skewed(x.type.size) + 1) * acc + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
-    expr = f"tw::{op.name}<{shape_type(keep)}{flags}>({e[x]})"
+    passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
+    e.need_smem(staged + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
+    expr = f"tw::{op.name}<{shape_type(keep)}, {passes}{flags}>({e[x]})"
     if not op.result.shape:
         expr += ".item()"
     elif keep != op.result.shape:
@@ -672,7 +702,7 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     vec = max(1, 16 // min(itemsizes))
     plan = plan_layouts(fn, threads, arch)
     threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
-    e = _Emitter(fn, threads, plan)
+    e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []
     layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)
     for layout in layouts:

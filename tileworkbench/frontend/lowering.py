@@ -412,9 +412,18 @@ def astype(lw, x, dtype, rounding_mode):
     if is_const(x):
         return coerce.constant(lw, x, dtype)
     x = tile_arg(lw, x, "astype")
-    if rounding_mode is not None and not (x.dtype.is_float and dtype.is_float):
+    if rounding_mode is None:
+        return cast(lw, x, dtype)
+    from ..tile._stubs import RoundingMode
+    if not (x.dtype.is_float and (dtype.is_float or dtype is tfloat32)):
         lw.fail(TileTypeError, "rounding_mode is only valid for float to float conversions")
-    return cast(lw, x, dtype)
+    modes = ("RN", "RZ", "RA") if dtype is tfloat32 else ("RN", "RZ", "RM", "RP")
+    if not isinstance(rounding_mode, RoundingMode) or rounding_mode.name not in modes:
+        lw.fail(TileTypeError, f"Rounding mode {getattr(rounding_mode, 'name', rounding_mode)} is not supported for "
+                               f"{x.dtype} to {dtype} conversions (supported: {', '.join(modes)})")
+    if x.dtype is dtype or rounding_mode is RoundingMode.RN:
+        return cast(lw, x, dtype)
+    return lw.emit("astype", [x], {"dtype": dtype, "rounding": rounding_mode.name})
 
 
 @lowers("bitcast")

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..ir.types import bfloat16, float16
+from ..ir.types import bfloat16, float16, tfloat32
 
 RULES: dict = {}
 
@@ -89,10 +89,36 @@ def iota(ctx, op):
 
 @rule("astype")
 def astype(ctx, op, x):
-    src, dst = op.operands[0].dtype, op.attrs["dtype"]
+    src, dst, mode = op.operands[0].dtype, op.attrs["dtype"], op.attrs.get("rounding", "RN")
     if src.is_float and dst.is_integral:  # truncate toward zero, as C casts do
         x = np.trunc(x.astype(np.float64))
+    if dst is tfloat32:  # a float32 with 10 mantissa bits
+        return round_tf32(x.astype(np.float32), mode)
+    if mode != "RN":
+        return _round_directed(x.astype(np.float64), dst.numpy, mode)
     return x.astype(dst.numpy)
+
+
+def _step(r, up):
+    """The next value of r's float dtype above (up) or below it, by its bits."""
+    bits = np.dtype(f"uint{8 * r.dtype.itemsize}")
+    b = np.ascontiguousarray(r).view(bits)
+    sign = bits.type(1) << bits.type(8 * r.dtype.itemsize - 1)
+    away = up != np.signbit(r)  # up from a positive value, or down from a negative one, grows the magnitude
+    stepped = np.where(r == 0, np.where(up, bits.type(1), sign | bits.type(1)),
+                       np.where(away, b + bits.type(1), b - bits.type(1)))
+    return stepped.astype(bits).view(r.dtype)
+
+
+def _round_directed(x, target, mode):
+    """float64 values rounded to `target` toward zero (RZ), -inf (RM) or +inf (RP)."""
+    nearest = x.astype(target)
+    exact = nearest.astype(np.float64) == x
+    above = nearest.astype(np.float64) > x
+    lo = np.where(above, _step(nearest, False), nearest)
+    hi = np.where(above, nearest, _step(nearest, True))
+    pick = {"RZ": np.where(x > 0, lo, hi), "RM": lo, "RP": hi}[mode]
+    return np.where(exact | np.isnan(x), nearest, pick)
 
 
 @rule("bitcast")
@@ -201,11 +227,16 @@ def scan(ctx, op, x):
     return fn(x, axis=axis, dtype=_wide(dtype)).astype(dtype.numpy)
 
 
-def _round_tf32(x):
-    """Round float32 values to tfloat32's 10 mantissa bits (to nearest, ties to even)."""
+def round_tf32(x, mode="RN"):
+    """Round float32 values to tfloat32's 10 mantissa bits: to nearest (RN: ties to even, RA: ties
+    away from zero), toward zero (RZ), -inf (RM) or +inf (RP)."""
     bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    return np.where(np.isfinite(x), rounded.view(np.float32), x)
+    rest, kept = bits & np.uint32(0x1FFF), bits & np.uint32(0xFFFFE000)
+    negative = (bits >> np.uint32(31)).astype(bool)
+    up = {"RN": (rest > 0x1000) | ((rest == 0x1000) & ((bits & np.uint32(0x2000)) != 0)), "RA": rest >= 0x1000,
+          "RZ": np.zeros(bits.shape, bool), "RM": negative & (rest != 0), "RP": ~negative & (rest != 0)}[mode]
+    rounded = np.where(up, kept + np.uint32(0x2000), kept).astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x)
 
 
 @rule("mma")
@@ -213,7 +244,7 @@ def mma(ctx, op, x, y, acc):
     acc_dtype = op.result.dtype
     wide = np.float64 if acc_dtype.numpy == np.float64 else np.int64 if acc_dtype.is_integral else np.float32
     if op.operands[0].dtype.name == "tfloat32":
-        x, y = _round_tf32(x), _round_tf32(y)
+        x, y = round_tf32(x), round_tf32(y)
     product = np.matmul(x.astype(wide), y.astype(wide))
     return (product + acc.astype(wide)).astype(acc_dtype.numpy)
 

@@ -335,6 +335,54 @@ __device__ tile<U, S, L> element_cast(const tile<T, S, L>& x) {
   return map([](T a) { return convert<U>(a); }, x);
 }
 
+// Float -> float conversions in a rounding mode: to nearest (ties to even), toward zero, toward
+// -inf, toward +inf; tfloat32 (a float with 10 mantissa bits) also to nearest with ties away.
+enum rounding { RN, RZ, RM, RP, RA };
+
+template <int Mode> __device__ __half round_float_to(float x, __half) {
+  return Mode == RZ ? __float2half_rz(x) : Mode == RM ? __float2half_rd(x) : __float2half_ru(x);
+}
+template <int Mode> __device__ __nv_bfloat16 round_float_to(float x, __nv_bfloat16) {
+  return Mode == RZ ? __float2bfloat16_rz(x) : Mode == RM ? __float2bfloat16_rd(x) : __float2bfloat16_ru(x);
+}
+
+// RN, RZ, RM or RP (the code generator takes RA only to tfloat32)
+template <class To, int Mode, class From>
+__device__ To convert_rounded(From x) {
+  if constexpr (Mode == RN || sizeof(To) >= sizeof(From)) return convert<To>(x);  // widening is exact
+  else if constexpr (sizeof(From) == 8 && sizeof(To) == 4) {
+    return Mode == RZ ? __double2float_rz(x) : Mode == RM ? __double2float_rd(x) : __double2float_ru(x);
+  } else if constexpr (sizeof(From) == 8) {
+    return convert_rounded<To, Mode>(convert_rounded<float, Mode>(x));  // a directed rounding twice is one
+  } else {
+    return round_float_to<Mode>(x, To());
+  }
+}
+
+template <int Mode>
+__device__ float round_tf32(float x) {
+  const unsigned bits = __float_as_uint(x), rest = bits & 0x1fffu, kept = bits & ~0x1fffu;
+  if (((bits >> 23) & 0xffu) == 0xffu) return x;  // inf and NaN stay
+  const bool negative = bits >> 31;
+  bool up;  // whether the magnitude rounds up
+  if constexpr (Mode == RN) up = rest > 0x1000u || (rest == 0x1000u && (bits & 0x2000u));
+  else if constexpr (Mode == RA) up = rest >= 0x1000u;
+  else if constexpr (Mode == RZ) up = false;
+  else if constexpr (Mode == RM) up = negative && rest;
+  else up = !negative && rest;
+  return __uint_as_float(up ? kept + 0x2000u : kept);
+}
+
+template <class U, int Mode, class T, class S, class L>
+__device__ tile<U, S, L> element_cast_rounded(const tile<T, S, L>& x) {
+  return map([](T a) { return convert_rounded<U, Mode>(a); }, x);
+}
+
+template <int Mode, class T, class S, class L>
+__device__ tile<float, S, L> element_cast_tf32(const tile<T, S, L>& x) {
+  return map([](T a) { return round_tf32<Mode>(convert<float>(a)); }, x);
+}
+
 template <class U, class T>
 __device__ U bitcast(T a) {
   static_assert(sizeof(U) == sizeof(T), "bitcast needs types of one size");
