@@ -168,7 +168,7 @@ def try_statement(a):
 
 def test_non_power_of_two_shape_points_at_the_shape():
     err = compile_error(non_pow2_shape)
-    assert type(err).__name__ == "TileValueError"
+    assert type(err).__name__ == "TileTypeError"
     assert "3 is not a power of two" in err.message
     assert underlined(err) == "(3,)"
     assert err.loc.line == non_pow2_shape._pyfunc.__code__.co_firstlineno + 2
@@ -304,7 +304,7 @@ def test_error_text_has_location_header_source_and_caret():
 def test_ipython_sees_only_the_tile_error_not_a_stack():
     err = compile_error(non_pow2_shape)
     rendered = err._render_traceback_()
-    assert rendered[0].startswith("TileValueError: Tile shape (3,)")
+    assert rendered[0].startswith("TileTypeError: Tile shape (3,)")
     assert not any("Traceback" in line or "lowering.py" in line for line in rendered)
 
 

@@ -356,7 +356,7 @@ class Lowerer:
             self.fail(TileTypeError, f"range expected 1 to 3 arguments, got {len(args)}")
         lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         if coerce.is_const(step) and step <= 0:
-            self.fail(TileValueError, f"Step must be positive, got {step}")
+            self.fail(TileTypeError, f"Step must be positive, got {step}")
         bounds = [self.index_scalar(x, "range bound") for x in (lo, hi, step)]
         if not isinstance(s.target, ast.Name):
             self.fail(TileSyntaxError, "The target of a range loop must be a single name")

@@ -81,14 +81,14 @@ def tile_shape(lw, shape, what="Tile shape", arg="shape") -> tuple[int, ...]:
     dims = tuple(const_int(lw, n, what, node) for n in shape)
     for n in dims:
         if not is_pow2(n):
-            lw.fail(TileValueError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two", node)
+            lw.fail(TileTypeError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two", node)
     return dims
 
 
 def normalize_axis(lw, axis, ndim: int, what="axis") -> int:
     axis = const_int(lw, axis, what)
     if not -ndim <= axis < ndim:
-        lw.fail(TileValueError, f"{what} {axis} is out of range for rank {ndim}")
+        lw.fail(TileTypeError, f"{what[0].upper() + what[1:]} {axis} is out of range for rank {ndim}")
     return axis % ndim
 
 
@@ -139,13 +139,13 @@ def _order(lw, order, ndim: int) -> tuple[int, ...]:
     if order == "F":
         return tuple(reversed(range(ndim)))
     if isinstance(order, str) or not isinstance(order, tuple):
-        lw.fail(TileValueError, f"Expected 'C' or 'F' or a tuple of axes for order, got {order!r}")
+        lw.fail(TileTypeError, f"Expected 'C' or 'F' or a tuple of axes for order, got {order!r}")
     if len(order) != ndim:
-        lw.fail(TileValueError, f"Expected tuple of length {ndim} for order, got {len(order)}")
+        lw.fail(TileTypeError, f"Expected tuple of length {ndim} for order, got {len(order)}")
     axes = tuple(normalize_axis(lw, a, ndim, "order axis") for a in order)
     for a in axes:
         if axes.count(a) > 1:
-            lw.fail(TileValueError, f"Axis order must be a permutation, but axis {a} is used at least twice")
+            lw.fail(TileTypeError, f"Axis order must be a permutation, but axis {a} is used at least twice")
     return axes
 
 
@@ -179,7 +179,7 @@ def padding_arg(lw, mode):
 def _axis012(lw, axis) -> int:
     axis = const_int(lw, axis, "axis")
     if axis not in (0, 1, 2):
-        lw.fail(TileValueError, f"Grid axis must be 0, 1 or 2, got {axis}")
+        lw.fail(TileTypeError, f"Grid axis must be 0, 1 or 2, got {axis}")
     return axis
 
 
@@ -321,7 +321,7 @@ def _advanced_indices(lw, array: Value, indices):
     if index.type.ndim != 1 or not index.dtype.is_integral:
         lw.fail(TileTypeError, f"Sparse index at dim {sd} must be a 1D integer tile, got {index.type}")
     if not is_pow2(index.shape[0]):
-        lw.fail(TileValueError, f"Index at dim {sd} has size {index.shape[0]}; must be a power of two")
+        lw.fail(TileTypeError, f"Index at dim {sd} has size {index.shape[0]}; must be a power of two")
     starts, lengths = [], []
     for d, s in enumerate(indices):
         if d == sd:
@@ -332,7 +332,7 @@ def _advanced_indices(lw, array: Value, indices):
         if isinstance(s.length, Value) or not isinstance(s.length, int):
             lw.fail(TileTypeError, f"ct.Slice length at dim {d} must be a compile-time constant")
         if not is_pow2(s.length):
-            lw.fail(TileValueError, f"Index at dim {d} has size {s.length}; must be a power of two")
+            lw.fail(TileTypeError, f"Index at dim {d} has size {s.length}; must be a power of two")
         lengths.append(s.length)
         starts.append(lw.index_scalar(s.start, "Slice start") if is_const(s.start) else _int_scalar(lw, s.start, "Slice start"))
     return sd, index, starts, tuple(lengths)
@@ -366,7 +366,7 @@ def arange(lw, size, dtype, start, step):
     if isinstance(size, Value) or isinstance(size, bool) or not isinstance(size, int):
         lw.fail(TileTypeError, f"Expected an integer constant for the size of arange, got {coerce.describe(size)}")
     if not is_pow2(size):
-        lw.fail(TileValueError, f"Result tile shape must be power of 2, got {size}", lw.arg("size"))
+        lw.fail(TileTypeError, f"Result tile shape must be power of 2, got {size}", lw.arg("size"))
     dtype = dtype_arg(lw, dtype)
     iota = lw.emit("iota", [], {"shape": (size,), "dtype": int32})
     result = cast(lw, iota, dtype)
@@ -447,22 +447,22 @@ def reshape(lw, x, shape):
         lw.fail(TileTypeError, f"reshape() shape must be a tuple of integer constants, got {coerce.describe(shape)}")
     dims = [const_int(lw, n, "reshape dimension") for n in shape]
     if dims.count(-1) > 1:
-        lw.fail(TileValueError, "Only one dimension can be -1")
+        lw.fail(TileTypeError, "Only one dimension can be -1")
     if any(n < -1 or n == 0 for n in dims):
-        lw.fail(TileValueError, f"Invalid reshape dimension in {tuple(dims)}")
+        lw.fail(TileTypeError, f"Invalid reshape dimension in {tuple(dims)}")
     if -1 in dims:
         known = 1
         for n in dims:
             known *= n if n != -1 else 1
         if x.type.size % known:
-            lw.fail(TileValueError, f"Cannot reshape {x.shape} to {tuple(dims)}")
+            lw.fail(TileTypeError, f"Cannot reshape {x.shape} to {tuple(dims)}")
         dims[dims.index(-1)] = x.type.size // known
     dims = tuple(dims)
     size = 1
     for n in dims:
         size *= n
     if size != x.type.size:
-        lw.fail(TileValueError, f"Cannot reshape {x.shape} to {dims}")
+        lw.fail(TileTypeError, f"Cannot reshape {x.shape} to {dims}")
     tile_shape(lw, dims)
     return x if dims == x.shape else lw.emit("reshape", [x], {"shape": dims})
 
@@ -471,11 +471,11 @@ def reshape(lw, x, shape):
 def permute(lw, x, axes):
     x = tile_arg(lw, x, "permute")
     if not isinstance(axes, tuple) or len(axes) != x.type.ndim:
-        lw.fail(TileValueError, "Num axes must match input's rank")
+        lw.fail(TileTypeError, "Num axes must match input's rank")
     norm = tuple(normalize_axis(lw, a, x.type.ndim) for a in axes)
     for i, a in enumerate(norm):
         if norm.index(a) != i:
-            lw.fail(TileValueError, f"Repeated axis #{i}")
+            lw.fail(TileTypeError, f"Repeated axis #{i}")
     return x if norm == tuple(range(x.type.ndim)) else lw.emit("permute", [x], {"axes": norm})
 
 
@@ -513,20 +513,23 @@ def cat(lw, tiles, axis):
     if not isinstance(tiles, tuple) or not tiles:
         lw.fail(TileTypeError, "cat() expects a tuple of tiles")
     if len(tiles) > 2:
-        lw.fail(TileValueError, f"cat() supports at most 2 tiles, got {len(tiles)}")
+        lw.fail(TileTypeError, f"cat() supports at most 2 tiles, got {len(tiles)}")
     values = [tile_arg(lw, t, "cat") for t in tiles]
     if len(values) == 1:
         return values[0]
     x, y = values
-    if x.dtype is not y.dtype or x.type.ndim != y.type.ndim:
-        lw.fail(TileTypeError, "Expected tiles to have the same dtype and rank")
+    if x.dtype is not y.dtype:
+        lw.fail(TileTypeError, f"Expected tiles to have the same dtype, got {x.dtype} and {y.dtype}")
+    if x.type.ndim != y.type.ndim:
+        lw.fail(TileTypeError, f"Expected tiles to have the same rank, got {x.type.ndim} and {y.type.ndim}")
     if x.type.ndim == 0:
         lw.fail(TileTypeError, "Cannot concatenate scalars (rank 0 tiles)")
     axis = normalize_axis(lw, axis, x.type.ndim)
     if any(a != b for d, (a, b) in enumerate(zip(x.shape, y.shape)) if d != axis):
         lw.fail(TileTypeError, "Expected tiles to have the same shape for non axis dimensions")
     if not is_pow2(x.shape[axis] + y.shape[axis]):
-        lw.fail(TileValueError, f"cat() result dimension {x.shape[axis] + y.shape[axis]} is not a power of two")
+        lw.fail(TileTypeError, f"Result tile shape must be power of 2, got {x.shape[axis] + y.shape[axis]} "
+                               f"along axis {axis}")
     return lw.emit("cat", [x, y], {"axis": axis})
 
 
@@ -538,14 +541,14 @@ def _subtile(lw, x: Value, index, shape, fn: str):
         lw.fail(TileTypeError, f"{fn}() shape must have rank {ndim}, got {shape}")
     for d, (n, m) in enumerate(zip(x.shape, shape)):
         if n % m:
-            lw.fail(TileValueError, f"Tile shape {x.shape} is not divisible by {shape} at dimension #{d}")
+            lw.fail(TileTypeError, f"Tile shape {x.shape} is not divisible by {shape} at dimension #{d}")
     if not isinstance(index, tuple):
         index = (index,)
     if len(index) != ndim:
         lw.fail(TileTypeError, f"{fn}() index must have {ndim} entries, got {len(index)}")
     for d, i in enumerate(index):
         if is_const(i) and not 0 <= i < x.shape[d] // shape[d]:
-            lw.fail(TileValueError, f"Index {i} out of bounds at dimension #{d}: valid range is "
+            lw.fail(TileTypeError, f"Index {i} out of bounds at dimension #{d}: valid range is "
                                     f"[0, {x.shape[d] // shape[d]})")
     idx = [lw.index_scalar(i, f"{fn} index") for i in index]
     return shape, idx, scalar_result
@@ -716,7 +719,7 @@ def _axes(lw, axis, ndim) -> tuple[int, ...]:
     norm = tuple(normalize_axis(lw, a, ndim) for a in axes)
     for a in norm:
         if norm.count(a) > 1:
-            lw.fail(TileValueError, f"Repeated reduction axis {a}")
+            lw.fail(TileTypeError, f"Repeated reduction axis {a}")
     return tuple(sorted(norm))
 
 
@@ -865,7 +868,7 @@ def lower_method(lw, x: Value, name: str, args, kwargs):
         if args or kwargs:
             lw.fail(TileTypeError, "item() takes no arguments")
         if x.type.size != 1:
-            lw.fail(TileValueError, f"item() needs a tile with one element, got shape {x.shape}")
+            lw.fail(TileTypeError, f"item() needs a tile with one element, got shape {x.shape}")
         return lw.emit("reshape", [x], {"shape": ()}) if x.shape != () else x
     if name in ("reshape", "permute") and args and not isinstance(args[0], tuple):
         args = [tuple(args)]  # t.reshape(2, 8) as well as t.reshape((2, 8))

@@ -39,7 +39,7 @@ def _elementwise(fn):
 
 
 _UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-          "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "sin": np.sin, "cos": np.cos,
+          "sqrt": np.sqrt, "rsqrt": lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype), "sin": np.sin, "cos": np.cos,
           "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
           "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
           "erf": lambda x: _erf(x.astype(np.float64, copy=False)).astype(x.dtype)}
