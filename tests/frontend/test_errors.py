@@ -350,3 +350,29 @@ def test_flush_to_zero_is_float32_only_for_every_op_that_takes_it(op):
     assert "Flush to zero can only be used for float32 type" in err.message
     assert underlined(err) == "True"  # the argument's value
     ct.launch(None, (1,), flush_half, (np.zeros(64, np.float32), op))  # and float32 takes it
+
+
+@ct.kernel
+def ternary_of_two_types(x, flag: bool):
+    t = ct.load(x, (0,), (16,))
+    t = flag if flag else t - 1
+    ct.store(x, (0,), t)
+
+
+def test_a_runtime_conditional_expression_needs_one_type_on_both_sides():
+    err = compile_error(ternary_of_two_types, (np.zeros(16, np.float32), True))
+    assert isinstance(err, ct.TileTypeError)
+    assert err.message == ("The two sides of a conditional expression on a runtime condition have different types: "
+                           "bool_ and tile<float32, 16>")
+
+
+@ct.kernel
+def float_divmod(x):
+    t = ct.load(x, (0,), (16,))
+    q, r = divmod(t, t)
+    ct.store(x, (0,), q + r)
+
+
+def test_divmod_of_floats_is_refused():
+    err = compile_error(float_divmod, (np.zeros(16, np.float32),))
+    assert isinstance(err, ct.TileTypeError) and err.message == "divmod() is not implemented for floating point values"

@@ -253,6 +253,47 @@ def _rounding_args():
 case("rounded-casts", rounded_casts, (1,), _rounding_args, exact=True)
 
 
+@ct.kernel
+def atomics(keys, counts, values, olds, OP: ct.Constant[int]):
+    k = ct.load(keys, (ct.bid(0),), (64,))
+    ct.atomic_add(counts, k, 1)  # colliding lanes: only the final counts are deterministic
+    lanes = ct.arange(64, dtype=ct.int32) + ct.bid(0) * 64  # one lane per element: the old values are too
+    update = ct.load(olds, (ct.bid(0),), (64,))
+    f = (ct.atomic_xchg, ct.atomic_add, ct.atomic_max, ct.atomic_min, ct.atomic_and, ct.atomic_or, ct.atomic_xor)[OP]
+    ct.store(olds, (ct.bid(0),), f(values, lanes, update, memory_order=ct.MemoryOrder.RELAXED))
+
+
+ATOMICS = ("xchg", "add", "max", "min", "and", "or", "xor")
+for _op, _name in enumerate(ATOMICS):
+    for _dt in (np.int32, np.uint64) + ((np.float32, np.float16) if _name in ("xchg", "add") else ()):
+        if _name == "xchg" and _dt == np.float16:
+            continue
+        case(f"atomic-{_name}-{np.dtype(_dt).name}", atomics, (4,),
+             lambda op=_op, dt=_dt: (RNG.integers(0, 16, 256).astype(np.int32), np.zeros(16, np.int32),
+                                     random_array(256, dt), random_array(256, dt), op), exact=True)
+
+
+@ct.kernel
+def compare_and_swap(values, expected, olds):
+    lanes = ct.arange(64, dtype=ct.int32) + ct.bid(0) * 64
+    e = ct.load(expected, (ct.bid(0),), (64,))
+    ct.store(olds, (ct.bid(0),), ct.atomic_cas(values, lanes, e, e + 1, memory_scope=ct.MemoryScope.SYS))
+
+
+for _dt in (np.int32, np.float64):
+    case(f"atomic-cas-{np.dtype(_dt).name}", compare_and_swap, (2,),
+         lambda dt=_dt: (lambda v: (v, np.where(RNG.random(128) < 0.5, v, v + 1).astype(dt), np.zeros(128, dt)))(
+             random_array(128, dt)), exact=True)
+
+
+@ct.kernel
+def scalar_atomic(x, out):
+    ct.scatter(out, ct.bid(0), ct.atomic_cas(x, 0, 0, 1))  # exactly one block sees 0
+
+
+case("atomic-scalar-cas", scalar_atomic, (1,), lambda: (np.zeros(1, np.int32), np.full(1, -1, np.int32)), exact=True)
+
+
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil"]

@@ -1674,3 +1674,82 @@ def test_astype_refuses_a_rounding_mode_the_conversion_lacks(target, mode):
     with pytest.raises(ct.TileTypeError, match=f"Rounding mode {mode.name} is not supported for float64 to"):
         evaluate(lambda a: ct.load(a, (0,), (4,)).astype(target, rounding_mode=mode).astype(ct.float32),
                  np.zeros(4), dtype=ct.float32, shape=(4,))
+
+
+# ---- atomics: per element, in block order, returning the old values ----------------------------------
+
+@ct.kernel
+def histogram(x, counts, olds):
+    old = ct.atomic_add(counts, ct.load(x, (ct.bid(0),), (8,)), 1)
+    ct.store(olds, (ct.bid(0),), old)
+
+
+def test_atomic_add_applies_the_lanes_in_block_order_and_returns_the_old_values():
+    x = np.array([0, 1, 1, 3, 0, 0, 2, 1] * 2, np.int32)
+    counts, olds = np.zeros(4, np.int32), np.zeros(16, np.int32)
+    run(histogram, (2,), (x, counts, olds))
+    assert counts.tolist() == np.bincount(x, minlength=4).tolist()
+    seen = {}
+    expected = []
+    for v in x:  # each lane sees the count before its own increment
+        expected.append(seen.get(v, 0))
+        seen[v] = seen.get(v, 0) + 1
+    assert olds.tolist() == expected
+
+
+@ct.kernel
+def first_block_takes_the_lock(lock, winners):
+    ct.scatter(winners, ct.bid(0), ct.atomic_cas(lock, 0, 0, ct.bid(0) + 1, memory_order=ct.MemoryOrder.ACQUIRE))
+
+
+def test_atomic_cas_succeeds_for_the_first_block_only():
+    lock, winners = np.zeros(1, np.int32), np.full(4, -1, np.int32)
+    run(first_block_takes_the_lock, (4,), (lock, winners))
+    assert lock.tolist() == [1] and winners.tolist() == [0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("fn, dtype, expected", [
+    (ct.atomic_xchg, np.float32, [7.0, 7.0, 7.0, 7.0]), (ct.atomic_max, np.int64, [7, 9, 7, 7]),
+    (ct.atomic_min, np.uint32, [5, 7, 0, 3]), (ct.atomic_and, np.int32, [5, 1, 0, 3]),
+    (ct.atomic_or, np.int32, [7, 15, 7, 7]), (ct.atomic_xor, np.uint64, [2, 14, 7, 4]),
+    (ct.atomic_add, np.float16, [12.0, 16.0, 7.0, 10.0])])
+def test_atomic_read_modify_writes(fn, dtype, expected):
+    a = np.array([5, 9, 0, 3], dtype)
+    old = np.zeros(4, dtype)
+    launch_on(lambda x, y: ct.store(y, (0,), fn(x, ct.arange(4, dtype=ct.int32), ct.full((4,), 7, x.dtype))), a, old)
+    assert a.tolist() == expected and old.tolist() == [5, 9, 0, 3]
+
+
+def test_atomics_outside_the_array_do_nothing():
+    a, old = np.array([1, 2], np.int32), np.full(4, -1, np.int32)
+    launch_on(lambda x, y: ct.store(y, (0,), ct.atomic_add(x, ct.arange(4, dtype=ct.int32), 10)), a, old)
+    assert a.tolist() == [11, 12] and old.tolist() == [1, 2, 0, 0]
+    launch_on(lambda x, y: ct.store(y, (0,), ct.atomic_cas(x, ct.arange(4, dtype=ct.int32), 5, 6)), a, old)
+    assert a.tolist() == [11, 12] and old.tolist() == [11, 12, 5, 5]
+
+
+def and_with_int64(x):
+    return ct.atomic_and(x, 0, ct.astype(1, ct.int64))
+
+
+def max_of_floats(x):
+    return ct.atomic_max(x, 0, 1.0)
+
+
+def add_to_int8(x):
+    return ct.atomic_add(x, 0, 1)
+
+
+def weak_add(x):
+    return ct.atomic_add(x, 0, 1, memory_order=ct.MemoryOrder.WEAK)
+
+
+@pytest.mark.parametrize("fn, array_dtype, message", [
+    (and_with_int64, np.int32, r"Bitwise atomic read-modify-write operations require the update dtype \(int64\) to "
+                               r"exactly match the array dtype \(int32\)"),
+    (max_of_floats, np.float32, "Unsupported array dtype: float32"),
+    (add_to_int8, np.int8, "Unsupported array dtype: int8"),
+    (weak_add, np.int32, "Memory order WEAK is not allowed for atomics")])
+def test_atomics_refuse_what_cutile_refuses(fn, array_dtype, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        launch_on(fn, np.zeros(4, array_dtype))

@@ -541,6 +541,27 @@ def _scatter(e, op):
     e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + [e.tile(i) for i in index])});")
 
 
+_ATOMIC_KIND = {"atomic_xchg": "xchg", "atomic_add": "add", "atomic_max": "max", "atomic_min": "min",
+                "atomic_and": "bit_and", "atomic_or": "bit_or", "atomic_xor": "bit_xor"}
+
+
+@emits("atomic_cas", *_ATOMIC_KIND)
+def _atomic(e, op):
+    array, *rest = op.operands
+    nd = array.type.ndim
+    index, values = rest[:nd], rest[nd:]
+    t = op.result.type
+    if t.size < e.threads:  # replicas read the owners' results through shared memory
+        e.need_smem(t.size * t.dtype.itemsize + 64)
+    order = f"tw::memory_order::{op.attrs['memory_order'].lower()}, tw::memory_scope::{op.attrs['memory_scope'].lower()}"
+    if op.name == "atomic_cas":
+        fn = f"tw::atomic_cas<{order}>"
+    else:
+        fn = f"tw::atomic_rmw<tw::atomic_kind::{_ATOMIC_KIND[op.name]}, {order}>"
+    operands = ", ".join([e[array]] + [e.tile(v) for v in values] + [e.tile(i) for i in index])
+    e.assign_tile_result(op, f"{fn}({operands})")
+
+
 def _advanced_operands(e, op, shape):
     sd = op.attrs["sparse_dim"]
     array, index, *starts = op.operands[:2 + len(shape) - 1]

@@ -570,7 +570,12 @@ class Lowerer:
         if not isinstance(cond, Value):
             return self.expr(node.body if cond else node.orelse)
         cond = self.condition(cond)
-        return LOWERINGS["where"](self, cond, self.expr(node.body), self.expr(node.orelse))
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(body, Value) and isinstance(orelse, Value) and body.type != orelse.type:
+            # a runtime choice, as an if statement: both sides must have one type
+            self.fail(TileTypeError, f"The two sides of a conditional expression on a runtime condition have different "
+                                     f"types: {body.type} and {orelse.type}")
+        return LOWERINGS["where"](self, cond, body, orelse)
 
     def expr_Lambda(self, node):
         return LocalFunction(node, self.source, self.scope)
@@ -628,6 +633,8 @@ class Lowerer:
                 self, *bind_call(self, {builtins.min: _minimum_stub, builtins.max: _maximum_stub,
                                         builtins.abs: _abs_stub}[func], args, kwargs))
         if func is builtins.divmod and any(isinstance(a, Value) for a in args):
+            if any(isinstance(a, float) or isinstance(a, Value) and a.dtype.is_float for a in args):
+                self.fail(TileTypeError, "divmod() is not implemented for floating point values")
             return (lower_binary(self, "floordiv", *args), lower_binary(self, "mod", *args))
         if func in (builtins.int, builtins.float, builtins.bool) and args and isinstance(args[0], Value):
             self.fail(TileTypeError, f"{func.__name__}() of a runtime value is not supported; use .astype()")

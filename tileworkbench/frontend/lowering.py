@@ -301,6 +301,53 @@ def scatter(lw, array, indices, value, mask, check_bounds, latency):
     lw.emit("scatter", operands, attrs)
 
 
+_ATOMIC_DTYPES = {  # the array dtypes each atomic takes
+    "exchange": ("int32", "int64", "uint32", "uint64", "float32", "float64"),
+    "atomic_add": ("int32", "int64", "uint32", "uint64", "float32", "float64", "float16", "bfloat16"),
+    "integer": ("int32", "int64", "uint32", "uint64"),
+}
+
+
+def _atomic(name):
+    def lower(lw, array, indices, *operands_and_options):
+        from ..tile._stubs import MemoryOrder, MemoryScope
+        *operands, check_bounds, memory_order, memory_scope = operands_and_options
+        array = array_arg(lw, array, name)
+        kind = ("exchange" if name in ("atomic_cas", "atomic_xchg") else "atomic_add" if name == "atomic_add"
+                else "integer")
+        if array.dtype.name not in _ATOMIC_DTYPES[kind]:
+            lw.fail(TileTypeError, f"Unsupported array dtype: {array.dtype}")
+        if name in ("atomic_and", "atomic_or", "atomic_xor"):
+            update = operands[0]
+            dtype = update.dtype if isinstance(update, Value) else None
+            if dtype is not None and dtype is not array.dtype:
+                lw.fail(TileTypeError, f"Bitwise atomic read-modify-write operations require the update dtype "
+                                       f"({dtype}) to exactly match the array dtype ({array.dtype})")
+        if memory_order not in (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL):
+            lw.fail(TileTypeError, f"Memory order {getattr(memory_order, 'name', memory_order)} is not allowed for "
+                                   f"atomics (RELAXED, ACQUIRE, RELEASE or ACQ_REL)")
+        if memory_scope not in (MemoryScope.BLOCK, MemoryScope.DEVICE, MemoryScope.SYS):
+            lw.fail(TileTypeError, f"Memory scope {getattr(memory_scope, 'name', memory_scope)} is not allowed for "
+                                   f"atomics (BLOCK, DEVICE or SYS)")
+        idx = _element_indices(lw, array, indices, name)
+        shape = idx[0].shape if idx else ()
+        values = []
+        for what, v in zip(("Expected value", "Desired value") if name == "atomic_cas" else ("Update",), operands):
+            v = coerce.implicit_cast(lw, v, array.dtype, what)
+            if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
+                lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
+            values.append(broadcast(lw, v, shape))
+        attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "memory_order": memory_order.name,
+                 "memory_scope": memory_scope.name}
+        return lw.emit(name, [array, *idx, *values], attrs)
+    return lower
+
+
+for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+              "atomic_xor"):
+    LOWERINGS[_name] = _atomic(_name)
+
+
 def _advanced_indices(lw, array: Value, indices):
     ndim = array.type.ndim
     if ndim < 2:

@@ -212,3 +212,41 @@ def store_adv(ctx, op, array, index, *rest):
     inb = _full(_in_bounds(coords, array.shape), full)
     array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
     ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.STORED, Status.DROPPED), full)
+
+
+def _atomic_update(name, old, operands):
+    """The new value of one element (NumPy scalars of the array's dtype; 16-bit floats round once)."""
+    if name == "atomic_cas":
+        expected, desired = operands
+        return desired if old.tobytes() == expected.tobytes() else old  # compares bits, as the hardware does
+    (update,) = operands
+    return {"atomic_xchg": lambda: update, "atomic_add": lambda: old + update,
+            "atomic_max": lambda: max(old, update), "atomic_min": lambda: min(old, update),
+            "atomic_and": lambda: old & update, "atomic_or": lambda: old | update,
+            "atomic_xor": lambda: old ^ update}[name]()
+
+
+def atomic(ctx, op, array, *rest):
+    """Every lane in order (blocks in order, then lanes in C order): read the old value, write the
+    update. A lane outside the array does nothing and returns 0 (a CAS returns `expected`)."""
+    nd = array.ndim
+    index, operands = rest[:nd], rest[nd:]
+    full = (ctx.size,) + operands[0].shape[1:]
+    coords = [_full(i.astype(np.int64), full) for i in index]
+    inb = _full(_in_bounds(coords, array.shape), full)
+    name = ctx.array_name(op.operands[0])
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, name, array.shape, coords, ~inb, "on")
+    operands = [np.ascontiguousarray(_full(v, full)) for v in operands]
+    old = np.array(operands[0]) if op.name == "atomic_cas" else np.zeros(full, array.dtype)
+    for lane in zip(*np.nonzero(inb)):
+        at = tuple(int(c[lane]) for c in coords)
+        old[lane] = array[at]
+        array[at] = _atomic_update(op.name, array[at], [v[lane] for v in operands])
+    ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.OUT_OF_BOUNDS), full)
+    return old
+
+
+for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+              "atomic_xor"):
+    MEMORY_RULES[_name] = atomic

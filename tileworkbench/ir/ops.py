@@ -389,6 +389,25 @@ declare("gather", "read elements at index tiles (masked/out of bounds -> padding
         access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="gather")
 declare("scatter", "write elements at index tiles (masked/out of bounds -> dropped)", _scatter, M, stub="scatter",
         access="write", moved=_scattered, view=ViewKind.INDEX_MAP, effects=True, doc="scatter")
+
+
+def _atomic(types, attrs):
+    array, *rest = types
+    index, values = rest[:array.ndim], rest[array.ndim:]
+    shape = (index or values)[0].shape
+    _check(all(t.shape == shape and t.dtype.is_integral for t in index), "atomic indices must be integer tiles of one shape")
+    _check(all(t == TileType(array.dtype, shape) for t in values),
+           "atomic operands must have the array's dtype and the index shape")
+    return [TileType(array.dtype, shape)]
+
+
+ATOMICS = {"atomic_cas": "where the element equals expected, write desired", "atomic_xchg": "write update",
+           "atomic_add": "add update", "atomic_max": "keep the larger", "atomic_min": "keep the smaller",
+           "atomic_and": "and with update", "atomic_or": "or with update", "atomic_xor": "xor with update"}
+for _name, _summary in ATOMICS.items():
+    declare(_name, f"atomically, per element: {_summary}; the old values", _atomic, M, stub=_name, access="write",
+            moved=_result, view=ViewKind.INDEX_MAP, effects=True, doc=_name)
+
 declare("load_adv", "one sparse 1-D index dimension plus dense slices", _load_adv, M, stub="load_advanced_indexing",
         access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="load_advanced_indexing")
 declare("store_adv", "store counterpart of load_adv", _store_adv, M, stub="store_advanced_indexing",
