@@ -98,6 +98,10 @@ class TileStaticAssertionError(TileError):
     """A `static_assert` failed."""
 
 
+class TileAssertionError(TileError):
+    """A `ct.assert_` condition was false when the interpreter ran it."""
+
+
 class TileInternalError(TileError):
     """A bug in tileworkbench itself, never the user's fault."""
 

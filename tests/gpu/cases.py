@@ -287,6 +287,17 @@ for _dt in (np.int32, np.float64):
 
 
 @ct.kernel
+def checked_copy(x, y):
+    t = ct.load(x, (ct.bid(0),), (64,))
+    ct.assert_(ct.isfinite(t), "x must be finite")  # holds: the kernel runs on
+    ct.store(y, (ct.bid(0),), t)
+
+
+case("assert-that-holds", checked_copy, (2,), lambda: (random_array(128, np.float32), np.zeros(128, np.float32)),
+     exact=True)
+
+
+@ct.kernel
 def scalar_atomic(x, out):
     ct.scatter(out, ct.bid(0), ct.atomic_cas(x, 0, 0, 1))  # exactly one block sees 0
 

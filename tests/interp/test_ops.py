@@ -1753,3 +1753,25 @@ def weak_add(x):
 def test_atomics_refuse_what_cutile_refuses(fn, array_dtype, message):
     with pytest.raises(ct.TileTypeError, match=message):
         launch_on(fn, np.zeros(4, array_dtype))
+
+
+@ct.kernel
+def non_negative(x):
+    ct.assert_(ct.load(x, (ct.bid(0),), (4,)) >= 0, "x must not be negative")
+
+
+def test_assert_names_the_message_the_block_and_the_element():
+    x = np.arange(8, dtype=np.float32)
+    run(non_negative, (2,), (x,))
+    x[6] = -1
+    with pytest.raises(ct.TileAssertionError, match=r"x must not be negative \(block \(1, 0, 0\) at element \(2,\)\)"):
+        run(non_negative, (2,), (x,))
+
+
+def assert_a_float(x):
+    ct.assert_(ct.load(x, (0,), (4,)))
+
+
+def test_assert_needs_a_bool_condition():
+    with pytest.raises(ct.TileTypeError, match="Type of condition must be bool"):
+        launch_on(assert_a_float, np.zeros(4, np.float32))

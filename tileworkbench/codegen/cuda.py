@@ -541,6 +541,14 @@ def _scatter(e, op):
     e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + [e.tile(i) for i in index])});")
 
 
+@emits("assert")
+def _assert(e, op):
+    loc = op.loc
+    where = f"{loc.filename}:{loc.line}" if loc else e.fn.name
+    e.emit(f'tw::assert_all({e.tile(op.operands[0])}, "{_c_string(op.attrs["message"] or "Assertion failed")}", '
+           f'"{_c_string(where)}");')
+
+
 _ATOMIC_KIND = {"atomic_xchg": "xchg", "atomic_add": "add", "atomic_max": "max", "atomic_min": "min",
                 "atomic_and": "bit_and", "atomic_or": "bit_or", "atomic_xor": "bit_xor"}
 

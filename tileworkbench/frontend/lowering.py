@@ -899,6 +899,17 @@ def printf(lw, format, args):
     lw.fail(TileUnsupportedFeatureError, "printf() is not supported yet; use print()")
 
 
+@lowers("assert_")
+def assert_(lw, condition, message):
+    if is_const(condition) and isinstance(condition, bool):
+        condition = to_value(lw, condition)
+    if not isinstance(condition, Value) or condition.is_array or condition.dtype is not bool_:
+        lw.fail(TileTypeError, f"Type of condition must be bool, got {coerce.describe(condition)}")
+    if message is not None and not isinstance(message, str):
+        lw.fail(TileTypeError, f"assert_() message must be a string constant, got {coerce.describe(message)}")
+    lw.emit("assert", [condition], {"message": message or ""})
+
+
 @lowers("static_assert")
 def static_assert(lw, condition, message):
     if isinstance(condition, Value):

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..errors import TileAssertionError
 from ..ir.types import bfloat16, float16, tfloat32
 
 RULES: dict = {}
@@ -272,3 +273,15 @@ def num_tiles(ctx, op, array):
     extent = array.shape[order[axis]]
     return np.array([-(-extent // shape[axis])], np.int32)
 
+
+# ---- debugging ------------------------------------------------------------------------------------
+
+@rule("assert")
+def assert_(ctx, op, condition):
+    failed = ~np.broadcast_to(condition, (ctx.size,) + condition.shape[1:])
+    if failed.any():
+        lane = np.unravel_index(int(np.argmax(failed.reshape(-1))), failed.shape)
+        block = tuple(int(b) for b in ctx.bids[lane[0]])
+        where = f" at element {tuple(int(i) for i in lane[1:])}" if failed.ndim > 1 else ""
+        message = op.attrs["message"] or "Assertion failed"
+        raise TileAssertionError(f"{message} (block {block}{where})", op.loc)

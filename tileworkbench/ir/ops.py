@@ -440,6 +440,17 @@ declare("print", "print tiles and text from every block", _nothing, Category.DEB
         no_emitter="printing from GPU kernels is not implemented yet; run this kernel on the interpreter",
         doc="print")
 
+
+
+def _assert(types, attrs):
+    _check(types[0].dtype is bool_, "assert: the condition must be a bool tile")
+    return []
+
+
+declare("assert", "stop the kernel where the condition is false", _assert, Category.DEBUG, stub="assert_",
+        effects=True, doc="assert_")
+
+
 def is_pure(op) -> bool:
     return not OPS[op.name].effects
 

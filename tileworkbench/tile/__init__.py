@@ -7,7 +7,7 @@
 
     ct.launch(None, (ct.cdiv(n, 1024),), add, (a, b, c, 1024))   # NumPy arrays: the interpreter
 """
-from ..errors import (TileError, TileInternalError, TileOutOfBoundsError, TileRecursionError,
+from ..errors import (TileAssertionError, TileError, TileInternalError, TileOutOfBoundsError, TileRecursionError,
                       TileStaticAssertionError, TileSyntaxError, TileTypeError, TileUndeterminedPaddingError,
                       TileUnsupportedFeatureError, TileValueError)
 from ..ir.types import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16, float32,

@@ -358,6 +358,12 @@ def printf(format, /, *args):
 
 
 @_stub
+def assert_(condition, /, message=None):
+    """Stop the kernel where an element of the bool tile `condition` is false (on the GPU a device
+    assert, which ends the CUDA context; on the interpreter a TileAssertionError naming the block)."""
+
+
+@_stub
 def static_assert(condition, message=None, /):
     """Fail compilation when a compile-time condition is false."""
 

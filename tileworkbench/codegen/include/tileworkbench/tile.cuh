@@ -329,6 +329,14 @@ __device__ tile<T, S, L> select(const tile<bool, S, L>& c, const tile<T, S, L>& 
   return map([](bool p, T a, T b) { return p ? a : b; }, c, x, y);
 }
 
+// ct.assert_: a device assert (it ends the CUDA context) where an element of the condition is false
+template <class S, class L>
+__device__ void assert_all(const tile<bool, S, L>& condition, const char* message, const char* where) {
+#pragma unroll
+  for (int r = 0; r < tile<bool, S, L>::R; ++r)
+    if (!condition.v[r]) __assertfail(message, where, 0, "tile kernel", 1);
+}
+
 // element_cast: convert each element (float -> int truncates toward zero)
 template <class U, class T, class S, class L>
 __device__ tile<U, S, L> element_cast(const tile<T, S, L>& x) {
