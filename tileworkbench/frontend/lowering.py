@@ -10,7 +10,7 @@ import enum
 import inspect
 
 from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
-from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode
+from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from ..ir.core import Value
 from ..ir.ops import OPS, Accepts, Category
 from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, float16, float32, float64, int8,
@@ -310,7 +310,6 @@ _ATOMIC_DTYPES = {  # the array dtypes each atomic takes
 
 def _atomic(name):
     def lower(lw, array, indices, *operands_and_options):
-        from ..tile._stubs import MemoryOrder, MemoryScope
         *operands, check_bounds, memory_order, memory_scope = operands_and_options
         array = array_arg(lw, array, name)
         kind = ("exchange" if name in ("atomic_cas", "atomic_xchg") else "atomic_add" if name == "atomic_add"
@@ -461,7 +460,6 @@ def astype(lw, x, dtype, rounding_mode):
     x = tile_arg(lw, x, "astype")
     if rounding_mode is None:
         return cast(lw, x, dtype)
-    from ..tile._stubs import RoundingMode
     if not (x.dtype.is_float and (dtype.is_float or dtype is tfloat32)):
         lw.fail(TileTypeError, "rounding_mode is only valid for float to float conversions")
     modes = ("RN", "RZ", "RA") if dtype is tfloat32 else ("RN", "RZ", "RM", "RP")
