@@ -376,3 +376,17 @@ def float_divmod(x):
 def test_divmod_of_floats_is_refused():
     err = compile_error(float_divmod, (np.zeros(16, np.float32),))
     assert isinstance(err, ct.TileTypeError) and err.message == "divmod() is not implemented for floating point values"
+
+
+@ct.kernel
+def range_over(stop, out):
+    for i in range(stop):
+        ct.store(out, (i,), ct.full((1,), i, ct.int32))
+
+
+@pytest.mark.parametrize("stop, message", [(np.zeros(4, np.int32), "Expected a scalar for a range bound"),
+                                           (1.5, "Expected a signed integer for a range bound"),
+                                           (np.uint32(3), "Expected a signed integer for a range bound")])
+def test_range_bounds_must_be_signed_integer_scalars(stop, message):
+    err = compile_error(range_over, (stop, np.zeros(4, np.int32)))
+    assert isinstance(err, ct.TileTypeError) and err.message.startswith(message)

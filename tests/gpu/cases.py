@@ -115,6 +115,17 @@ case("zero-d-arrays", zero_d, (2,), lambda: (np.array(3.5, np.float32), np.zeros
 
 
 @ct.kernel
+def fp8_mma(a, b, c):
+    c_tile = ct.mma(ct.load(a, (0, 0), (32, 32)), ct.load(b, (0, 0), (32, 32)), ct.zeros((32, 32), ct.float32))
+    ct.store(c, (0, 0), c_tile)
+
+
+for _dt in FP8[:2]:
+    case(f"mma-{np.dtype(_dt).name}", fp8_mma, (1,),
+         lambda dt=_dt: (fp8_array((32, 32), dt), fp8_array((32, 32), dt), np.zeros((32, 32), np.float32)))
+
+
+@ct.kernel
 def load_permuted(x, y):
     ct.store(y, (0, 0, 0), ct.load(x, (0, 0, 0), (4, 8, 2), order=(1, 2, 0)))
 

@@ -357,6 +357,12 @@ class Lowerer:
         lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         if coerce.is_const(step) and step <= 0:
             self.fail(TileTypeError, f"Step must be positive, got {step}")
+        for x in (lo, hi, step):  # cuTile's words for a bound that is not a signed integer scalar
+            if isinstance(x, Value) and (x.is_array or x.shape != ()):
+                self.fail(TileTypeError, f"Expected a scalar for a range bound, got {coerce.describe(x)}")
+            if (isinstance(x, Value) and not (x.dtype.is_signed or x.dtype is bool_)
+                    or not isinstance(x, Value) and isinstance(x, (float, np.floating))):
+                self.fail(TileTypeError, f"Expected a signed integer for a range bound, got {coerce.describe(x)}")
         bounds = [self.index_scalar(x, "range bound") for x in (lo, hi, step)]
         if not isinstance(s.target, ast.Name):
             self.fail(TileSyntaxError, "The target of a range loop must be a single name")
