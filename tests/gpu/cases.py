@@ -115,6 +115,20 @@ case("zero-d-arrays", zero_d, (2,), lambda: (np.array(3.5, np.float32), np.zeros
 
 
 @ct.kernel
+def narrow(wide, out):
+    ct.store(out, (0,), ct.load(wide, (0,), (64,)).astype(out.dtype))
+
+
+def _past_the_fp8_range(dt):
+    wide = np.array([500.0, 1e6, -1e6, 460.0, 464.0, 1.5 * 2.0 ** -10, 2.0 ** -20, 3.0] * 8, np.float32)
+    return wide, np.zeros(64, dt)
+
+
+for _dt in FP8[:2]:  # beyond the largest finite value: NaN (e4m3fn) or infinity (e5m2), not saturated
+    case(f"cast-float32-past-the-range-of-{np.dtype(_dt).name}", narrow, (1,), lambda dt=_dt: _past_the_fp8_range(dt))
+
+
+@ct.kernel
 def fp8_mma(a, b, c):
     c_tile = ct.mma(ct.load(a, (0, 0), (32, 32)), ct.load(b, (0, 0), (32, 32)), ct.zeros((32, 32), ct.float32))
     ct.store(c, (0, 0), c_tile)

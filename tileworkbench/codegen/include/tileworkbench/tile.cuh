@@ -185,12 +185,30 @@ template <class T> __device__ float widen(T x) { return float(x); }
 template <> __device__ inline float widen(__half x) { return __half2float(x); }
 template <> __device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+// To fp8, rounded to nearest without saturating: past the largest finite value e4m3 reads NaN
+// and e5m2 infinity (as NumPy's ml_dtypes and PyTorch convert); e8m0 keeps its constructor.
+template <class From> __device__ __nv_fp8_e4m3 to_fp8(From x, __nv_fp8_e4m3) {
+  __nv_fp8_e4m3 r;
+  if constexpr (sizeof(From) == 8) r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E4M3);
+  else r.__x = __nv_cvt_float_to_fp8(float(x), __NV_NOSAT, __NV_E4M3);
+  return r;
+}
+template <class From> __device__ __nv_fp8_e5m2 to_fp8(From x, __nv_fp8_e5m2) {
+  __nv_fp8_e5m2 r;
+  if constexpr (sizeof(From) == 8) r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+  else r.__x = __nv_cvt_float_to_fp8(float(x), __NV_NOSAT, __NV_E5M2);
+  return r;
+}
+template <class From> __device__ __nv_fp8_e8m0 to_fp8(From x, __nv_fp8_e8m0) { return __nv_fp8_e8m0(float(x)); }
+
 // Element conversion with C++ semantics (float -> int truncates toward zero, int -> bool is x != 0);
 // 16-bit floats go through float, double goes to them in one rounding.
 template <class To, class From>
 __device__ To convert(From x) {
-  if constexpr (traits<From>::is_half && traits<To>::is_half) return To(widen(x));
+  if constexpr (traits<From>::is_half && traits<To>::is_half && sizeof(To) == 1) return to_fp8(widen(x), To());
+  else if constexpr (traits<From>::is_half && traits<To>::is_half) return To(widen(x));
   else if constexpr (traits<From>::is_half) return convert<To>(widen(x));
+  else if constexpr (traits<To>::is_half && sizeof(To) == 1) return to_fp8(x, To());
   else if constexpr (traits<To>::is_half && sizeof(From) == 8 && traits<From>::is_float) return To(x);
   else if constexpr (traits<To>::is_half) return To(float(x));
   else return To(x);
