@@ -1775,3 +1775,36 @@ def assert_a_float(x):
 def test_assert_needs_a_bool_condition():
     with pytest.raises(ct.TileTypeError, match="Type of condition must be bool"):
         launch_on(assert_a_float, np.zeros(4, np.float32))
+
+
+@ct.kernel
+def printf_tiles(x):
+    t = ct.load(x, (0,), (4,))
+    ct.printf("block %d: %5.2f and %x, %lld %% %A\n", ct.bid(0), t, t.astype(ct.int32), ct.astype(7, ct.int64), 0.5)
+
+
+def test_printf_formats_each_element_as_c_does(capsys):
+    run(printf_tiles, (2,), (np.array([1.5, 2.25, 10, 31], np.float32),))
+    line = "[ 1.50,  2.25, 10.00, 31.00] and [1, 2, a, 1f], 7 % 0X1.0000000000000P-1\n"
+    assert capsys.readouterr().out == f"block 0: {line}block 1: {line}"
+
+
+def printf_float_as_int(x):
+    ct.printf("%d\n", ct.load(x, (0,), (4,)))
+
+
+def printf_missing_argument(x):
+    ct.printf("%f %f\n", ct.load(x, (0,), (4,)))
+
+
+def printf_bad_conversion(x):
+    ct.printf("%s\n", ct.load(x, (0,), (4,)))
+
+
+@pytest.mark.parametrize("fn, message", [
+    (printf_float_as_int, "conversion %d does not match an argument of dtype float32"),
+    (printf_missing_argument, "has more conversions than arguments"),
+    (printf_bad_conversion, "conversion %s is not supported")])
+def test_printf_checks_its_conversions_against_the_arguments(fn, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        launch_on(fn, np.zeros(4, np.float32))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import re
 
 from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
 from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
@@ -892,9 +893,42 @@ def print_(lw, args, kwargs):
     lw.emit("print", operands, {"text": tuple(pieces), "sep": sep, "end": end})
 
 
+_PRINTF_SPEC = re.compile(r"%%|%[-+ #0]*(?:\d+)?(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?([a-zA-Z])")
+
+
 @lowers("printf")
 def printf(lw, format, args):
-    lw.fail(TileUnsupportedFeatureError, "printf() is not supported yet; use print()")
+    """C's printf: one conversion per tile argument, checked against its dtype; a tile prints as a
+    nested list of its elements, each formatted by the conversion."""
+    if not isinstance(format, str):
+        lw.fail(TileTypeError, f"printf() format must be a string constant, got {coerce.describe(format)}")
+    pieces, formats, operands, start = [], [], [], 0
+    args = list(args)
+    for m in _PRINTF_SPEC.finditer(format):
+        pieces.append(format[start:m.start()] + ("%" if m.group(0) == "%%" else ""))
+        start = m.end()
+        if m.group(0) == "%%":
+            continue
+        spec = m.group(1)
+        if spec not in "diuoxXeEfFgGaA":
+            lw.fail(TileTypeError, f"printf() conversion %{spec} is not supported (use one of diuoxXeEfFgGaA)")
+        if not args:
+            lw.fail(TileTypeError, f"printf() format {format!r} has more conversions than arguments")
+        v = args.pop(0)
+        v = to_value(lw, v) if is_const(v) else v
+        if not isinstance(v, Value) or v.is_array:
+            lw.fail(TileTypeError, f"printf() arguments must be tiles or scalars, got {coerce.describe(v)}")
+        if (spec in "diuoxX") != (v.dtype.is_integral or v.dtype is bool_) or not v.dtype.is_arithmetic:
+            lw.fail(TileTypeError, f"printf() conversion %{spec} does not match an argument of dtype {v.dtype}")
+        pieces.append(None)
+        text = re.sub(r"(?:hh|h|ll|l|z|j|t)([a-zA-Z])$", r"\1", m.group(0))  # Python's % takes no length
+        formats.append(text[:-1] + "d" if spec in "iu" else text)
+        operands.append(v)
+    if args:
+        lw.fail(TileTypeError, f"printf() format {format!r} has fewer conversions than arguments")
+    pieces.append(format[start:])
+    lw.emit("print", operands, {"text": tuple(p for p in pieces if p != ""), "sep": "", "end": "",
+                                "formats": tuple(formats)})
 
 
 @lowers("assert_")

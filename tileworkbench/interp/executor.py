@@ -201,19 +201,35 @@ def _run_for(ctx, op, env):
     return full
 
 
+def _c_format(spec: str, x) -> str:
+    """One element as C's printf writes it (%a as a hexadecimal float)."""
+    if spec.endswith(("a", "A")):
+        text = float(x).hex()
+        return text.upper() if spec.endswith("A") else text
+    return spec % (int(x) if spec[-1] in "doxX" else float(x))
+
+
+def _print_text(x, spec) -> str:
+    """A tile as a nested list (a scalar bare): str() of each element, or printf's conversion."""
+    if x.ndim:
+        return "[" + ", ".join(_print_text(e, spec) for e in x) + "]"
+    return _c_format(spec, x) if spec else str(x.item())
+
+
 def _run_print(ctx, op, env):
     values = [env[v] for v in op.operands]
     pieces = op.attrs["text"]
+    formats = op.attrs.get("formats") or (None,) * len(values)
     for b in range(ctx.size):
-        it = iter(values)
+        it = iter(zip(values, formats))
         words = []
         for piece in pieces:
             if piece is not None:
                 words.append(piece)
                 continue
-            x = next(it)
+            x, spec = next(it)
             x = x[b if x.shape[0] > 1 else 0]
-            words.append(str(x.tolist()) if x.ndim else str(x.item()))
+            words.append(_print_text(x, spec) if spec or x.ndim == 0 else str(x.tolist()))
         print(op.attrs["sep"].join(words), end=op.attrs["end"])
     return []
 
