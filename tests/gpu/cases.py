@@ -305,10 +305,14 @@ def compare_and_swap(values, expected, olds):
     ct.store(olds, (ct.bid(0),), ct.atomic_cas(values, lanes, e, e + 1, memory_scope=ct.MemoryScope.SYS))
 
 
+def _cas_args(dt):
+    values = random_array(128, dt)
+    expected = np.where(RNG.random(128) < 0.5, values, values + 1).astype(dt)  # half the lanes swap
+    return values, expected, np.zeros(128, dt)
+
+
 for _dt in (np.int32, np.float64):
-    case(f"atomic-cas-{np.dtype(_dt).name}", compare_and_swap, (2,),
-         lambda dt=_dt: (lambda v: (v, np.where(RNG.random(128) < 0.5, v, v + 1).astype(dt), np.zeros(128, dt)))(
-             random_array(128, dt)), exact=True)
+    case(f"atomic-cas-{np.dtype(_dt).name}", compare_and_swap, (2,), lambda dt=_dt: _cas_args(dt), exact=True)
 
 
 @ct.kernel

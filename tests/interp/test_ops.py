@@ -1745,8 +1745,8 @@ def weak_add(x):
 
 
 @pytest.mark.parametrize("fn, array_dtype, message", [
-    (and_with_int64, np.int32, r"Bitwise atomic read-modify-write operations require the update dtype \(int64\) to "
-                               r"exactly match the array dtype \(int32\)"),
+    (and_with_int64, np.int32, (r"Bitwise atomic read-modify-write operations require the update dtype \(int64\) "
+                                r"to exactly match the array dtype \(int32\)")),
     (max_of_floats, np.float32, "Unsupported array dtype: float32"),
     (add_to_int8, np.int8, "Unsupported array dtype: int8"),
     (weak_add, np.int32, "Memory order WEAK is not allowed for atomics")])

@@ -10,7 +10,7 @@ import enum
 import inspect
 import re
 
-from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
+from ..errors import TileStaticAssertionError, TileSyntaxError, TileTypeError, TileValueError
 from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from ..ir.core import Value
 from ..ir.ops import OPS, Accepts, Category
