@@ -334,6 +334,23 @@ def scalar_atomic(x, out):
 case("atomic-scalar-cas", scalar_atomic, (1,), lambda: (np.zeros(1, np.int32), np.full(1, -1, np.int32)), exact=True)
 
 
+@ct.kernel
+def rounded_arithmetic(x, y, out):
+    a, b = ct.load(x, (0,), (64,)), ct.load(y, (0,), (64,))
+    R = ct.RoundingMode
+    ct.store(out, (0, 0), ct.add(a, b, rounding_mode=R.RZ).reshape((1, 64)))
+    ct.store(out, (1, 0), ct.sub(a, b, rounding_mode=R.RM).reshape((1, 64)))
+    ct.store(out, (2, 0), ct.mul(a, b, rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (3, 0), ct.truediv(a, b, rounding_mode=R.RM).reshape((1, 64)))
+    ct.store(out, (4, 0), ct.sqrt(ct.abs(a), rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (5, 0), ct.truediv(a, b, rounding_mode=R.RP).reshape((1, 64)))
+
+
+for _dt in (np.float32, np.float64, np.float16, BF16):  # directed roundings are exact: bit for bit
+    case(f"rounded-arithmetic-{np.dtype(_dt).name}", rounded_arithmetic, (1,),
+         lambda dt=_dt: (random_array(64, dt), random_array(64, dt), np.zeros((6, 64), dt)), exact=True)
+
+
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil"]

@@ -1808,3 +1808,70 @@ def printf_bad_conversion(x):
 def test_printf_checks_its_conversions_against_the_arguments(fn, message):
     with pytest.raises(ct.TileTypeError, match=message):
         launch_on(fn, np.zeros(4, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ct.bfloat16.numpy])
+def test_arithmetic_in_directed_rounding_modes_brackets_the_exact_result(dtype):
+    """RM and RP give the neighbouring values below and above the exact rational result (equal
+    where it is exact); RZ takes the one nearer zero."""
+    from fractions import Fraction
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(64) * 10).astype(dtype)
+    y = (rng.standard_normal(64) * 10).astype(dtype)
+    y[y == 0] = 1
+    exact = {ct.add: lambda p, q: p + q, ct.sub: lambda p, q: p - q, ct.mul: lambda p, q: p * q,
+             ct.truediv: lambda p, q: p / q}
+    for op, fn in exact.items():
+        name = op.__name__
+        down, up, toward_zero = (compute(lambda p, q: op(p, q, rounding_mode=m), x, y, dtype=_ct(dtype), shape=(64,))
+                                 for m in (Rounding.RM, Rounding.RP, Rounding.RZ))
+        for k in range(64):
+            e = fn(Fraction(float(x[k])), Fraction(float(y[k])))
+            lo, hi = Fraction(float(down[k])), Fraction(float(up[k]))
+            assert lo <= e <= hi, (name, k)
+            assert (lo == hi) == (lo == e) and (lo == e or _next_up(down[k]) == up[k]), (name, k)
+            assert toward_zero[k] == (down[k] if e > 0 else up[k]), (name, k)
+
+
+def _ct(dtype):
+    return {np.dtype(np.float32): ct.float32, np.dtype(np.float64): ct.float64, np.dtype(np.float16): ct.float16,
+            np.dtype(ct.bfloat16.numpy): ct.bfloat16}[np.dtype(dtype)]
+
+
+def _next_up(v):
+    """The next value of v's dtype above v, by its bits."""
+    array = np.array([v])
+    unsigned = f"uint{8 * array.itemsize}"
+    bits = int(array.view(unsigned)[0])
+    bits = bits + 1 if v > 0 else bits - 1 if v < 0 else 1
+    return np.array([bits], unsigned).view(array.dtype)[0]
+
+
+def test_sqrt_in_directed_rounding_modes():
+    x = np.array([2, 3, 4, 0.5], np.float32)
+    rz = compute(lambda t: ct.sqrt(t, rounding_mode=Rounding.RZ), x, dtype=ct.float32, shape=(4,))
+    rp = compute(lambda t: ct.sqrt(t, rounding_mode=Rounding.RP), x, dtype=ct.float32, shape=(4,))
+    for k, v in enumerate(x):
+        assert float(rz[k]) ** 2 <= v <= float(rp[k]) ** 2
+    assert rz[2] == rp[2] == 2 and (rz != rp).sum() == 3
+
+
+def add_ints_rounded(x):
+    return ct.add(ct.load(x, (0,), (4,)), 1, rounding_mode=ct.RoundingMode.RZ)
+
+
+def add_rzi(x):
+    return ct.add(ct.load(x, (0,), (4,)), 1, rounding_mode=ct.RoundingMode.RZI)
+
+
+def halves_approx(x):
+    return ct.truediv(ct.load(x, (0,), (4,)), 3, rounding_mode=ct.RoundingMode.APPROX)
+
+
+@pytest.mark.parametrize("fn, dtype, message", [
+    (add_ints_rounded, np.int32, "Rounding mode can only be used for unrestricted float types, but got int32"),
+    (add_rzi, np.float32, f"Rounding mode {ct.RoundingMode.RZI.value} is not supported for add"),
+    (halves_approx, np.float16, f"Rounding mode {ct.RoundingMode.APPROX.value} can only be used for float32 type")])
+def test_rounding_modes_are_checked_per_op_and_dtype(fn, dtype, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        launch_on(fn, np.zeros(4, dtype))

@@ -258,8 +258,19 @@ def _narrow(dtype) -> bool:
     return dtype.is_integral and dtype.itemsize < 4 or dtype is bool_
 
 
+def _rounded(e, op) -> bool:
+    """An op in a directed rounding mode: tw::<op>_rounded<tw::RZ>(...) (tw::op:: for scalars)."""
+    mode = op.attrs.get("rounding")
+    if mode:
+        space = "tw::op::" if not op.result.shape else "tw::"
+        e.assign(op, f"{space}{op.name}_rounded<tw::{mode}>({', '.join(e[v] for v in op.operands)})")
+    return bool(mode)
+
+
 @emits(*_INFIX)
 def _infix(e, op):
+    if _rounded(e, op):
+        return
     x, y = op.operands
     expr = f"{e[x]} {_INFIX[op.name]} {e[y]}"
     if not op.result.shape and _narrow(op.result.dtype) and op.result.dtype is x.dtype:
@@ -269,6 +280,8 @@ def _infix(e, op):
 
 @emits(*_CALLS)
 def _call(e, op):
+    if _rounded(e, op):
+        return
     space = "tw::op::" if not op.result.shape else "tw::"
     e.assign(op, f"{space}{_CALLS[op.name]}({', '.join(e[v] for v in op.operands)})")
 

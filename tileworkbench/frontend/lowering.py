@@ -640,6 +640,33 @@ def check_flush_to_zero(lw, flush_to_zero, dtype):
         lw.fail(TileTypeError, "Flush to zero can only be used for float32 type", lw.arg("flush_to_zero"))
 
 
+# The rounding modes each elementwise op takes (cuTile's); RZ, RM and RP are kept on the op, the
+# others compute as without one (FULL and APPROX allow any result at least as precise).
+_DIRECTED = ("RZ", "RM", "RP")
+_ROUNDING_MODES = {"add": ("RN",) + _DIRECTED, "sub": ("RN",) + _DIRECTED, "mul": ("RN",) + _DIRECTED,
+                   "truediv": ("RN",) + _DIRECTED + ("FULL", "APPROX"), "sqrt": ("RN",) + _DIRECTED + ("APPROX",),
+                   "exp": ("FULL", "APPROX"), "tanh": ("FULL", "APPROX")}
+
+
+def rounding_attrs(lw, name, rounding_mode, dtype) -> dict:
+    """The op's attributes for `rounding_mode` (checked as cuTile checks it) on operands of `dtype`."""
+    if rounding_mode is None:
+        return {}
+    if not isinstance(rounding_mode, RoundingMode):
+        lw.fail(TileTypeError, f"rounding_mode must be a ct.RoundingMode, got {rounding_mode!r}")
+    mode = rounding_mode.name
+    if mode not in _ROUNDING_MODES.get(name, ()):
+        lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} is not supported for {OPS[name].stub} "
+                               f"(RoundingMode.{mode})", lw.arg("rounding_mode"))
+    if not dtype.is_float:
+        lw.fail(TileTypeError, f"Rounding mode can only be used for unrestricted float types, but got {dtype}",
+                lw.arg("rounding_mode"))
+    if mode in ("FULL", "APPROX") and dtype is not float32:
+        lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} can only be used for float32 type, but got "
+                               f"{dtype} (RoundingMode.{mode})", lw.arg("rounding_mode"))
+    return {"rounding": mode} if mode in _DIRECTED else {}
+
+
 def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
     """An elementwise op of one operand, checked and converted by the dtypes it accepts."""
     v = tile_arg(lw, x, name)
@@ -655,7 +682,7 @@ def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
         lw.fail(TileTypeError, f"Bitwise operations require integers or bool, got {v.dtype}")
     if name == "neg" and v.dtype is bool_:
         v = cast(lw, v, int32)
-    return lw.emit(name, [v])
+    return lw.emit(name, [v], rounding_attrs(lw, name, rounding_mode, v.dtype))
 
 
 @lowers("positive")
@@ -665,7 +692,7 @@ def positive(lw, x):
     return cast(lw, v, int32) if v.dtype is bool_ else v
 
 
-def lower_binary(lw, name, x, y, flush_to_zero=False):
+def lower_binary(lw, name, x, y, flush_to_zero=False, rounding_mode=None):
     """x <op> y with cuTile's promotion, loose constants and broadcasting."""
     if name == "matmul":
         return matmul(lw, x, y)
@@ -691,8 +718,9 @@ def lower_binary(lw, name, x, y, flush_to_zero=False):
     if name in ("add", "sub", "mul") and dtype is bool_:
         dtype = int32
     check_flush_to_zero(lw, flush_to_zero, dtype)
+    attrs = rounding_attrs(lw, name, rounding_mode, dtype)
     a, b = unify(lw, x, y, dtype=dtype)
-    return lw.emit(name, [a, b])
+    return lw.emit(name, [a, b], attrs)
 
 
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
@@ -717,7 +745,8 @@ def _elementwise_lowering(name, arity):
     if arity == 1:
         return lambda lw, x, rounding_mode=None, flush_to_zero=False: lower_unary(lw, name, x, rounding_mode,
                                                                                 flush_to_zero)
-    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y, flush_to_zero)
+    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y, flush_to_zero,
+                                                                                  rounding_mode)
 
 
 def _min_max(name):

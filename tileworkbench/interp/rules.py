@@ -9,6 +9,7 @@ than twice their precision plus two bits).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -54,6 +55,59 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is correctly 
 
 for _name, _fn in {**_UNARY, **_BINARY}.items():
     RULES[_name] = _elementwise(_fn)
+
+
+def _with_rounding(name, default):
+    """The op in a directed rounding mode (attribute `rounding`: RZ, RM or RP) where it has one."""
+    def apply(ctx, op, *args):
+        if "rounding" not in op.attrs:
+            return default(ctx, op, *args)
+        nearest = default(ctx, op, *args)  # NaN, infinities and the default result where it is exact
+        shape = nearest.shape
+        flat = [np.broadcast_to(a, shape).ravel() for a in args]
+        out = nearest.ravel().copy()
+        for k in range(out.size):
+            out[k] = _round_exact(name, [a[k] for a in flat], out[k], op.attrs["rounding"])
+        return out.reshape(shape)
+    return apply
+
+
+def _round_exact(name, operands, nearest, mode):
+    """One element: the exact result of `name` rounded toward zero (RZ), -inf (RM) or +inf (RP) in
+    the dtype of `nearest` (the correctly rounded result), decided by rational arithmetic."""
+    values = [float(v) for v in operands]
+    if not all(map(math.isfinite, values)) or not math.isfinite(float(nearest)) and name == "sqrt":
+        return nearest
+    if name == "sqrt":
+        if values[0] <= 0:  # a square root of 0 or of a negative number is exact or NaN
+            return nearest
+        square = Fraction(float(nearest)) ** 2
+        x = Fraction(values[0])
+        return nearest if square == x else _pick(nearest, square > x, True, mode)
+    a, b = Fraction(values[0]), Fraction(values[1])
+    if name == "truediv" and b == 0:
+        return nearest
+    exact = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "truediv": lambda: a / b}[name]()
+    if exact == 0:
+        if name in ("add", "sub") and mode == "RM":  # an exact zero sum is -0 unless both terms are +0
+            y = values[1] if name == "add" else -values[1]
+            positive_zeros = math.copysign(1, values[0]) > 0 and math.copysign(1, y) > 0 and values[0] == y == 0
+            return nearest.dtype.type(0.0 if positive_zeros else -0.0)
+        return nearest
+    if math.isinf(float(nearest)):  # overflow: between the largest finite value and infinity
+        return _pick(nearest, float(nearest) > 0, exact > 0, mode)
+    at = Fraction(float(nearest))
+    return nearest if at == exact else _pick(nearest, at > exact, exact > 0, mode)
+
+
+def _pick(candidate, above, positive, mode):
+    """Of the two values of candidate's dtype around an exact result (candidate is one of them, on
+    the side `above` says), the one the directed rounding `mode` takes."""
+    c = np.array([candidate])
+    lo, hi = (_step(c, False)[0], candidate) if above else (candidate, _step(c, True)[0])
+    if mode == "RZ":
+        return lo if positive else hi
+    return lo if mode == "RM" else hi
 
 
 @rule("floordiv")
@@ -285,3 +339,7 @@ def assert_(ctx, op, condition):
         where = f" at element {tuple(int(i) for i in lane[1:])}" if failed.ndim > 1 else ""
         message = op.attrs["message"] or "Assertion failed"
         raise TileAssertionError(f"{message} (block {block}{where})", op.loc)
+
+
+for _name in ("add", "sub", "mul", "truediv", "sqrt"):
+    RULES[_name] = _with_rounding(_name, RULES[_name])

@@ -409,6 +409,41 @@ __device__ tile<float, S, L> element_cast_tf32(const tile<T, S, L>& x) {
   return map([](T a) { return round_tf32<Mode>(convert<float>(a)); }, x);
 }
 
+// + - * / and sqrt rounded toward zero (RZ), -inf (RM) or +inf (RP); 16-bit floats compute in
+// float and round to T the same way (two roundings in one direction are one).
+namespace op {
+#define TW_ROUNDED_BINARY(name, f, d)                                                             \
+  template <int Mode> __device__ float name(float a, float b) {                                   \
+    return Mode == RZ ? f##_rz(a, b) : Mode == RM ? f##_rd(a, b) : f##_ru(a, b);                  \
+  }                                                                                               \
+  template <int Mode> __device__ double name(double a, double b) {                                \
+    return Mode == RZ ? d##_rz(a, b) : Mode == RM ? d##_rd(a, b) : d##_ru(a, b);                  \
+  }                                                                                               \
+  template <int Mode, class T> __device__ T name(T a, T b) {                                      \
+    return convert_rounded<T, Mode>(name<Mode>(widen(a), widen(b)));                              \
+  }
+TW_ROUNDED_BINARY(add_rounded, __fadd, __dadd)
+TW_ROUNDED_BINARY(sub_rounded, __fsub, __dsub)
+TW_ROUNDED_BINARY(mul_rounded, __fmul, __dmul)
+TW_ROUNDED_BINARY(truediv_rounded, __fdiv, __ddiv)
+
+template <int Mode> __device__ float sqrt_rounded(float a) {
+  return Mode == RZ ? __fsqrt_rz(a) : Mode == RM ? __fsqrt_rd(a) : __fsqrt_ru(a);
+}
+template <int Mode> __device__ double sqrt_rounded(double a) {
+  return Mode == RZ ? __dsqrt_rz(a) : Mode == RM ? __dsqrt_rd(a) : __dsqrt_ru(a);
+}
+template <int Mode, class T> __device__ T sqrt_rounded(T a) { return convert_rounded<T, Mode>(sqrt_rounded<Mode>(widen(a))); }
+}  // namespace op
+
+#define TW_ROUNDED_TILE(name)                                                                     \
+  template <int Mode, class T, class S, class L, class... Ts>                                     \
+  __device__ auto name(const tile<T, S, L>& x, const tile<Ts, S, L>&... y) {                      \
+    return map([](T a, Ts... b) { return op::name<Mode>(a, b...); }, x, y...);                    \
+  }
+TW_ROUNDED_TILE(add_rounded) TW_ROUNDED_TILE(sub_rounded) TW_ROUNDED_TILE(mul_rounded)
+TW_ROUNDED_TILE(truediv_rounded) TW_ROUNDED_TILE(sqrt_rounded)
+
 template <class U, class T>
 __device__ U bitcast(T a) {
   static_assert(sizeof(U) == sizeof(T), "bitcast needs types of one size");
