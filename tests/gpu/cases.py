@@ -247,7 +247,8 @@ for _dt in (np.float32, BF16):
             LARGE_REDUCTIONS.append(_id)
             case(_id, large_reduction, (1,),
                  lambda dt=_dt, axis=_axis, op=_op: (random_array((512, 128), dt),
-                                                     np.zeros((1, 128) if axis == 0 else (512, 1), np.float32), axis, op),
+                                                     np.zeros((1, 128) if axis == 0 else (512, 1), np.float32),
+                                                     axis, op),
                  exact=_name != "sum")
 
 
@@ -271,7 +272,8 @@ def rounded_casts(x, to_float32, to_bfloat16, to_tfloat32):
 
 def _rounding_args():
     x = random_array(64, np.float64)
-    x[:8] = 1 + np.array([0.5, 0.25, 0.75, 0.5, 2.5, 1.5, 0.5, 0.5]) * 2.0 ** -23 * [1, 1, 1, -1, 1, -1, 2 ** 13, -2 ** 13]
+    steps = np.array([0.5, 0.25, 0.75, 0.5, 2.5, 1.5, 0.5, 0.5]) * [1, 1, 1, -1, 1, -1, 2 ** 13, -2 ** 13]
+    x[:8] = 1 + steps * 2.0 ** -23  # ties and near-ties of float32, bfloat16 and tfloat32
     return x, np.zeros(256, np.float32), np.zeros(256, BF16), np.zeros(192, np.float32)
 
 

@@ -574,7 +574,8 @@ def _atomic(e, op):
     t = op.result.type
     if t.size < e.threads:  # replicas read the owners' results through shared memory
         e.need_smem(t.size * t.dtype.itemsize + 64)
-    order = f"tw::memory_order::{op.attrs['memory_order'].lower()}, tw::memory_scope::{op.attrs['memory_scope'].lower()}"
+    order = (f"tw::memory_order::{op.attrs['memory_order'].lower()}, "
+             f"tw::memory_scope::{op.attrs['memory_scope'].lower()}")
     if op.name == "atomic_cas":
         fn = f"tw::atomic_cas<{order}>"
     else:
