@@ -280,7 +280,7 @@ def test_002_extractable_shapes():
 
 
 def test_002_non_extractable_shape_is_refused():  # Example 3: 32x8 tile, shape<2, 16>
-    with pytest.raises(ct.TileValueError, match="not divisible"):
+    with pytest.raises(ct.TileTypeError, match="not divisible"):
         evaluate(lambda: ct.extract(iota((32, 8)), (0, 0), (2, 16)), dtype=ct.int32, shape=(2, 16))
 
 

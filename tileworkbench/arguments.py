@@ -37,6 +37,9 @@ def is_array_like(obj) -> bool:
     """NumPy arrays, and anything with __cuda_array_interface__ or DLPack."""
     if type(obj) in _ARRAY_TYPES:  # launches ask this for every argument: remember the array types
         return True
+    if is_torch_tensor(obj):  # its __cuda_array_interface__ raises for fp8 and for tensors that require grad
+        _ARRAY_TYPES.add(type(obj))
+        return True
     if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"):
         if hasattr(type(obj), "__cuda_array_interface__") or hasattr(type(obj), "__dlpack__"):
             _ARRAY_TYPES.add(type(obj))  # a class-level protocol: every instance is an array

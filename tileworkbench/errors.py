@@ -61,7 +61,7 @@ class TileError(Exception):
         """The innermost location: the expression that failed."""
         return self.frames[-1] if self.frames else None
 
-    def with_frames(self, frames: tuple[SourceLoc, ...]) -> "TileError":
+    def with_frames(self, frames: tuple[SourceLoc, ...]) -> TileError:
         """Prepend outer (call-site) frames when the error leaves an inlined helper."""
         self.frames = tuple(frames) + self.frames
         return self
@@ -98,12 +98,20 @@ class TileStaticAssertionError(TileError):
     """A `static_assert` failed."""
 
 
+class TileAssertionError(TileError):
+    """A `ct.assert_` condition was false when the interpreter ran it."""
+
+
 class TileInternalError(TileError):
     """A bug in tileworkbench itself, never the user's fault."""
 
 
 class TileOutOfBoundsError(TileError):
     """The interpreter's checked mode found an access outside the array with check_bounds=False."""
+
+
+class TileUndeterminedPaddingError(TileError):
+    """The interpreter's strict padding mode found a load reading UNDETERMINED padding."""
 
 
 class TileCompilerExecutionError(TileError):

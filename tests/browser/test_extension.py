@@ -154,7 +154,7 @@ def test_compile_errors_are_underlined_at_their_range_and_cleared_by_a_clean_run
     page.wait_for_function("() => document.querySelectorAll('.cm-tilekernel-error').length === 2")
     marks = underlines(page)
     assert [(m["cell"], m["text"], m["line"]) for m in marks] == [(3, "(3,)", True), (4, "missing", True)]
-    assert marks[0]["title"].startswith("TileValueError: Tile shape (3,) must have power-of-two dimensions")
+    assert marks[0]["title"].startswith("TileTypeError: Tile shape (3,) must have power-of-two dimensions")
     assert marks[1]["title"] == 'NvrtcError: identifier "missing" is undefined'
     cell = page.locator(".jp-CodeCell").nth(3)
     # the error box shows once (the traceback); the diagnostics bundle's own output stays hidden

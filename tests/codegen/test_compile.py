@@ -9,7 +9,7 @@ import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 from tileworkbench.kernels import vector_add
 
-from ..gpu.cases import CASES
+from ..gpu.cases import CASES, LARGE_REDUCTIONS
 
 runtime = pytest.importorskip("tileworkbench.runtime.launch")
 
@@ -125,3 +125,15 @@ def test_non_finite_constants_are_written_by_name():
     assert literal(float("inf"), float64) == "tw::infinity_d()"
     negative_nan = np.array(0xFFC00000, np.uint32).view(np.float32).item()
     assert literal(negative_nan, float32).startswith("__int_as_float(")  # another payload keeps its bits
+
+
+# the most dynamic shared memory a block may opt into
+SHARED_MEMORY_LIMIT = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_90": 227 * 1024}
+
+
+@pytest.mark.parametrize("case_id", LARGE_REDUCTIONS)
+def test_reductions_of_tiles_larger_than_shared_memory_fit_every_arch(case_id):
+    """A (512, 128) float32 tile is 256 KB; its reduction stages it in slices instead."""
+    case = next(c for c in CASES if c.id == case_id)
+    generated = generate(case.kernel.specialize(case.args()))
+    assert generated.smem_bytes <= min(SHARED_MEMORY_LIMIT.values())

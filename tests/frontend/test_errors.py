@@ -168,7 +168,7 @@ def try_statement(a):
 
 def test_non_power_of_two_shape_points_at_the_shape():
     err = compile_error(non_pow2_shape)
-    assert type(err).__name__ == "TileValueError"
+    assert type(err).__name__ == "TileTypeError"
     assert "3 is not a power of two" in err.message
     assert underlined(err) == "(3,)"
     assert err.loc.line == non_pow2_shape._pyfunc.__code__.co_firstlineno + 2
@@ -304,7 +304,7 @@ def test_error_text_has_location_header_source_and_caret():
 def test_ipython_sees_only_the_tile_error_not_a_stack():
     err = compile_error(non_pow2_shape)
     rendered = err._render_traceback_()
-    assert rendered[0].startswith("TileValueError: Tile shape (3,)")
+    assert rendered[0].startswith("TileTypeError: Tile shape (3,)")
     assert not any("Traceback" in line or "lowering.py" in line for line in rendered)
 
 
@@ -350,3 +350,43 @@ def test_flush_to_zero_is_float32_only_for_every_op_that_takes_it(op):
     assert "Flush to zero can only be used for float32 type" in err.message
     assert underlined(err) == "True"  # the argument's value
     ct.launch(None, (1,), flush_half, (np.zeros(64, np.float32), op))  # and float32 takes it
+
+
+@ct.kernel
+def ternary_of_two_types(x, flag: bool):
+    t = ct.load(x, (0,), (16,))
+    t = flag if flag else t - 1
+    ct.store(x, (0,), t)
+
+
+def test_a_runtime_conditional_expression_needs_one_type_on_both_sides():
+    err = compile_error(ternary_of_two_types, (np.zeros(16, np.float32), True))
+    assert isinstance(err, ct.TileTypeError)
+    assert err.message == ("The two sides of a conditional expression on a runtime condition have different types: "
+                           "bool_ and tile<float32, 16>")
+
+
+@ct.kernel
+def float_divmod(x):
+    t = ct.load(x, (0,), (16,))
+    q, r = divmod(t, t)
+    ct.store(x, (0,), q + r)
+
+
+def test_divmod_of_floats_is_refused():
+    err = compile_error(float_divmod, (np.zeros(16, np.float32),))
+    assert isinstance(err, ct.TileTypeError) and err.message == "divmod() is not implemented for floating point values"
+
+
+@ct.kernel
+def range_over(stop, out):
+    for i in range(stop):
+        ct.store(out, (i,), ct.full((1,), i, ct.int32))
+
+
+@pytest.mark.parametrize("stop, message", [(np.zeros(4, np.int32), "Expected a scalar for a range bound"),
+                                           (1.5, "Expected a signed integer for a range bound"),
+                                           (np.uint32(3), "Expected a signed integer for a range bound")])
+def test_range_bounds_must_be_signed_integer_scalars(stop, message):
+    err = compile_error(range_over, (stop, np.zeros(4, np.int32)))
+    assert isinstance(err, ct.TileTypeError) and err.message.startswith(message)

@@ -73,6 +73,72 @@ for _mode in range(6):
                                                     np.zeros((24, 16) if o == 0 else (16, 32), dt), m, o), exact=True)
 
 
+FP8 = [ct.float8_e4m3fn.numpy, ct.float8_e5m2.numpy, ct.float8_e8m0fnu.numpy]
+
+
+def fp8_array(shape, dtype):
+    """Values every fp8 format holds: powers of two (e8m0 has nothing else), signed where the format has a sign."""
+    values = 2.0 ** RNG.integers(-6, 7, shape)
+    if np.dtype(dtype) != ct.float8_e8m0fnu.numpy:
+        values *= RNG.choice([-1.0, 1.0], shape)
+    return values.astype(dtype)
+
+
+@ct.kernel
+def copy_1d(x, y, T: ct.Constant[int]):
+    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (T,), padding_mode=ct.PaddingMode.ZERO))
+
+
+@ct.kernel
+def widen_and_narrow(x, wide, narrow):
+    t = ct.load(x, (ct.bid(0),), (64,))
+    ct.store(wide, (ct.bid(0),), t.astype(ct.float32))
+    ct.store(narrow, (ct.bid(0),), ct.load(wide, (ct.bid(0),), (64,)).astype(narrow.dtype))
+
+
+for _dt in FP8:
+    _name = np.dtype(_dt).name
+    case(f"copy-{_name}", copy_1d, (ct.cdiv(300, 128),), lambda dt=_dt: (fp8_array(300, dt), np.zeros(300, dt), 128),
+         exact=True)
+    case(f"cast-{_name}-float32", widen_and_narrow, (4,),
+         lambda dt=_dt: (fp8_array(256, dt), np.zeros(256, np.float32), np.zeros(256, dt)), exact=True)
+
+
+@ct.kernel
+def zero_d(x, y, z):
+    ct.scatter(y, (), ct.gather(x, ()) + 1)
+    ct.store(z, (), ct.load(x, (), ()) * 2)
+
+
+case("zero-d-arrays", zero_d, (2,), lambda: (np.array(3.5, np.float32), np.zeros((), np.float32),
+                                             np.zeros((), np.float32)), exact=True)
+
+
+@ct.kernel
+def narrow(wide, out):
+    ct.store(out, (0,), ct.load(wide, (0,), (64,)).astype(out.dtype))
+
+
+def _past_the_fp8_range(dt):
+    wide = np.array([500.0, 1e6, -1e6, 460.0, 464.0, 1.5 * 2.0 ** -10, 2.0 ** -20, 3.0] * 8, np.float32)
+    return wide, np.zeros(64, dt)
+
+
+for _dt in FP8[:2]:  # beyond the largest finite value: NaN (e4m3fn) or infinity (e5m2), not saturated
+    case(f"cast-float32-past-the-range-of-{np.dtype(_dt).name}", narrow, (1,), lambda dt=_dt: _past_the_fp8_range(dt))
+
+
+@ct.kernel
+def fp8_mma(a, b, c):
+    c_tile = ct.mma(ct.load(a, (0, 0), (32, 32)), ct.load(b, (0, 0), (32, 32)), ct.zeros((32, 32), ct.float32))
+    ct.store(c, (0, 0), c_tile)
+
+
+for _dt in FP8[:2]:
+    case(f"mma-{np.dtype(_dt).name}", fp8_mma, (1,),
+         lambda dt=_dt: (fp8_array((32, 32), dt), fp8_array((32, 32), dt), np.zeros((32, 32), np.float32)))
+
+
 @ct.kernel
 def load_permuted(x, y):
     ct.store(y, (0, 0, 0), ct.load(x, (0, 0, 0), (4, 8, 2), order=(1, 2, 0)))
@@ -136,6 +202,156 @@ def shapes(x, y):
 
 for _dt in (np.float32, np.int32, np.float64):
     case(f"shape-ops-{np.dtype(_dt).name}", shapes, (1,), lambda dt=_dt: (random_array((4, 8), dt), np.zeros((4, 16), dt)))
+
+@ct.kernel
+def narrow_integer_ops(x, y, quotient, inverted):
+    a, b = ct.load(x, (0,), (64,)), ct.load(y, (0,), (64,))
+    ct.store(quotient, (0,), ct.cdiv(a, b))
+    ct.store(inverted, (0,), (~(a > b)).astype(ct.int8))
+
+
+case("cdiv-int8-and-invert-bool", narrow_integer_ops, (1,),
+     lambda: (RNG.integers(0, 128, 64).astype(np.int8), RNG.integers(1, 128, 64).astype(np.int8),
+              np.zeros(64, np.int8), np.zeros(64, np.int8)), exact=True)
+
+
+@ct.kernel
+def nan_rows(x, out):
+    t = ct.load(x, (0, 0), (8, 32))
+    ct.store(out, (0, 0), ct.max(t, axis=1, keepdims=True))
+    ct.store(out, (0, 1), ct.min(t, axis=1, keepdims=True))
+
+
+def _nan_rows_args():
+    x = random_array((8, 32), np.float32)
+    x[::2] = np.nan  # rows of NaN only: their max and min are NaN
+    x[1, 5] = np.nan
+    return x, np.zeros((8, 2), np.float32)
+
+
+case("max-min-of-nan-rows", nan_rows, (1,), _nan_rows_args, exact=True)
+
+
+@ct.kernel
+def large_reduction(x, out, AXIS: ct.Constant[int], OP: ct.Constant[int]):
+    t = ct.load(x, (0, 0), (512, 128))
+    r = (ct.sum, ct.max, ct.argmin)[OP](t, axis=AXIS, keepdims=True)
+    ct.store(out, (0, 0), r.astype(out.dtype))
+
+
+LARGE_REDUCTIONS = []  # (512, 128) tiles: larger than shared memory, staged in several passes
+for _dt in (np.float32, BF16):
+    for _axis in (0, 1):
+        for _op, _name in enumerate(("sum", "max", "argmin")):
+            _id = f"large-reduction-{_name}-axis{_axis}-{np.dtype(_dt).name}"
+            LARGE_REDUCTIONS.append(_id)
+            case(_id, large_reduction, (1,),
+                 lambda dt=_dt, axis=_axis, op=_op: (random_array((512, 128), dt),
+                                                     np.zeros((1, 128) if axis == 0 else (512, 1), np.float32),
+                                                     axis, op),
+                 exact=_name != "sum")
+
+
+@ct.kernel
+def rounded_casts(x, to_float32, to_bfloat16, to_tfloat32):
+    t = ct.load(x, (0,), (64,))
+    f = t.astype(ct.float32)
+    R = ct.RoundingMode
+    ct.store(to_float32, (0,), t.astype(ct.float32, rounding_mode=R.RN))
+    ct.store(to_float32, (1,), t.astype(ct.float32, rounding_mode=R.RZ))
+    ct.store(to_float32, (2,), t.astype(ct.float32, rounding_mode=R.RM))
+    ct.store(to_float32, (3,), t.astype(ct.float32, rounding_mode=R.RP))
+    ct.store(to_bfloat16, (0,), f.astype(ct.bfloat16, rounding_mode=R.RN))
+    ct.store(to_bfloat16, (1,), f.astype(ct.bfloat16, rounding_mode=R.RZ))
+    ct.store(to_bfloat16, (2,), f.astype(ct.bfloat16, rounding_mode=R.RM))
+    ct.store(to_bfloat16, (3,), f.astype(ct.bfloat16, rounding_mode=R.RP))
+    ct.store(to_tfloat32, (0,), f.astype(ct.tfloat32).astype(ct.float32))
+    ct.store(to_tfloat32, (1,), f.astype(ct.tfloat32, rounding_mode=R.RZ).astype(ct.float32))
+    ct.store(to_tfloat32, (2,), f.astype(ct.tfloat32, rounding_mode=R.RA).astype(ct.float32))
+
+
+def _rounding_args():
+    x = random_array(64, np.float64)
+    steps = np.array([0.5, 0.25, 0.75, 0.5, 2.5, 1.5, 0.5, 0.5]) * [1, 1, 1, -1, 1, -1, 2 ** 13, -2 ** 13]
+    x[:8] = 1 + steps * 2.0 ** -23  # ties and near-ties of float32, bfloat16 and tfloat32
+    return x, np.zeros(256, np.float32), np.zeros(256, BF16), np.zeros(192, np.float32)
+
+
+case("rounded-casts", rounded_casts, (1,), _rounding_args, exact=True)
+
+
+@ct.kernel
+def atomics(keys, counts, values, olds, OP: ct.Constant[int]):
+    k = ct.load(keys, (ct.bid(0),), (64,))
+    ct.atomic_add(counts, k, 1)  # colliding lanes: only the final counts are deterministic
+    lanes = ct.arange(64, dtype=ct.int32) + ct.bid(0) * 64  # one lane per element: the old values are too
+    update = ct.load(olds, (ct.bid(0),), (64,))
+    f = (ct.atomic_xchg, ct.atomic_add, ct.atomic_max, ct.atomic_min, ct.atomic_and, ct.atomic_or, ct.atomic_xor)[OP]
+    ct.store(olds, (ct.bid(0),), f(values, lanes, update, memory_order=ct.MemoryOrder.RELAXED))
+
+
+ATOMICS = ("xchg", "add", "max", "min", "and", "or", "xor")
+for _op, _name in enumerate(ATOMICS):
+    for _dt in (np.int32, np.uint64) + ((np.float32, np.float16) if _name in ("xchg", "add") else ()):
+        if _name == "xchg" and _dt == np.float16:
+            continue
+        case(f"atomic-{_name}-{np.dtype(_dt).name}", atomics, (4,),
+             lambda op=_op, dt=_dt: (RNG.integers(0, 16, 256).astype(np.int32), np.zeros(16, np.int32),
+                                     random_array(256, dt), random_array(256, dt), op), exact=True)
+
+
+@ct.kernel
+def compare_and_swap(values, expected, olds):
+    lanes = ct.arange(64, dtype=ct.int32) + ct.bid(0) * 64
+    e = ct.load(expected, (ct.bid(0),), (64,))
+    ct.store(olds, (ct.bid(0),), ct.atomic_cas(values, lanes, e, e + 1, memory_scope=ct.MemoryScope.SYS))
+
+
+def _cas_args(dt):
+    values = random_array(128, dt)
+    expected = np.where(RNG.random(128) < 0.5, values, values + 1).astype(dt)  # half the lanes swap
+    return values, expected, np.zeros(128, dt)
+
+
+for _dt in (np.int32, np.float64):
+    case(f"atomic-cas-{np.dtype(_dt).name}", compare_and_swap, (2,), lambda dt=_dt: _cas_args(dt), exact=True)
+
+
+@ct.kernel
+def checked_copy(x, y):
+    t = ct.load(x, (ct.bid(0),), (64,))
+    ct.assert_(ct.isfinite(t), "x must be finite")  # holds: the kernel runs on
+    ct.store(y, (ct.bid(0),), t)
+
+
+case("assert-that-holds", checked_copy, (2,), lambda: (random_array(128, np.float32), np.zeros(128, np.float32)),
+     exact=True)
+
+
+@ct.kernel
+def scalar_atomic(x, out):
+    ct.scatter(out, ct.bid(0), ct.atomic_cas(x, 0, 0, 1))  # exactly one block sees 0
+
+
+case("atomic-scalar-cas", scalar_atomic, (1,), lambda: (np.zeros(1, np.int32), np.full(1, -1, np.int32)), exact=True)
+
+
+@ct.kernel
+def rounded_arithmetic(x, y, out):
+    a, b = ct.load(x, (0,), (64,)), ct.load(y, (0,), (64,))
+    R = ct.RoundingMode
+    ct.store(out, (0, 0), ct.add(a, b, rounding_mode=R.RZ).reshape((1, 64)))
+    ct.store(out, (1, 0), ct.sub(a, b, rounding_mode=R.RM).reshape((1, 64)))
+    ct.store(out, (2, 0), ct.mul(a, b, rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (3, 0), ct.truediv(a, b, rounding_mode=R.RM).reshape((1, 64)))
+    ct.store(out, (4, 0), ct.sqrt(ct.abs(a), rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (5, 0), ct.truediv(a, b, rounding_mode=R.RP).reshape((1, 64)))
+
+
+for _dt in (np.float32, np.float64, np.float16, BF16):  # directed roundings are exact: bit for bit
+    case(f"rounded-arithmetic-{np.dtype(_dt).name}", rounded_arithmetic, (1,),
+         lambda dt=_dt: (random_array(64, dt), random_array(64, dt), np.zeros((6, 64), dt)), exact=True)
+
 
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 

@@ -176,7 +176,7 @@ def test_store_refuses_a_narrowing_cast():
 # ---- load: padding on a ragged edge --------------------------------------------------------------------
 
 @pytest.mark.parametrize("mode, pad", [(P.ZERO, 0.0), (P.NEG_ZERO, -0.0), (P.NAN, np.nan), (P.POS_INF, np.inf),
-                                       (P.NEG_INF, -np.inf), (P.UNDETERMINED, np.nan)])
+                                       (P.NEG_INF, -np.inf), (P.UNDETERMINED, 0.0)])
 def test_load_padding_mode_fills_the_ragged_edge_of_a_float_array(mode, pad):
     a = np.arange(1, 7, dtype=np.float32)
     t = evaluate(lambda x: ct.load(x, (0,), (8,), padding_mode=mode), a, dtype=ct.float32, shape=(8,))
@@ -185,23 +185,41 @@ def test_load_padding_mode_fills_the_ragged_edge_of_a_float_array(mode, pad):
     assert np.signbit(t[6:]).tolist() == [np.signbit(pad)] * 2
 
 
-@pytest.mark.parametrize("dtype, pad", [(ct.float16, np.nan), (ct.float64, np.nan), (ct.bfloat16, np.nan),
-                                        (ct.int8, -128), (ct.int32, -2**31), (ct.int64, -2**63),
-                                        (ct.uint8, 255), (ct.uint16, 65535), (ct.bool_, True)])
-def test_load_undetermined_padding_is_nan_signed_min_unsigned_max_or_true(dtype, pad):
-    a = np.zeros(3, dtype.numpy)
+@pytest.mark.parametrize("dtype", [ct.float16, ct.float64, ct.bfloat16, ct.int8, ct.int32, ct.int64, ct.uint8,
+                                   ct.uint16, ct.bool_])
+def test_load_undetermined_padding_reads_zero_as_on_the_gpu(dtype):
+    a = np.ones(3, dtype.numpy)
     t = evaluate(lambda x: ct.load(x, (0,), (4,), padding_mode=P.UNDETERMINED), a, dtype=dtype, shape=(4,))
-    assert t[:3].astype(np.float64).tolist() == [0.0, 0.0, 0.0]
-    if np.isnan(pad):
-        assert np.isnan(t[3].astype(np.float32))
-    else:
-        assert t[3] == pad
+    assert t.astype(np.float64).tolist() == [1.0, 1.0, 1.0, 0.0] and not np.signbit(t[3].astype(np.float32))
 
 
 def test_load_default_padding_is_undetermined():
-    a = np.arange(3, dtype=np.float32)
+    a = np.arange(1, 4, dtype=np.float32)
     t = evaluate(lambda x: ct.load(x, (0,), (4,)), a, dtype=ct.float32, shape=(4,))
-    assert t[:3].tolist() == [0.0, 1.0, 2.0] and np.isnan(t[3])
+    assert t.tolist() == [1.0, 2.0, 3.0, 0.0]
+
+
+@ct.kernel
+def copy_4(x, y):
+    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (4,)))
+
+
+def test_strict_padding_names_the_load_that_reads_undetermined_padding():
+    x, y = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
+    with pytest.raises(ct.TileUndeterminedPaddingError, match=r"reads UNDETERMINED padding: block \(1, 0, 0\) reads "
+                                                                r"element \(6,\) outside an array of shape \(6,\)"):
+        run(copy_4, (2,), (x, y), strict_padding=True)
+    run(copy_4, (1,), (x, y), strict_padding=True)  # no padding read: no error
+    assert y[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_strict_padding_accepts_a_chosen_padding_mode():
+    @ct.kernel
+    def copy_zero_padded(x, y):
+        ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (4,), padding_mode=P.ZERO))
+    x, y = np.arange(6, dtype=np.float32), np.zeros(8, np.float32)
+    run(copy_zero_padded, (2,), (x, y), strict_padding=True)
+    assert y.tolist() == [0, 1, 2, 3, 4, 5, 0, 0]
 
 
 def test_load_pads_both_ragged_dims_of_a_2d_tile():
@@ -476,7 +494,7 @@ def test_load_advanced_indexing_default_padding_is_undetermined():
     a = arange((4, 4), np.float32)
     t = evaluate(lambda x: ct.load_advanced_indexing(x, (iota(2), ct.Slice(2, 4))),
                  a, dtype=ct.float32, shape=(2, 4))
-    assert t[:, :2].tolist() == a[0:2, 2:4].tolist() and np.isnan(t[:, 2:]).all()
+    assert t[:, :2].tolist() == a[0:2, 2:4].tolist() and (t[:, 2:] == 0).all()
 
 
 def test_load_advanced_indexing_needs_exactly_one_sparse_index():
@@ -522,7 +540,7 @@ def test_arange_start_and_step_may_be_runtime_scalars():
 
 
 def test_arange_size_must_be_a_power_of_two():
-    with pytest.raises(ct.TileValueError, match="power of 2"):
+    with pytest.raises(ct.TileTypeError, match="power of 2"):
         evaluate(lambda: ct.arange(3, dtype=ct.int32), dtype=ct.int32, shape=(3,))
 
 
@@ -543,7 +561,7 @@ def test_full_fill_value_may_be_a_runtime_scalar():
 
 
 def test_full_shape_must_have_power_of_two_dims():
-    with pytest.raises(ct.TileValueError, match="power-of-two"):
+    with pytest.raises(ct.TileTypeError, match="power-of-two"):
         evaluate(lambda: ct.full((2, 3), 0, ct.int32), dtype=ct.int32, shape=(2, 3))
 
 
@@ -637,7 +655,7 @@ def test_reshape_one_element_tile_to_0d():
 
 @pytest.mark.parametrize("shape, message", [((-1, -1), "Only one dimension can be -1"), ((4, 4), "Cannot reshape")])
 def test_reshape_refuses_bad_shapes(shape, message):
-    with pytest.raises(ct.TileValueError, match=message):
+    with pytest.raises(ct.TileTypeError, match=message):
         compute(lambda t: ct.reshape(t, shape), X248, dtype=ct.int32, shape=(4, 4))
 
 
@@ -655,7 +673,7 @@ def test_permute_method_matches_the_function():
 
 @pytest.mark.parametrize("axes", [(0, 0, 1), (0, 1)])
 def test_permute_refuses_non_permutations(axes):
-    with pytest.raises(ct.TileValueError):
+    with pytest.raises(ct.TileTypeError):
         compute(lambda t: ct.permute(t, axes), X248, dtype=ct.int32, shape=(2, 2, 4))
 
 
@@ -746,9 +764,9 @@ def test_cat_of_one_tile_returns_it():
 
 
 @pytest.mark.parametrize("fn, error", [
-    (lambda a, b: ct.cat((a, b, a, b), 0), ct.TileValueError),
+    (lambda a, b: ct.cat((a, b, a, b), 0), ct.TileTypeError),
     (lambda a, b: ct.cat((a, b.astype(ct.int16)), 0), ct.TileTypeError),
-    (lambda a, b: ct.cat((a, ct.cat((b, b), 0)), 0), ct.TileValueError),  # 2 + 4 rows is not a power of two
+    (lambda a, b: ct.cat((a, ct.cat((b, b), 0)), 0), ct.TileTypeError),  # 2 + 4 rows is not a power of two
     (lambda a, b: ct.cat((a, ct.cat((b, b), 1)), 0), ct.TileTypeError),  # 4 vs 8 columns
 ])
 def test_cat_refuses_incompatible_tiles(fn, error):
@@ -821,7 +839,7 @@ def test_extract_with_empty_shape_returns_one_element():
 
 
 def test_extract_constant_index_out_of_range_is_refused():
-    with pytest.raises(ct.TileValueError, match="out of bounds"):
+    with pytest.raises(ct.TileTypeError, match="out of bounds"):
         compute(lambda t: ct.extract(t, (2, 0), (2, 4)), X48, dtype=ct.int32, shape=(2, 4))
 
 
@@ -973,10 +991,47 @@ def test_bitwise_with_a_loose_constant_keeps_the_tile_dtype():
     assert compute(lambda x: x & 0x0F, a, dtype=ct.int8, shape=(4,)).tolist() == [15, 15, 0, 3]
 
 
-@pytest.mark.parametrize("a_dtype, b_dtype", [(np.int8, np.int32), (np.bool_, np.int8), (np.float32, np.float32)])
-def test_bitwise_refuses_mixed_dtypes_and_floats(a_dtype, b_dtype):
-    with pytest.raises(ct.TileTypeError):
+@pytest.mark.parametrize("a_dtype, b_dtype, message", [
+    (np.int8, np.int32, "Bitwise operands must have same data type, got int8 and int32"),
+    (np.bool_, np.int8, "Bitwise operands must have same data type"),
+    (np.float32, np.float32, "Bitwise operations require integers or bool, got float32 and float32"),
+    (np.bool_, np.float32, "Bitwise operations require integers or bool, got bool_ and float32")])
+def test_bitwise_refuses_mixed_dtypes_and_floats(a_dtype, b_dtype, message):
+    with pytest.raises(ct.TileTypeError, match=message):
         compute(lambda x, y: x & y, np.ones(4, a_dtype), np.ones(4, b_dtype), dtype=ct.int32, shape=(4,))
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype", [(np.float32, np.int32), (np.int32, np.float64), (np.int32, np.bool_)])
+def test_shifts_refuse_floats_and_bool(a_dtype, b_dtype):
+    with pytest.raises(ct.TileTypeError, match="Bitwise shift requires an integer operand"):
+        compute(lambda x, y: x << y, np.ones(4, a_dtype), np.ones(4, b_dtype), dtype=ct.int32, shape=(4,))
+
+
+def test_invert_of_a_bool_tile_is_a_logical_not():
+    p = np.array([True, False, True, False])
+    assert compute(lambda x: ~x, p, dtype=ct.bool_, shape=(4,)).tolist() == [False, True, False, True]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_cdiv_of_narrow_integers_does_not_overflow(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.max - 1, info.max, 1, 0, info.max // 2 + 1, 7, info.max], dtype)
+    y = np.array([info.max, 2, 1, info.max, 3, info.max // 2 + 1, 3, 100], dtype)
+    expected = [-(-int(a) // int(b)) for a, b in zip(x, y)]
+    got = compute(lambda p, q: ct.cdiv(p, q), x, y, dtype=getattr(ct, np.dtype(dtype).name), shape=(8,))
+    assert got.tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [ct.bfloat16, ct.float16, ct.float32])
+def test_float_floordiv_floors_the_quotient_rounded_to_the_dtype(dtype):
+    rng = np.random.default_rng(7)
+    x = (rng.random(4096) * 100).astype(dtype.numpy)
+    y = (rng.random(4096) * 100 + 1).astype(dtype.numpy)
+    quotient = (x.astype(np.float64) / y.astype(np.float64)).astype(dtype.numpy)  # correctly rounded to dtype
+    expected = np.floor(quotient.astype(np.float64))
+    got = compute(lambda p, q: p // q, x, y, dtype=dtype, shape=(4096,)).astype(np.float64)
+    np.testing.assert_array_equal(got, expected)
+    assert (expected != np.floor(x.astype(np.float64) / y.astype(np.float64))).any() or dtype is ct.float32
 
 
 def test_comparisons_give_bool_and_broadcast():
@@ -1507,7 +1562,7 @@ def test_tile_methods_reshape_astype_and_item():
 
 
 def test_item_needs_exactly_one_element():
-    with pytest.raises(ct.TileValueError, match="one element"):
+    with pytest.raises(ct.TileTypeError, match="one element"):
         compute(lambda t: t.item(), arange((2,)), dtype=ct.int32, shape=())
 
 
@@ -1550,3 +1605,274 @@ def test_plain_scalar_values_share_one_specialization():
         ct.launch(None, (1,), shift, (x, out, k))
         np.testing.assert_array_equal(out, x + k)
     assert len(shift.specializations) == 1
+
+
+# ---- 0-d arrays: one element, reached with the index () ---------------------------------------------
+
+@ct.kernel
+def zero_d_gather_scatter(x, y):
+    ct.scatter(y, (), ct.gather(x, ()) + 1)
+
+
+@ct.kernel
+def zero_d_load_store(x, y):
+    ct.store(y, (), ct.load(x, (), ()) * 2)
+
+
+@pytest.mark.parametrize("kernel, expected", [(zero_d_gather_scatter, 4.0), (zero_d_load_store, 6.0)])
+def test_a_0d_array_is_read_and_written_through_the_empty_index(kernel, expected):
+    x, y = np.array(3.0, np.float32), np.array(0.0, np.float32)
+    trace = run(kernel, (3,), (x, y), trace=True)
+    assert y[()] == expected
+    assert [e.coords.shape for e in trace.events if e.op in ("gather", "scatter", "load", "store")] == [(3, 0)] * 2
+
+
+# ---- rounding modes of float conversions ---------------------------------------------------------
+
+Rounding = ct.RoundingMode
+
+
+@pytest.mark.parametrize("target, ulp", [(ct.float32, 2.0 ** -23), (ct.bfloat16, 2.0 ** -7), (ct.float16, 2.0 ** -10)])
+@pytest.mark.parametrize("mode, below_tie, tie, above_tie", [
+    (None, "low", "low", "high"), (Rounding.RN, "low", "low", "high"), (Rounding.RZ, "low", "low", "low"),
+    (Rounding.RM, "low", "low", "low"), (Rounding.RP, "high", "high", "high")])
+def test_astype_rounds_in_the_rounding_mode(target, ulp, mode, below_tie, tie, above_tie):
+    """Between 1 and the next float up: 0.4, 0.5 (a tie: 1 is even) and 0.6 of the way."""
+    x = np.array([1 + 0.4 * ulp, 1 + 0.5 * ulp, 1 + 0.6 * ulp, 1.0], np.float64)
+    x = np.concatenate([x, -x])
+    got = evaluate(lambda a: ct.load(a, (0,), (8,)).astype(target, rounding_mode=mode), x, dtype=target,
+                   shape=(8,)).astype(np.float64)
+    value = {"low": 1.0, "high": 1.0 + ulp}
+    positive = [value[below_tie], value[tie], value[above_tie], 1.0]
+    # on negatives, toward -inf grows the magnitude and toward +inf shrinks it; the others mirror
+    negative = {Rounding.RM: [-value["high"]] * 3 + [-1.0], Rounding.RP: [-1.0] * 4}.get(mode, [-v for v in positive])
+    assert got.tolist() == positive + negative
+
+
+def test_directed_rounding_past_the_largest_float32():
+    x = np.array([1e39, -1e39, np.inf, np.nan], np.float64)
+    big = float(np.finfo(np.float32).max)
+    rz = evaluate(lambda a: ct.load(a, (0,), (4,)).astype(ct.float32, rounding_mode=Rounding.RZ), x, dtype=ct.float32,
+                  shape=(4,))
+    rp = evaluate(lambda a: ct.load(a, (0,), (4,)).astype(ct.float32, rounding_mode=Rounding.RP), x, dtype=ct.float32,
+                  shape=(4,))
+    assert rz[:3].tolist() == [big, -big, np.inf] and np.isnan(rz[3])
+    assert rp[:3].tolist() == [np.inf, -big, np.inf] and np.isnan(rp[3])
+
+
+@pytest.mark.parametrize("mode, tie, above_tie", [(None, 1.0, 1 + 2 ** -10), (Rounding.RN, 1.0, 1 + 2 ** -10),
+                                                  (Rounding.RA, 1 + 2 ** -10, 1 + 2 ** -10), (Rounding.RZ, 1.0, 1.0)])
+def test_astype_to_tfloat32_keeps_10_mantissa_bits(mode, tie, above_tie):
+    x = np.array([1 + 2 ** -11, 1 + 3 * 2 ** -12, -(1 + 2 ** -11), -(1 + 3 * 2 ** -12)], np.float32)
+    got = evaluate(lambda a: ct.load(a, (0,), (4,)).astype(ct.tfloat32, rounding_mode=mode).astype(ct.float32),
+                   x, dtype=ct.float32, shape=(4,))
+    assert got.tolist() == [tie, above_tie, -tie, -above_tie]
+
+
+@pytest.mark.parametrize("target, mode", [(ct.float32, Rounding.RA), (ct.tfloat32, Rounding.RM),
+                                          (ct.float32, Rounding.APPROX)])
+def test_astype_refuses_a_rounding_mode_the_conversion_lacks(target, mode):
+    with pytest.raises(ct.TileTypeError, match=f"Rounding mode {mode.name} is not supported for float64 to"):
+        evaluate(lambda a: ct.load(a, (0,), (4,)).astype(target, rounding_mode=mode).astype(ct.float32),
+                 np.zeros(4), dtype=ct.float32, shape=(4,))
+
+
+# ---- atomics: per element, in block order, returning the old values ----------------------------------
+
+@ct.kernel
+def histogram(x, counts, olds):
+    old = ct.atomic_add(counts, ct.load(x, (ct.bid(0),), (8,)), 1)
+    ct.store(olds, (ct.bid(0),), old)
+
+
+def test_atomic_add_applies_the_lanes_in_block_order_and_returns_the_old_values():
+    x = np.array([0, 1, 1, 3, 0, 0, 2, 1] * 2, np.int32)
+    counts, olds = np.zeros(4, np.int32), np.zeros(16, np.int32)
+    run(histogram, (2,), (x, counts, olds))
+    assert counts.tolist() == np.bincount(x, minlength=4).tolist()
+    seen = {}
+    expected = []
+    for v in x:  # each lane sees the count before its own increment
+        expected.append(seen.get(v, 0))
+        seen[v] = seen.get(v, 0) + 1
+    assert olds.tolist() == expected
+
+
+@ct.kernel
+def first_block_takes_the_lock(lock, winners):
+    ct.scatter(winners, ct.bid(0), ct.atomic_cas(lock, 0, 0, ct.bid(0) + 1, memory_order=ct.MemoryOrder.ACQUIRE))
+
+
+def test_atomic_cas_succeeds_for_the_first_block_only():
+    lock, winners = np.zeros(1, np.int32), np.full(4, -1, np.int32)
+    run(first_block_takes_the_lock, (4,), (lock, winners))
+    assert lock.tolist() == [1] and winners.tolist() == [0, 1, 1, 1]
+
+
+@pytest.mark.parametrize("fn, dtype, expected", [
+    (ct.atomic_xchg, np.float32, [7.0, 7.0, 7.0, 7.0]), (ct.atomic_max, np.int64, [7, 9, 7, 7]),
+    (ct.atomic_min, np.uint32, [5, 7, 0, 3]), (ct.atomic_and, np.int32, [5, 1, 0, 3]),
+    (ct.atomic_or, np.int32, [7, 15, 7, 7]), (ct.atomic_xor, np.uint64, [2, 14, 7, 4]),
+    (ct.atomic_add, np.float16, [12.0, 16.0, 7.0, 10.0])])
+def test_atomic_read_modify_writes(fn, dtype, expected):
+    a = np.array([5, 9, 0, 3], dtype)
+    old = np.zeros(4, dtype)
+    launch_on(lambda x, y: ct.store(y, (0,), fn(x, ct.arange(4, dtype=ct.int32), ct.full((4,), 7, x.dtype))), a, old)
+    assert a.tolist() == expected and old.tolist() == [5, 9, 0, 3]
+
+
+def test_atomics_outside_the_array_do_nothing():
+    a, old = np.array([1, 2], np.int32), np.full(4, -1, np.int32)
+    launch_on(lambda x, y: ct.store(y, (0,), ct.atomic_add(x, ct.arange(4, dtype=ct.int32), 10)), a, old)
+    assert a.tolist() == [11, 12] and old.tolist() == [1, 2, 0, 0]
+    launch_on(lambda x, y: ct.store(y, (0,), ct.atomic_cas(x, ct.arange(4, dtype=ct.int32), 5, 6)), a, old)
+    assert a.tolist() == [11, 12] and old.tolist() == [11, 12, 5, 5]
+
+
+def and_with_int64(x):
+    return ct.atomic_and(x, 0, ct.astype(1, ct.int64))
+
+
+def max_of_floats(x):
+    return ct.atomic_max(x, 0, 1.0)
+
+
+def add_to_int8(x):
+    return ct.atomic_add(x, 0, 1)
+
+
+def weak_add(x):
+    return ct.atomic_add(x, 0, 1, memory_order=ct.MemoryOrder.WEAK)
+
+
+@pytest.mark.parametrize("fn, array_dtype, message", [
+    (and_with_int64, np.int32, (r"Bitwise atomic read-modify-write operations require the update dtype \(int64\) "
+                                r"to exactly match the array dtype \(int32\)")),
+    (max_of_floats, np.float32, "Unsupported array dtype: float32"),
+    (add_to_int8, np.int8, "Unsupported array dtype: int8"),
+    (weak_add, np.int32, "Memory order WEAK is not allowed for atomics")])
+def test_atomics_refuse_what_cutile_refuses(fn, array_dtype, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        launch_on(fn, np.zeros(4, array_dtype))
+
+
+@ct.kernel
+def non_negative(x):
+    ct.assert_(ct.load(x, (ct.bid(0),), (4,)) >= 0, "x must not be negative")
+
+
+def test_assert_names_the_message_the_block_and_the_element():
+    x = np.arange(8, dtype=np.float32)
+    run(non_negative, (2,), (x,))
+    x[6] = -1
+    with pytest.raises(ct.TileAssertionError, match=r"x must not be negative \(block \(1, 0, 0\) at element \(2,\)\)"):
+        run(non_negative, (2,), (x,))
+
+
+def assert_a_float(x):
+    ct.assert_(ct.load(x, (0,), (4,)))
+
+
+def test_assert_needs_a_bool_condition():
+    with pytest.raises(ct.TileTypeError, match="Type of condition must be bool"):
+        launch_on(assert_a_float, np.zeros(4, np.float32))
+
+
+@ct.kernel
+def printf_tiles(x):
+    t = ct.load(x, (0,), (4,))
+    ct.printf("block %d: %5.2f and %x, %lld %% %A\n", ct.bid(0), t, t.astype(ct.int32), ct.astype(7, ct.int64), 0.5)
+
+
+def test_printf_formats_each_element_as_c_does(capsys):
+    run(printf_tiles, (2,), (np.array([1.5, 2.25, 10, 31], np.float32),))
+    line = "[ 1.50,  2.25, 10.00, 31.00] and [1, 2, a, 1f], 7 % 0X1.0000000000000P-1\n"
+    assert capsys.readouterr().out == f"block 0: {line}block 1: {line}"
+
+
+def printf_float_as_int(x):
+    ct.printf("%d\n", ct.load(x, (0,), (4,)))
+
+
+def printf_missing_argument(x):
+    ct.printf("%f %f\n", ct.load(x, (0,), (4,)))
+
+
+def printf_bad_conversion(x):
+    ct.printf("%s\n", ct.load(x, (0,), (4,)))
+
+
+@pytest.mark.parametrize("fn, message", [
+    (printf_float_as_int, "conversion %d does not match an argument of dtype float32"),
+    (printf_missing_argument, "has more conversions than arguments"),
+    (printf_bad_conversion, "conversion %s is not supported")])
+def test_printf_checks_its_conversions_against_the_arguments(fn, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        launch_on(fn, np.zeros(4, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, ct.bfloat16.numpy])
+def test_arithmetic_in_directed_rounding_modes_brackets_the_exact_result(dtype):
+    """RM and RP give the neighbouring values below and above the exact rational result (equal
+    where it is exact); RZ takes the one nearer zero."""
+    from fractions import Fraction
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(64) * 10).astype(dtype)
+    y = (rng.standard_normal(64) * 10).astype(dtype)
+    y[y == 0] = 1
+    exact = {ct.add: lambda p, q: p + q, ct.sub: lambda p, q: p - q, ct.mul: lambda p, q: p * q,
+             ct.truediv: lambda p, q: p / q}
+    for op, fn in exact.items():
+        name = op.__name__
+        down, up, toward_zero = (compute(lambda p, q: op(p, q, rounding_mode=m), x, y, dtype=_ct(dtype), shape=(64,))
+                                 for m in (Rounding.RM, Rounding.RP, Rounding.RZ))
+        for k in range(64):
+            e = fn(Fraction(float(x[k])), Fraction(float(y[k])))
+            lo, hi = Fraction(float(down[k])), Fraction(float(up[k]))
+            assert lo <= e <= hi, (name, k)
+            assert (lo == hi) == (lo == e) and (lo == e or _next_up(down[k]) == up[k]), (name, k)
+            assert toward_zero[k] == (down[k] if e > 0 else up[k]), (name, k)
+
+
+def _ct(dtype):
+    return {np.dtype(np.float32): ct.float32, np.dtype(np.float64): ct.float64, np.dtype(np.float16): ct.float16,
+            np.dtype(ct.bfloat16.numpy): ct.bfloat16}[np.dtype(dtype)]
+
+
+def _next_up(v):
+    """The next value of v's dtype above v, by its bits."""
+    array = np.array([v])
+    unsigned = f"uint{8 * array.itemsize}"
+    bits = int(array.view(unsigned)[0])
+    bits = bits + 1 if v > 0 else bits - 1 if v < 0 else 1
+    return np.array([bits], unsigned).view(array.dtype)[0]
+
+
+def test_sqrt_in_directed_rounding_modes():
+    x = np.array([2, 3, 4, 0.5], np.float32)
+    rz = compute(lambda t: ct.sqrt(t, rounding_mode=Rounding.RZ), x, dtype=ct.float32, shape=(4,))
+    rp = compute(lambda t: ct.sqrt(t, rounding_mode=Rounding.RP), x, dtype=ct.float32, shape=(4,))
+    for k, v in enumerate(x):
+        assert float(rz[k]) ** 2 <= v <= float(rp[k]) ** 2
+    assert rz[2] == rp[2] == 2 and (rz != rp).sum() == 3
+
+
+def add_ints_rounded(x):
+    return ct.add(ct.load(x, (0,), (4,)), 1, rounding_mode=ct.RoundingMode.RZ)
+
+
+def add_rzi(x):
+    return ct.add(ct.load(x, (0,), (4,)), 1, rounding_mode=ct.RoundingMode.RZI)
+
+
+def halves_approx(x):
+    return ct.truediv(ct.load(x, (0,), (4,)), 3, rounding_mode=ct.RoundingMode.APPROX)
+
+
+@pytest.mark.parametrize("fn, dtype, message", [
+    (add_ints_rounded, np.int32, "Rounding mode can only be used for unrestricted float types, but got int32"),
+    (add_rzi, np.float32, f"Rounding mode {ct.RoundingMode.RZI.value} is not supported for add"),
+    (halves_approx, np.float16, f"Rounding mode {ct.RoundingMode.APPROX.value} can only be used for float32 type")])
+def test_rounding_modes_are_checked_per_op_and_dtype(fn, dtype, message):
+    with pytest.raises(ct.TileTypeError, match=message):
+        launch_on(fn, np.zeros(4, dtype))

@@ -116,7 +116,7 @@ def load_modes(xf, xi, y):
     i = ct.bid(0)
     a = ct.load(xf, (i,), (4,), padding_mode=ct.PaddingMode.NEG_ZERO)
     b = ct.load(xf, (i,), (4,), padding_mode=ct.PaddingMode.NAN)
-    c = ct.load(xi, (i,), (4,))                                  # UNDETERMINED: the minimum for int32
+    c = ct.load(xi, (i,), (4,))                                  # UNDETERMINED: zero
     ct.store(y, (i,), a + b + ct.astype(c, ct.float32))
 
 
@@ -132,7 +132,7 @@ def test_loads_record_their_padding_mode_and_the_value_padded_lanes_read():
     neg_zero, nan, undetermined = trace.by_op("load")
     assert neg_zero.padding_mode == "NEG_ZERO" and str(neg_zero.padding_value) == "-0.0"
     assert nan.padding_mode == "NAN" and np.isnan(nan.padding_value)
-    assert undetermined.padding_mode == "UNDETERMINED" and undetermined.padding_value == -2 ** 31
+    assert undetermined.padding_mode == "UNDETERMINED" and undetermined.padding_value == 0
     store = trace.by_op("store")[0]
     assert store.padding_mode is None and store.padding_value is None
 
@@ -153,7 +153,7 @@ def test_padding_survives_the_file_format(tmp_path):
     trace.save(tmp_path / "t.npz")
     with np.load(tmp_path / "t.npz") as data:
         meta = json.loads(bytes(data["meta"]).decode(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
-    assert meta["version"] == 2 and [e["padding_value"] for e in meta["events"][:3]] == [-0.0, "nan", -2 ** 31]
+    assert meta["version"] == 2 and [e["padding_value"] for e in meta["events"][:3]] == [-0.0, "nan", 0]
     back = Trace.load(tmp_path / "t.npz")
     for a, b in zip(trace.events, back.events):
         assert a.padding_mode == b.padding_mode and repr(a.padding_value) == repr(b.padding_value)

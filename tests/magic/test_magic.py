@@ -43,14 +43,14 @@ def test_errors_point_at_the_cells_line_with_a_caret_and_a_diagnostics_bundle(sh
     with capture_output() as out, pytest.raises(TileKernelCellError) as info:
         shell.run_cell_magic("tilekernel", '--grid "(3,)" --args "a, b, c, 4"', body)
     text = info.value._render_traceback_()
-    assert text[0].startswith("TileValueError: Tile shape (3,) must have power-of-two dimensions")
+    assert text[0].startswith("TileTypeError: Tile shape (3,) must have power-of-two dimensions")
     assert text[1] == "  cell line 4, in add:"
     assert text[2].startswith("     4 |     ct.store(c, (i,), ct.load(a, (i,), (3,))")
     assert text[3].index("^") == text[2].index("(3,)") and text[3].count("^") == 4
     bundle = next(o.data for o in out.outputs if DIAGNOSTICS_MIME in o.data)[DIAGNOSTICS_MIME]
     assert bundle["kernel"] == "add"
     (d,) = bundle["diagnostics"]
-    assert (d["line"], d["endLine"], d["kind"]) == (4, 4, "TileValueError")
+    assert (d["line"], d["endLine"], d["kind"]) == (4, 4, "TileTypeError")
     assert body.splitlines()[2][d["col"] - 1:d["endCol"] - 1] == "(3,)"
 
 

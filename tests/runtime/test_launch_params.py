@@ -156,3 +156,45 @@ def test_stream_none_and_unknown_objects_are_refused():
         stream_handle(None)
     with pytest.raises(TypeError, match="Unsupported stream object of type 'str'"):
         stream_handle("default")
+
+
+
+class FakeTorchDtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+class FakeTorchTensor:
+    """What a PyTorch tensor shows a launch: its __cuda_array_interface__ raises for fp8 dtypes
+    (KeyError) and for tensors that require grad (RuntimeError)."""
+
+    def __init__(self, dtype_name, error):
+        self.dtype, self.ndim, self._error = FakeTorchDtype(dtype_name), 1, error
+
+    @property
+    def __cuda_array_interface__(self):
+        raise self._error
+
+    def data_ptr(self):
+        return 0
+
+
+FakeTorchDtype.__module__ = "torch"
+
+
+@ct.kernel
+def copy_tile(x, y):
+    ct.store(y, (0,), ct.load(x, (0,), (16,)))
+
+
+@pytest.mark.parametrize("dtype_name, error", [
+    ("float8_e4m3fn", KeyError("torch.float8_e4m3fn")),
+    ("float32", RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad"))])
+def test_a_torch_tensor_is_an_array_even_where_its_cuda_array_interface_raises(dtype_name, error, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=FakeTorchTensor))
+    x = FakeTorchTensor(dtype_name, error)
+    specs = copy_tile.param_specs((x, x))
+    assert [str(s.type) for s in specs] == [f"array<{dtype_name}, 1d>"] * 2

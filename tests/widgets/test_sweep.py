@@ -41,7 +41,7 @@ def test_each_configuration_has_a_row_and_the_progress_reaches_the_total(progres
 def test_a_tile_shape_that_is_not_a_power_of_two_fails_with_its_tile_error(progress_and_result):
     _, result = progress_and_result
     bad = result.rows[1]
-    assert bad.status == "tile error" and "power of two" in bad.reason and "TileValueError" in bad.reason
+    assert bad.status == "tile error" and "power of two" in bad.reason and "TileTypeError" in bad.reason
     assert bad.registers is None and bad.occupancy is None
 
 

@@ -24,7 +24,7 @@ from ..errors import TileUnsupportedFeatureError
 from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
-from ..ir.types import DType, TileType, bool_, float64
+from ..ir.types import DType, TileType, bool_, float64, tfloat32
 from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -98,9 +98,9 @@ def literal(value, dtype: DType) -> str:
         if math.isfinite(value):
             return repr(float(value))
         return _non_finite(value, "d", f"__longlong_as_double({struct.unpack('<q', struct.pack('<d', value))[0]}LL)")
-    if dtype.bitwidth == 16:  # exact bits, rounded as the interpreter rounds (NaN payloads included)
-        bits = int(np.array(value, dtype=dtype.numpy).view(np.uint16))
-        return f"tw::from_bits<{dtype.ctype}>(0x{bits:04x})"
+    if dtype.bitwidth in (8, 16):  # exact bits, rounded as the interpreter rounds (NaN payloads included)
+        bits = int(np.array(value, dtype=dtype.numpy).view(f"uint{dtype.bitwidth}"))
+        return f"tw::from_bits<{dtype.ctype}>(0x{bits:0{dtype.bitwidth // 4}x})"
     if math.isfinite(value):
         return f"{float(value)!r}f"
     return _non_finite(value, "f", f"__int_as_float({struct.unpack('<i', struct.pack('<f', value))[0]})")
@@ -123,9 +123,10 @@ def _skewed(n: int) -> int:
 
 
 class _Emitter:
-    def __init__(self, fn: Function, threads: int, plan: LayoutPlan):
+    def __init__(self, fn: Function, threads: int, vec: int, plan: LayoutPlan):
         self.fn = fn
         self.threads = threads
+        self.vec = vec  # TW_VEC: elements per register chunk
         self.plan = plan
         self.mma_smem = 0  # operand buffers of the tensor-core mmas, above self.smem
         self.names: dict[Value, str] = {}
@@ -257,8 +258,19 @@ def _narrow(dtype) -> bool:
     return dtype.is_integral and dtype.itemsize < 4 or dtype is bool_
 
 
+def _rounded(e, op) -> bool:
+    """An op in a directed rounding mode: tw::<op>_rounded<tw::RZ>(...) (tw::op:: for scalars)."""
+    mode = op.attrs.get("rounding")
+    if mode:
+        space = "tw::op::" if not op.result.shape else "tw::"
+        e.assign(op, f"{space}{op.name}_rounded<tw::{mode}>({', '.join(e[v] for v in op.operands)})")
+    return bool(mode)
+
+
 @emits(*_INFIX)
 def _infix(e, op):
+    if _rounded(e, op):
+        return
     x, y = op.operands
     expr = f"{e[x]} {_INFIX[op.name]} {e[y]}"
     if not op.result.shape and _narrow(op.result.dtype) and op.result.dtype is x.dtype:
@@ -268,6 +280,8 @@ def _infix(e, op):
 
 @emits(*_CALLS)
 def _call(e, op):
+    if _rounded(e, op):
+        return
     space = "tw::op::" if not op.result.shape else "tw::"
     e.assign(op, f"{space}{_CALLS[op.name]}({', '.join(e[v] for v in op.operands)})")
 
@@ -316,8 +330,15 @@ def _iota(e, op):
 
 @emits("astype")
 def _astype(e, op):
-    fn = "element_cast" if op.result.shape else "convert"
-    e.assign(op, f"tw::{fn}<{op.attrs['dtype'].ctype}>({e[op.operands[0]]})")
+    dtype, mode = op.attrs["dtype"], op.attrs.get("rounding")
+    x = e.tile(op.operands[0])
+    if dtype is tfloat32:
+        e.assign_tile_result(op, f"tw::element_cast_tf32<tw::{mode or 'RN'}>({x})")
+    elif mode:
+        e.assign_tile_result(op, f"tw::element_cast_rounded<{dtype.ctype}, tw::{mode}>({x})")
+    else:
+        fn = "element_cast" if op.result.shape else "convert"
+        e.assign(op, f"tw::{fn}<{dtype.ctype}>({e[op.operands[0]]})")
 
 
 @emits("bitcast")
@@ -329,7 +350,9 @@ def _bitcast(e, op):
 @emits("reshape")
 def _reshape(e, op):
     x, shape = op.operands[0], op.result.shape
-    if not shape:
+    if not shape and not x.shape:  # a scalar stays itself
+        e.names[op.result] = e[x]
+    elif not shape:
         e.assign(op, f"{e[x]}.item()")
     elif not x.shape:
         e.assign(op, f"tw::full<{x.dtype.ctype}, {shape_type(shape)}>({e[x]})")
@@ -379,16 +402,38 @@ def _keepdims_shape(t: TileType, axes) -> tuple[int, ...]:
     return tuple(1 if d in axes else n for d, n in enumerate(t.shape))
 
 
+# A reduction stages its tile in slices of at most this many bytes: every GPU from sm_80 on gives a
+# block this much shared memory (sm_86 and sm_89 allow 99 KB), and a bigger tile takes more passes.
+REDUCTION_STAGE_BYTES = 96 * 1024
+
+
+def reduction_passes(t: TileType, threads: int, vec: int) -> tuple[int, int]:
+    """(passes, bytes staged per pass) of a reduction of tile type `t` to several outputs: the
+    fewest slices, each a range of every thread's register chunks, that fit REDUCTION_STAGE_BYTES."""
+    registers = max(1, t.size // threads)
+    chunk = min(registers, vec)
+
+    def staged(passes):
+        n = t.size // passes
+        return ((n + n // 32 + 1) * t.dtype.itemsize + 15) // 16 * 16
+    passes = 1
+    while staged(passes) > REDUCTION_STAGE_BYTES and registers % (2 * passes * chunk) == 0:
+        passes *= 2
+    return passes, staged(passes)
+
+
 @emits("sum", "prod", "max", "min", "argmax", "argmin")
 def _reduce(e, op):
     (x,) = op.operands
     keep = _keepdims_shape(x.type, op.attrs["axes"])
     flags = ", true" if op.attrs.get("propagate_nan") else ""
-    item = max(4, x.type.dtype.itemsize)  # 16-bit floats accumulate in float
-    acc = item * 2 if op.name in ("argmax", "argmin") else item  # (value, index) pairs
+    acc = max(4, x.type.dtype.itemsize)  # 16-bit floats accumulate in float
+    if op.name in ("argmax", "argmin"):
+        acc *= 2  # (value, index) pairs
     outputs = math.prod(keep)
-    e.need_smem((_skewed(x.type.size) + 1) * acc + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
-    expr = f"tw::{op.name}<{shape_type(keep)}{flags}>({e[x]})"
+    passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
+    e.need_smem(staged + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
+    expr = f"tw::{op.name}<{shape_type(keep)}, {passes}{flags}>({e[x]})"
     if not op.result.shape:
         expr += ".item()"
     elif keep != op.result.shape:
@@ -463,7 +508,7 @@ def _load(e, op):
         return
     if order == tuple(range(len(order))):
         fn = "load_operand" if op.result in e.plan.operands else "load"
-        e.assign(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
+        e.assign_tile_result(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
         return
     # Tile axis k walks array axis order[k]: load the tile in the array's own axis order (coalesced),
     # then permute it in shared memory.
@@ -480,7 +525,7 @@ def _store(e, op):
     array, *index, tile = op.operands
     order = op.attrs["order"]
     if order == tuple(range(len(order))):
-        e.emit(f"tw::store<{shape_type(tile.shape)}>({e[array]}, {e.at(index)}, {e[tile]});")
+        e.emit(f"tw::store<{shape_type(tile.shape)}>({e[array]}, {e.at(index)}, {e.tile(tile)});")
         return
     inverse = [order.index(d) for d in range(len(order))]
     arr_shape = tuple(tile.shape[k] for k in inverse)
@@ -496,7 +541,8 @@ def _gather(e, op):
     nd = array.type.ndim
     index, pad, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
     mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
-    e.assign_tile_result(op, f"tw::gather({e[array]}, {e.tile(pad)}, {mask_text}, {', '.join(e.tile(i) for i in index)})")
+    operands = ", ".join([e[array], e.tile(pad), mask_text] + [e.tile(i) for i in index])
+    e.assign_tile_result(op, f"tw::gather({operands})")
 
 
 @emits("scatter")
@@ -505,7 +551,37 @@ def _scatter(e, op):
     nd = array.type.ndim
     index, value, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
     mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
-    e.emit(f"tw::scatter({e[array]}, {e.tile(value)}, {mask_text}, {', '.join(e.tile(i) for i in index)});")
+    e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + [e.tile(i) for i in index])});")
+
+
+@emits("assert")
+def _assert(e, op):
+    loc = op.loc
+    where = f"{loc.filename}:{loc.line}" if loc else e.fn.name
+    e.emit(f'tw::assert_all({e.tile(op.operands[0])}, "{_c_string(op.attrs["message"] or "Assertion failed")}", '
+           f'"{_c_string(where)}");')
+
+
+_ATOMIC_KIND = {"atomic_xchg": "xchg", "atomic_add": "add", "atomic_max": "max", "atomic_min": "min",
+                "atomic_and": "bit_and", "atomic_or": "bit_or", "atomic_xor": "bit_xor"}
+
+
+@emits("atomic_cas", *_ATOMIC_KIND)
+def _atomic(e, op):
+    array, *rest = op.operands
+    nd = array.type.ndim
+    index, values = rest[:nd], rest[nd:]
+    t = op.result.type
+    if t.size < e.threads:  # replicas read the owners' results through shared memory
+        e.need_smem(t.size * t.dtype.itemsize + 64)
+    order = (f"tw::memory_order::{op.attrs['memory_order'].lower()}, "
+             f"tw::memory_scope::{op.attrs['memory_scope'].lower()}")
+    if op.name == "atomic_cas":
+        fn = f"tw::atomic_cas<{order}>"
+    else:
+        fn = f"tw::atomic_rmw<tw::atomic_kind::{_ATOMIC_KIND[op.name]}, {order}>"
+    operands = ", ".join([e[array]] + [e.tile(v) for v in values] + [e.tile(i) for i in index])
+    e.assign_tile_result(op, f"{fn}({operands})")
 
 
 def _advanced_operands(e, op, shape):
@@ -669,7 +745,7 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     vec = max(1, 16 // min(itemsizes))
     plan = plan_layouts(fn, threads, arch)
     threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
-    e = _Emitter(fn, threads, plan)
+    e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []
     layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)
     for layout in layouts:

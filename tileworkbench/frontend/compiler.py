@@ -356,7 +356,13 @@ class Lowerer:
             self.fail(TileTypeError, f"range expected 1 to 3 arguments, got {len(args)}")
         lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
         if coerce.is_const(step) and step <= 0:
-            self.fail(TileValueError, f"Step must be positive, got {step}")
+            self.fail(TileTypeError, f"Step must be positive, got {step}")
+        for x in (lo, hi, step):  # cuTile's words for a bound that is not a signed integer scalar
+            if isinstance(x, Value) and (x.is_array or x.shape != ()):
+                self.fail(TileTypeError, f"Expected a scalar for a range bound, got {coerce.describe(x)}")
+            if (isinstance(x, Value) and not (x.dtype.is_signed or x.dtype is bool_)
+                    or not isinstance(x, Value) and isinstance(x, (float, np.floating))):
+                self.fail(TileTypeError, f"Expected a signed integer for a range bound, got {coerce.describe(x)}")
         bounds = [self.index_scalar(x, "range bound") for x in (lo, hi, step)]
         if not isinstance(s.target, ast.Name):
             self.fail(TileSyntaxError, "The target of a range loop must be a single name")
@@ -570,7 +576,12 @@ class Lowerer:
         if not isinstance(cond, Value):
             return self.expr(node.body if cond else node.orelse)
         cond = self.condition(cond)
-        return LOWERINGS["where"](self, cond, self.expr(node.body), self.expr(node.orelse))
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        if isinstance(body, Value) and isinstance(orelse, Value) and body.type != orelse.type:
+            # a runtime choice, as an if statement: both sides must have one type
+            self.fail(TileTypeError, f"The two sides of a conditional expression on a runtime condition have different "
+                                     f"types: {body.type} and {orelse.type}")
+        return LOWERINGS["where"](self, cond, body, orelse)
 
     def expr_Lambda(self, node):
         return LocalFunction(node, self.source, self.scope)
@@ -628,6 +639,8 @@ class Lowerer:
                 self, *bind_call(self, {builtins.min: _minimum_stub, builtins.max: _maximum_stub,
                                         builtins.abs: _abs_stub}[func], args, kwargs))
         if func is builtins.divmod and any(isinstance(a, Value) for a in args):
+            if any(isinstance(a, float) or isinstance(a, Value) and a.dtype.is_float for a in args):
+                self.fail(TileTypeError, "divmod() is not implemented for floating point values")
             return (lower_binary(self, "floordiv", *args), lower_binary(self, "mod", *args))
         if func in (builtins.int, builtins.float, builtins.bool) and args and isinstance(args[0], Value):
             self.fail(TileTypeError, f"{func.__name__}() of a runtime value is not supported; use .astype()")

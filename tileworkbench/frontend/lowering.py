@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import enum
 import inspect
+import re
 
-from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError, TileStaticAssertionError
-from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode
+from ..errors import TileStaticAssertionError, TileSyntaxError, TileTypeError, TileValueError
+from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from ..ir.core import Value
 from ..ir.ops import OPS, Accepts, Category
 from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, float16, float32, float64, int8,
@@ -81,14 +82,14 @@ def tile_shape(lw, shape, what="Tile shape", arg="shape") -> tuple[int, ...]:
     dims = tuple(const_int(lw, n, what, node) for n in shape)
     for n in dims:
         if not is_pow2(n):
-            lw.fail(TileValueError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two", node)
+            lw.fail(TileTypeError, f"{what} {dims} must have power-of-two dimensions; {n} is not a power of two", node)
     return dims
 
 
 def normalize_axis(lw, axis, ndim: int, what="axis") -> int:
     axis = const_int(lw, axis, what)
     if not -ndim <= axis < ndim:
-        lw.fail(TileValueError, f"{what} {axis} is out of range for rank {ndim}")
+        lw.fail(TileTypeError, f"{what[0].upper() + what[1:]} {axis} is out of range for rank {ndim}")
     return axis % ndim
 
 
@@ -139,13 +140,13 @@ def _order(lw, order, ndim: int) -> tuple[int, ...]:
     if order == "F":
         return tuple(reversed(range(ndim)))
     if isinstance(order, str) or not isinstance(order, tuple):
-        lw.fail(TileValueError, f"Expected 'C' or 'F' or a tuple of axes for order, got {order!r}")
+        lw.fail(TileTypeError, f"Expected 'C' or 'F' or a tuple of axes for order, got {order!r}")
     if len(order) != ndim:
-        lw.fail(TileValueError, f"Expected tuple of length {ndim} for order, got {len(order)}")
+        lw.fail(TileTypeError, f"Expected tuple of length {ndim} for order, got {len(order)}")
     axes = tuple(normalize_axis(lw, a, ndim, "order axis") for a in order)
     for a in axes:
         if axes.count(a) > 1:
-            lw.fail(TileValueError, f"Axis order must be a permutation, but axis {a} is used at least twice")
+            lw.fail(TileTypeError, f"Axis order must be a permutation, but axis {a} is used at least twice")
     return axes
 
 
@@ -179,7 +180,7 @@ def padding_arg(lw, mode):
 def _axis012(lw, axis) -> int:
     axis = const_int(lw, axis, "axis")
     if axis not in (0, 1, 2):
-        lw.fail(TileValueError, f"Grid axis must be 0, 1 or 2, got {axis}")
+        lw.fail(TileTypeError, f"Grid axis must be 0, 1 or 2, got {axis}")
     return axis
 
 
@@ -277,7 +278,7 @@ def _element_access(lw, fn, array, indices, operand, what, mask, check_bounds, l
     scattered value (`operand`) cast and broadcast to their shape, the mask, the attributes."""
     array = array_arg(lw, array, fn)
     idx = _element_indices(lw, array, indices, fn)
-    shape = idx[0].shape
+    shape = idx[0].shape if idx else ()  # a 0-d array takes the index ()
     v = coerce.implicit_cast(lw, operand, array.dtype, what)
     if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
         lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
@@ -301,6 +302,52 @@ def scatter(lw, array, indices, value, mask, check_bounds, latency):
     lw.emit("scatter", operands, attrs)
 
 
+_ATOMIC_DTYPES = {  # the array dtypes each atomic takes
+    "exchange": ("int32", "int64", "uint32", "uint64", "float32", "float64"),
+    "atomic_add": ("int32", "int64", "uint32", "uint64", "float32", "float64", "float16", "bfloat16"),
+    "integer": ("int32", "int64", "uint32", "uint64"),
+}
+
+
+def _atomic(name):
+    def lower(lw, array, indices, *operands_and_options):
+        *operands, check_bounds, memory_order, memory_scope = operands_and_options
+        array = array_arg(lw, array, name)
+        kind = ("exchange" if name in ("atomic_cas", "atomic_xchg") else "atomic_add" if name == "atomic_add"
+                else "integer")
+        if array.dtype.name not in _ATOMIC_DTYPES[kind]:
+            lw.fail(TileTypeError, f"Unsupported array dtype: {array.dtype}")
+        if name in ("atomic_and", "atomic_or", "atomic_xor"):
+            update = operands[0]
+            dtype = update.dtype if isinstance(update, Value) else None
+            if dtype is not None and dtype is not array.dtype:
+                lw.fail(TileTypeError, f"Bitwise atomic read-modify-write operations require the update dtype "
+                                       f"({dtype}) to exactly match the array dtype ({array.dtype})")
+        if memory_order not in (MemoryOrder.RELAXED, MemoryOrder.ACQUIRE, MemoryOrder.RELEASE, MemoryOrder.ACQ_REL):
+            lw.fail(TileTypeError, f"Memory order {getattr(memory_order, 'name', memory_order)} is not allowed for "
+                                   f"atomics (RELAXED, ACQUIRE, RELEASE or ACQ_REL)")
+        if memory_scope not in (MemoryScope.BLOCK, MemoryScope.DEVICE, MemoryScope.SYS):
+            lw.fail(TileTypeError, f"Memory scope {getattr(memory_scope, 'name', memory_scope)} is not allowed for "
+                                   f"atomics (BLOCK, DEVICE or SYS)")
+        idx = _element_indices(lw, array, indices, name)
+        shape = idx[0].shape if idx else ()
+        values = []
+        for what, v in zip(("Expected value", "Desired value") if name == "atomic_cas" else ("Update",), operands):
+            v = coerce.implicit_cast(lw, v, array.dtype, what)
+            if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
+                lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
+            values.append(broadcast(lw, v, shape))
+        attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "memory_order": memory_order.name,
+                 "memory_scope": memory_scope.name}
+        return lw.emit(name, [array, *idx, *values], attrs)
+    return lower
+
+
+for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+              "atomic_xor"):
+    LOWERINGS[_name] = _atomic(_name)
+
+
 def _advanced_indices(lw, array: Value, indices):
     ndim = array.type.ndim
     if ndim < 2:
@@ -321,7 +368,7 @@ def _advanced_indices(lw, array: Value, indices):
     if index.type.ndim != 1 or not index.dtype.is_integral:
         lw.fail(TileTypeError, f"Sparse index at dim {sd} must be a 1D integer tile, got {index.type}")
     if not is_pow2(index.shape[0]):
-        lw.fail(TileValueError, f"Index at dim {sd} has size {index.shape[0]}; must be a power of two")
+        lw.fail(TileTypeError, f"Index at dim {sd} has size {index.shape[0]}; must be a power of two")
     starts, lengths = [], []
     for d, s in enumerate(indices):
         if d == sd:
@@ -332,7 +379,7 @@ def _advanced_indices(lw, array: Value, indices):
         if isinstance(s.length, Value) or not isinstance(s.length, int):
             lw.fail(TileTypeError, f"ct.Slice length at dim {d} must be a compile-time constant")
         if not is_pow2(s.length):
-            lw.fail(TileValueError, f"Index at dim {d} has size {s.length}; must be a power of two")
+            lw.fail(TileTypeError, f"Index at dim {d} has size {s.length}; must be a power of two")
         lengths.append(s.length)
         starts.append(lw.index_scalar(s.start, "Slice start") if is_const(s.start) else _int_scalar(lw, s.start, "Slice start"))
     return sd, index, starts, tuple(lengths)
@@ -366,7 +413,7 @@ def arange(lw, size, dtype, start, step):
     if isinstance(size, Value) or isinstance(size, bool) or not isinstance(size, int):
         lw.fail(TileTypeError, f"Expected an integer constant for the size of arange, got {coerce.describe(size)}")
     if not is_pow2(size):
-        lw.fail(TileValueError, f"Result tile shape must be power of 2, got {size}", lw.arg("size"))
+        lw.fail(TileTypeError, f"Result tile shape must be power of 2, got {size}", lw.arg("size"))
     dtype = dtype_arg(lw, dtype)
     iota = lw.emit("iota", [], {"shape": (size,), "dtype": int32})
     result = cast(lw, iota, dtype)
@@ -412,9 +459,17 @@ def astype(lw, x, dtype, rounding_mode):
     if is_const(x):
         return coerce.constant(lw, x, dtype)
     x = tile_arg(lw, x, "astype")
-    if rounding_mode is not None and not (x.dtype.is_float and dtype.is_float):
+    if rounding_mode is None:
+        return cast(lw, x, dtype)
+    if not (x.dtype.is_float and (dtype.is_float or dtype is tfloat32)):
         lw.fail(TileTypeError, "rounding_mode is only valid for float to float conversions")
-    return cast(lw, x, dtype)
+    modes = ("RN", "RZ", "RA") if dtype is tfloat32 else ("RN", "RZ", "RM", "RP")
+    if not isinstance(rounding_mode, RoundingMode) or rounding_mode.name not in modes:
+        lw.fail(TileTypeError, f"Rounding mode {getattr(rounding_mode, 'name', rounding_mode)} is not supported for "
+                               f"{x.dtype} to {dtype} conversions (supported: {', '.join(modes)})")
+    if x.dtype is dtype or rounding_mode is RoundingMode.RN:
+        return cast(lw, x, dtype)
+    return lw.emit("astype", [x], {"dtype": dtype, "rounding": rounding_mode.name})
 
 
 @lowers("bitcast")
@@ -438,22 +493,22 @@ def reshape(lw, x, shape):
         lw.fail(TileTypeError, f"reshape() shape must be a tuple of integer constants, got {coerce.describe(shape)}")
     dims = [const_int(lw, n, "reshape dimension") for n in shape]
     if dims.count(-1) > 1:
-        lw.fail(TileValueError, "Only one dimension can be -1")
+        lw.fail(TileTypeError, "Only one dimension can be -1")
     if any(n < -1 or n == 0 for n in dims):
-        lw.fail(TileValueError, f"Invalid reshape dimension in {tuple(dims)}")
+        lw.fail(TileTypeError, f"Invalid reshape dimension in {tuple(dims)}")
     if -1 in dims:
         known = 1
         for n in dims:
             known *= n if n != -1 else 1
         if x.type.size % known:
-            lw.fail(TileValueError, f"Cannot reshape {x.shape} to {tuple(dims)}")
+            lw.fail(TileTypeError, f"Cannot reshape {x.shape} to {tuple(dims)}")
         dims[dims.index(-1)] = x.type.size // known
     dims = tuple(dims)
     size = 1
     for n in dims:
         size *= n
     if size != x.type.size:
-        lw.fail(TileValueError, f"Cannot reshape {x.shape} to {dims}")
+        lw.fail(TileTypeError, f"Cannot reshape {x.shape} to {dims}")
     tile_shape(lw, dims)
     return x if dims == x.shape else lw.emit("reshape", [x], {"shape": dims})
 
@@ -462,11 +517,11 @@ def reshape(lw, x, shape):
 def permute(lw, x, axes):
     x = tile_arg(lw, x, "permute")
     if not isinstance(axes, tuple) or len(axes) != x.type.ndim:
-        lw.fail(TileValueError, "Num axes must match input's rank")
+        lw.fail(TileTypeError, "Num axes must match input's rank")
     norm = tuple(normalize_axis(lw, a, x.type.ndim) for a in axes)
     for i, a in enumerate(norm):
         if norm.index(a) != i:
-            lw.fail(TileValueError, f"Repeated axis #{i}")
+            lw.fail(TileTypeError, f"Repeated axis #{i}")
     return x if norm == tuple(range(x.type.ndim)) else lw.emit("permute", [x], {"axes": norm})
 
 
@@ -504,20 +559,23 @@ def cat(lw, tiles, axis):
     if not isinstance(tiles, tuple) or not tiles:
         lw.fail(TileTypeError, "cat() expects a tuple of tiles")
     if len(tiles) > 2:
-        lw.fail(TileValueError, f"cat() supports at most 2 tiles, got {len(tiles)}")
+        lw.fail(TileTypeError, f"cat() supports at most 2 tiles, got {len(tiles)}")
     values = [tile_arg(lw, t, "cat") for t in tiles]
     if len(values) == 1:
         return values[0]
     x, y = values
-    if x.dtype is not y.dtype or x.type.ndim != y.type.ndim:
-        lw.fail(TileTypeError, "Expected tiles to have the same dtype and rank")
+    if x.dtype is not y.dtype:
+        lw.fail(TileTypeError, f"Expected tiles to have the same dtype, got {x.dtype} and {y.dtype}")
+    if x.type.ndim != y.type.ndim:
+        lw.fail(TileTypeError, f"Expected tiles to have the same rank, got {x.type.ndim} and {y.type.ndim}")
     if x.type.ndim == 0:
         lw.fail(TileTypeError, "Cannot concatenate scalars (rank 0 tiles)")
     axis = normalize_axis(lw, axis, x.type.ndim)
     if any(a != b for d, (a, b) in enumerate(zip(x.shape, y.shape)) if d != axis):
         lw.fail(TileTypeError, "Expected tiles to have the same shape for non axis dimensions")
     if not is_pow2(x.shape[axis] + y.shape[axis]):
-        lw.fail(TileValueError, f"cat() result dimension {x.shape[axis] + y.shape[axis]} is not a power of two")
+        lw.fail(TileTypeError, f"Result tile shape must be power of 2, got {x.shape[axis] + y.shape[axis]} "
+                               f"along axis {axis}")
     return lw.emit("cat", [x, y], {"axis": axis})
 
 
@@ -529,14 +587,14 @@ def _subtile(lw, x: Value, index, shape, fn: str):
         lw.fail(TileTypeError, f"{fn}() shape must have rank {ndim}, got {shape}")
     for d, (n, m) in enumerate(zip(x.shape, shape)):
         if n % m:
-            lw.fail(TileValueError, f"Tile shape {x.shape} is not divisible by {shape} at dimension #{d}")
+            lw.fail(TileTypeError, f"Tile shape {x.shape} is not divisible by {shape} at dimension #{d}")
     if not isinstance(index, tuple):
         index = (index,)
     if len(index) != ndim:
         lw.fail(TileTypeError, f"{fn}() index must have {ndim} entries, got {len(index)}")
     for d, i in enumerate(index):
         if is_const(i) and not 0 <= i < x.shape[d] // shape[d]:
-            lw.fail(TileValueError, f"Index {i} out of bounds at dimension #{d}: valid range is "
+            lw.fail(TileTypeError, f"Index {i} out of bounds at dimension #{d}: valid range is "
                                     f"[0, {x.shape[d] // shape[d]})")
     idx = [lw.index_scalar(i, f"{fn} index") for i in index]
     return shape, idx, scalar_result
@@ -582,6 +640,33 @@ def check_flush_to_zero(lw, flush_to_zero, dtype):
         lw.fail(TileTypeError, "Flush to zero can only be used for float32 type", lw.arg("flush_to_zero"))
 
 
+# The rounding modes each elementwise op takes (cuTile's); RZ, RM and RP are kept on the op, the
+# others compute as without one (FULL and APPROX allow any result at least as precise).
+_DIRECTED = ("RZ", "RM", "RP")
+_ROUNDING_MODES = {"add": ("RN",) + _DIRECTED, "sub": ("RN",) + _DIRECTED, "mul": ("RN",) + _DIRECTED,
+                   "truediv": ("RN",) + _DIRECTED + ("FULL", "APPROX"), "sqrt": ("RN",) + _DIRECTED + ("APPROX",),
+                   "exp": ("FULL", "APPROX"), "tanh": ("FULL", "APPROX")}
+
+
+def rounding_attrs(lw, name, rounding_mode, dtype) -> dict:
+    """The op's attributes for `rounding_mode` (checked as cuTile checks it) on operands of `dtype`."""
+    if rounding_mode is None:
+        return {}
+    if not isinstance(rounding_mode, RoundingMode):
+        lw.fail(TileTypeError, f"rounding_mode must be a ct.RoundingMode, got {rounding_mode!r}")
+    mode = rounding_mode.name
+    if mode not in _ROUNDING_MODES.get(name, ()):
+        lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} is not supported for {OPS[name].stub} "
+                               f"(RoundingMode.{mode})", lw.arg("rounding_mode"))
+    if not dtype.is_float:
+        lw.fail(TileTypeError, f"Rounding mode can only be used for unrestricted float types, but got {dtype}",
+                lw.arg("rounding_mode"))
+    if mode in ("FULL", "APPROX") and dtype is not float32:
+        lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} can only be used for float32 type, but got "
+                               f"{dtype} (RoundingMode.{mode})", lw.arg("rounding_mode"))
+    return {"rounding": mode} if mode in _DIRECTED else {}
+
+
 def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
     """An elementwise op of one operand, checked and converted by the dtypes it accepts."""
     v = tile_arg(lw, x, name)
@@ -594,10 +679,10 @@ def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
     if accepts is Accepts.FLOATS and not v.dtype.is_float:
         lw.fail(TileTypeError, f"{OPS[name].stub}() requires a floating-point tile, got {v.type}")
     if accepts is Accepts.INTEGERS and v.dtype.is_float:
-        lw.fail(TileTypeError, f"Bitwise operations need integer or bool operands, got {v.dtype}")
+        lw.fail(TileTypeError, f"Bitwise operations require integers or bool, got {v.dtype}")
     if name == "neg" and v.dtype is bool_:
         v = cast(lw, v, int32)
-    return lw.emit(name, [v])
+    return lw.emit(name, [v], rounding_attrs(lw, name, rounding_mode, v.dtype))
 
 
 @lowers("positive")
@@ -607,7 +692,7 @@ def positive(lw, x):
     return cast(lw, v, int32) if v.dtype is bool_ else v
 
 
-def lower_binary(lw, name, x, y, flush_to_zero=False):
+def lower_binary(lw, name, x, y, flush_to_zero=False, rounding_mode=None):
     """x <op> y with cuTile's promotion, loose constants and broadcasting."""
     if name == "matmul":
         return matmul(lw, x, y)
@@ -633,20 +718,24 @@ def lower_binary(lw, name, x, y, flush_to_zero=False):
     if name in ("add", "sub", "mul") and dtype is bool_:
         dtype = int32
     check_flush_to_zero(lw, flush_to_zero, dtype)
+    attrs = rounding_attrs(lw, name, rounding_mode, dtype)
     a, b = unify(lw, x, y, dtype=dtype)
-    return lw.emit(name, [a, b])
+    return lw.emit(name, [a, b], attrs)
 
 
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 
 
 def _bitwise(lw, name, x, y):
-    typed = [v for v in (x, y) if isinstance(v, Value)]
-    if len(typed) == 2 and x.dtype is not y.dtype and name in _BITWISE:
+    shift = name in ("lshift", "rshift")
+    dtypes = [v.dtype if isinstance(v, Value) else float32 if isinstance(v, float) else None for v in (x, y)]
+    if any(d is not None and (d.is_float or (shift and d is bool_)) for d in dtypes):
+        names = " and ".join(str(d) if d else type(v).__name__ for d, v in zip(dtypes, (x, y)))
+        lw.fail(TileTypeError, f"Bitwise shift requires an integer operand, got {names}" if shift else
+                f"Bitwise operations require integers or bool, got {names}")
+    if None not in dtypes and dtypes[0] is not dtypes[1] and not shift:
         lw.fail(TileTypeError, f"Bitwise operands must have same data type, got {x.dtype} and {y.dtype}")
     dtype = coerce.common_dtype(lw, x, y)
-    if dtype.is_float or (name in ("lshift", "rshift") and dtype is bool_):
-        lw.fail(TileTypeError, f"{name} needs integer{'' if name in ('lshift', 'rshift') else ' or bool'} operands, got {dtype}")
     a, b = unify(lw, x, y, dtype=dtype)
     return lw.emit(name, [a, b])
 
@@ -656,7 +745,8 @@ def _elementwise_lowering(name, arity):
     if arity == 1:
         return lambda lw, x, rounding_mode=None, flush_to_zero=False: lower_unary(lw, name, x, rounding_mode,
                                                                                 flush_to_zero)
-    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y, flush_to_zero)
+    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y, flush_to_zero,
+                                                                                  rounding_mode)
 
 
 def _min_max(name):
@@ -679,6 +769,12 @@ for _decl in OPS.values():  # those without a lowering of their own above
 
 @lowers("cdiv")
 def cdiv(lw, x, y):
+    """(x + y - 1) // y, computed in int32 for narrower integers so that x + y cannot overflow."""
+    if isinstance(x, Value) or isinstance(y, Value):
+        dtype = coerce.common_dtype(lw, x, y)
+        if dtype.is_integral and dtype.bitwidth < 32:
+            a, b = unify(lw, x, y, dtype=dtype)
+            return cast(lw, cdiv(lw, cast(lw, a, int32), cast(lw, b, int32)), dtype)
     return lower_binary(lw, "floordiv", lower_binary(lw, "sub", lower_binary(lw, "add", x, y), 1), y)
 
 
@@ -698,7 +794,7 @@ def _axes(lw, axis, ndim) -> tuple[int, ...]:
     norm = tuple(normalize_axis(lw, a, ndim) for a in axes)
     for a in norm:
         if norm.count(a) > 1:
-            lw.fail(TileValueError, f"Repeated reduction axis {a}")
+            lw.fail(TileTypeError, f"Repeated reduction axis {a}")
     return tuple(sorted(norm))
 
 
@@ -826,9 +922,53 @@ def print_(lw, args, kwargs):
     lw.emit("print", operands, {"text": tuple(pieces), "sep": sep, "end": end})
 
 
+_PRINTF_SPEC = re.compile(r"%%|%[-+ #0]*(?:\d+)?(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?([a-zA-Z])")
+
+
 @lowers("printf")
 def printf(lw, format, args):
-    lw.fail(TileUnsupportedFeatureError, "printf() is not supported yet; use print()")
+    """C's printf: one conversion per tile argument, checked against its dtype; a tile prints as a
+    nested list of its elements, each formatted by the conversion."""
+    if not isinstance(format, str):
+        lw.fail(TileTypeError, f"printf() format must be a string constant, got {coerce.describe(format)}")
+    pieces, formats, operands, start = [], [], [], 0
+    args = list(args)
+    for m in _PRINTF_SPEC.finditer(format):
+        pieces.append(format[start:m.start()] + ("%" if m.group(0) == "%%" else ""))
+        start = m.end()
+        if m.group(0) == "%%":
+            continue
+        spec = m.group(1)
+        if spec not in "diuoxXeEfFgGaA":
+            lw.fail(TileTypeError, f"printf() conversion %{spec} is not supported (use one of diuoxXeEfFgGaA)")
+        if not args:
+            lw.fail(TileTypeError, f"printf() format {format!r} has more conversions than arguments")
+        v = args.pop(0)
+        v = to_value(lw, v) if is_const(v) else v
+        if not isinstance(v, Value) or v.is_array:
+            lw.fail(TileTypeError, f"printf() arguments must be tiles or scalars, got {coerce.describe(v)}")
+        if (spec in "diuoxX") != (v.dtype.is_integral or v.dtype is bool_) or not v.dtype.is_arithmetic:
+            lw.fail(TileTypeError, f"printf() conversion %{spec} does not match an argument of dtype {v.dtype}")
+        pieces.append(None)
+        text = re.sub(r"(?:hh|h|ll|l|z|j|t)([a-zA-Z])$", r"\1", m.group(0))  # Python's % takes no length
+        formats.append(text[:-1] + "d" if spec in "iu" else text)
+        operands.append(v)
+    if args:
+        lw.fail(TileTypeError, f"printf() format {format!r} has fewer conversions than arguments")
+    pieces.append(format[start:])
+    lw.emit("print", operands, {"text": tuple(p for p in pieces if p != ""), "sep": "", "end": "",
+                                "formats": tuple(formats)})
+
+
+@lowers("assert_")
+def assert_(lw, condition, message):
+    if is_const(condition) and isinstance(condition, bool):
+        condition = to_value(lw, condition)
+    if not isinstance(condition, Value) or condition.is_array or condition.dtype is not bool_:
+        lw.fail(TileTypeError, f"Type of condition must be bool, got {coerce.describe(condition)}")
+    if message is not None and not isinstance(message, str):
+        lw.fail(TileTypeError, f"assert_() message must be a string constant, got {coerce.describe(message)}")
+    lw.emit("assert", [condition], {"message": message or ""})
 
 
 @lowers("static_assert")
@@ -847,7 +987,7 @@ def lower_method(lw, x: Value, name: str, args, kwargs):
         if args or kwargs:
             lw.fail(TileTypeError, "item() takes no arguments")
         if x.type.size != 1:
-            lw.fail(TileValueError, f"item() needs a tile with one element, got shape {x.shape}")
+            lw.fail(TileTypeError, f"item() needs a tile with one element, got shape {x.shape}")
         return lw.emit("reshape", [x], {"shape": ()}) if x.shape != () else x
     if name in ("reshape", "permute") and args and not isinstance(args[0], tuple):
         args = [tuple(args)]  # t.reshape(2, 8) as well as t.reshape((2, 8))

@@ -5,12 +5,15 @@ from .executor import execute
 from .trace import Event, Status, Trace
 
 
-def run(kernel, grid, args, *, checked: bool = True, trace: bool = False) -> Trace | None:
+def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
+        strict_padding: bool = False) -> Trace | None:
     """Run `kernel` on NumPy arrays over `grid` (a tuple of 1-3 ints); arrays are updated in place.
 
     checked: an access outside an array made with check_bounds=False raises TileOutOfBoundsError
              (naming the op's line and the index) instead of being padded or dropped.
     trace:   return a Trace of every memory and shape op.
+    strict_padding: a load that reads UNDETERMINED padding (zero here and on the GPU, unspecified in
+             cuTile) raises TileUndeterminedPaddingError naming the line, the block and the element.
 
     >>> trace = run(add, (4,), (a, b, c, 16), trace=True)
     >>> trace.by_array("c")[0].counts()
@@ -19,7 +22,7 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False) -> Tra
     from ..arguments import normalize_grid
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
-    return execute(fn, grid, args, checked=checked, trace=trace)
+    return execute(fn, grid, args, checked=checked, trace=trace, strict_padding=strict_padding)
 
 
 __all__ = ["Event", "Status", "Trace", "execute", "run"]

@@ -27,7 +27,7 @@ SHAPE_OPS = ops_in(Category.SHAPE)  # traced: where each output element came fro
 class Env:
     """Values by SSA identity; a child sees its parent's values, restricted to a subset of blocks."""
 
-    def __init__(self, parent: "Env | None" = None, rows: np.ndarray | None = None):
+    def __init__(self, parent: Env | None = None, rows: np.ndarray | None = None):
         self.values: dict[Value, np.ndarray] = {}
         self.parent, self.rows = parent, rows
 
@@ -55,6 +55,7 @@ class Context:
     arrays: dict                # array Value -> (parameter name, numpy array)
     checked: bool
     trace: Trace | None
+    strict_padding: bool = False
 
     @property
     def size(self) -> int:
@@ -67,14 +68,16 @@ class Context:
     def array_name(self, v: Value) -> str:
         return self.arrays[v][0]
 
-    def subset(self, rows) -> "Context":
-        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace)
+    def subset(self, rows) -> Context:
+        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding)
 
     def record(self, op, array_name, coords, status, full, padding_mode=None, padding=None):
         """One memory op's event; `padding` is what its padded lanes read (a scalar or per lane)."""
         if self.trace is None:
             return
-        stacked = np.stack([np.broadcast_to(c, full) for c in coords], axis=-1).astype(np.int32)
+        stacked = np.zeros(tuple(full) + (len(coords),), np.int32)  # a 0-d array's lanes have no coordinates
+        for d, c in enumerate(coords):
+            stacked[..., d] = c
         if padding is not None:
             padding = np.asarray(padding).item() if np.ndim(padding) == 0 else \
                 padding_scalar(np.array(np.broadcast_to(padding, full)))
@@ -101,7 +104,8 @@ def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
     return np.stack([x, y, z], axis=1).astype(np.int32)
 
 
-def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False) -> Trace | None:
+def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
+            strict_padding: bool = False) -> Trace | None:
     """Run specialization `fn` over `grid`; arrays in `args` are updated in place."""
     arrays, env = {}, Env()
     runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
@@ -118,7 +122,8 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     chunk = max(1, BATCH_ELEMENTS // _elements_per_block(fn))
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
         for start in range(0, total, chunk):
-            ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr)
+            ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr,
+                          strict_padding)
             run_block(ctx, fn.body, Env(env))
     return tr.merged() if tr is not None else None
 
@@ -196,19 +201,35 @@ def _run_for(ctx, op, env):
     return full
 
 
+def _c_format(spec: str, x) -> str:
+    """One element as C's printf writes it (%a as a hexadecimal float)."""
+    if spec.endswith(("a", "A")):
+        text = float(x).hex()
+        return text.upper() if spec.endswith("A") else text
+    return spec % (int(x) if spec[-1] in "doxX" else float(x))
+
+
+def _print_text(x, spec) -> str:
+    """A tile as a nested list (a scalar bare): str() of each element, or printf's conversion."""
+    if x.ndim:
+        return "[" + ", ".join(_print_text(e, spec) for e in x) + "]"
+    return _c_format(spec, x) if spec else str(x.item())
+
+
 def _run_print(ctx, op, env):
     values = [env[v] for v in op.operands]
     pieces = op.attrs["text"]
+    formats = op.attrs.get("formats") or (None,) * len(values)
     for b in range(ctx.size):
-        it = iter(values)
+        it = iter(zip(values, formats))
         words = []
         for piece in pieces:
             if piece is not None:
                 words.append(piece)
                 continue
-            x = next(it)
+            x, spec = next(it)
             x = x[b if x.shape[0] > 1 else 0]
-            words.append(str(x.tolist()) if x.ndim else str(x.item()))
+            words.append(_print_text(x, spec) if spec or x.ndim == 0 else str(x.tolist()))
         print(op.attrs["sep"].join(words), end=op.attrs["end"])
     return []
 

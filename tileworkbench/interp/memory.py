@@ -3,14 +3,16 @@
 All blocks of the batch run an op at once: element coordinates are (B, *tile_shape) arrays.
 A lane outside the array never touches memory: loads substitute padding, stores drop it.
 
-UNDETERMINED padding (the default) is filled with a value that makes misuse visible:
-NaN for floats, the minimum for signed integers, the maximum for unsigned integers, True for bool.
+UNDETERMINED padding (the default) reads zero, as cuTile's GPU path does (its flash attention
+relies on finite padding past a ragged key length). Misuse stays visible without poisoning results:
+the trace marks those lanes PADDED with the mode UNDETERMINED, and `strict_padding` makes reading
+them an error.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TileOutOfBoundsError
+from ..errors import TileOutOfBoundsError, TileUndeterminedPaddingError
 from ..ir.attrs import padding_value
 from .trace import Status
 
@@ -51,8 +53,36 @@ def _in_bounds(coords, array_shape):
     return ok
 
 
+def _check_padding(ctx, op, array_name, array_shape, coords, padded):
+    """Strict padding: a load that reads UNDETERMINED padding is an error (its values are unspecified)."""
+    if not ctx.strict_padding or op.attrs["padding"].name != "UNDETERMINED" or not padded.any():
+        return
+    lane = np.unravel_index(int(np.argmax(padded.reshape(-1))), padded.shape)
+    block = tuple(int(b) for b in ctx.bids[lane[0] if ctx.bids.shape[0] > 1 else 0])
+    element = tuple(int(_full(c, padded.shape)[lane]) for c in coords)
+    raise TileUndeterminedPaddingError(
+        f"{op.name} from `{array_name}` reads UNDETERMINED padding: block {block} reads element {element} outside "
+        f"an array of shape {tuple(array_shape)}; pass padding_mode= to say what it should read", op.loc)
+
+
 def _full(x, shape):
     return np.broadcast_to(x, shape)
+
+
+def _read(array, coords, full):
+    """The elements at `coords`, one per lane (every lane of a 0-d array reads its one element)."""
+    if not coords:
+        return np.full(full, array[()])
+    return array[tuple(_full(c, full) for c in coords)]
+
+
+def _write(array, coords, values, ok):
+    """Store the lanes where `ok` (later lanes win: blocks in order, then lanes in C order)."""
+    if not coords:
+        if ok.any():
+            array[()] = values[ok][-1]
+        return
+    array[tuple(c[ok] for c in coords)] = values[ok]
 
 
 def _check(ctx, op, array_name, array_shape, coords, bad, what):
@@ -76,12 +106,13 @@ def load(ctx, op, array, *index):
     name = ctx.array_name(op.operands[0])
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~_full(inb, full), "from")
+    _check_padding(ctx, op, name, array.shape, coords, ~_full(inb, full))
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     if np.all(inb):
-        values = array[tuple(_full(c, full) for c in coords)]
+        values = _read(array, coords, full)
     else:
-        safe = tuple(np.where(inb, c, 0) for c in coords)
-        values = np.where(inb, array[tuple(_full(c, full) for c in safe)], pad)
+        safe = [np.where(inb, c, 0) for c in coords]
+        values = np.where(inb, _read(array, safe, full), pad)
     ctx.record(op, name, coords, np.where(_full(inb, full), Status.LOADED, Status.PADDED), full,
                op.attrs["padding"].name, pad)
     return values
@@ -98,7 +129,7 @@ def store(ctx, op, array, *rest):
     name = ctx.array_name(op.operands[0])
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~inb, "into")
-    array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
+    _write(array, [_full(c, full) for c in coords], _full(tile, full), inb)
     ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.DROPPED), full)
 
 
@@ -108,7 +139,7 @@ def _element_lanes(ctx, op, array, rest, what):
     nd = array.ndim
     index, operand = rest[:nd], rest[nd]
     mask = rest[nd + 1] if op.attrs["has_mask"] else None
-    full = (ctx.size,) + index[0].shape[1:]
+    full = (ctx.size,) + operand.shape[1:]  # the padding or value has the index shape
     coords = [_full(i.astype(np.int64), full) if i.dtype != np.uint64 else
               _full(np.where(i > np.iinfo(np.int64).max, -1, i).astype(np.int64), full) for i in index]
     inb = _in_bounds(coords, array.shape)
@@ -123,7 +154,7 @@ def gather(ctx, op, array, *rest):
     pad, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "from")
     name = ctx.array_name(op.operands[0])
     ok = on & inb
-    values = np.where(ok, array[tuple(np.where(ok, c, 0) for c in coords)], _full(pad, full))
+    values = np.where(ok, _read(array, [np.where(ok, c, 0) for c in coords], full), _full(pad, full))
     status = np.where(ok, Status.LOADED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED))
     ctx.record(op, name, coords, status, full, padding=pad)
     return values
@@ -134,12 +165,11 @@ def scatter(ctx, op, array, *rest):
     value, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "into")
     name = ctx.array_name(op.operands[0])
     nd = array.ndim
-    ok = on & inb
-    targets = tuple(c[ok] for c in coords)
-    array[targets] = _full(value, full)[ok]
+    ok = _full(on & inb, full)
+    _write(array, coords, _full(value, full), ok)
     if ctx.tracing:
         status = np.where(ok, Status.STORED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED)).astype(np.uint8)
-        flat = np.ravel_multi_index(targets, array.shape) if nd else np.zeros(0, np.int64)
+        flat = np.ravel_multi_index(tuple(c[ok] for c in coords), array.shape) if nd else np.zeros(ok.sum(), np.int64)
         _, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
         status[ok] = np.where(counts[inverse] > 1, Status.COLLISION, Status.STORED)
         ctx.record(op, name, coords, status, full)
@@ -164,10 +194,12 @@ def load_adv(ctx, op, array, index, *starts):
     full = (ctx.size,) + op.result.shape
     coords = _advanced_coords(op, array, index, starts)
     inb = _full(_in_bounds(coords, array.shape), full)
+    name = ctx.array_name(op.operands[0])
+    _check_padding(ctx, op, name, array.shape, coords, ~inb)
     safe = tuple(np.where(inb, c, 0) for c in coords)
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
     values = np.where(inb, array[safe], pad)
-    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.LOADED, Status.PADDED), full,
+    ctx.record(op, name, coords, np.where(inb, Status.LOADED, Status.PADDED), full,
                op.attrs["padding"].name, pad)
     return values
 
@@ -180,3 +212,41 @@ def store_adv(ctx, op, array, index, *rest):
     inb = _full(_in_bounds(coords, array.shape), full)
     array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
     ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.STORED, Status.DROPPED), full)
+
+
+def _atomic_update(name, old, operands):
+    """The new value of one element (NumPy scalars of the array's dtype; 16-bit floats round once)."""
+    if name == "atomic_cas":
+        expected, desired = operands
+        return desired if old.tobytes() == expected.tobytes() else old  # compares bits, as the hardware does
+    (update,) = operands
+    return {"atomic_xchg": lambda: update, "atomic_add": lambda: old + update,
+            "atomic_max": lambda: max(old, update), "atomic_min": lambda: min(old, update),
+            "atomic_and": lambda: old & update, "atomic_or": lambda: old | update,
+            "atomic_xor": lambda: old ^ update}[name]()
+
+
+def atomic(ctx, op, array, *rest):
+    """Every lane in order (blocks in order, then lanes in C order): read the old value, write the
+    update. A lane outside the array does nothing and returns 0 (a CAS returns `expected`)."""
+    nd = array.ndim
+    index, operands = rest[:nd], rest[nd:]
+    full = (ctx.size,) + operands[0].shape[1:]
+    coords = [_full(i.astype(np.int64), full) for i in index]
+    inb = _full(_in_bounds(coords, array.shape), full)
+    name = ctx.array_name(op.operands[0])
+    if not op.attrs["check_bounds"]:
+        _check(ctx, op, name, array.shape, coords, ~inb, "on")
+    operands = [np.ascontiguousarray(_full(v, full)) for v in operands]
+    old = np.array(operands[0]) if op.name == "atomic_cas" else np.zeros(full, array.dtype)
+    for lane in zip(*np.nonzero(inb)):
+        at = tuple(int(c[lane]) for c in coords)
+        old[lane] = array[at]
+        array[at] = _atomic_update(op.name, array[at], [v[lane] for v in operands])
+    ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.OUT_OF_BOUNDS), full)
+    return old
+
+
+for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
+              "atomic_xor"):
+    MEMORY_RULES[_name] = atomic

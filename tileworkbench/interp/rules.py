@@ -9,10 +9,12 @@ than twice their precision plus two bits).
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
-from ..ir.types import bfloat16, float16, float32
+from ..errors import TileAssertionError
+from ..ir.types import bfloat16, float16, tfloat32
 
 RULES: dict = {}
 
@@ -39,12 +41,12 @@ def _elementwise(fn):
 
 
 _UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-          "sqrt": np.sqrt, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)), "sin": np.sin, "cos": np.cos,
+          "sqrt": np.sqrt, "rsqrt": lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype), "sin": np.sin, "cos": np.cos,
           "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
           "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
           "erf": lambda x: _erf(x.astype(np.float64, copy=False)).astype(x.dtype)}
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "floordiv": np.floor_divide, "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
+           "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
            "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
            "lshift": np.left_shift, "rshift": np.right_shift, "eq": np.equal, "ne": np.not_equal,
            "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
@@ -53,6 +55,69 @@ _erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is correctly 
 
 for _name, _fn in {**_UNARY, **_BINARY}.items():
     RULES[_name] = _elementwise(_fn)
+
+
+def _with_rounding(name, default):
+    """The op in a directed rounding mode (attribute `rounding`: RZ, RM or RP) where it has one."""
+    def apply(ctx, op, *args):
+        if "rounding" not in op.attrs:
+            return default(ctx, op, *args)
+        nearest = default(ctx, op, *args)  # NaN, infinities and the default result where it is exact
+        shape = nearest.shape
+        flat = [np.broadcast_to(a, shape).ravel() for a in args]
+        out = nearest.ravel().copy()
+        for k in range(out.size):
+            out[k] = _round_exact(name, [a[k] for a in flat], out[k], op.attrs["rounding"])
+        return out.reshape(shape)
+    return apply
+
+
+def _round_exact(name, operands, nearest, mode):
+    """One element: the exact result of `name` rounded toward zero (RZ), -inf (RM) or +inf (RP) in
+    the dtype of `nearest` (the correctly rounded result), decided by rational arithmetic."""
+    values = [float(v) for v in operands]
+    if not all(map(math.isfinite, values)) or not math.isfinite(float(nearest)) and name == "sqrt":
+        return nearest
+    if name == "sqrt":
+        if values[0] <= 0:  # a square root of 0 or of a negative number is exact or NaN
+            return nearest
+        square = Fraction(float(nearest)) ** 2
+        x = Fraction(values[0])
+        return nearest if square == x else _pick(nearest, square > x, True, mode)
+    a, b = Fraction(values[0]), Fraction(values[1])
+    if name == "truediv" and b == 0:
+        return nearest
+    exact = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "truediv": lambda: a / b}[name]()
+    if exact == 0:
+        if name in ("add", "sub") and mode == "RM":  # an exact zero sum is -0 unless both terms are +0
+            y = values[1] if name == "add" else -values[1]
+            positive_zeros = math.copysign(1, values[0]) > 0 and math.copysign(1, y) > 0 and values[0] == y == 0
+            return nearest.dtype.type(0.0 if positive_zeros else -0.0)
+        return nearest
+    if math.isinf(float(nearest)):  # overflow: between the largest finite value and infinity
+        return _pick(nearest, float(nearest) > 0, exact > 0, mode)
+    at = Fraction(float(nearest))
+    return nearest if at == exact else _pick(nearest, at > exact, exact > 0, mode)
+
+
+def _pick(candidate, above, positive, mode):
+    """Of the two values of candidate's dtype around an exact result (candidate is one of them, on
+    the side `above` says), the one the directed rounding `mode` takes."""
+    c = np.array([candidate])
+    lo, hi = (_step(c, False)[0], candidate) if above else (candidate, _step(c, True)[0])
+    if mode == "RZ":
+        return lo if positive else hi
+    return lo if mode == "RM" else hi
+
+
+@rule("floordiv")
+def floordiv(ctx, op, x, y):
+    """Floats: floor(x / y) with the quotient rounded to the dtype first, as cuTile computes it."""
+    dtype = op.result.dtype
+    if not dtype.is_float:
+        return _elementwise(np.floor_divide)(ctx, op, x, y)
+    quotient = (x.astype(_wide(dtype)) / y.astype(_wide(dtype))).astype(dtype.numpy)
+    return np.floor(quotient.astype(_wide(dtype))).astype(dtype.numpy)
 
 
 @rule("minimum", "maximum")
@@ -79,10 +144,36 @@ def iota(ctx, op):
 
 @rule("astype")
 def astype(ctx, op, x):
-    src, dst = op.operands[0].dtype, op.attrs["dtype"]
+    src, dst, mode = op.operands[0].dtype, op.attrs["dtype"], op.attrs.get("rounding", "RN")
     if src.is_float and dst.is_integral:  # truncate toward zero, as C casts do
         x = np.trunc(x.astype(np.float64))
+    if dst is tfloat32:  # a float32 with 10 mantissa bits
+        return round_tf32(x.astype(np.float32), mode)
+    if mode != "RN":
+        return _round_directed(x.astype(np.float64), dst.numpy, mode)
     return x.astype(dst.numpy)
+
+
+def _step(r, up):
+    """The next value of r's float dtype above (up) or below it, by its bits."""
+    bits = np.dtype(f"uint{8 * r.dtype.itemsize}")
+    b = np.ascontiguousarray(r).view(bits)
+    sign = bits.type(1) << bits.type(8 * r.dtype.itemsize - 1)
+    away = up != np.signbit(r)  # up from a positive value, or down from a negative one, grows the magnitude
+    stepped = np.where(r == 0, np.where(up, bits.type(1), sign | bits.type(1)),
+                       np.where(away, b + bits.type(1), b - bits.type(1)))
+    return stepped.astype(bits).view(r.dtype)
+
+
+def _round_directed(x, target, mode):
+    """float64 values rounded to `target` toward zero (RZ), -inf (RM) or +inf (RP)."""
+    nearest = x.astype(target)
+    exact = nearest.astype(np.float64) == x
+    above = nearest.astype(np.float64) > x
+    lo = np.where(above, _step(nearest, False), nearest)
+    hi = np.where(above, nearest, _step(nearest, True))
+    pick = {"RZ": np.where(x > 0, lo, hi), "RM": lo, "RP": hi}[mode]
+    return np.where(exact | np.isnan(x), nearest, pick)
 
 
 @rule("bitcast")
@@ -191,11 +282,16 @@ def scan(ctx, op, x):
     return fn(x, axis=axis, dtype=_wide(dtype)).astype(dtype.numpy)
 
 
-def _round_tf32(x):
-    """Round float32 values to tfloat32's 10 mantissa bits (to nearest, ties to even)."""
+def round_tf32(x, mode="RN"):
+    """Round float32 values to tfloat32's 10 mantissa bits: to nearest (RN: ties to even, RA: ties
+    away from zero), toward zero (RZ), -inf (RM) or +inf (RP)."""
     bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
-    rounded = (bits + np.uint32(0xFFF) + ((bits >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    return np.where(np.isfinite(x), rounded.view(np.float32), x)
+    rest, kept = bits & np.uint32(0x1FFF), bits & np.uint32(0xFFFFE000)
+    negative = (bits >> np.uint32(31)).astype(bool)
+    up = {"RN": (rest > 0x1000) | ((rest == 0x1000) & ((bits & np.uint32(0x2000)) != 0)), "RA": rest >= 0x1000,
+          "RZ": np.zeros(bits.shape, bool), "RM": negative & (rest != 0), "RP": ~negative & (rest != 0)}[mode]
+    rounded = np.where(up, kept + np.uint32(0x2000), kept).astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x)
 
 
 @rule("mma")
@@ -203,7 +299,7 @@ def mma(ctx, op, x, y, acc):
     acc_dtype = op.result.dtype
     wide = np.float64 if acc_dtype.numpy == np.float64 else np.int64 if acc_dtype.is_integral else np.float32
     if op.operands[0].dtype.name == "tfloat32":
-        x, y = _round_tf32(x), _round_tf32(y)
+        x, y = round_tf32(x), round_tf32(y)
     product = np.matmul(x.astype(wide), y.astype(wide))
     return (product + acc.astype(wide)).astype(acc_dtype.numpy)
 
@@ -231,3 +327,19 @@ def num_tiles(ctx, op, array):
     extent = array.shape[order[axis]]
     return np.array([-(-extent // shape[axis])], np.int32)
 
+
+# ---- debugging ------------------------------------------------------------------------------------
+
+@rule("assert")
+def assert_(ctx, op, condition):
+    failed = ~np.broadcast_to(condition, (ctx.size,) + condition.shape[1:])
+    if failed.any():
+        lane = np.unravel_index(int(np.argmax(failed.reshape(-1))), failed.shape)
+        block = tuple(int(b) for b in ctx.bids[lane[0]])
+        where = f" at element {tuple(int(i) for i in lane[1:])}" if failed.ndim > 1 else ""
+        message = op.attrs["message"] or "Assertion failed"
+        raise TileAssertionError(f"{message} (block {block}{where})", op.loc)
+
+
+for _name in ("add", "sub", "mul", "truediv", "sqrt"):
+    RULES[_name] = _with_rounding(_name, RULES[_name])

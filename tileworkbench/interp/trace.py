@@ -75,7 +75,7 @@ class Event:
             return None
         return np.broadcast_to(np.asarray(self.padding_value), self.status.shape)
 
-    def for_block(self, block) -> "Event":
+    def for_block(self, block) -> Event:
         """The lanes of one block (a tuple of 1 to 3 grid coordinates)."""
         block = tuple(block) + (0,) * (3 - len(block))
         rows = np.nonzero((self.blocks == np.asarray(block, np.int32)).all(axis=1))[0]
@@ -105,7 +105,7 @@ class Trace:
     def by_op(self, op: str) -> list[Event]:
         return [e for e in self.events if e.op == op]
 
-    def merged(self) -> "Trace":
+    def merged(self) -> Trace:
         """Events of one op (same line, same array) from several chunks of the grid joined into one."""
         groups: dict = {}
         for e in self.events:
@@ -147,7 +147,7 @@ class Trace:
             raise
 
     @classmethod
-    def load(cls, path) -> "Trace":
+    def load(cls, path) -> Trace:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(bytes(data["meta"]).decode())
             if meta.get("format") != FORMAT:

@@ -51,11 +51,11 @@ class MemoryScope(enum.Enum):
 def padding_value(mode: PaddingMode, dtype):
     """The value a load reads outside the array under `mode`, for an element of `dtype`."""
     name = mode.name
-    npdt = dtype.numpy
     if dtype.kind == "b":
-        return name not in ("ZERO", "NEG_ZERO")
-    if dtype.is_integral:
-        info = np.iinfo(npdt)
-        return {"ZERO": 0, "NEG_ZERO": 0, "POS_INF": info.max, "NEG_INF": info.min}.get(
+        return name not in ("ZERO", "NEG_ZERO", "UNDETERMINED")
+    if dtype.is_integral:  # NaN has no integer value: the one farthest from zero stands in
+        info = np.iinfo(dtype.numpy)
+        return {"ZERO": 0, "NEG_ZERO": 0, "UNDETERMINED": 0, "POS_INF": info.max, "NEG_INF": info.min}.get(
             name, info.min if dtype.is_signed else info.max)
-    return {"ZERO": 0.0, "NEG_ZERO": -0.0, "POS_INF": np.inf, "NEG_INF": -np.inf}.get(name, np.nan)
+    return {"ZERO": 0.0, "NEG_ZERO": -0.0, "UNDETERMINED": 0.0, "POS_INF": np.inf, "NEG_INF": -np.inf,
+            "NAN": np.nan}[name]

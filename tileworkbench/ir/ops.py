@@ -334,7 +334,7 @@ def _store(types, attrs):
 def _gather(types, attrs):
     array, *rest = types
     index, rest = rest[:array.ndim], rest[array.ndim:]
-    shape = index[0].shape
+    shape = (index or rest)[0].shape  # a 0-d array has no index: the padding has the shape
     _check(all(t.shape == shape and t.dtype.is_integral for t in index), "gather indices must be integer tiles of one shape")
     _check(all(t.shape == shape for t in rest), "gather mask and padding must have the index shape")
     return [TileType(array.dtype, shape)]
@@ -389,6 +389,25 @@ declare("gather", "read elements at index tiles (masked/out of bounds -> padding
         access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="gather")
 declare("scatter", "write elements at index tiles (masked/out of bounds -> dropped)", _scatter, M, stub="scatter",
         access="write", moved=_scattered, view=ViewKind.INDEX_MAP, effects=True, doc="scatter")
+
+
+def _atomic(types, attrs):
+    array, *rest = types
+    index, values = rest[:array.ndim], rest[array.ndim:]
+    shape = (index or values)[0].shape
+    _check(all(t.shape == shape and t.dtype.is_integral for t in index), "atomic indices must be integer tiles of one shape")
+    _check(all(t == TileType(array.dtype, shape) for t in values),
+           "atomic operands must have the array's dtype and the index shape")
+    return [TileType(array.dtype, shape)]
+
+
+ATOMICS = {"atomic_cas": "where the element equals expected, write desired", "atomic_xchg": "write update",
+           "atomic_add": "add update", "atomic_max": "keep the larger", "atomic_min": "keep the smaller",
+           "atomic_and": "and with update", "atomic_or": "or with update", "atomic_xor": "xor with update"}
+for _name, _summary in ATOMICS.items():
+    declare(_name, f"atomically, per element: {_summary}; the old values", _atomic, M, stub=_name, access="write",
+            moved=_result, view=ViewKind.INDEX_MAP, effects=True, doc=_name)
+
 declare("load_adv", "one sparse 1-D index dimension plus dense slices", _load_adv, M, stub="load_advanced_indexing",
         access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="load_advanced_indexing")
 declare("store_adv", "store counterpart of load_adv", _store_adv, M, stub="store_advanced_indexing",
@@ -420,6 +439,17 @@ declare("yield", "end of a region: its results", _nothing, C, effects=True,
 declare("print", "print tiles and text from every block", _nothing, Category.DEBUG, stub="printf", effects=True,
         no_emitter="printing from GPU kernels is not implemented yet; run this kernel on the interpreter",
         doc="print")
+
+
+
+def _assert(types, attrs):
+    _check(types[0].dtype is bool_, "assert: the condition must be a bool tile")
+    return []
+
+
+declare("assert", "stop the kernel where the condition is false", _assert, Category.DEBUG, stub="assert_",
+        effects=True, doc="assert_")
+
 
 def is_pure(op) -> bool:
     return not OPS[op.name].effects

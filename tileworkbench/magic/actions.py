@@ -5,6 +5,7 @@ import numpy as np
 from IPython.display import display
 
 from .. import tile as ct
+from ..arguments import is_array_like
 from ..ir import print_function
 from ..runtime import device
 from .diagnostics import TileKernelCellError
@@ -119,7 +120,7 @@ def _is_numpy_launch(args) -> bool:
 
 
 def launch(kernel, grid, args, cpu: bool):
-    if cpu and not _is_numpy_launch(args) and any(hasattr(a, "__cuda_array_interface__") for a in args):
+    if cpu and not _is_numpy_launch(args) and any(map(is_array_like, args)):
         raise TileKernelCellError("--cpu runs the interpreter, which needs NumPy arrays: pass host copies", [])
     ct.launch(None if _is_numpy_launch(args) else 0, grid, kernel, args)
 

@@ -43,26 +43,33 @@ def target_arch(arch: str | None = None) -> str:
     return DEFAULT_ARCH
 
 
+# ml_dtypes types CuPy lacks: they travel as PyTorch tensors of the same name
+_TORCH_ONLY = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"}
+
+
 def to_device(a):
-    """A GPU copy of a NumPy array (bfloat16, which CuPy lacks, as a PyTorch tensor); other values as is."""
+    """A GPU copy of a NumPy array (bfloat16 and fp8, which CuPy lacks, as PyTorch tensors); other values as is."""
     if not isinstance(a, np.ndarray):
         return a
-    if a.dtype.name == "bfloat16":
+    if a.dtype.name in _TORCH_ONLY:
         import torch
-        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16).cuda()
+        bits = f"int{8 * a.dtype.itemsize}"
+        return torch.from_numpy(a.view(bits).copy()).view(getattr(torch, a.dtype.name)).cuda()
     import cupy
     return cupy.asarray(a)
 
 
 def to_host(a) -> np.ndarray:
-    """A NumPy copy of a GPU array (CuPy, or a PyTorch tensor, bfloat16 included)."""
+    """A NumPy copy of a GPU array (CuPy, or a PyTorch tensor, bfloat16 and fp8 included)."""
     if isinstance(a, np.ndarray):
         return a.copy()
     if type(a).__module__.startswith("torch"):
         import torch
-        if a.dtype == torch.bfloat16:
+        name = str(a.dtype).removeprefix("torch.")
+        if name in _TORCH_ONLY:
             import ml_dtypes
-            return a.view(torch.int16).cpu().numpy().view(ml_dtypes.bfloat16)
+            bits = getattr(torch, f"int{8 * a.element_size()}")
+            return a.detach().view(bits).cpu().numpy().view(getattr(ml_dtypes, name))
         return a.detach().cpu().numpy()
     import cupy
     return cupy.asnumpy(a)

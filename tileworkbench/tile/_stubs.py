@@ -84,6 +84,58 @@ def scatter(array, indices, value, /, *, mask=None, check_bounds=True, latency=N
     """array[ind0[...], ind1[...]] = value[...]; masked-off and out-of-bounds lanes are dropped."""
 
 
+# Atomics index like gather/scatter; each element is updated atomically (the tile as a whole is not)
+# and the old values come back with the index shape. On the interpreter the blocks apply them in
+# block order, the lanes of a block in C order.
+
+@_stub
+def atomic_cas(array, indices, expected, desired, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """Where array[indices] == expected, write desired; return the old values (`expected` out of bounds)."""
+
+
+@_stub
+def atomic_xchg(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+                memory_scope=MemoryScope.DEVICE):
+    """array[indices] = update; return the old values."""
+
+
+@_stub
+def atomic_add(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """array[indices] += update; return the old values."""
+
+
+@_stub
+def atomic_max(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """array[indices] = max(array[indices], update) (integers); return the old values."""
+
+
+@_stub
+def atomic_min(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """array[indices] = min(array[indices], update) (integers); return the old values."""
+
+
+@_stub
+def atomic_and(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """array[indices] &= update; return the old values."""
+
+
+@_stub
+def atomic_or(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+              memory_scope=MemoryScope.DEVICE):
+    """array[indices] |= update; return the old values."""
+
+
+@_stub
+def atomic_xor(array, indices, update, /, *, check_bounds=True, memory_order=MemoryOrder.ACQ_REL,
+               memory_scope=MemoryScope.DEVICE):
+    """array[indices] ^= update; return the old values."""
+
+
 @_stub
 def load_advanced_indexing(array, indices, /, *, padding_mode=UNDETERMINED, latency=None, allow_tma=None):
     """One 1-D integer tile (the sparse dim) and a `Slice` per other dim."""
@@ -303,6 +355,12 @@ def matmul(x, y, /):
 @_stub
 def printf(format, /, *args):
     """C-style formatted print from every block."""
+
+
+@_stub
+def assert_(condition, /, message=None):
+    """Stop the kernel where an element of the bool tile `condition` is false (on the GPU a device
+    assert, which ends the CUDA context; on the interpreter a TileAssertionError naming the block)."""
 
 
 @_stub

@@ -53,7 +53,7 @@ PALETTE = {"inside": "#e3e7ee", "tile_line": "#37474f", "element_line": "#ffffff
            "hover": "#d81b60", "dropped": "#9e9e9e",
            "UNDETERMINED": "#e57373", "ZERO": "#ffd54f", "NEG_ZERO": "#ffb74d", "NAN": "#ba68c8",
            "POS_INF": "#4db6ac", "NEG_INF": "#81c784"}
-PADDING_TEXT = {"UNDETERMINED": "undetermined (NaN for floats, min/max for ints)", "ZERO": "0", "NEG_ZERO": "-0.0",
+PADDING_TEXT = {"UNDETERMINED": "undetermined (reads 0)", "ZERO": "0", "NEG_ZERO": "-0.0",
                 "NAN": "NaN", "POS_INF": "+inf", "NEG_INF": "-inf"}
 REGION_OPACITY = 0.45
 MAX_W, MAX_H, MAX_CELL = 720, 520, 28     # the drawing area in pixels, and the biggest cell

@@ -28,6 +28,7 @@
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 
 #ifdef __CUDACC_RTC__
 typedef signed char int8_t;
@@ -55,6 +56,10 @@ template <> struct traits<float> { static constexpr bool is_float = true, is_hal
 template <> struct traits<double> { static constexpr bool is_float = true, is_half = false, is_signed = true; };
 template <> struct traits<__half> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
 template <> struct traits<__nv_bfloat16> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+// fp8 types are storage: loaded, stored, cast through float and fed to mma
+template <> struct traits<__nv_fp8_e4m3> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+template <> struct traits<__nv_fp8_e5m2> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
+template <> struct traits<__nv_fp8_e8m0> { static constexpr bool is_float = true, is_half = true, is_signed = false; };
 
 template <int... I> struct int_seq {};
 template <int N, int... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
@@ -131,11 +136,16 @@ __device__ tile<T, S, L> full(T value) {
 template <class T>
 __device__ scalar<T> make_scalar(T value) { return full<T, shape<>>(value); }
 
-// A 16-bit float from its bits (generated code writes half and bfloat16 constants this way).
+// A 16- or 8-bit float from its bits (generated code writes their constants this way).
 template <class T>
-__device__ T from_bits(unsigned short bits) {
-  union { unsigned short from; T to; } u{bits};
-  return u.to;
+__device__ T from_bits(unsigned bits) {
+  if constexpr (sizeof(T) == 1) {
+    union { unsigned char from; T to; } u{static_cast<unsigned char>(bits)};
+    return u.to;
+  } else {
+    union { unsigned short from; T to; } u{static_cast<unsigned short>(bits)};
+    return u.to;
+  }
 }
 
 // NumPy's quiet NaN (0x7fc00000) and infinity: padded lanes match the interpreter bit for bit.
@@ -175,12 +185,30 @@ template <class T> __device__ float widen(T x) { return float(x); }
 template <> __device__ inline float widen(__half x) { return __half2float(x); }
 template <> __device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+// To fp8, rounded to nearest without saturating: past the largest finite value e4m3 reads NaN
+// and e5m2 infinity (as NumPy's ml_dtypes and PyTorch convert); e8m0 keeps its constructor.
+template <class From> __device__ __nv_fp8_e4m3 to_fp8(From x, __nv_fp8_e4m3) {
+  __nv_fp8_e4m3 r;
+  if constexpr (sizeof(From) == 8) r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E4M3);
+  else r.__x = __nv_cvt_float_to_fp8(float(x), __NV_NOSAT, __NV_E4M3);
+  return r;
+}
+template <class From> __device__ __nv_fp8_e5m2 to_fp8(From x, __nv_fp8_e5m2) {
+  __nv_fp8_e5m2 r;
+  if constexpr (sizeof(From) == 8) r.__x = __nv_cvt_double_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+  else r.__x = __nv_cvt_float_to_fp8(float(x), __NV_NOSAT, __NV_E5M2);
+  return r;
+}
+template <class From> __device__ __nv_fp8_e8m0 to_fp8(From x, __nv_fp8_e8m0) { return __nv_fp8_e8m0(float(x)); }
+
 // Element conversion with C++ semantics (float -> int truncates toward zero, int -> bool is x != 0);
 // 16-bit floats go through float, double goes to them in one rounding.
 template <class To, class From>
 __device__ To convert(From x) {
-  if constexpr (traits<From>::is_half && traits<To>::is_half) return To(widen(x));
+  if constexpr (traits<From>::is_half && traits<To>::is_half && sizeof(To) == 1) return to_fp8(widen(x), To());
+  else if constexpr (traits<From>::is_half && traits<To>::is_half) return To(widen(x));
   else if constexpr (traits<From>::is_half) return convert<To>(widen(x));
+  else if constexpr (traits<To>::is_half && sizeof(To) == 1) return to_fp8(x, To());
   else if constexpr (traits<To>::is_half && sizeof(From) == 8 && traits<From>::is_float) return To(x);
   else if constexpr (traits<To>::is_half) return To(float(x));
   else return To(x);
@@ -198,7 +226,7 @@ TW_FLOAT_MATH(exp2, exp2f(x), ::exp2(x))
 TW_FLOAT_MATH(log, logf(x), ::log(x))
 TW_FLOAT_MATH(log2, log2f(x), ::log2(x))
 TW_FLOAT_MATH(sqrt, sqrtf(x), ::sqrt(x))
-TW_FLOAT_MATH(rsqrt, 1.0f / sqrtf(x), 1.0 / ::sqrt(x))
+TW_FLOAT_MATH(rsqrt, rsqrtf(x), ::rsqrt(x))  // as PyTorch and cuTile compute it (within 2 ulp)
 TW_FLOAT_MATH(sin, sinf(x), ::sin(x))
 TW_FLOAT_MATH(cos, cosf(x), ::cos(x))
 TW_FLOAT_MATH(tan, tanf(x), ::tan(x))
@@ -231,10 +259,11 @@ template <class T> __device__ T neg(T x) {
   else return T(-x);
 }
 
-// Python semantics: // rounds toward -inf, % takes the sign of the divisor.
+// Python semantics: // rounds toward -inf, % takes the sign of the divisor. Floats floor the
+// quotient rounded to T (cuTile's floor(x / y)).
 template <class T> __device__ T floordiv(T a, T b) {
-  if constexpr (traits<T>::is_half) return T(floorf(widen(a) / widen(b)));
-  else if constexpr (traits<T>::is_float) return T(::floor(double(a) / double(b)));
+  if constexpr (traits<T>::is_half) return T(floorf(widen(T(widen(a) / widen(b)))));
+  else if constexpr (traits<T>::is_float) return ::floor(a / b);
   else if constexpr (!traits<T>::is_signed) return b == 0 ? T(0) : T(a / b);
   else {
     if (b == 0) return T(0);
@@ -307,6 +336,10 @@ template <class T, class S, class L>
 __device__ auto operator~(const tile<T, S, L>& x) {
   return map([](T a) { return T(~a); }, x);
 }
+template <class S, class L>  // on bool, a logical not (C++'s ~true is -2, which is true again)
+__device__ auto operator~(const tile<bool, S, L>& x) {
+  return map([](bool a) { return !a; }, x);
+}
 
 // cond ? x : y, elementwise ("select" in the tile-operations specification)
 template <class T, class S, class L>
@@ -314,11 +347,102 @@ __device__ tile<T, S, L> select(const tile<bool, S, L>& c, const tile<T, S, L>& 
   return map([](bool p, T a, T b) { return p ? a : b; }, c, x, y);
 }
 
+// ct.assert_: a device assert (it ends the CUDA context) where an element of the condition is false
+template <class S, class L>
+__device__ void assert_all(const tile<bool, S, L>& condition, const char* message, const char* where) {
+#pragma unroll
+  for (int r = 0; r < tile<bool, S, L>::R; ++r)
+    if (!condition.v[r]) __assertfail(message, where, 0, "tile kernel", 1);
+}
+
 // element_cast: convert each element (float -> int truncates toward zero)
 template <class U, class T, class S, class L>
 __device__ tile<U, S, L> element_cast(const tile<T, S, L>& x) {
   return map([](T a) { return convert<U>(a); }, x);
 }
+
+// Float -> float conversions in a rounding mode: to nearest (ties to even), toward zero, toward
+// -inf, toward +inf; tfloat32 (a float with 10 mantissa bits) also to nearest with ties away.
+enum rounding { RN, RZ, RM, RP, RA };
+
+template <int Mode> __device__ __half round_float_to(float x, __half) {
+  return Mode == RZ ? __float2half_rz(x) : Mode == RM ? __float2half_rd(x) : __float2half_ru(x);
+}
+template <int Mode> __device__ __nv_bfloat16 round_float_to(float x, __nv_bfloat16) {
+  return Mode == RZ ? __float2bfloat16_rz(x) : Mode == RM ? __float2bfloat16_rd(x) : __float2bfloat16_ru(x);
+}
+
+// RN, RZ, RM or RP (the code generator takes RA only to tfloat32)
+template <class To, int Mode, class From>
+__device__ To convert_rounded(From x) {
+  if constexpr (Mode == RN || sizeof(To) >= sizeof(From)) return convert<To>(x);  // widening is exact
+  else if constexpr (sizeof(From) == 8 && sizeof(To) == 4) {
+    return Mode == RZ ? __double2float_rz(x) : Mode == RM ? __double2float_rd(x) : __double2float_ru(x);
+  } else if constexpr (sizeof(From) == 8) {
+    return convert_rounded<To, Mode>(convert_rounded<float, Mode>(x));  // a directed rounding twice is one
+  } else {
+    return round_float_to<Mode>(x, To());
+  }
+}
+
+template <int Mode>
+__device__ float round_tf32(float x) {
+  const unsigned bits = __float_as_uint(x), rest = bits & 0x1fffu, kept = bits & ~0x1fffu;
+  if (((bits >> 23) & 0xffu) == 0xffu) return x;  // inf and NaN stay
+  const bool negative = bits >> 31;
+  bool up;  // whether the magnitude rounds up
+  if constexpr (Mode == RN) up = rest > 0x1000u || (rest == 0x1000u && (bits & 0x2000u));
+  else if constexpr (Mode == RA) up = rest >= 0x1000u;
+  else if constexpr (Mode == RZ) up = false;
+  else if constexpr (Mode == RM) up = negative && rest;
+  else up = !negative && rest;
+  return __uint_as_float(up ? kept + 0x2000u : kept);
+}
+
+template <class U, int Mode, class T, class S, class L>
+__device__ tile<U, S, L> element_cast_rounded(const tile<T, S, L>& x) {
+  return map([](T a) { return convert_rounded<U, Mode>(a); }, x);
+}
+
+template <int Mode, class T, class S, class L>
+__device__ tile<float, S, L> element_cast_tf32(const tile<T, S, L>& x) {
+  return map([](T a) { return round_tf32<Mode>(convert<float>(a)); }, x);
+}
+
+// + - * / and sqrt rounded toward zero (RZ), -inf (RM) or +inf (RP); 16-bit floats compute in
+// float and round to T the same way (two roundings in one direction are one).
+namespace op {
+#define TW_ROUNDED_BINARY(name, f, d)                                                             \
+  template <int Mode> __device__ float name(float a, float b) {                                   \
+    return Mode == RZ ? f##_rz(a, b) : Mode == RM ? f##_rd(a, b) : f##_ru(a, b);                  \
+  }                                                                                               \
+  template <int Mode> __device__ double name(double a, double b) {                                \
+    return Mode == RZ ? d##_rz(a, b) : Mode == RM ? d##_rd(a, b) : d##_ru(a, b);                  \
+  }                                                                                               \
+  template <int Mode, class T> __device__ T name(T a, T b) {                                      \
+    return convert_rounded<T, Mode>(name<Mode>(widen(a), widen(b)));                              \
+  }
+TW_ROUNDED_BINARY(add_rounded, __fadd, __dadd)
+TW_ROUNDED_BINARY(sub_rounded, __fsub, __dsub)
+TW_ROUNDED_BINARY(mul_rounded, __fmul, __dmul)
+TW_ROUNDED_BINARY(truediv_rounded, __fdiv, __ddiv)
+
+template <int Mode> __device__ float sqrt_rounded(float a) {
+  return Mode == RZ ? __fsqrt_rz(a) : Mode == RM ? __fsqrt_rd(a) : __fsqrt_ru(a);
+}
+template <int Mode> __device__ double sqrt_rounded(double a) {
+  return Mode == RZ ? __dsqrt_rz(a) : Mode == RM ? __dsqrt_rd(a) : __dsqrt_ru(a);
+}
+template <int Mode, class T> __device__ T sqrt_rounded(T a) { return convert_rounded<T, Mode>(sqrt_rounded<Mode>(widen(a))); }
+}  // namespace op
+
+#define TW_ROUNDED_TILE(name)                                                                     \
+  template <int Mode, class T, class S, class L, class... Ts>                                     \
+  __device__ auto name(const tile<T, S, L>& x, const tile<Ts, S, L>&... y) {                      \
+    return map([](T a, Ts... b) { return op::name<Mode>(a, b...); }, x, y...);                    \
+  }
+TW_ROUNDED_TILE(add_rounded) TW_ROUNDED_TILE(sub_rounded) TW_ROUNDED_TILE(mul_rounded)
+TW_ROUNDED_TILE(truediv_rounded) TW_ROUNDED_TILE(sqrt_rounded)
 
 template <class U, class T>
 __device__ U bitcast(T a) {

@@ -10,17 +10,18 @@ namespace tw {
 
 template <class T> struct same { using type = T; };  // a parameter that takes part in no deduction
 
+// (a 0-d array, one element, keeps one unused extent: C++ has no arrays of length 0)
 template <class T, int Rank>
 struct array {
   T* ptr;
-  int32_t shape[Rank];
-  int32_t stride[Rank];  // in elements
+  int32_t shape[Rank > 0 ? Rank : 1];
+  int32_t stride[Rank > 0 ? Rank : 1];  // in elements
 };
 
 // A tile-space index or a start position: tw::at(i, j)
 template <int Rank>
 struct coords {
-  int32_t v[Rank];
+  int32_t v[Rank > 0 ? Rank : 1];
   __device__ int32_t operator[](int d) const { return v[d]; }
 };
 template <class... I>
@@ -122,6 +123,17 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
   }
 }
 
+// A 0-d array's one element, as a tile of shape<> (its only tile-space index is ())
+template <class S, class T>
+__device__ tile<T, S> load(const array<T, 0>& a, const coords<0>&, typename same<T>::type) {
+  return full<T, S>(a.ptr[0]);
+}
+
+template <class S, class T>
+__device__ void store(const array<T, 0>& a, const coords<0>&, const tile<T, S>& x) {
+  if (x.owner()) a.ptr[0] = x.v[0];
+}
+
 struct no_mask {};
 
 __device__ inline bool mask_at(const no_mask&, int) { return true; }
@@ -135,9 +147,9 @@ __device__ bool in_range(I i, int n) {
   else return (unsigned long long)i < (unsigned long long)n;
 }
 
-template <int Rank, class S, class... I>
+template <int Rank, class... Index>  // index tiles of one shape (none for a 0-d array)
 __device__ bool element_offset(const int32_t* shape, const int32_t* stride, int r, long long& offset,
-                               const tile<I, S>&... index) {
+                               const Index&... index) {
   bool inside = true;
   int d = 0;
   offset = 0;
@@ -166,6 +178,90 @@ __device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const 
     long long offset;
     if (element_offset<Rank>(a.shape, a.stride, r, offset, index...) && mask_at(mask, r)) a.ptr[offset] = value.v[r];
   }
+}
+
+// ---- atomics: per element, indexed like gather/scatter, returning the old values ------------------
+//
+// The read-modify-write is the hardware's device-scope atomic; the memory order adds fences of the
+// memory scope around it (release before, acquire after).
+
+enum class atomic_kind { cas, xchg, add, max, min, bit_and, bit_or, bit_xor };
+enum class memory_order { relaxed, acquire, release, acq_rel };
+enum class memory_scope { block, device, sys };
+
+template <int Bytes> struct word;  // the unsigned integer the bit-level intrinsics take
+template <> struct word<4> { using type = unsigned; };
+template <> struct word<8> { using type = unsigned long long; };
+
+template <memory_scope Scope>
+__device__ void fence() {
+  if constexpr (Scope == memory_scope::block) __threadfence_block();
+  else if constexpr (Scope == memory_scope::device) __threadfence();
+  else __threadfence_system();
+}
+
+template <atomic_kind Kind, class T>
+__device__ T atomic_element(T* p, T value, T expected) {
+  using W = typename word<sizeof(T) >= 4 ? sizeof(T) : 4>::type;
+  if constexpr (Kind == atomic_kind::add && (traits<T>::is_float || sizeof(T) == 4)) return atomicAdd(p, value);
+  else if constexpr (Kind == atomic_kind::add) return T(atomicAdd(reinterpret_cast<W*>(p), W(value)));  // wraps
+  else if constexpr ((Kind == atomic_kind::max || Kind == atomic_kind::min) && sizeof(T) == 8 && traits<T>::is_signed) {
+    long long* q = reinterpret_cast<long long*>(p);
+    return T(Kind == atomic_kind::max ? atomicMax(q, (long long)value) : atomicMin(q, (long long)value));
+  } else if constexpr (Kind == atomic_kind::max) return atomicMax(p, value);
+  else if constexpr (Kind == atomic_kind::min) return atomicMin(p, value);
+  else if constexpr (Kind == atomic_kind::bit_and) return T(atomicAnd(reinterpret_cast<W*>(p), W(value)));
+  else if constexpr (Kind == atomic_kind::bit_or) return T(atomicOr(reinterpret_cast<W*>(p), W(value)));
+  else if constexpr (Kind == atomic_kind::bit_xor) return T(atomicXor(reinterpret_cast<W*>(p), W(value)));
+  else if constexpr (Kind == atomic_kind::xchg) return bitcast<T>(atomicExch(reinterpret_cast<W*>(p), bitcast<W>(value)));
+  else return bitcast<T>(atomicCAS(reinterpret_cast<W*>(p), bitcast<W>(expected), bitcast<W>(value)));  // bits compared
+}
+
+template <atomic_kind Kind, memory_order Order, memory_scope Scope, class T>
+__device__ T atomic_ordered(T* p, T value, T expected) {
+  if constexpr (Order == memory_order::release || Order == memory_order::acq_rel) fence<Scope>();
+  T old = atomic_element<Kind>(p, value, expected);
+  if constexpr (Order == memory_order::acquire || Order == memory_order::acq_rel) fence<Scope>();
+  return old;
+}
+
+// f(r) for each register r this thread owns; the threads holding replicas of a tile smaller than
+// the block read the owner's result (so each element is updated once).
+template <class T, class S, class F>
+__device__ tile<T, S> owned_results(F f) {
+  using Tile = tile<T, S>;
+  Tile out;
+  if constexpr (S::size >= TW_THREADS) {
+#pragma unroll
+    for (int r = 0; r < Tile::R; ++r) out.v[r] = f(r);
+  } else {
+    T* buf = reinterpret_cast<T*>(smem());
+    __syncthreads();
+    if (Tile::owner()) buf[Tile::elem(0)] = f(0);
+    __syncthreads();
+    out.v[0] = buf[Tile::elem(0)];
+  }
+  return out;
+}
+
+// Outside the array nothing is written; the result there is 0 (a CAS returns `expected`).
+template <atomic_kind Kind, memory_order Order, memory_scope Scope, class T, int Rank, class S, class... Index>
+__device__ tile<T, S> atomic_rmw(const array<T, Rank>& a, const tile<T, S>& update, const Index&... index) {
+  return owned_results<T, S>([&](int r) {
+    long long offset;
+    if (!element_offset<Rank>(a.shape, a.stride, r, offset, index...)) return T(0);
+    return atomic_ordered<Kind, Order, Scope>(a.ptr + offset, update.v[r], update.v[r]);
+  });
+}
+
+template <memory_order Order, memory_scope Scope, class T, int Rank, class S, class... Index>
+__device__ tile<T, S> atomic_cas(const array<T, Rank>& a, const tile<T, S>& expected, const tile<T, S>& desired,
+                                 const Index&... index) {
+  return owned_results<T, S>([&](int r) {
+    long long offset;
+    if (!element_offset<Rank>(a.shape, a.stride, r, offset, index...)) return expected.v[r];
+    return atomic_ordered<atomic_kind::cas, Order, Scope>(a.ptr + offset, desired.v[r], expected.v[r]);
+  });
 }
 
 // Advanced indexing: along SparseDim the coordinate comes from `index` (already broadcast to the

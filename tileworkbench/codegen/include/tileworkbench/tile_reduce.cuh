@@ -1,10 +1,10 @@
 // Reductions and scans (matrix multiply is in tile_mma.cuh).
 //
-// A reduction writes the tile to shared memory grouped by output element (the reduced elements
-// of one output side by side), then each output is combined by a group of threads: each thread
-// folds a strided slice of the group, then the group combines with warp shuffles (and through
-// shared memory when a group spans several warps). The results are dealt back into the output
-// tile's layout.
+// A reduction to several outputs writes the tile to shared memory in C order (in slices, when it
+// is larger than the stage the code generator allows), then each output is combined by a group of
+// threads: each thread folds a strided share of the output's elements, then the group combines
+// with warp shuffles (and through shared memory when a group spans several warps). The results are
+// dealt back into the output tile's layout.
 #pragma once
 
 namespace tw {
@@ -25,37 +25,41 @@ __device__ indexed<V> shuffle_xor(indexed<V> x, int mask) {
   return {shuffle_xor(x.value, mask), __shfl_xor_sync(0xffffffffu, x.index, mask)};
 }
 
-// Position of element e of S in the grouped layout: output o (the keepdims shape S2) times the
-// number of reduced elements L, plus j (the element's rank among o's reduced elements, C order).
+// Element (o, j) of S: output o (C order over the keepdims shape S2) and j, its rank among o's
+// L reduced elements (C order over the reduced axes).
 template <class S, class S2>
-__device__ int grouped_position(int e) {
-  constexpr int L = S::size / S2::size;
+__device__ int reduced_element(int o, int j) {
   int c[S::rank > 0 ? S::rank : 1];
-  S::unflatten(e, c);
-  int o = 0, j = 0;
-  for (int d = 0; d < S::rank; ++d) {
+  for (int d = S::rank - 1; d >= 0; --d) {
     if (S2::dim(d) == 1 && S::dim(d) != 1) {
-      j = j * S::dim(d) + c[d];
+      c[d] = j % S::dim(d);
+      j /= S::dim(d);
     } else {
-      o = o * S2::dim(d) + c[d];
+      c[d] = o % S2::dim(d);
+      o /= S2::dim(d);
     }
   }
-  return o * L + j;
+  return S::flatten(c);
 }
 
 // Reduce x to the keepdims shape S2: lift(x_e, j) makes each element's accumulator, combine folds
 // two accumulators, finish turns the accumulator into the result element.
-template <class S2, class A, class T, class S, class Lift, class Combine, class Finish>
+//
+// Several outputs: the tile is staged in shared memory in C order, in Passes slices of the element
+// range (a slice is a range of every thread's registers), so that a tile larger than shared memory
+// still reduces; the threads of each output fold its elements slice by slice.
+template <class S2, int Passes, class A, class T, class S, class Lift, class Combine, class Finish>
 __device__ auto reduce(const tile<T, S>& x, A identity, Lift lift, Combine combine, Finish finish) {
   using R = decltype(finish(identity));
+  using Tile = tile<T, S>;
   constexpr int K = S2::size, L = S::size / S2::size;
-  A* buf = reinterpret_cast<A*>(smem());
   if constexpr (K == 1) {
     // One output: fold this thread's registers, then the warp with shuffles, then the warps.
+    A* buf = reinterpret_cast<A*>(smem());
     A acc = identity;
     if (x.owner()) {
 #pragma unroll
-      for (int r = 0; r < tile<T, S>::R; ++r) acc = combine(acc, lift(x.v[r], tile<T, S>::elem(r)));
+      for (int r = 0; r < Tile::R; ++r) acc = combine(acc, lift(x.v[r], Tile::elem(r)));
     }
 #pragma unroll
     for (int m = 16; m > 0; m /= 2) acc = combine(acc, shuffle_xor(acc, m));
@@ -66,47 +70,59 @@ __device__ auto reduce(const tile<T, S>& x, A identity, Lift lift, Combine combi
 #pragma unroll
     for (int w = 0; w < TW_THREADS / 32; ++w) acc = combine(acc, buf[w]);
     return full<R, S2>(finish(acc));
-  }
-  __syncthreads();
-  if (x.owner()) {
-#pragma unroll
-    for (int r = 0; r < tile<T, S>::R; ++r) {
-      int p = grouped_position<S, S2>(tile<T, S>::elem(r));
-      buf[skew(p)] = lift(x.v[r], p % L);
-    }
-  }
-  __syncthreads();
-  tile<R, S2> out;
-  if constexpr (K >= TW_THREADS) {
-#pragma unroll
-    for (int r = 0; r < tile<R, S2>::R; ++r) {
-      int o = tile<R, S2>::elem(r);
-      A acc = identity;
-      for (int j = 0; j < L; ++j) acc = combine(acc, buf[skew(o * L + j)]);
-      out.v[r] = finish(acc);
-    }
-    return out;
   } else {
-    constexpr int G = TW_THREADS / K;  // threads per output
-    int t = threadIdx.x, o = t / G, lane = t % G;
-    A acc = identity;
-    for (int j = lane; j < L; j += G) acc = combine(acc, buf[skew(o * L + j)]);
+    static_assert(Passes == 1 || Tile::R % (Passes * Tile::V) == 0, "a pass stages whole register chunks");
+    constexpr int C = S::size / Passes;         // elements staged per pass
+    constexpr int RP = Tile::R / Passes;        // registers per pass
+    T* buf = reinterpret_cast<T*>(smem());
+    A* partial = reinterpret_cast<A*>(smem() + ((C + C / 32 + 1) * int(sizeof(T)) + 15) / 16 * 16);
+    constexpr bool by_thread = K >= TW_THREADS;  // each thread folds its own outputs; else G threads per output
+    constexpr int G = by_thread ? 1 : TW_THREADS / K;
+    constexpr int OR = by_thread ? tile<R, S2>::R : 1;  // outputs this thread folds
+    int t = threadIdx.x, lane = t % G;
+    A acc[OR];
 #pragma unroll
-    for (int m = (G < 32 ? G : 32) / 2; m > 0; m /= 2) acc = combine(acc, shuffle_xor(acc, m));
-    A* partial = buf + skew(K * L) + 1;
-    if constexpr (G > 32) {  // one partial per warp, then each thread folds its output's warps
+    for (int k = 0; k < OR; ++k) acc[k] = identity;
+    for (int pass = 0; pass < Passes; ++pass) {
+      const int first = pass * C;
       __syncthreads();
-      if (t % 32 == 0) partial[t / 32] = acc;
+      if (x.owner()) {
+#pragma unroll
+        for (int r = 0; r < RP; ++r) buf[skew(Tile::elem(pass * RP + r) - first)] = x.v[pass * RP + r];
+      }
       __syncthreads();
-      acc = identity;
-      for (int w = 0; w < G / 32; ++w) acc = combine(acc, partial[o * (G / 32) + w]);
+#pragma unroll
+      for (int k = 0; k < OR; ++k) {
+        const int o = by_thread ? tile<R, S2>::elem(k) : t / G;
+        for (int j = lane; j < L; j += G) {
+          const int e = reduced_element<S, S2>(o, j);
+          if (Passes == 1 || (e >= first && e < first + C)) acc[k] = combine(acc[k], lift(buf[skew(e - first)], j));
+        }
+      }
     }
-    R* result = reinterpret_cast<R*>(partial + TW_THREADS / 32 + 1);
-    __syncthreads();
-    if (lane == 0) result[o] = finish(acc);
-    __syncthreads();
-    out.v[0] = result[int(threadIdx.x) % K];
-    return out;
+    tile<R, S2> out;
+    if constexpr (by_thread) {
+#pragma unroll
+      for (int k = 0; k < OR; ++k) out.v[k] = finish(acc[k]);
+      return out;
+    } else {
+      A folded = acc[0];
+#pragma unroll
+      for (int m = (G < 32 ? G : 32) / 2; m > 0; m /= 2) folded = combine(folded, shuffle_xor(folded, m));
+      if constexpr (G > 32) {  // one partial per warp, then each thread folds its output's warps
+        __syncthreads();
+        if (t % 32 == 0) partial[t / 32] = folded;
+        __syncthreads();
+        folded = identity;
+        for (int w = 0; w < G / 32; ++w) folded = combine(folded, partial[(t / G) * (G / 32) + w]);
+      }
+      R* result = reinterpret_cast<R*>(partial + TW_THREADS / 32 + 1);
+      __syncthreads();
+      if (lane == 0) result[t / G] = finish(folded);
+      __syncthreads();
+      out.v[0] = result[int(threadIdx.x) % K];
+      return out;
+    }
   }
 }
 
@@ -126,27 +142,35 @@ template <class T> struct accumulator { using type = T; };
 template <> struct accumulator<__half> { using type = float; };
 template <> struct accumulator<__nv_bfloat16> { using type = float; };
 
-template <class S2, class T, class S>
+template <class S2, int Passes = 1, class T, class S>
 __device__ tile<T, S2> sum(const tile<T, S>& x) {
   using A = typename accumulator<T>::type;
-  return reduce<S2>(x, A(0), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a + b); },
+  return reduce<S2, Passes>(x, A(0), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a + b); },
                     [](A a) { return convert<T>(a); });
 }
-template <class S2, class T, class S>
+template <class S2, int Passes = 1, class T, class S>
 __device__ tile<T, S2> prod(const tile<T, S>& x) {
   using A = typename accumulator<T>::type;
-  return reduce<S2>(x, A(1), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a * b); },
+  return reduce<S2, Passes>(x, A(1), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a * b); },
                     [](A a) { return convert<T>(a); });
 }
-template <class S2, bool PropagateNan = false, class T, class S>
+// max/min ignore NaN unless PropagateNan; a float fold starts from NaN, which any number
+// replaces, so a slice of NaNs only is NaN
+template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
+  if constexpr (traits<T>::is_float) return convert<T>(__int_as_float(0x7fffffff));
+  else return otherwise();
+}
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
 __device__ tile<T, S2> max(const tile<T, S>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
-  return reduce<S2>(x, lowest<T>(), [](T v, int) { return v; }, f, [](T a) { return a; });
+  T identity = PropagateNan ? lowest<T>() : nan_or<T>(lowest<T>);
+  return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
 }
-template <class S2, bool PropagateNan = false, class T, class S>
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
 __device__ tile<T, S2> min(const tile<T, S>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::minimum_nan(a, b) : op::minimum(a, b); };
-  return reduce<S2>(x, highest<T>(), [](T v, int) { return v; }, f, [](T a) { return a; });
+  T identity = PropagateNan ? highest<T>() : nan_or<T>(highest<T>);
+  return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
 }
 
 // argmax/argmin: ties go to the smaller index; NaN is the worst value unless PropagateNan, where
@@ -166,15 +190,15 @@ __device__ indexed<T> pick(indexed<T> a, indexed<T> b) {
   bool tie = !(widen(a.value) < widen(b.value)) && !(widen(b.value) < widen(a.value));
   return b_better || (tie && b.index < a.index) ? b : a;
 }
-template <class S2, bool PropagateNan = false, class T, class S>
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
 __device__ tile<int32_t, S2> argmax(const tile<T, S>& x) {
-  return reduce<S2>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
+  return reduce<S2, Passes>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
                     [](indexed<T> a, indexed<T> b) { return pick<true, PropagateNan>(a, b); },
                     [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
 }
-template <class S2, bool PropagateNan = false, class T, class S>
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
 __device__ tile<int32_t, S2> argmin(const tile<T, S>& x) {
-  return reduce<S2>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
+  return reduce<S2, Passes>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
                     [](indexed<T> a, indexed<T> b) { return pick<false, PropagateNan>(a, b); },
                     [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
 }
