@@ -27,8 +27,9 @@ def test_gpu_matches_interpreter(case):
             continue
         got = to_host(got)
         if case.exact or want.dtype.kind in "biu":
-            # bit patterns, so NaN padding and -0.0 must match too
-            np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8), err_msg=f"argument #{k}")
+            # bit patterns, so NaN padding and -0.0 must match too (0-d arrays viewed as one element)
+            np.testing.assert_array_equal(np.atleast_1d(got).view(np.uint8), np.atleast_1d(want).view(np.uint8),
+                                          err_msg=f"argument #{k}")
         else:
             tol = tolerance(want.dtype)
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
