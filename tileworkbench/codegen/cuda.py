@@ -49,7 +49,7 @@ _CPP_RESERVED = set(keyword.kwlist) | {
     "alignas", "alignof", "asm", "catch", "char16_t", "char32_t", "concept", "const_cast", "constexpr", "decltype",
     "dynamic_cast", "explicit", "export", "friend", "inline", "mutable", "namespace", "noexcept", "nullptr",
     "protected", "reinterpret_cast", "requires", "static_assert", "static_cast", "thread_local", "throw",
-    "typeid", "typename", "using", "virtual", "wchar_t", "signed", "unsigned", "assert", "offsetof",
+    "typeid", "typename", "using", "virtual", "wchar_t", "assert", "offsetof",
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
 }
 
