@@ -1920,3 +1920,26 @@ def halves_approx(x):
 def test_rounding_modes_are_checked_per_op_and_dtype(fn, dtype, message):
     with pytest.raises(ct.TileTypeError, match=message):
         launch_on(fn, np.zeros(4, dtype))
+
+
+# ---- bad arrays -------------------------------------------------------------------------------------------
+
+def test_a_padded_load_and_a_gather_from_an_empty_array_read_only_padding():
+    empty = np.zeros(0, np.float32)
+    assert evaluate(lambda a: ct.load(a, (0,), (4,), padding_mode=P.NEG_INF), empty,
+                    dtype=ct.float32, shape=(4,)).tolist() == [-np.inf] * 4
+    assert evaluate(lambda a: ct.gather(a, ct.arange(4, dtype=ct.int32), padding_value=7), empty,
+                    dtype=ct.float32, shape=(4,)).tolist() == [7] * 4
+
+
+@ct.kernel
+def store_ones(out):
+    ct.store(out, (0,), ct.full((4,), 1, out.dtype))
+
+
+def test_storing_into_a_read_only_array_is_an_error_at_the_store():
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ct.TileValueError, match="store into `out`: the NumPy array is read-only") as info:
+        ct.launch(None, (1,), store_ones, (out,))
+    assert info.value.loc.source_line.strip().startswith("ct.store(out")

@@ -654,13 +654,15 @@ class Lowerer:
                 return func(*args, **kwargs)
             except Exception as e:
                 self.fail(TileValueError, f"{getattr(func, '__name__', func)}() failed at compile time: {e}")
-        self.fail(TileSyntaxError, f"Cannot call {getattr(func, '__name__', func)!s} from tile code")
+        self.fail(TileSyntaxError, f"Cannot call {_spelled(func)} from tile code{_suggestion(func)}")
 
     # ---- helpers ------------------------------------------------------------------------------
 
     def _enter(self, node):
         if len(self.call_stack) >= MAX_INLINE_DEPTH:
-            self.fail(TileRecursionError, f"Helper functions are nested more than {MAX_INLINE_DEPTH} deep (recursion?)")
+            # one frame, the call that went too deep: the ones above it repeat the same few lines
+            raise TileRecursionError(f"Helper functions are nested more than {MAX_INLINE_DEPTH} deep: does "
+                                     f"`{self.source.name}` call itself? Tile code cannot recurse", self.loc(node))
         self.call_stack.append(self.loc(node))
 
     def inline(self, pyfunc, args, kwargs, node):
@@ -703,6 +705,25 @@ class Lowerer:
         finally:
             self.source, self.scope, self.node, self.runtime_depth = saved
             self.call_stack.pop()
+
+
+def _spelled(func) -> str:
+    """How the user most likely wrote `func`: `math.sqrt`, `np.sqrt`, `len`."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    module = getattr(func, "__module__", None) or ""
+    prefix = {"math": "math.", "numpy": "np.", "builtins": ""}.get(module.split(".")[0], f"{module}." if module else "")
+    return prefix + name
+
+
+def _suggestion(func) -> str:
+    """What to write instead: the tile function of the same name, or the tile way of a builtin."""
+    from .. import tile as ct
+    name = getattr(func, "__name__", "")
+    if getattr(getattr(ct, name, None), "__tile_op__", None) is not None:
+        return f"; use ct.{name}"
+    return {"len": "; use t.shape[0] (tile shapes are known when the kernel compiles)",
+            "round": "; use ct.floor(x + 0.5) or .astype() to an integer dtype",
+            "sum": "; use ct.sum", "pow": "; use x ** y"}.get(name, "")
 
 
 class BoundMethod:
