@@ -169,3 +169,20 @@ def test_user_text_in_comments_names_and_file_names_cannot_change_the_generated_
     out = np.zeros(128, np.float32)
     ct.launch(None, (1,), kernel, (x, out))
     np.testing.assert_array_equal(out, x + 1)
+
+
+@ct.kernel
+def wide_rows(x, y):
+    ct.store(y, (0, 0), ct.load(x, (0, 0), (256, 512)) * 2)
+
+
+def test_a_tile_too_big_for_a_gpu_block_is_refused_before_nvrtc_runs_but_runs_on_the_interpreter():
+    from tileworkbench.errors import TileUnsupportedFeatureError
+    x = np.ones((256, 512), np.float32)
+    with pytest.raises(TileUnsupportedFeatureError, match=r"131072 elements\) is too big for a GPU block.*at most "
+                                                          r"65536 elements") as info:
+        generate(wide_rows.specialize((x, x)))
+    assert info.value.loc.source_line.strip().startswith("ct.store(y")
+    y = np.zeros_like(x)
+    ct.launch(None, (1,), wide_rows, (x, y))
+    assert (y == 2).all()

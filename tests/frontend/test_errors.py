@@ -481,3 +481,15 @@ def range_over(stop, out):
 def test_range_bounds_must_be_signed_integer_scalars(stop, message):
     err = compile_error(range_over, (stop, np.zeros(4, np.int32)))
     assert isinstance(err, ct.TileTypeError) and err.message.startswith(message)
+
+
+@ct.kernel
+def enormous_tile(x):
+    ct.store(x, (0, 0), ct.full((1 << 16, 1 << 16), 0, ct.float32))
+
+
+def test_a_tile_over_the_size_limit_is_refused_naming_the_limit():
+    err = compile_error(enormous_tile, (np.zeros((4, 4), np.float32),))
+    assert isinstance(err, ct.TileValueError)
+    assert "4294967296 elements; a tile holds at most 16777216 (2**24)" in err.message
+    assert underlined(err) == "ct.full((1 << 16, 1 << 16), 0, ct.float32)"

@@ -40,6 +40,9 @@ def _library_version() -> str:
 
 
 HEADER_VERSION = _library_version()
+# A block holds its tiles in registers, and an SM has 65536 of them: a bigger tile cannot be resident
+# (and NVRTC's time grows steeply with the tile: about a second at this size, minutes at 2**20).
+MAX_GPU_TILE_ELEMENTS = 1 << 16
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -54,6 +57,10 @@ _CPP_RESERVED = set(keyword.kwlist) | {
 }
 
 
+# names the CUDA headers, the C library or the generated code itself (TW_THREADS...) define as macros
+_MACRO_LIKE = re.compile(r"NAN|INFINITY|NULL|EOF|HUGE_VALF?|[A-Z]+_(MAX|MIN|EPSILON|DIG|MANT_DIG)|(TW|CUDA|CUDART|NV)_?\w*")
+
+
 def cpp_identifier(name: str) -> str:
     """`name` as a C++ identifier that means nothing else there: non-ASCII letters are spelled out
     (`α` -> `u03b1`), names that C++ reserves or a header may define as a macro (`double`, `NAN`,
@@ -61,7 +68,7 @@ def cpp_identifier(name: str) -> str:
     name = "".join(c if c.isascii() else f"u{ord(c):04x}" for c in name)
     if "__" in name or name.startswith("_"):
         name = "v" + re.sub("_{2,}", "_", name)
-    return name + "_" if name in _CPP_RESERVED or name.isupper() else name
+    return name + "_" if name in _CPP_RESERVED or _MACRO_LIKE.fullmatch(name) else name
 
 
 @dataclass
@@ -759,6 +766,13 @@ def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
 def generate(fn: Function, *, threads: int | None = None, arch: str | None = None) -> GeneratedKernel:
     """CUDA C++ source for one kernel specialization. `arch` tunes it for one GPU (pipeline depth by
     its shared memory; wgmma on sm_90, which then needs the sm_90a target: GeneratedKernel.arch)."""
+    for op in fn.walk():
+        for v in op.results:
+            if isinstance(v.type, TileType) and v.type.size > MAX_GPU_TILE_ELEMENTS:
+                raise TileUnsupportedFeatureError(
+                    f"A tile of shape {v.type.shape} ({v.type.size} elements) is too big for a GPU block: the CUDA "
+                    f"backend takes tiles of at most {MAX_GPU_TILE_ELEMENTS} elements (2**16, the registers of one "
+                    f"SM). Use smaller tiles and more blocks; the interpreter runs it as it is", op.loc)
     itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
     vec = max(1, 16 // min(itemsizes))
     plan = plan_layouts(fn, threads, arch)

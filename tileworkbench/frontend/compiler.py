@@ -28,6 +28,9 @@ from .lowering import LOWERINGS, SliceValue, bind_call, lower_binary, lower_meth
 from .source import FuncSource, source_of
 
 MAX_INLINE_DEPTH = 64
+# The most elements a tile may have: 2**24 is 64 MiB of float32 per block on the interpreter, far
+# past any tile a GPU block holds (the CUDA backend's own limit is lower, see codegen/cuda.py).
+MAX_TILE_ELEMENTS = 1 << 24
 
 
 class _Undefined:
@@ -143,6 +146,10 @@ class Lowerer:
             op = self.builder.emit(name, operands, attrs, self.loc(), regions)
         except TypeRuleError as e:
             self.fail(TileTypeError, str(e))
+        for v in op.results:
+            if isinstance(v.type, TileType) and v.type.size > MAX_TILE_ELEMENTS:
+                self.fail(TileValueError, f"A tile of shape {v.type.shape} has {v.type.size} elements; a tile holds "
+                                          f"at most {MAX_TILE_ELEMENTS} (2**24): split the work into more blocks")
         return op.results[0] if len(op.results) == 1 else op
 
     def at(self, node):
