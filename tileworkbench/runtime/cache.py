@@ -34,7 +34,6 @@ import warnings
 from dataclasses import asdict, dataclass
 
 from .. import __version__
-
 from .cubin import Resources
 from .nvrtc import CompiledModule, compile_cuda, compiler_version
 
