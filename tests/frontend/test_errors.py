@@ -493,3 +493,14 @@ def test_a_tile_over_the_size_limit_is_refused_naming_the_limit():
     assert isinstance(err, ct.TileValueError)
     assert "4294967296 elements; a tile holds at most 16777216 (2**24)" in err.message
     assert underlined(err) == "ct.full((1 << 16, 1 << 16), 0, ct.float32)"
+
+
+@ct.kernel
+def local_helper_missing_argument(x):
+    def twice(t, k):
+        return t * k
+    ct.store(x, (0,), twice(ct.load(x, (0,), (4,))))
+
+
+def test_a_local_helper_called_with_too_few_arguments_is_named():
+    assert compile_error(local_helper_missing_argument).message == "twice() is missing argument(s): k"

@@ -176,8 +176,9 @@ class Lowerer:
                 self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array", r.node)
         except TileError:
             raise
-        except RecursionError:
-            self.fail(TileRecursionError, "Helper functions are nested too deeply (recursion?)")
+        except RecursionError:  # one frame, as for the inlining limit: the others repeat
+            raise TileRecursionError("The kernel is nested too deeply to compile: a recursive helper, or an "
+                                     "expression nested thousands of levels deep", self.loc()) from None
 
     # ---- statements ---------------------------------------------------------------------------
 
@@ -685,13 +686,14 @@ class Lowerer:
         names = [a.arg for a in params.posonlyargs + params.args]
         defaults = [self.expr(d) for d in params.defaults]
         bound = dict(zip(names[len(names) - len(defaults):], defaults))
+        called = getattr(fn.node, "name", "lambda")
         if len(args) > len(names):
-            self.fail(TileTypeError, f"Too many arguments: expected at most {len(names)}")
+            self.fail(TileTypeError, f"{called}() takes at most {len(names)} arguments, {len(args)} were given")
         bound.update(zip(names, args))
         bound.update(kwargs)
         missing = [n for n in names if n not in bound]
         if missing:
-            self.fail(TileTypeError, f"Missing argument(s): {', '.join(missing)}")
+            self.fail(TileTypeError, f"{called}() is missing argument(s): {', '.join(missing)}")
         self._enter(node)
         return self._run_helper(fn.source, bound, fn)
 
