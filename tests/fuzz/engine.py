@@ -43,7 +43,7 @@ def difference(program: Program, got: np.ndarray) -> str | None:
     want = program.expected
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"output {got.dtype}{got.shape}, expected {want.dtype}{want.shape}"
-    if want.dtype.kind != "f":
+    if want.dtype.kind != "f" and want.dtype.name != "bfloat16":
         bad = got != want
     else:
         nan = np.isnan(want)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import ml_dtypes
 import numpy as np
 
-FLOAT_DTYPES = ("float16", "float32", "float64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 FLOAT_PADDING = {"ZERO": 0.0, "NEG_ZERO": -0.0, "NAN": math.nan, "POS_INF": math.inf, "NEG_INF": -math.inf}
 
@@ -71,16 +72,12 @@ def float_to_int(values: np.ndarray, dtype: str) -> np.ndarray:
     return np.array([one(v) for v in values.ravel()], dtype=object).astype(dtype).reshape(values.shape)
 
 
-def _arg_extreme(row, smallest: bool, propagate_nan: bool) -> int:
-    """The first index of the extreme of a 1-D list; NaN is the worst value, or the best when propagating."""
-    best = None
-    for k, v in enumerate(row):
-        v = float(v) if isinstance(v, (float, np.floating)) else int(v)
-        if best is None:
-            best = k
-            continue
+def _arg_extreme(row: list, smallest: bool, propagate_nan: bool) -> int:
+    """The first index of the extreme of a list of Python numbers; NaN is the worst value, or the best
+    when propagating."""
+    best = 0
+    for k, v in enumerate(row[1:], 1):
         b = row[best]
-        b = float(b) if isinstance(b, (float, np.floating)) else int(b)
         v_nan, b_nan = isinstance(v, float) and math.isnan(v), isinstance(b, float) and math.isnan(b)
         if v_nan or b_nan:
             if v_nan != b_nan and v_nan == propagate_nan:  # the NaN wins when propagating, else the number
@@ -105,7 +102,7 @@ class _Builder:
     def new(self, shape, dtype, blocks, line_of, exact=True) -> Tile:
         self.count += 1
         if _is_float(dtype):
-            self.eps = max(self.eps, float(np.finfo(dtype).eps))
+            self.eps = max(self.eps, float(ml_dtypes.finfo(dtype).eps))
         t = Tile(f"t{self.count}", tuple(shape), dtype, blocks, exact)
         self.lines.append(f"    {t.name} = {line_of}")
         return t
@@ -226,8 +223,9 @@ def _reduce(b: _Builder, t: Tile, ctx) -> Tile:
         rows = moved.reshape(-1, moved.shape[-1])
         out = []
         for row in rows:
+            numbers = row.astype(np.float64).tolist() if _is_float(t.dtype) else row.tolist()  # Python numbers
             if name.startswith("arg"):
-                out.append(_arg_extreme(list(row), name == "argmin", propagate))
+                out.append(_arg_extreme(numbers, name == "argmin", propagate))
             elif name == "sum":
                 if _is_float(t.dtype):
                     out.append(math.fsum(row.astype(np.float64)) if np.isfinite(row).all()
@@ -235,8 +233,8 @@ def _reduce(b: _Builder, t: Tile, ctx) -> Tile:
                 else:
                     out.append(int(np.sum(row, dtype=t.dtype)))  # wraps in the dtype
             else:
-                values = [x for x in row if not (_is_float(t.dtype) and math.isnan(x))]
-                if _is_float(t.dtype) and (propagate and len(values) < len(row) or not values):
+                values = [x for x in numbers if not (isinstance(x, float) and math.isnan(x))]
+                if _is_float(t.dtype) and (propagate and len(values) < len(numbers) or not values):
                     out.append(math.nan)
                 else:
                     out.append((max if name == "max" else min)(values))
@@ -352,6 +350,11 @@ def _random_program(rng: np.random.Generator) -> Program:
         grid = (int(rng.integers(1, 4)),)
         bids = list(np.ndindex(*grid))
         t = _gather_start(b, x, dtype, bids)
+    elif rank == 2 and rng.random() < 0.25:  # order="F": the tile walks the array's axes swapped
+        b.ops.append(f"load-F-{padding}")
+        t = b.new(tile_shape[::-1], dtype, [_padded_tile(x, bid, tile_shape, pad).T.copy() for bid in bids],
+                  f"ct.load(x, (ct.bid(1), ct.bid(0)), {tile_shape[::-1]}, order='F', "
+                  f"padding_mode=ct.PaddingMode.{padding})")
     else:
         b.ops.append(f"load-{padding}")
         t = b.new(tile_shape, dtype, [_padded_tile(x, bid, tile_shape, pad) for bid in bids],
@@ -370,6 +373,8 @@ def _random_program(rng: np.random.Generator) -> Program:
     for _ in range(int(rng.integers(1, 5))):
         t = b.choice(OPERATIONS)(b, t, ctx)
 
+    if rank == 1 and len(t.shape) == 1 and rng.random() < 0.3:
+        return _scatter_end(b, t, grid, bids, x, y, rng)
     # store: the result tile goes to the block's index of an output with the grid's rank
     result_shape = t.shape if len(t.shape) == rank else \
         (int(np.prod(t.shape)),) if rank == 1 else (int(np.prod(t.shape)), 1)
@@ -386,3 +391,25 @@ def _random_program(rng: np.random.Generator) -> Program:
     source = "@ct.kernel\ndef fuzz(x, y, out):\n" + "\n".join(b.lines) + "\n"
     out = np.zeros(out_shape, t.dtype)
     return Program(source, grid, (x, y, out), expected, t.exact, b.eps, b.ops)
+
+
+def _scatter_end(b: _Builder, t: Tile, grid, bids, x, y, rng) -> Program:
+    """End with a scatter of the 1-D result: indices that run past both ends of `out` (never two
+    lanes on one element: blocks write disjoint ranges), an optional mask."""
+    n = t.shape[0]
+    step = int(b.choice([1, -1]))
+    offset = int(rng.integers(-n, n))
+    masked = bool(rng.integers(2))
+    size = max(1, grid[0] * n - int(rng.integers(0, n + 1)))
+    b.ops.append("scatter-masked" if masked else "scatter")
+    expected = np.zeros(size, t.dtype)
+    for bid, v in zip(bids, t.blocks):
+        for k in range(n):
+            i = k * step + bid[0] * n + offset
+            if (not masked or k % 3 != 1) and 0 <= i < size:
+                expected[i] = v[k]
+    mask = f", mask=(ct.arange({n}, dtype=ct.int32) % 3) != 1" if masked else ""
+    b.lines.append(f"    ct.scatter(out, ct.arange({n}, dtype=ct.int32) * {step} + ct.bid(0) * {n} + {offset}, "
+                   f"{t.name}{mask})")
+    source = "@ct.kernel\ndef fuzz(x, y, out):\n" + "\n".join(b.lines) + "\n"
+    return Program(source, grid, (x, y, np.zeros(size, t.dtype)), expected, t.exact, b.eps, b.ops)
