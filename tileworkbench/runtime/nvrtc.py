@@ -190,17 +190,18 @@ def _interruptible(work):
     """`work()` on a worker thread, waited for so that Ctrl-C (KeyboardInterrupt) ends the wait at once.
     NVRTC releases the GIL but cannot be stopped: an interrupted compile runs on in the background,
     owning its program, and its result is dropped."""
-    outcome = {}
+    outcome, done = {}, threading.Event()
 
     def run():
         try:
             outcome["value"] = work()
         except BaseException as e:  # handed to the waiting thread as it is
             outcome["error"] = e
-    worker = threading.Thread(target=run, name="nvrtc compile", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.1)
+        finally:
+            done.set()
+    threading.Thread(target=run, name="nvrtc compile", daemon=True).start()
+    while not done.wait(0.1):  # an Event, not Thread.join: an interrupted join marks a running thread stopped
+        pass
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
