@@ -4,6 +4,7 @@ compiled with NVRTC for sm_80 and sm_90. Longer runs: `python -m tests.fuzz --he
 import os
 
 import numpy as np
+import pytest
 
 from .engine import check, difference, fuzz
 from .programs import float_to_int, random_program
@@ -23,6 +24,7 @@ def _nvrtc_available() -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_random_kernels_match_their_numpy_formulation(tmp_path, monkeypatch):
     from tileworkbench.runtime import cache
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
