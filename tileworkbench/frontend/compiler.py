@@ -24,7 +24,7 @@ from ..ir.ops import TypeRuleError
 from ..ir.types import DType, TileType, bool_, int32
 from ..ir.verify import verify
 from . import coerce
-from .lowering import LOWERINGS, SliceValue, bind_call, lower_binary, lower_method
+from .lowering import LOWERINGS, TILE_FUNCTIONS, SliceValue, bind_call, lower_binary, lower_method
 from .source import FuncSource, source_of
 
 MAX_INLINE_DEPTH = 64
@@ -726,9 +726,8 @@ def _spelled(func) -> str:
 
 def _suggestion(func) -> str:
     """What to write instead: the tile function of the same name, or the tile way of a builtin."""
-    from .. import tile as ct
     name = getattr(func, "__name__", "")
-    if getattr(getattr(ct, name, None), "__tile_op__", None) is not None:
+    if name in TILE_FUNCTIONS:
         return f"; use ct.{name}"
     return {"len": "; use t.shape[0] (tile shapes are known when the kernel compiles)",
             "round": "; use ct.floor(x + 0.5) or .astype() to an integer dtype",
