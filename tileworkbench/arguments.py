@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ArgumentTypeError, ArgumentValueError
 from .ir.types import ArrayType, bool_, float32, int32, int64, scalar, to_dtype
 
 
@@ -72,17 +73,18 @@ def normalize_grid(grid) -> tuple[int, int, int]:
     """A grid of 1-3 positive ints as (x, y, z)."""
     if type(grid) is tuple:  # launch loops repeat their grids
         known = _valid_grids.get(grid)
-        if known is not None:
+        # (1.0,) and (True,) equal (1,) as dict keys: only plain ints may take the cached answer
+        if known is not None and all(type(g) is int for g in grid):
             return known
     if not isinstance(grid, tuple):
-        raise TypeError("Grid must be a tuple")
+        raise ArgumentTypeError(f"Grid must be a tuple, got {type(grid).__name__}")
     if len(grid) > 3:
-        raise ValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
+        raise ArgumentValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
     for i, g in enumerate(grid):
-        if not isinstance(g, (int, np.integer)) or isinstance(g, bool) or g < 1:
-            raise ValueError(f"Grid[{i}] must be a positive integer, got {g!r}")
+        if not isinstance(g, (int, np.integer)) or isinstance(g, (bool, np.bool_)) or g < 1:
+            raise ArgumentValueError(f"Grid[{i}] must be a positive integer, got {g!r}")
         if g > 2**24 - 1:
-            raise ValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
+            raise ArgumentValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
     normalized = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
     if len(_valid_grids) < 4096 and all(type(g) is int for g in grid):
         _valid_grids[grid] = normalized
@@ -110,25 +112,38 @@ class ParamSpec:
 def param_spec(name: str, value, position: int, *, constant: bool, int64_scalar: bool) -> ParamSpec:
     """The spec of argument #`position` for parameter `name`."""
     if constant:
+        if isinstance(value, (np.bool_, np.integer, np.floating)):
+            value = value.item()  # np.int64(4) specializes as 4 does
         if not isinstance(value, (bool, int, float)) and value is not None:
-            raise TypeError(f"Invalid kernel argument #{position}: a Constant parameter takes bool, int or "
-                            f"float, not '{type(value).__name__}'")
+            raise ArgumentTypeError(f"Invalid kernel argument #{position}: a Constant parameter takes bool, int or "
+                                    f"float, not '{type(value).__name__}' (parameter {name})")
         return ParamSpec(name, "constant", value=value)
     if is_array_like(value):
-        return ParamSpec(name, "array", ArrayType(to_dtype(array_dtype(value)), value.ndim))
+        return ParamSpec(name, "array", ArrayType(_argument_dtype(array_dtype(value), name, position), value.ndim))
     if isinstance(value, (bool, np.bool_)):
         return ParamSpec(name, "scalar", scalar(bool_))
     if isinstance(value, int):
         dtype = int64 if int64_scalar else int32
         lo, hi = np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max
         if not lo <= value <= hi:
-            raise OverflowError(f"Invalid kernel argument #{position}: {value} does not fit {dtype}")
+            raise ArgumentValueError(f"Invalid kernel argument #{position}: {value} does not fit {dtype} "
+                                     f"(parameter {name})")
         return ParamSpec(name, "scalar", scalar(dtype))
     if isinstance(value, np.generic):
-        return ParamSpec(name, "scalar", scalar(to_dtype(value.dtype)))
+        return ParamSpec(name, "scalar", scalar(_argument_dtype(value.dtype, name, position)))
     if isinstance(value, float):
         return ParamSpec(name, "scalar", scalar(float32))
-    raise TypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not supported.")
+    hint = "; pass a NumPy array" if isinstance(value, (list, tuple)) else ""
+    raise ArgumentTypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not "
+                            f"supported. (parameter {name}{hint})")
+
+
+def _argument_dtype(dtype, name: str, position: int):
+    try:
+        return to_dtype(dtype)
+    except TypeError:
+        raise ArgumentTypeError(f"Invalid kernel argument #{position}: dtype {dtype} is not a tile dtype; bool, "
+                                f"integers, float16/32/64, bfloat16 and float8 are (parameter {name})") from None
 
 
 def profile_key(constant_mask, args) -> tuple:

@@ -120,3 +120,19 @@ class TileCompilerExecutionError(TileError):
 
 class TileCompilerTimeoutError(TileError):
     """The CUDA compiler took too long."""
+
+
+class UserInputError(Exception):
+    """Mixed into the TypeError/ValueError raised for a bad launch argument, grid or option: the
+    message says everything, so the notebook shows it alone, without a stack."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class ArgumentTypeError(UserInputError, TypeError):
+    """A launch argument of the wrong kind (a missing argument, a list for an array...)."""
+
+
+class ArgumentValueError(UserInputError, ValueError):
+    """A launch argument or option with a bad value (a grid of 0 blocks, an unknown GPU arch...)."""

@@ -29,6 +29,7 @@ export interface ISpecialization {
   limiter?: string;
   cuda?: string;
   error?: string | null;
+  pending?: string; // not compiled yet: what to run to compile it
 }
 
 export interface ITiming {
@@ -58,6 +59,15 @@ export interface IFoundKernel {
   executionCount: number | null;
 }
 
+/** A record as saved in an output, with the lists an older or hand-made one may lack filled in. */
+export function normalizedRecord(data: unknown): IKernelRecord | undefined {
+  const record = data as IKernelRecord | undefined;
+  if (!record?.kernel) {
+    return undefined;
+  }
+  return { ...record, specializations: Array.isArray(record.specializations) ? record.specializations : [] };
+}
+
 /** The latest record of each kernel in the notebook's outputs, in notebook order. */
 export function collectKernels(notebook: Notebook): IFoundKernel[] {
   const byName = new Map<string, IFoundKernel>();
@@ -69,8 +79,8 @@ export function collectKernels(notebook: Notebook): IFoundKernel[] {
     }
     const model = cell as ICodeCellModel;
     for (let k = 0; k < model.outputs.length; k++) {
-      const record = model.outputs.get(k).data[KERNEL_MIME] as unknown as IKernelRecord | undefined;
-      if (!record?.kernel) {
+      const record = normalizedRecord(model.outputs.get(k).data[KERNEL_MIME]);
+      if (!record) {
         continue;
       }
       const found = { record, cellIndex: index, executionCount: model.executionCount };
@@ -126,7 +136,7 @@ export function timingText(t: ITiming): string {
 export function recordSummary(record: IKernelRecord): string {
   const n = record.specializations.length;
   const parts = [`${n} specialization${n === 1 ? '' : 's'}`];
-  const last = [...record.specializations].reverse().find(s => !s.error);
+  const last = [...record.specializations].reverse().find(s => !s.error && !s.pending);
   if (last) {
     parts.push(
       `${record.arch}: ${last.threads} threads, ${last.registers} registers, ` +
@@ -144,6 +154,9 @@ function specializationBlock(s: ISpecialization, code: HTMLDetailsElement): HTML
   const label = h('div', { class: 'tw-spec-label', title: s.label }, s.label);
   if (s.error) {
     return h('div', { class: 'tw-spec tw-spec-error' }, label, h('div', { class: 'tw-spec-message' }, s.error));
+  }
+  if (s.pending) {
+    return h('div', { class: 'tw-spec' }, label, h('div', { class: 'tw-spec-message' }, s.pending));
   }
   const metric = (name: string, text: string, title = '') => h('span', { 'data-metric': name, title }, text);
   const occupancy = `${Math.round((s.occupancy ?? 0) * 100)}%`;
@@ -308,7 +321,11 @@ export class KernelRecordRenderer extends Widget implements IRenderMime.IRendere
   }
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
-    const record = model.data[KERNEL_MIME] as unknown as IKernelRecord;
+    const record = normalizedRecord(model.data[KERNEL_MIME]);
+    if (!record) {
+      this.node.replaceChildren(h('span', { class: 'tw-record-name' }, 'a kernel record without a kernel name'));
+      return;
+    }
     const button = h('button', { class: 'tw-record-open', title: 'Show in the kernel inspector' }, 'inspect');
     button.addEventListener('click', () => this._open(record.kernel));
     this.node.replaceChildren(

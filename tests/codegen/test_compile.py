@@ -1,5 +1,6 @@
 """Every GPU test kernel compiles offline (no GPU) with NVRTC for sm_80 and sm_90, and the
 generated code has the properties the backend promises."""
+import linecache
 import re
 
 import numpy as np
@@ -137,3 +138,51 @@ def test_reductions_of_tiles_larger_than_shared_memory_fit_every_arch(case_id):
     case = next(c for c in CASES if c.id == case_id)
     generated = generate(case.kernel.specialize(case.args()))
     assert generated.smem_bytes <= min(SHARED_MEMORY_LIMIT.values())
+
+
+def _kernel_from_text(text: str, filename: str):
+    """The kernel defined by `text`, as if it came from a file called `filename`."""
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    scope = {"ct": ct}
+    exec(compile(text, filename, "exec"), scope)
+    return next(v for v in scope.values() if isinstance(v, ct.Kernel))
+
+
+HOSTILE_KERNEL = '''\
+@ct.kernel
+def __half(a, b):  # a name the CUDA headers use
+    NAN = ct.load(a, (0,), (128,))  # C:\\ \\
+    α = NAN + 1  # the next line must not join this comment \\
+    ct.store(b, (0,), α)  # ??/
+'''
+
+
+@pytest.mark.parametrize("filename", ['cell\n#define b a\n"', "C:\\ \\", "ünïcode ??/ \"quoted\".py",
+                                      "<cell 1> (a, b) [x] {y} #z 'q' %s &|;!~*"])
+def test_user_text_in_comments_names_and_file_names_cannot_change_the_generated_code(filename):
+    kernel = _kernel_from_text(HOSTILE_KERNEL, filename)
+    x = np.arange(128, dtype=np.float32)
+    generated, module = runtime.build(kernel.specialize((x, x)), "sm_80")
+    assert not any(line.lstrip().startswith("#define b") for line in generated.source.splitlines())
+    assert re.search(r"st\.global(\.v4)?\.(f32|b32|u32)", module.ptx), "the store vanished from the PTX"
+    assert re.search(r"add\.(rn\.)?f32", module.ptx), "the addition vanished from the PTX"
+    out = np.zeros(128, np.float32)
+    ct.launch(None, (1,), kernel, (x, out))
+    np.testing.assert_array_equal(out, x + 1)
+
+
+@ct.kernel
+def wide_rows(x, y):
+    ct.store(y, (0, 0), ct.load(x, (0, 0), (256, 512)) * 2)
+
+
+def test_a_tile_too_big_for_a_gpu_block_is_refused_before_nvrtc_runs_but_runs_on_the_interpreter():
+    from tileworkbench.errors import TileUnsupportedFeatureError
+    x = np.ones((256, 512), np.float32)
+    with pytest.raises(TileUnsupportedFeatureError, match=r"131072 elements\) is too big for a GPU block.*at most "
+                                                          r"65536 elements") as info:
+        generate(wide_rows.specialize((x, x)))
+    assert info.value.loc.source_line.strip().startswith("ct.store(y")
+    y = np.zeros_like(x)
+    ct.launch(None, (1,), wide_rows, (x, y))
+    assert (y == 2).all()

@@ -1,11 +1,12 @@
 """Every user mistake is a TileError that shows the kernel's line with a caret under the culprit."""
+import math
 import re
 
 import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.errors import TileError
+from tileworkbench.errors import ArgumentTypeError, ArgumentValueError, TileError, TileRecursionError
 
 F32 = np.zeros(64, np.float32)
 
@@ -313,6 +314,96 @@ def test_wrong_number_of_launch_arguments():
         ct.launch(None, (1,), non_pow2_shape, (F32, 1))
 
 
+@ct.kernel
+def copy4(x, y, TILE: ct.Constant[int]):
+    ct.store(y, (0,), ct.load(x, (0,), (TILE,), padding_mode=ct.PaddingMode.ZERO))
+
+
+def test_too_few_launch_arguments_name_the_missing_parameters():
+    with pytest.raises(ArgumentTypeError, match=r"expects 3 arguments but 1 were given: copy4\(x, y, TILE\) is "
+                                                r"missing y, TILE"):
+        ct.launch(None, (1,), copy4, (F32,))
+
+
+def test_a_numpy_integer_is_a_constant_like_a_python_int():
+    out = np.zeros(4, np.float32)
+    ct.launch(None, (1,), copy4, (np.arange(4, dtype=np.float32), out, np.int64(4)))
+    assert out.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("grid", [(1.0,), (True,), (np.bool_(True),)])
+def test_a_grid_of_floats_or_bools_is_refused_even_after_the_same_int_grid_ran(grid):
+    ct.launch(None, (1,), copy4, (F32, np.zeros(4, np.float32), 4))
+    with pytest.raises(ArgumentValueError, match=r"Grid\[0\] must be a positive integer"):
+        ct.launch(None, grid, copy4, (F32, np.zeros(4, np.float32), 4))
+
+
+@pytest.mark.parametrize("array, match", [
+    (np.zeros(4, np.complex64), "dtype complex64 is not a tile dtype"),
+    (np.zeros(4, object), "dtype object is not a tile dtype"),
+    ([1.0, 2.0], "Objects of type 'list' are not supported"),
+])
+def test_unusable_array_arguments_are_refused_naming_the_parameter(array, match):
+    with pytest.raises((ArgumentTypeError, ArgumentValueError), match=f"argument #0: {match}") as info:
+        ct.launch(None, (1,), copy4, (array, np.zeros(4, np.float32), 4))
+    assert "parameter x" in str(info.value)
+
+
+class FakeDeviceArray:
+    shape, ndim, dtype = (4,), 1, np.dtype(np.float32)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3}
+
+
+def test_numpy_and_device_arrays_in_one_launch_are_refused():
+    with pytest.raises(ArgumentTypeError, match=r"argument #1: a FakeDeviceArray device array among NumPy arrays"):
+        ct.launch(None, (1,), copy4, (F32, FakeDeviceArray(), 4))
+
+
+def test_a_lambda_cannot_be_a_kernel():
+    with pytest.raises(ArgumentTypeError, match="needs a function defined with `def`, got a lambda"):
+        ct.kernel(lambda x: None)
+
+
+def test_launch_argument_errors_show_no_stack_in_ipython():
+    with pytest.raises(ArgumentTypeError) as info:
+        ct.launch(None, (1,), copy4, (F32,))
+    assert info.value._render_traceback_() == [f"ArgumentTypeError: {info.value}"]
+
+
+def recurse(t):
+    return recurse(t + 1)
+
+
+@ct.kernel
+def recursive(x):
+    ct.store(x, (0,), recurse(ct.load(x, (0,), (4,))))
+
+
+def test_recursion_is_reported_with_one_frame_at_the_recursive_call():
+    err = compile_error(recursive)
+    assert isinstance(err, TileRecursionError) and "`recurse` call itself" in err.message
+    assert len(err.frames) == 1 and underlined(err) == "recurse(t + 1)"
+
+
+@ct.kernel
+def math_sqrt(x):
+    ct.store(x, (0,), math.sqrt(ct.load(x, (0,), (4,))))
+
+
+@ct.kernel
+def numpy_exp(x):
+    ct.store(x, (0,), np.exp(ct.load(x, (0,), (4,))))
+
+
+@pytest.mark.parametrize("kernel, message", [(math_sqrt, "Cannot call math.sqrt from tile code; use ct.sqrt"),
+                                             (numpy_exp, "Cannot call np.exp from tile code; use ct.exp")])
+def test_calling_a_python_math_function_suggests_the_tile_function(kernel, message):
+    assert compile_error(kernel).message == message
+
+
 def test_wrong_kind_of_launch_argument():
     with pytest.raises(TypeError, match="Invalid kernel argument #0: Objects of type 'str' are not supported."):
         ct.launch(None, (1,), non_pow2_shape, ("x",))
@@ -390,3 +481,26 @@ def range_over(stop, out):
 def test_range_bounds_must_be_signed_integer_scalars(stop, message):
     err = compile_error(range_over, (stop, np.zeros(4, np.int32)))
     assert isinstance(err, ct.TileTypeError) and err.message.startswith(message)
+
+
+@ct.kernel
+def enormous_tile(x):
+    ct.store(x, (0, 0), ct.full((1 << 16, 1 << 16), 0, ct.float32))
+
+
+def test_a_tile_over_the_size_limit_is_refused_naming_the_limit():
+    err = compile_error(enormous_tile, (np.zeros((4, 4), np.float32),))
+    assert isinstance(err, ct.TileValueError)
+    assert "4294967296 elements; a tile holds at most 16777216 (2**24)" in err.message
+    assert underlined(err) == "ct.full((1 << 16, 1 << 16), 0, ct.float32)"
+
+
+@ct.kernel
+def local_helper_missing_argument(x):
+    def twice(t, k):
+        return t * k
+    ct.store(x, (0,), twice(ct.load(x, (0,), (4,))))
+
+
+def test_a_local_helper_called_with_too_few_arguments_is_named():
+    assert compile_error(local_helper_missing_argument).message == "twice() is missing argument(s): k"

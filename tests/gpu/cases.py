@@ -488,3 +488,51 @@ def matmul_operator(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.
 case("matmul-operator-float32", matmul_operator, (3, 3),
      lambda: (random_array((96, 80), np.float32), random_array((80, 72), np.float32), np.zeros((96, 72), np.float32),
               32, 32, 16))
+
+
+# ---- edges where the interpreter and the tile library once disagreed ------------------------------
+
+@ct.kernel
+def extract_constant_index(x, y):
+    t = ct.load(x, (ct.bid(0),), (8,))
+    ct.store(y, (ct.bid(0),), ct.extract(t, (1,), (4,)))
+
+
+case("extract-constant-index-per-block", extract_constant_index, (4,),
+     lambda: (np.arange(32, dtype=np.float32), np.zeros(16, np.float32)), exact=True)
+
+_INF, _NAN = np.inf, np.nan
+NAN_AND_INFINITIES = np.array([[-_INF, _NAN, 1, 2], [_INF, _NAN, 1, 2], [_NAN, _INF, -_INF, _NAN], [_NAN] * 4,
+                               [1, -_INF, _INF, 0], [_NAN, 3, 3, _NAN], [-_INF, -_INF, _INF, _INF], [0, -0.0, _NAN, 0]])
+
+
+@ct.kernel
+def arg_extremes(x, y, PROPAGATE: ct.Constant[bool]):
+    t = ct.load(x, (0, 0), (8, 4))
+    ct.store(y, (0, 0), ct.argmin(t, axis=1, keepdims=True, propagate_nan=PROPAGATE))
+    ct.store(y, (0, 1), ct.argmax(t, axis=1, keepdims=True, propagate_nan=PROPAGATE))
+
+
+for _dt in (np.float32, np.float16, np.float64):
+    for _propagate in (False, True):
+        case(f"argmin-argmax-nan-inf-{np.dtype(_dt).name}-propagate{_propagate}", arg_extremes, (1,),
+             lambda dt=_dt, p=_propagate: (NAN_AND_INFINITIES.astype(dt), np.zeros((8, 2), np.int32), p), exact=True)
+
+FLOAT_TO_INT_EDGES = np.array([_NAN, _INF, -_INF, 3e9, -3e9, 2.7, -2.7, -0.5, 1e20, -1e20, 127.9, 128, -128.9, -129,
+                               255.5, 65535.9])
+
+
+def _float_edges(dtype):
+    with np.errstate(over="ignore"):  # 3e9 and 1e20 are infinities in float16
+        return FLOAT_TO_INT_EDGES.astype(dtype)
+
+
+@ct.kernel
+def convert(x, y):
+    ct.store(y, (0,), ct.load(x, (0,), (16,)).astype(y.dtype))
+
+
+for _src in FLOATS:
+    for _dst in INTS + [np.bool_]:
+        case(f"float-to-int-{np.dtype(_src).name}-to-{np.dtype(_dst).name}", convert, (1,),
+             lambda s=_src, d=_dst: (_float_edges(s), np.zeros(16, d)), exact=True)

@@ -573,6 +573,21 @@ def test_astype_float_to_int_truncates_toward_zero():
     assert t.tolist() == [-2, 0, 0, 2, -3, 3, 100, -100]
 
 
+@pytest.mark.parametrize("src", [np.float16, ct.bfloat16.numpy, np.float32, np.float64])
+@pytest.mark.parametrize("dst, expected", [
+    (ct.int32, [0, 2**31 - 1, -2**31, 2**31 - 1, -2**31, -2, 127]),
+    (ct.int8, [0, 127, -128, 127, -128, -2, 127]),
+    (ct.uint8, [0, 255, 0, 255, 0, 0, 127]),
+    (ct.int64, [0, 2**63 - 1, -2**63, 2**63 - 1, -2**63, -2, 127]),
+    (ct.uint64, [0, 2**64 - 1, 0, 2**64 - 1, 0, 0, 127]),
+])
+def test_astype_float_to_int_saturates_and_turns_nan_into_zero(src, dst, expected):
+    with np.errstate(over="ignore"):  # 1e30 is an infinity in float16
+        x = np.array([np.nan, np.inf, -np.inf, 1e30, -1e30, -2.5, 127.5]).astype(src)
+    got = evaluate(lambda a: ct.load(a, (0,), (8,), padding_mode=P.ZERO).astype(dst), x, dtype=dst, shape=(8,))
+    assert got[:7].tolist() == expected
+
+
 def test_astype_float16_to_int_truncates_toward_zero():
     x = np.array([-1.5, 1.5, -0.25, 7.75], np.float16)
     assert compute(lambda a: ct.astype(a, ct.int16), x, dtype=ct.int16, shape=(4,)).tolist() == [-1, 1, 0, 7]
@@ -832,6 +847,18 @@ def test_extract_and_insert_index_may_differ_per_block():
         expected = X48.copy()
         expected[2 * i:2 * i + 2, 4:8] = -1
         np.testing.assert_array_equal(inserted[i], expected)
+
+
+@ct.kernel
+def extract_second_half(x, out):
+    t = ct.load(x, (ct.bid(0),), (8,))
+    ct.store(out, (ct.bid(0),), ct.extract(t, (1,), (4,)))
+
+
+def test_extract_with_a_constant_index_takes_each_blocks_own_subtile():
+    out = np.zeros(8, np.int32)
+    ct.launch(None, (2,), extract_second_half, (np.arange(16, dtype=np.int32), out))
+    assert out.tolist() == [4, 5, 6, 7, 12, 13, 14, 15]
 
 
 def test_extract_with_empty_shape_returns_one_element():
@@ -1189,6 +1216,23 @@ def test_argmax_treats_nan_as_the_worst_value_unless_propagating():
     assert compute(lambda t: ct.argmin(t), x, dtype=ct.int32, shape=()) == 0
     assert compute(lambda t: ct.argmax(t, propagate_nan=True), x, dtype=ct.int32, shape=()) == 1
     assert compute(lambda t: ct.argmin(t, propagate_nan=True), x, dtype=ct.int32, shape=()) == 1
+
+
+@pytest.mark.parametrize("values, argmin, argmax", [
+    ([-np.inf, np.nan, 1, 2], 1, 1), ([np.inf, 3, np.nan, -np.inf], 2, 2), ([np.nan, np.nan], 0, 0)])
+def test_argmin_and_argmax_propagating_nan_pick_the_first_nan_over_any_infinity(values, argmin, argmax):
+    x = np.array(values, np.float32)
+    n = len(values)
+    assert evaluate(lambda a: ct.argmin(ct.load(a, (0,), (n,)), propagate_nan=True), x, dtype=ct.int32, shape=()) \
+        == argmin
+    assert evaluate(lambda a: ct.argmax(ct.load(a, (0,), (n,)), propagate_nan=True), x, dtype=ct.int32, shape=()) \
+        == argmax
+
+
+def test_argmin_and_argmax_prefer_an_infinity_to_a_nan_when_not_propagating():
+    x = np.array([np.nan, np.inf, np.nan, -np.inf], np.float32)
+    assert compute(lambda t: ct.argmin(t), x, dtype=ct.int32, shape=()) == 3
+    assert compute(lambda t: ct.argmax(t), x, dtype=ct.int32, shape=()) == 1
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
@@ -1876,3 +1920,26 @@ def halves_approx(x):
 def test_rounding_modes_are_checked_per_op_and_dtype(fn, dtype, message):
     with pytest.raises(ct.TileTypeError, match=message):
         launch_on(fn, np.zeros(4, dtype))
+
+
+# ---- bad arrays -------------------------------------------------------------------------------------------
+
+def test_a_padded_load_and_a_gather_from_an_empty_array_read_only_padding():
+    empty = np.zeros(0, np.float32)
+    assert evaluate(lambda a: ct.load(a, (0,), (4,), padding_mode=P.NEG_INF), empty,
+                    dtype=ct.float32, shape=(4,)).tolist() == [-np.inf] * 4
+    assert evaluate(lambda a: ct.gather(a, ct.arange(4, dtype=ct.int32), padding_value=7), empty,
+                    dtype=ct.float32, shape=(4,)).tolist() == [7] * 4
+
+
+@ct.kernel
+def store_ones(out):
+    ct.store(out, (0,), ct.full((4,), 1, out.dtype))
+
+
+def test_storing_into_a_read_only_array_is_an_error_at_the_store():
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(ct.TileValueError, match="store into `out`: the NumPy array is read-only") as info:
+        ct.launch(None, (1,), store_ones, (out,))
+    assert info.value.loc.source_line.strip().startswith("ct.store(out")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import Status, Trace, executor, run
+from tileworkbench.interp import InvalidTraceError, Status, Trace, executor, run
 
 
 @ct.kernel
@@ -153,7 +153,7 @@ def test_padding_survives_the_file_format(tmp_path):
     trace.save(tmp_path / "t.npz")
     with np.load(tmp_path / "t.npz") as data:
         meta = json.loads(bytes(data["meta"]).decode(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
-    assert meta["version"] == 2 and [e["padding_value"] for e in meta["events"][:3]] == [-0.0, "nan", 0]
+    assert meta["version"] == 3 and [e["padding_value"] for e in meta["events"][:3]] == [-0.0, "nan", 0]
     back = Trace.load(tmp_path / "t.npz")
     for a, b in zip(trace.events, back.events):
         assert a.padding_mode == b.padding_mode and repr(a.padding_value) == repr(b.padding_value)
@@ -185,3 +185,111 @@ def test_padding_is_kept_when_traces_of_several_batches_are_merged(monkeypatch):
                                    np.zeros(10, np.float32)), trace=True)
     assert [e.padding_mode for e in trace.by_op("load")] == ["NEG_ZERO", "NAN", "UNDETERMINED"]
     assert str(trace.by_op("load")[0].padding_value) == "-0.0"
+
+
+# ---- malformed files ------------------------------------------------------------------------------------
+
+def _meta(**changes) -> dict:
+    meta = {"format": "tileworkbench-trace", "version": 1, "kernel": "k", "grid": [2, 1, 1],
+            "arrays": {"x": {"shape": [8], "dtype": "float32"}},
+            "events": [{"op": "load", "array": "x", "line": 3, "col": 4, "source": "ct.load(x, (i,), (4,))",
+                        "shape": [4], "operand_shapes": None}]}
+    meta.update(changes)
+    return meta
+
+
+def _write(path, meta, **arrays):
+    text = meta if isinstance(meta, bytes) else json.dumps(meta).encode()
+    entries = {"e0_blocks": np.array([[0, 0, 0], [1, 0, 0]], np.int32),
+               "e0_coords": np.arange(8, dtype=np.int32).reshape(2, 4, 1), "e0_status": np.ones((2, 4), np.uint8)}
+    entries.update(arrays)
+    np.savez(path, meta=np.frombuffer(text, np.uint8), **{k: v for k, v in entries.items() if v is not None})
+    return path
+
+
+def _zip_bomb(path):
+    """A small zip whose status entry claims 2 GiB (and holds the first 16 MiB of them: they compress
+    a thousandfold, and nothing past the claim is read anyway)."""
+    import zipfile
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1, np.uint8))
+    header["shape"] = (2, 1 << 30)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("meta.npy", _npy(np.frombuffer(json.dumps(_meta(events=[dict(_meta()["events"][0],
+                                                                              shape=[1 << 30])])).encode(), np.uint8)))
+        z.writestr("e0_blocks.npy", _npy(np.array([[0, 0, 0], [1, 0, 0]], np.int32)))
+        with z.open("e0_status.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, header)
+            member.write(bytes(1 << 24))
+    return path
+
+
+def _npy(array) -> bytes:
+    import io
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda p: p.write_bytes(b"not a zip at all"), "BadZipFile"),
+    (lambda p: p.write_bytes(b""), "BadZipFile"),
+    (lambda p: _write(p, b"{not json"), "JSONDecodeError"),
+    (lambda p: _write(p, b"\xff\xfe"), "UnicodeDecodeError"),
+    (lambda p: _write(p, b"[" * 100000 + b"]" * 100000), "RecursionError"),
+    (lambda p: _write(p, _meta(events=[{"op": "load"}])), "KeyError"),
+    (lambda p: _write(p, _meta(), e0_status=None), "KeyError"),
+    (lambda p: _write(p, _meta(), e0_status=np.ones((2, 5), np.uint8)), "do not match its shape"),
+    (lambda p: _write(p, _meta(), e0_coords=np.zeros((2, 4, 3), np.int32)), "coordinates"),
+    (lambda p: _write(p, _meta(), e0_status=np.array([None] * 8, object)), "Python objects"),
+    (lambda p: _write(p, _meta(format="something else")), "is not a tileworkbench trace"),
+    (lambda p: _write(p, _meta(version="nine")), "version 'nine' trace"),
+    (lambda p: p.write_bytes(_write(p, _meta()).read_bytes()[:200]), "BadZipFile"),
+])
+def test_a_malformed_trace_file_is_one_invalid_trace_error_naming_the_file(tmp_path, make, reason):
+    path = tmp_path / "bad.npz"
+    make(path)
+    with pytest.raises(InvalidTraceError, match=reason) as info:
+        Trace.load(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_trace_version_written_as_a_string_loads(tmp_path):
+    (event,) = Trace.load(_write(tmp_path / "t.npz", _meta(version="2"))).events
+    assert event.coords[1, :, 0].tolist() == [4, 5, 6, 7]
+
+
+def test_a_zip_bomb_is_refused_before_its_arrays_are_allocated(tmp_path):
+    path = _zip_bomb(tmp_path / "bomb.npz")
+    assert path.stat().st_size < 8 << 20
+    with pytest.raises(InvalidTraceError, match=r"e0_status of shape \(2, 1073741824\) needs 2147483648 bytes"):
+        Trace.load(path)
+
+
+@ct.kernel
+def copy_2d(x, y):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (16, 16)))
+
+
+def test_coordinates_are_saved_as_lane_differences_that_compress_well(tmp_path):
+    x = np.zeros((256, 256), np.float32)
+    trace = run(copy_2d, (16, 16), (x, np.zeros_like(x)), trace=True)
+    trace.save(tmp_path / "t.npz")
+    raw = sum(e.coords.nbytes for e in trace.events)
+    assert (tmp_path / "t.npz").stat().st_size < raw / 50
+    for a, b in zip(trace.events, Trace.load(tmp_path / "t.npz").events):
+        np.testing.assert_array_equal(a.coords, b.coords)
+
+
+@ct.kernel
+def zero_d_copy(x, y):
+    ct.store(y, (), ct.load(x, (), ()))
+
+
+def test_a_trace_of_0d_arrays_round_trips(tmp_path):
+    trace = run(zero_d_copy, (2,), (np.array(3.0, np.float32), np.array(0.0, np.float32)), trace=True)
+    trace.save(tmp_path / "t.npz")
+    back = Trace.load(tmp_path / "t.npz").events
+    assert [e.coords.shape for e in back if e.op in ("load", "store")] == [(2, 0)] * 2
+    for a, b in zip(trace.events, back):
+        np.testing.assert_array_equal(a.coords, b.coords)

@@ -89,11 +89,14 @@ def test_without_a_gpu_a_cpp_launch_says_it_needs_one(shell):
         shell.run_cell_magic("tilekernel", "--lang cpp --grid 1 --block 256 --args 'a, b, 8, 2.0'", SCALE)
 
 
-def test_every_tile_cell_run_leaves_a_record_of_its_kernel(shell):
+def test_every_tile_cell_run_leaves_a_record_of_its_kernel(shell, tmp_path, monkeypatch):
+    from tileworkbench.runtime import cache
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_default", None)
     (record,) = records(run(shell, "", ADD))
     assert record["kernel"] == "add" and record["lang"] == "python" and record["specializations"] == []
     assert record["signature"] == "(a, b, c, TILE: ct.Constant[int])"
-    out = run(shell, '--grid "(2,)" --args "a, b, c, 4"', ADD)
+    out = run(shell, '--grid "(2,)" --args "a, b, c, 4" --show resources', ADD)
     (record,) = records(out)
     (spec,) = record["specializations"]
     assert spec["label"] == "a: array<float32, 1d>, b: array<float32, 1d>, c: array<float32, 1d>, TILE=4"
@@ -102,6 +105,22 @@ def test_every_tile_cell_run_leaves_a_record_of_its_kernel(shell):
     assert record["timing"] is None
     text = next(o.data["text/plain"] for o in out.outputs if KERNEL_MIME in o.data)
     assert text.startswith(f"tile kernel add: 1 specialization; {record['arch']}: {spec['threads']} threads")
+
+
+def test_an_interpreter_run_records_its_specialization_without_compiling_it(shell, tmp_path, monkeypatch):
+    from tileworkbench.runtime import cache, nvrtc
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_default", None)
+    monkeypatch.setattr(nvrtc, "_compile", lambda *a: pytest.fail("the record ran NVRTC"))
+    (record,) = records(run(shell, '--grid "(2,)" --args "a, b, c, 4" --cpu', ADD))
+    (spec,) = record["specializations"]
+    assert spec["error"] is None and "threads" not in spec
+    assert spec["pending"].startswith(f"not compiled for {record['arch']}: the run used the interpreter only")
+    monkeypatch.undo()
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "_default", None)
+    (record,) = records(run(shell, '--grid "(2,)" --args "a, b, c, 4" --cpu --show resources', ADD))
+    assert record["specializations"][0]["registers"] > 0  # what the run compiled anyway
 
 
 def test_a_failing_run_still_leaves_the_record_of_the_redefined_kernel(shell):

@@ -156,3 +156,32 @@ def test_bench_on_a_gpu_measures_device_copies_of_numpy_arguments(shell, monkeyp
     assert d["occupancy"]["agrees"] is True and d["message"] == ""
     text = view._repr_mimebundle_()[0]["text/plain"]
     assert "4.00 us median" in text and "timings need a GPU" not in text
+
+
+@pytest.mark.parametrize("line, message", [
+    ('--grid "(0,)" --args "a, b, c, 4"', r"ArgumentValueError: Grid\[0\] must be a positive integer, got 0"),
+    ('--grid "(1,)" --args "a, b"', (r"ArgumentTypeError: Kernel expects 4 arguments but 2 were given: "
+                                     r"add\(a, b, c, TILE\) is missing c, TILE")),
+    ('--grid "(1,)" --args "a, b, \'x\', 4"', r"Invalid kernel argument #2: Objects of type 'str'"),
+    ('--grid "(1,)" --args "a, b, np.zeros(10, np.complex64), 4"', r"dtype complex64 is not a tile dtype"),
+    ('--arch banana --args "a, b, c, 4" --show resources', r"--arch 'banana' is not a GPU architecture"),
+    ('--arch sm_999 --args "a, b, c, 4" --show resources', r"--arch 'sm_999' is not a GPU architecture"),
+    ('--sweep "TILE=" --grid "(1,)" --args "a, b, c, TILE"', r"--sweep expects NAME=v1,v2,\.\.\. items"),
+    ('--sweep "TILE=abc" --grid "(1,)" --args "a, b, c, TILE"', (r"--sweep 'TILE=abc': each value must be a "
+                                                                r"Python literal")),
+])
+def test_bad_options_and_arguments_are_one_message_without_a_stack(shell, line, message):
+    with capture_output(), pytest.raises(TileKernelCellError, match=message) as info:
+        shell.run_cell_magic("tilekernel", line, ADD)
+    rendered = "\n".join(info.value._render_traceback_())
+    assert "Traceback" not in rendered and "tileworkbench/" not in rendered
+
+
+def test_a_read_only_output_is_an_error_at_the_cells_store_line(shell):
+    shell.user_ns["frozen"] = np.zeros(10, np.float32)
+    shell.user_ns["frozen"].flags.writeable = False
+    with capture_output(), pytest.raises(TileKernelCellError) as info:
+        shell.run_cell_magic("tilekernel", '--grid "(3,)" --args "a, b, frozen, 4"', ADD)
+    text = info.value._render_traceback_()
+    assert text[0] == "TileValueError: store into `c`: the NumPy array is read-only (pass a writable array, e.g. a copy)"
+    assert text[1] == "  cell line 4, in add:"

@@ -1,4 +1,5 @@
 """The compile cache: hits and misses, disk entries across processes, corruption, atomic writes."""
+import hashlib
 import json
 import os
 import subprocess
@@ -224,3 +225,77 @@ def test_command_line_lists_and_clears_the_cache(tmp_path, monkeypatch, capsys):
     assert "removed 1 entries" in capsys.readouterr().out
     assert cli.main(["list"]) == 0
     assert "0 entries" in capsys.readouterr().out
+
+
+def test_the_key_covers_the_package_version(monkeypatch):
+    before = cache_key(SOURCE, "sm_90", (), "1", "13.0")
+    monkeypatch.setattr(cache_module, "__version__", "9.9.9")
+    assert cache_key(SOURCE, "sm_90", (), "1", "13.0") != before
+
+
+def test_an_entry_of_another_layout_is_deleted_and_rebuilt(tmp_path):
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    get(cache, compiler)
+    path = entry_path(cache)
+    key = os.path.basename(path)[:-len(".kernel")]
+    module = FakeCompiler()(SOURCE, "sm_90", ())
+    data = cache_module._encode(key, module)
+    meta_length = int.from_bytes(data[cache_module._HEADER.size:cache_module._HEADER.size + 4], "little")
+    meta = json.loads(data[cache_module._HEADER.size + 4:cache_module._HEADER.size + 4 + meta_length])
+    meta["kernels"]["k"]["a_field_of_another_version"] = 1  # Resources(**...) cannot take it
+    text = json.dumps(meta).encode()
+    payload = len(text).to_bytes(4, "little") + text + module.cubin + module.ptx.encode()
+    header = cache_module._HEADER.pack(cache_module.MAGIC, cache_module.FORMAT_VERSION, bytes.fromhex(key),
+                                       len(payload), hashlib.sha256(payload).digest())
+    Path(path).write_bytes(header + payload)
+    fresh = CompileCache(str(tmp_path))
+    assert get(fresh, compiler).kernels["k"].registers == 8 and compiler.calls == 2
+    assert get(CompileCache(str(tmp_path)), compiler) is not None and compiler.calls == 2  # rebuilt entry is read
+
+
+def test_stray_files_in_the_directory_are_left_alone_by_list_stats_and_clear(tmp_path):
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    get(cache, compiler)
+    (tmp_path / "notes.kernel").write_text("mine")
+    (tmp_path / "README").write_text("mine")
+    (tmp_path / ("a" * 64 + ".kernel")).mkdir()
+    assert len(cache.entries()) == 1 and cache.stats().entries == 2
+    cache.clear()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README", "a" * 64 + ".kernel", "notes.kernel"]
+
+
+@pytest.mark.parametrize("make", ["symlink to /dev/zero", "fifo", "huge file"])
+def test_only_regular_files_of_bounded_size_are_read_as_entries(tmp_path, make, monkeypatch):
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    get(cache, compiler)
+    path = entry_path(cache)
+    os.remove(path)
+    if make == "symlink to /dev/zero":
+        os.symlink("/dev/zero", path)
+    elif make == "fifo":
+        os.mkfifo(path)
+    else:
+        monkeypatch.setattr(cache_module, "MAX_ENTRY_BYTES", 1024)
+        Path(path).write_bytes(b"\0" * 2048)
+    assert get(CompileCache(str(tmp_path)), compiler) is not None and compiler.calls == 2
+    assert os.path.isfile(path) and not os.path.islink(path)
+
+
+def test_list_and_stats_skip_entries_removed_while_they_run(tmp_path, monkeypatch):
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    get(cache, compiler)
+    listed = cache._files()
+    cache.clear()  # a concurrent clear, between the listing and the reads
+    monkeypatch.setattr(cache, "_files", lambda: listed)
+    assert cache.entries() == [] and cache.stats().entries == 0
+
+
+def test_cached_only_answers_hits_and_refuses_to_compile_misses(tmp_path):
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    with cache_module.cached_only(), pytest.raises(cache_module.NotCached):
+        get(cache, compiler)
+    assert compiler.calls == 0
+    get(cache, compiler)
+    with cache_module.cached_only():
+        assert get(CompileCache(str(tmp_path)), compiler) is not None
+    assert compiler.calls == 1

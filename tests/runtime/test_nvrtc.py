@@ -1,5 +1,8 @@
 """NVRTC compilation on a machine without a GPU: outputs, names, errors, architectures."""
+import _thread
 import sys
+import threading
+import time
 
 import pytest
 
@@ -113,3 +116,28 @@ def test_template_errors_carry_their_instantiation_lines():
     assert (d.filename, d.line) == ("kernel.cu", 1) and "16-bit only" in d.message
     assert d.context == (("<cell>", 7),)
     assert d.line_in("<cell>") == 7 and d.line_in("kernel.cu") == 1 and d.line_in("other.py") is None
+
+
+def test_ctrl_c_ends_the_wait_for_a_compile_at_once(monkeypatch):
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def endless_compile(*args):  # stands in for NVRTC: blocks without holding the GIL
+        started.set()
+        release.wait()
+        finished.set()
+        return "", b"", "", {}
+    monkeypatch.setattr(nvrtc, "_compile", endless_compile)
+
+    def press_ctrl_c():
+        started.wait()
+        time.sleep(0.3)  # let the main thread settle into its wait
+        _thread.interrupt_main()
+    ctrl_c = threading.Thread(target=press_ctrl_c)
+    ctrl_c.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            compile_cuda('extern "C" __global__ void k() {}', arch="sm_80")
+        assert not finished.is_set()  # the wait ended, the compile had not
+    finally:
+        release.set()
+        ctrl_c.join()

@@ -40,6 +40,9 @@ def _library_version() -> str:
 
 
 HEADER_VERSION = _library_version()
+# A block holds its tiles in registers, and an SM has 65536 of them: a bigger tile cannot be resident
+# (and NVRTC's time grows steeply with the tile: about a second at this size, minutes at 2**20).
+MAX_GPU_TILE_ELEMENTS = 1 << 16
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -49,13 +52,23 @@ _CPP_RESERVED = set(keyword.kwlist) | {
     "alignas", "alignof", "asm", "catch", "char16_t", "char32_t", "concept", "const_cast", "constexpr", "decltype",
     "dynamic_cast", "explicit", "export", "friend", "inline", "mutable", "namespace", "noexcept", "nullptr",
     "protected", "reinterpret_cast", "requires", "static_assert", "static_cast", "thread_local", "throw",
-    "typeid", "typename", "using", "virtual", "wchar_t", "signed", "unsigned",
+    "typeid", "typename", "using", "virtual", "wchar_t", "assert", "offsetof",
+    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
 }
 
 
+# names the CUDA headers, the C library or the generated code itself (TW_THREADS...) define as macros
+_MACRO_LIKE = re.compile(r"NAN|INFINITY|NULL|EOF|HUGE_VALF?|[A-Z]+_(MAX|MIN|EPSILON|DIG|MANT_DIG)|(TW|CUDA|CUDART|NV)_?\w*")
+
+
 def cpp_identifier(name: str) -> str:
-    """`name` as a C++ identifier: Python names that C++ reserves (`double`, `new`...) get a `_`."""
-    return name + "_" if name in _CPP_RESERVED else name
+    """`name` as a C++ identifier that means nothing else there: non-ASCII letters are spelled out
+    (`α` -> `u03b1`), names that C++ reserves or a header may define as a macro (`double`, `NAN`,
+    `__half`, `_Tp`) get a `v` in front or a `_` behind."""
+    name = "".join(c if c.isascii() else f"u{ord(c):04x}" for c in name)
+    if "__" in name or name.startswith("_"):
+        name = "v" + re.sub("_{2,}", "_", name)
+    return name + "_" if name in _CPP_RESERVED or _MACRO_LIKE.fullmatch(name) else name
 
 
 @dataclass
@@ -114,8 +127,21 @@ def _non_finite(value, suffix: str, bits: str) -> str:
     return f"tw::quiet_nan_{suffix}()" if is_default_nan else bits
 
 
+def line_file(filename: str) -> str:
+    """The name a `#line` directive gives `filename`, and so the one NVRTC's errors and the PTX's
+    .file entries carry: printable ASCII other than `"`, anything else becomes `_` (ptxas cannot
+    parse a .file name with a quote, a newline or a non-ASCII letter)."""
+    return "".join(c if " " <= c <= "~" and c != '"' else "_" for c in filename)
+
+
 def _c_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _comment(text: str) -> str:
+    """`text` as the body of a `//` comment that ends on its line: control characters become `?`,
+    and no backslash is left at the end (it would splice the next line of C++ into the comment)."""
+    return "".join(c if c.isprintable() else "?" for c in text).rstrip("\\ \t")
 
 
 def _skewed(n: int) -> int:
@@ -148,7 +174,7 @@ class _Emitter:
         base = (hint or v.name or "v").replace(".", "_")
         if not base.isidentifier():
             base = "v"
-        name = cpp_identifier(base)
+        base = name = cpp_identifier(base)
         k = 1
         while name in self.used:
             name = f"{base}_{k}"
@@ -174,10 +200,9 @@ class _Emitter:
         loc = self.loc
         if loc is not None and loc.line != self.last_line:
             # the file is named once; a directive without one keeps it
-            named = f' "{_c_string(loc.filename)}"' if loc.filename != self.last_file else ""
-            # a trailing backslash would continue the // comment onto the next line of C++
+            named = f' "{_c_string(line_file(loc.filename))}"' if loc.filename != self.last_file else ""
             self.lines.append(f"{self.indent}#line {loc.line}{named}  "
-                              f"// line {loc.line}: {loc.source_line.strip().rstrip(chr(92)).rstrip()}")
+                              f"// line {loc.line}: {_comment(loc.source_line.strip())}")
             self.presumed_line = self.last_line = loc.line
             self.last_file = loc.filename
         if loc is not None and self.presumed_line is not None:
@@ -741,6 +766,13 @@ def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
 def generate(fn: Function, *, threads: int | None = None, arch: str | None = None) -> GeneratedKernel:
     """CUDA C++ source for one kernel specialization. `arch` tunes it for one GPU (pipeline depth by
     its shared memory; wgmma on sm_90, which then needs the sm_90a target: GeneratedKernel.arch)."""
+    for op in fn.walk():
+        for v in op.results:
+            if isinstance(v.type, TileType) and v.type.size > MAX_GPU_TILE_ELEMENTS:
+                raise TileUnsupportedFeatureError(
+                    f"A tile of shape {v.type.shape} ({v.type.size} elements) is too big for a GPU block: the CUDA "
+                    f"backend takes tiles of at most {MAX_GPU_TILE_ELEMENTS} elements (2**16, the registers of one "
+                    f"SM). Use smaller tiles and more blocks; the interpreter runs it as it is", op.loc)
     itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
     vec = max(1, 16 // min(itemsizes))
     plan = plan_layouts(fn, threads, arch)
@@ -758,6 +790,8 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     for p, arg in zip(fn.runtime_params, fn.body.args):
         name = e.define(arg, p.name)
         if p.kind == "array":
+            e.used.update([f"{name}_ptr"] + [f"{name}_{part}{d}" for part in ("shape", "stride")
+                                             for d in range(p.type.ndim)])
             t, nd = p.type.dtype.ctype, p.type.ndim
             signature.append(f"{t}* __restrict__ {name}_ptr")
             signature += [f"int32_t {name}_shape{d}" for d in range(nd)]
@@ -774,7 +808,8 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     smem = e.smem + e.mma_smem
     bounds = f"{threads}, 2" if plan.tensor_core and two_blocks_per_sm(fn, plan) else f"{threads}"
     head = [
-        f"// Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else "") + ".",
+        "// " + _comment(f"Generated by tileworkbench from kernel `{fn.name}`" + (f" ({consts})" if consts else ""))
+        + ".",
         f"// {threads} threads per block; {e.smem} bytes of shared memory for layout changes"
         + (" and pipeline stages" if plan.pipelines else "")
         + (f", {e.mma_smem} for tensor-core mma operands." if e.mma_smem else "."),

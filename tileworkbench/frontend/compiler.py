@@ -24,10 +24,13 @@ from ..ir.ops import TypeRuleError
 from ..ir.types import DType, TileType, bool_, int32
 from ..ir.verify import verify
 from . import coerce
-from .lowering import LOWERINGS, SliceValue, bind_call, lower_binary, lower_method
+from .lowering import LOWERINGS, TILE_FUNCTIONS, SliceValue, bind_call, lower_binary, lower_method
 from .source import FuncSource, source_of
 
 MAX_INLINE_DEPTH = 64
+# The most elements a tile may have: 2**24 is 64 MiB of float32 per block on the interpreter, far
+# past any tile a GPU block holds (the CUDA backend's own limit is lower, see codegen/cuda.py).
+MAX_TILE_ELEMENTS = 1 << 24
 
 
 class _Undefined:
@@ -143,6 +146,10 @@ class Lowerer:
             op = self.builder.emit(name, operands, attrs, self.loc(), regions)
         except TypeRuleError as e:
             self.fail(TileTypeError, str(e))
+        for v in op.results:
+            if isinstance(v.type, TileType) and v.type.size > MAX_TILE_ELEMENTS:
+                self.fail(TileValueError, f"A tile of shape {v.type.shape} has {v.type.size} elements; a tile holds "
+                                          f"at most {MAX_TILE_ELEMENTS} (2**24): split the work into more blocks")
         return op.results[0] if len(op.results) == 1 else op
 
     def at(self, node):
@@ -169,8 +176,9 @@ class Lowerer:
                 self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array", r.node)
         except TileError:
             raise
-        except RecursionError:
-            self.fail(TileRecursionError, "Helper functions are nested too deeply (recursion?)")
+        except RecursionError:  # one frame, as for the inlining limit: the others repeat
+            raise TileRecursionError("The kernel is nested too deeply to compile: a recursive helper, or an "
+                                     "expression nested thousands of levels deep", self.loc()) from None
 
     # ---- statements ---------------------------------------------------------------------------
 
@@ -654,13 +662,15 @@ class Lowerer:
                 return func(*args, **kwargs)
             except Exception as e:
                 self.fail(TileValueError, f"{getattr(func, '__name__', func)}() failed at compile time: {e}")
-        self.fail(TileSyntaxError, f"Cannot call {getattr(func, '__name__', func)!s} from tile code")
+        self.fail(TileSyntaxError, f"Cannot call {_spelled(func)} from tile code{_suggestion(func)}")
 
     # ---- helpers ------------------------------------------------------------------------------
 
     def _enter(self, node):
         if len(self.call_stack) >= MAX_INLINE_DEPTH:
-            self.fail(TileRecursionError, f"Helper functions are nested more than {MAX_INLINE_DEPTH} deep (recursion?)")
+            # one frame, the call that went too deep: the ones above it repeat the same few lines
+            raise TileRecursionError(f"Helper functions are nested more than {MAX_INLINE_DEPTH} deep: does "
+                                     f"`{self.source.name}` call itself? Tile code cannot recurse", self.loc(node))
         self.call_stack.append(self.loc(node))
 
     def inline(self, pyfunc, args, kwargs, node):
@@ -676,13 +686,14 @@ class Lowerer:
         names = [a.arg for a in params.posonlyargs + params.args]
         defaults = [self.expr(d) for d in params.defaults]
         bound = dict(zip(names[len(names) - len(defaults):], defaults))
+        called = getattr(fn.node, "name", "lambda")
         if len(args) > len(names):
-            self.fail(TileTypeError, f"Too many arguments: expected at most {len(names)}")
+            self.fail(TileTypeError, f"{called}() takes at most {len(names)} arguments, {len(args)} were given")
         bound.update(zip(names, args))
         bound.update(kwargs)
         missing = [n for n in names if n not in bound]
         if missing:
-            self.fail(TileTypeError, f"Missing argument(s): {', '.join(missing)}")
+            self.fail(TileTypeError, f"{called}() is missing argument(s): {', '.join(missing)}")
         self._enter(node)
         return self._run_helper(fn.source, bound, fn)
 
@@ -703,6 +714,24 @@ class Lowerer:
         finally:
             self.source, self.scope, self.node, self.runtime_depth = saved
             self.call_stack.pop()
+
+
+def _spelled(func) -> str:
+    """How the user most likely wrote `func`: `math.sqrt`, `np.sqrt`, `len`."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    module = getattr(func, "__module__", None) or ""
+    prefix = {"math": "math.", "numpy": "np.", "builtins": ""}.get(module.split(".")[0], f"{module}." if module else "")
+    return prefix + name
+
+
+def _suggestion(func) -> str:
+    """What to write instead: the tile function of the same name, or the tile way of a builtin."""
+    name = getattr(func, "__name__", "")
+    if name in TILE_FUNCTIONS:
+        return f"; use ct.{name}"
+    return {"len": "; use t.shape[0] (tile shapes are known when the kernel compiles)",
+            "round": "; use ct.floor(x + 0.5) or .astype() to an integer dtype",
+            "sum": "; use ct.sum", "pow": "; use x ** y"}.get(name, "")
 
 
 class BoundMethod:

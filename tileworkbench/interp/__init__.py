@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .executor import execute
-from .trace import Event, Status, Trace
+from .trace import Event, InvalidTraceError, Status, Trace
 
 
 def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
@@ -25,4 +25,4 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
     return execute(fn, grid, args, checked=checked, trace=trace, strict_padding=strict_padding)
 
 
-__all__ = ["Event", "Status", "Trace", "execute", "run"]
+__all__ = ["Event", "InvalidTraceError", "Status", "Trace", "execute", "run"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TileOutOfBoundsError, TileUndeterminedPaddingError
+from ..errors import TileOutOfBoundsError, TileUndeterminedPaddingError, TileValueError
 from ..ir.attrs import padding_value
 from .trace import Status
 
@@ -73,6 +73,8 @@ def _read(array, coords, full):
     """The elements at `coords`, one per lane (every lane of a 0-d array reads its one element)."""
     if not coords:
         return np.full(full, array[()])
+    if array.size == 0:  # nothing to clamp to: every lane is padding, which the caller puts in
+        return np.zeros(full, array.dtype)
     return array[tuple(_full(c, full) for c in coords)]
 
 
@@ -83,6 +85,15 @@ def _write(array, coords, values, ok):
             array[()] = values[ok][-1]
         return
     array[tuple(c[ok] for c in coords)] = values[ok]
+
+
+def _writable(ctx, op, array) -> str:
+    """The name of the array `op` writes, refusing a read-only one at the op's line."""
+    name = ctx.array_name(op.operands[0])
+    if not array.flags.writeable:
+        raise TileValueError(f"{op.name} into `{name}`: the NumPy array is read-only (pass a writable array, "
+                             f"e.g. a copy)", op.loc)
+    return name
 
 
 def _check(ctx, op, array_name, array_shape, coords, bad, what):
@@ -126,7 +137,7 @@ def store(ctx, op, array, *rest):
     full = (ctx.size,) + tuple(shape)
     coords = _tile_space_coords(array, index, shape, order)
     inb = _full(_in_bounds(coords, array.shape), full)
-    name = ctx.array_name(op.operands[0])
+    name = _writable(ctx, op, array)
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~inb, "into")
     _write(array, [_full(c, full) for c in coords], _full(tile, full), inb)
@@ -163,7 +174,7 @@ def gather(ctx, op, array, *rest):
 @memory_rule("scatter")
 def scatter(ctx, op, array, *rest):
     value, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "into")
-    name = ctx.array_name(op.operands[0])
+    name = _writable(ctx, op, array)
     nd = array.ndim
     ok = _full(on & inb, full)
     _write(array, coords, _full(value, full), ok)
@@ -198,7 +209,7 @@ def load_adv(ctx, op, array, index, *starts):
     _check_padding(ctx, op, name, array.shape, coords, ~inb)
     safe = tuple(np.where(inb, c, 0) for c in coords)
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
-    values = np.where(inb, array[safe], pad)
+    values = np.where(inb, _read(array, safe, full), pad)
     ctx.record(op, name, coords, np.where(inb, Status.LOADED, Status.PADDED), full,
                op.attrs["padding"].name, pad)
     return values
@@ -210,8 +221,9 @@ def store_adv(ctx, op, array, index, *rest):
     full = (ctx.size,) + tile.shape[1:]
     coords = _advanced_coords(op, array, index, starts)
     inb = _full(_in_bounds(coords, array.shape), full)
+    name = _writable(ctx, op, array)
     array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
-    ctx.record(op, ctx.array_name(op.operands[0]), coords, np.where(inb, Status.STORED, Status.DROPPED), full)
+    ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.DROPPED), full)
 
 
 def _atomic_update(name, old, operands):
@@ -234,7 +246,7 @@ def atomic(ctx, op, array, *rest):
     full = (ctx.size,) + operands[0].shape[1:]
     coords = [_full(i.astype(np.int64), full) for i in index]
     inb = _full(_in_bounds(coords, array.shape), full)
-    name = ctx.array_name(op.operands[0])
+    name = _writable(ctx, op, array)
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~inb, "on")
     operands = [np.ascontiguousarray(_full(v, full)) for v in operands]

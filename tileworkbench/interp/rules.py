@@ -142,11 +142,26 @@ def iota(ctx, op):
     return np.arange(op.attrs["shape"][0], dtype=op.attrs["dtype"].numpy)[None]
 
 
+def float_to_int(x, dtype):
+    """Truncate toward zero, saturating to `dtype`'s range; NaN becomes 0.
+
+    The one definition of float -> integer conversion, the same as the tile library's `convert`
+    (and the GPU's cvt.rzi.sat): 2.7 -> 2, -2.7 -> -2, inf -> the largest value, 1e10 -> int32 max.
+    """
+    info = np.iinfo(dtype)
+    t = np.trunc(np.asarray(x, np.float64))
+    above = t >= float(info.max) + 1  # float(max) + 1 is the first power of two out of range, exactly
+    below = t < info.min
+    inside = ~(np.isnan(t) | above | below)
+    out = np.where(inside, t, 0).astype(dtype)
+    return np.where(above, info.max, np.where(below, info.min, out)).astype(dtype)
+
+
 @rule("astype")
 def astype(ctx, op, x):
     src, dst, mode = op.operands[0].dtype, op.attrs["dtype"], op.attrs.get("rounding", "RN")
-    if src.is_float and dst.is_integral:  # truncate toward zero, as C casts do
-        x = np.trunc(x.astype(np.float64))
+    if src.is_float and dst.is_integral:
+        return float_to_int(x, dst.numpy)
     if dst is tfloat32:  # a float32 with 10 mantissa bits
         return round_tf32(x.astype(np.float32), mode)
     if mode != "RN":
@@ -222,9 +237,11 @@ def _subtile_index(x_shape, sub_shape, index):
 
 @rule("extract")
 def extract(ctx, op, x, *index):
-    b, rows, grids = _subtile_index(x.shape[1:], op.attrs["shape"], index)
-    x = np.broadcast_to(x, (max(b, x.shape[0]),) + x.shape[1:])
-    return x[(rows if x.shape[0] > 1 else 0 * rows, *grids)]
+    # a constant index (length 1) still selects from every block's own tile
+    b = max([x.shape[0]] + [i.shape[0] for i in index])
+    x = np.broadcast_to(x, (b,) + x.shape[1:])
+    _, rows, grids = _subtile_index(x.shape[1:], op.attrs["shape"], [np.broadcast_to(i, (b,)) for i in index])
+    return x[(rows, *grids)]
 
 
 @rule("insert")
@@ -261,14 +278,15 @@ def max_min(ctx, op, x):
 
 @rule("argmax", "argmin")
 def arg_max_min(ctx, op, x):
+    """The first index holding the extreme; NaN is the worst value, or with propagate_nan the best
+    (the first NaN wins, even over an infinity). An all-NaN slice gives 0."""
     (axis,) = _axes(op)
-    if op.operands[0].dtype.is_float:
-        # NaN is the worst value unless propagate_nan, where the first NaN wins
-        worst = -np.inf if op.name == "argmax" else np.inf
-        best = np.inf if op.name == "argmax" else -np.inf
-        x = np.where(np.isnan(x), best if op.attrs.get("propagate_nan") else worst, x.astype(np.float64))
-    fn = np.argmax if op.name == "argmax" else np.argmin
-    return fn(x, axis=axis, keepdims=op.attrs["keepdims"]).astype(np.int32)
+    extreme = (np.fmax if op.name == "argmax" else np.fmin).reduce(x, axis=axis, keepdims=True)
+    nan = np.isnan(x) if op.operands[0].dtype.is_float else np.zeros(x.shape, bool)
+    hit = (x == extreme) | (nan & np.isnan(extreme))
+    if op.attrs.get("propagate_nan"):
+        hit = np.where(nan.any(axis=axis, keepdims=True), nan, hit)
+    return np.argmax(hit, axis=axis, keepdims=op.attrs["keepdims"]).astype(np.int32)
 
 
 @rule("cumsum", "cumprod")

@@ -37,7 +37,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from .. import tile as ct
-from ..errors import TileError, TileSyntaxError
+from ..errors import TileError, TileSyntaxError, UserInputError
 from ..runtime.nvrtc import NvrtcUnavailableError
 from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle
@@ -55,12 +55,27 @@ def _unquote(text):
 def _parse_sweep(text: str) -> dict[str, list]:
     """"TM=32,64,128 TN=32,64" -> {"TM": [32, 64, 128], "TN": [32, 64]}"""
     space = {}
-    for part in shlex.split(text):
+    try:
+        parts = shlex.split(text)
+    except ValueError as e:
+        raise TileKernelCellError(f"--sweep {text!r}: {e}", []) from None
+    for part in parts:
         name, _, values = part.partition("=")
-        if not values:
-            raise ValueError(f"--sweep expects NAME=v1,v2,... items, got {part!r}")
-        space[name] = [ast.literal_eval(v) for v in values.split(",")]
+        if not name.isidentifier() or not values:
+            raise TileKernelCellError(f"--sweep expects NAME=v1,v2,... items, got {part!r}", [])
+        try:
+            space[name] = [ast.literal_eval(v) for v in values.split(",")]
+        except (ValueError, SyntaxError):
+            raise TileKernelCellError(f"--sweep {part!r}: each value must be a Python literal such as 64 or "
+                                      f"1.5", []) from None
     return space
+
+
+def _check_arch(arch: str | None) -> None:
+    from ..profile.occupancy import ARCH_LIMITS
+    if arch is not None and arch.rstrip("af") not in ARCH_LIMITS:
+        raise TileKernelCellError(f"--arch {arch!r} is not a GPU architecture the workbench knows; use one of "
+                                  f"{', '.join(ARCH_LIMITS)}", [])
 
 
 @magics_class
@@ -92,6 +107,7 @@ class TileKernelMagics(Magics):
         args = parse_argstring(self.tilekernel, line)
         for option in ("name", "grid", "args", "sweep", "block"):  # IPython's splitter keeps the quotes
             setattr(args, option, _unquote(getattr(args, option)))
+        _check_arch(args.arch)
         if args.lang == "python" and (args.block or args.smem):
             raise TileKernelCellError("--block and --smem are for --lang cpp cells: tile kernels choose their own "
                                       "block size and shared memory", [])
@@ -108,6 +124,8 @@ class TileKernelMagics(Magics):
             self.report(error, kernel.name)
         except NvrtcUnavailableError as error:  # nothing is wrong with the kernel: one line, no stack
             raise TileKernelCellError(f"Compiling the kernel needs NVRTC, the CUDA compiler. {error}", []) from None
+        except UserInputError as error:  # its message says it all: no stack
+            raise TileKernelCellError(f"{type(error).__name__}: {error}", []) from None
         finally:  # also after an error: the inspector then shows what did compile, and why not
             self.publish(kernel, args.arch)
 

@@ -13,7 +13,10 @@ outputs, so a saved notebook opened without a kernel still fills the panel:
                 "specialization": "...", "gbs": 2980.0} | null}
 
 Resources and occupancy are the compiler's for `arch` (the GPU's, or --arch, or sm_90 without a GPU);
-NVRTC needs no GPU, so a CPU-only machine fills them too. The text/plain alternative is a one-line
+NVRTC needs no GPU, so a CPU-only machine fills them too. The record never runs NVRTC itself: it
+shows what the run (or an earlier one, through the compile cache) compiled, and a specialization
+that only ran on the interpreter is listed as {"label": ..., "error": null, "pending": "<what to
+run to compile it>"}, so interpreter runs cost no compile. The text/plain alternative is a one-line
 summary for front ends without the extension.
 """
 from __future__ import annotations
@@ -38,7 +41,7 @@ def summary(record: dict) -> str:
     specs = record["specializations"]
     counted = f"{len(specs)} specialization{'s' * (len(specs) != 1)}"
     line = f"{'C++ ' * (record['lang'] == 'cpp')}tile kernel {record['kernel']}: {counted}"
-    good = [s for s in specs if not s.get("error")]
+    good = [s for s in specs if not s.get("error") and not s.get("pending")]
     if good:
         s = good[-1]
         line += (f"; {record['arch']}: {s['threads']} threads, {s['registers']} registers, "
@@ -77,8 +80,10 @@ def _specializations(kernel, arch: str) -> list[dict]:
     if getattr(kernel, "lang", "python") == "cpp":
         threads = cpp_block_threads(kernel, arch)
         return [_compiled(lambda: _cpp_compiled(kernel, arch, threads), f"as written, {threads}-thread blocks", arch)]
-    return [_compiled(lambda fn=fn: _tile_compiled(fn, arch), specialization_label(fn), arch)
-            for fn in kernel.specializations[-MAX_SPECIALIZATIONS:]]
+    from ..runtime.cache import cached_only
+    with cached_only():
+        return [_compiled(lambda fn=fn: _tile_compiled(fn, arch), specialization_label(fn), arch)
+                for fn in kernel.specializations[-MAX_SPECIALIZATIONS:]]
 
 
 def _tile_compiled(fn, arch: str):
@@ -107,9 +112,14 @@ def _cpp_compiled(kernel, arch: str, threads: int):
 def _compiled(compile_, label: str, arch: str) -> dict:
     from ..errors import TileError
     from ..profile import theoretical_occupancy
+    from ..runtime.cache import NotCached
     from ..runtime.nvrtc import NvrtcUnavailableError
     try:
         threads, dynamic_smem, r, cuda = compile_()
+    except NotCached:
+        return {"label": label, "error": None,
+                "pending": f"not compiled for {arch}: the run used the interpreter only; --show resources "
+                           f"(or --bench, a GPU launch) compiles it"}
     except (TileError, NvrtcUnavailableError, RuntimeError, ValueError) as e:
         return {"label": label, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
     shared = dynamic_smem + r.shared_static_bytes

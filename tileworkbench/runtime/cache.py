@@ -2,8 +2,9 @@
 
     >>> module = compile_cached(cuda_source, arch="sm_90", header_version=HEADER_VERSION)
 
-The key is a sha256 over the source, the arch, the sorted options, the NVRTC build and the caller's
-header-library version. The directory is $TILEWORKBENCH_CACHE_DIR, else $XDG_CACHE_HOME/tileworkbench,
+The key is a sha256 over the source, the arch, the sorted options, the NVRTC build, the caller's
+header-library version, the package version and the entry format, so an entry written by another
+version of the package is never even looked at. The directory is $TILEWORKBENCH_CACHE_DIR, else $XDG_CACHE_HOME/tileworkbench,
 else ~/.cache/tileworkbench. Each entry is one file, `<key>.kernel`:
 
     header   magic b"TWBKRNL\\0", format version (u32), key (32 bytes), payload length (u64),
@@ -12,24 +13,54 @@ else ~/.cache/tileworkbench. Each entry is one file, `<key>.kernel`:
              cubin length), cubin bytes, PTX text (the rest)
 
 Entries are written to a temporary file and renamed over the final name, so a reader sees a whole
-entry or none. An entry that fails any check (truncated, a flipped bit, another format version) is
-deleted and rebuilt, never trusted. A hit imports nothing heavier than json: NVRTC is not loaded.
+entry or none. An entry that fails any check (truncated, a flipped bit, another format version, a
+layout this version cannot read) is deleted and rebuilt, never trusted. Only regular files of at
+most MAX_ENTRY_BYTES named `<64 hex digits>.kernel` are read: other files in the directory are left
+alone, and a link or a FIFO put in an entry's place is removed unread. A file that vanishes while
+it is listed (a concurrent clear) is skipped. A hit imports nothing heavier than json: NVRTC is not
+loaded. Inside `cached_only()` a miss raises NotCached instead of compiling.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import json
 import os
+import re
+import stat
 import struct
 import warnings
 from dataclasses import asdict, dataclass
 
+from .. import __version__
 from .cubin import Resources
 from .nvrtc import CompiledModule, compile_cuda, compiler_version
 
 MAGIC = b"TWBKRNL\0"
 FORMAT_VERSION = 1
 SUFFIX = ".kernel"
+MAX_ENTRY_BYTES = 256 << 20  # far above any cubin + PTX: a bigger file is not an entry
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}" + re.escape(SUFFIX))
+_cached_only = contextvars.ContextVar("cached_only", default=False)
+
+
+class NotCached(Exception):
+    """A compile asked for inside `cached_only()` that the cache does not hold."""
+
+
+@contextlib.contextmanager
+def cached_only():
+    """Answer compiles from the cache alone while inside: a miss raises NotCached, NVRTC never runs.
+
+        >>> with cached_only():
+        ...     module = compile_cached(source)   # instant, or NotCached
+    """
+    token = _cached_only.set(True)
+    try:
+        yield
+    finally:
+        _cached_only.reset(token)
 _HEADER = struct.Struct("<8sI32sQ32s")
 _JSON_LENGTH = struct.Struct("<I")
 
@@ -44,7 +75,8 @@ def default_directory() -> str:
 
 def cache_key(source: str, arch: str, options, header_version: str, compiler: str, name_expressions=()) -> str:
     """Hex sha256 over everything that changes the compiled module (option order does not)."""
-    parts = [source, arch, sorted(options), compiler, header_version, sorted(name_expressions)]
+    parts = [source, arch, sorted(options), compiler, header_version, sorted(name_expressions), __version__,
+             FORMAT_VERSION]
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -119,6 +151,8 @@ class CompileCache:
         module = self._load(key, source)
         if module is not None:
             self._disk_hits += 1
+        elif _cached_only.get():
+            raise NotCached(key)
         else:
             self._misses += 1
             module = compile_fn(source, arch=arch, options=options, name_expressions=name_expressions)
@@ -127,15 +161,11 @@ class CompileCache:
         return module
 
     def _read(self, key: str):
-        """The decoded entry for `key`; a corrupt one is deleted."""
+        """The decoded entry for `key`; a corrupt one, or anything else in its place, is deleted."""
         path = self._path(key)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        entry = _decode(key, data)
-        if entry is None:
+        data = _read_regular_file(path)
+        entry = _decode(key, data) if isinstance(data, bytes) else None
+        if entry is None and data is not False:  # False: no file there
             _remove(path)
         return entry
 
@@ -144,10 +174,14 @@ class CompileCache:
         if entry is None:
             return None
         meta, cubin, ptx = entry
-        return CompiledModule(
-            source=source, arch=meta["arch"], options=tuple(meta["options"]), ptx=ptx, cubin=cubin,
-            log=meta["log"], nvrtc_version=tuple(meta["nvrtc_version"]),
-            kernels={n: Resources(**r) for n, r in meta["kernels"].items()}, lowered_names=meta["lowered_names"])
+        try:
+            return CompiledModule(
+                source=source, arch=meta["arch"], options=tuple(meta["options"]), ptx=ptx, cubin=cubin,
+                log=meta["log"], nvrtc_version=tuple(meta["nvrtc_version"]),
+                kernels={n: Resources(**r) for n, r in meta["kernels"].items()}, lowered_names=meta["lowered_names"])
+        except (KeyError, TypeError, ValueError, AttributeError):  # a layout this version does not know
+            _remove(self._path(key))
+            return None
 
     def _store(self, key: str, module: CompiledModule) -> None:
         import tempfile  # only misses write, and they just spent far longer compiling
@@ -167,8 +201,9 @@ class CompileCache:
             warnings.warn(f"tileworkbench could not write its compile cache in {self.directory}: {e}", stacklevel=3)
 
     def _files(self) -> list[str]:
+        """The names of entry files (other files in the directory are not the cache's)."""
         try:
-            return sorted(n for n in os.listdir(self.directory) if n.endswith(SUFFIX))
+            return sorted(n for n in os.listdir(self.directory) if _ENTRY_NAME.fullmatch(n))
         except OSError:
             return []
 
@@ -178,13 +213,23 @@ class CompileCache:
         for name in self._files():
             key = name[:-len(SUFFIX)]
             entry = self._read(key)
+            try:
+                info = os.stat(self._path(key))
+            except OSError:  # removed by a concurrent clear since it was read
+                continue
             if entry is not None:
-                stat = os.stat(self._path(key))
-                found.append(CacheEntry(key, entry[0]["arch"], stat.st_size, stat.st_mtime, tuple(entry[0]["kernels"])))
+                meta = entry[0]
+                found.append(CacheEntry(key, str(meta.get("arch")), info.st_size, info.st_mtime,
+                                        tuple(meta.get("kernels") or ())))
         return found
 
     def stats(self) -> CacheStats:
-        sizes = [os.path.getsize(os.path.join(self.directory, n)) for n in self._files()]
+        sizes = []
+        for name in self._files():
+            try:
+                sizes.append(os.lstat(os.path.join(self.directory, name)).st_size)
+            except OSError:  # removed by a concurrent clear since it was listed
+                continue
         return CacheStats(self._memory_hits, self._disk_hits, self._misses, len(sizes), sum(sizes))
 
     def clear(self) -> None:
@@ -196,8 +241,27 @@ class CompileCache:
         except OSError:
             return
         for name in names:
-            if name.endswith(SUFFIX) or (name.startswith(".") and name.endswith(".tmp")):
+            if _ENTRY_NAME.fullmatch(name) or (name.startswith(".") and name.endswith(".tmp")):
                 _remove(os.path.join(self.directory, name))
+
+
+def _read_regular_file(path: str):
+    """The bytes of `path` if it is a regular file (not a link) of at most MAX_ENTRY_BYTES; None if
+    something else is there (never read: a link to /dev/zero or a FIFO would never end); False if
+    nothing is."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return False
+    except OSError:  # a link (O_NOFOLLOW), a directory...
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(MAX_ENTRY_BYTES + 1)
 
 
 def _remove(path: str) -> None:

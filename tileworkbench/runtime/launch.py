@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arguments import is_cupy_array, is_torch_tensor
-from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate
+from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate, line_file
 from ..ir.core import Function
 from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
@@ -83,7 +83,7 @@ def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel)
             locs.setdefault((op.loc.filename, op.loc.line), op.loc)
     for d in error.diagnostics:
         for filename in {f for f, _ in locs}:
-            line = d.line_in(filename)
+            line = d.line_in(line_file(filename))
             loc = locs.get((filename, generated.line_map.get((filename, line), line)))
             if loc is not None:
                 return NvrtcError(f"CUDA compilation of kernel `{fn.name}` failed: {d.message}\n"

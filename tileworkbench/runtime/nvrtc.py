@@ -14,10 +14,11 @@ import importlib
 import os
 import re
 import sys
+import threading
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from ..errors import TileCompilerExecutionError
+from ..errors import ArgumentValueError, TileCompilerExecutionError
 from .cubin import Resources, read_resources, resources_from_ptxas_log
 
 INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime"
@@ -136,12 +137,12 @@ _ARCH = re.compile(r"sm_(\d+)[af]?")
 def _check_arch(arch: str) -> None:
     match = _ARCH.fullmatch(arch)
     if not match:
-        raise ValueError(f"arch must name a real GPU architecture such as 'sm_90' or 'sm_90a' "
-                         f"(a cubin needs one), got {arch!r}")
+        raise ArgumentValueError(f"arch must name a real GPU architecture such as 'sm_90' or 'sm_90a' "
+                                 f"(a cubin needs one), got {arch!r}")
     known = supported_archs()
     if f"sm_{match.group(1)}" not in known:
         major, minor = nvrtc_version()
-        raise ValueError(f"NVRTC {major}.{minor} cannot compile for {arch}; it supports {', '.join(known)}")
+        raise ArgumentValueError(f"NVRTC {major}.{minor} cannot compile for {arch}; it supports {', '.join(known)}")
 
 
 # kernel.cu(12): error: identifier "x" is undefined   /   cell(5): catastrophic error: cannot open source file "a.h"
@@ -179,6 +180,35 @@ def compile_cuda(source: str, *, arch: str = "sm_90", options=(), name: str = "k
     nvrtc = _load()
     _check_arch(arch)
     options = (f"-arch={arch}", *BASE_OPTIONS, *(f"--include-path={p}" for p in include_paths), *options)
+    ptx, cubin, log, lowered = _interruptible(lambda: _compile(nvrtc, source, arch, options, name, name_expressions))
+    return CompiledModule(
+        source=source, arch=arch, options=options, ptx=ptx, cubin=cubin, log=log,
+        nvrtc_version=nvrtc_version(), kernels=_with_spills(read_resources(cubin), log), lowered_names=lowered)
+
+
+def _interruptible(work):
+    """`work()` on a worker thread, waited for so that Ctrl-C (KeyboardInterrupt) ends the wait at once.
+    NVRTC releases the GIL but cannot be stopped: an interrupted compile runs on in the background,
+    owning its program, and its result is dropped."""
+    outcome, done = {}, threading.Event()
+
+    def run():
+        try:
+            outcome["value"] = work()
+        except BaseException as e:  # handed to the waiting thread as it is
+            outcome["error"] = e
+        finally:
+            done.set()
+    threading.Thread(target=run, name="nvrtc compile", daemon=True).start()
+    while not done.wait(0.1):  # an Event, not Thread.join: an interrupted join marks a running thread stopped
+        pass
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _compile(nvrtc, source, arch, options, name, name_expressions):
+    """(ptx, cubin, log, lowered names) of one NVRTC program, which it creates and destroys."""
     program = _call(nvrtc, nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), 0, [], [])
     try:
         for expression in name_expressions:
@@ -195,9 +225,7 @@ def compile_cuda(source: str, *, arch: str = "sm_90", options=(), name: str = "k
         lowered = {e: _call(nvrtc, nvrtc.nvrtcGetLoweredName, program, e.encode()).decode() for e in name_expressions}
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    return CompiledModule(
-        source=source, arch=arch, options=options, ptx=ptx, cubin=cubin, log=log,
-        nvrtc_version=nvrtc_version(), kernels=_with_spills(read_resources(cubin), log), lowered_names=lowered)
+    return ptx, cubin, log, lowered
 
 
 def _with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:

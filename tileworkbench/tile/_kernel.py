@@ -12,6 +12,7 @@ from typing import Annotated
 import numpy as np
 
 from ..arguments import ParamSpec, is_array_like, known_array_type, normalize_grid, param_spec, profile_key
+from ..errors import ArgumentTypeError
 from ..ir import print_function
 
 
@@ -54,6 +55,9 @@ class Kernel:
     __tile_kernel__ = True  # how the frontend tells a kernel from a helper function
 
     def __init__(self, pyfunc, **options):
+        if getattr(pyfunc, "__name__", None) == "<lambda>" or not inspect.isfunction(pyfunc):
+            raise ArgumentTypeError(f"ct.kernel needs a function defined with `def`, got "
+                                    f"{'a lambda' if inspect.isfunction(pyfunc) else type(pyfunc).__name__}")
         self._pyfunc = pyfunc
         self.options = options
         self.name = pyfunc.__name__
@@ -82,9 +86,13 @@ class Kernel:
 
     def param_specs(self, args) -> list[ParamSpec]:
         if not isinstance(args, tuple):
-            raise TypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
+            raise ArgumentTypeError(f"Kernel arguments must be a tuple, got {type(args).__name__}")
         if len(args) != len(self._params):
-            raise TypeError(f"Kernel expects {len(self._params)} arguments but {len(args)} were given")
+            names = [p.name for p in self._params]
+            detail = f"missing {', '.join(names[len(args):])}" if len(args) < len(names) else \
+                f"{len(args) - len(names)} too many"
+            raise ArgumentTypeError(f"Kernel expects {len(names)} arguments but {len(args)} were given: "
+                                    f"{self.name}({', '.join(names)}) is {detail}")
         return [param_spec(p.name, value, i, constant=constant,
                            int64_scalar=_has(self._annotations[p.name], ScalarInt64Annotation))
                 for i, (p, value, constant) in enumerate(zip(self._params, args, self._constant_mask))]
@@ -133,19 +141,29 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     """Run `kernel` over `grid`. NumPy arrays run on the interpreter (any stream, None included) and
     are updated in place, exactly as a GPU launch updates device arrays."""
     if not isinstance(kernel, Kernel):
-        raise TypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
+        raise ArgumentTypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
     if not isinstance(kernel_args, tuple):
-        raise TypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
+        raise ArgumentTypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
     last = kernel.last_launcher  # the GPU launcher used last: it checks and launches in one call
     if last is not None and last.relaunch(stream, grid, kernel_args):
         return
     types = set(map(type, kernel_args))
     if np.ndarray in types or not any(map(known_array_type, types)) and not any(map(is_array_like, kernel_args)):
+        _refuse_device_arrays(kernel, kernel_args)
         from ..interp import run
         run(kernel, grid, kernel_args)
         return
     _gpu_runtime().launch(kernel, stream, grid, kernel_args)
+
+
+def _refuse_device_arrays(kernel, args):
+    """A NumPy launch runs on the interpreter, which cannot read device arrays."""
+    for i, (p, value) in enumerate(zip(kernel._params, args)):
+        if not isinstance(value, np.ndarray) and is_array_like(value):
+            raise ArgumentTypeError(f"Invalid kernel argument #{i}: a {type(value).__name__} device array among "
+                                    f"NumPy arrays (parameter {p.name}); pass all arrays as NumPy (the interpreter) "
+                                    f"or all as device arrays (the GPU)")
 
 
 def _gpu_runtime():

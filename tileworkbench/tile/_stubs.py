@@ -170,7 +170,11 @@ def ones(shape, dtype):
 
 @_stub
 def astype(x, dtype, /, *, rounding_mode=None):
-    """Convert elements: float->int truncates toward zero, int->bool is x != 0."""
+    """Convert elements: float->int truncates toward zero and saturates to the range (NaN -> 0,
+    inf -> the largest value), int->bool is x != 0.
+
+    >>> ct.full((2,), 3e9, ct.float32).astype(ct.int32)   # [2147483647, 2147483647]
+    """
 
 
 @_stub

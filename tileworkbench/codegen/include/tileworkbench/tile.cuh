@@ -201,8 +201,28 @@ template <class From> __device__ __nv_fp8_e5m2 to_fp8(From x, __nv_fp8_e5m2) {
 }
 template <class From> __device__ __nv_fp8_e8m0 to_fp8(From x, __nv_fp8_e8m0) { return __nv_fp8_e8m0(float(x)); }
 
-// Element conversion with C++ semantics (float -> int truncates toward zero, int -> bool is x != 0);
-// 16-bit floats go through float, double goes to them in one rounding.
+template <class T> struct is_bool { static constexpr bool value = false; };
+template <> struct is_bool<bool> { static constexpr bool value = true; };
+
+// The range of an integer type, without std headers.
+template <class T> __device__ constexpr T int_max() {
+  return traits<T>::is_signed ? T((uint64_t(1) << (sizeof(T) * 8 - 1)) - 1) : T(~T(0));
+}
+template <class T> __device__ constexpr T int_min() { return traits<T>::is_signed ? T(-int_max<T>() - 1) : T(0); }
+
+// float -> integer: truncate toward zero, saturating to To's range, NaN -> 0 (what cvt.rzi.sat does),
+// spelled out so every integer width agrees with the interpreter's float_to_int.
+template <class To, class From>
+__device__ To float_to_int(From x) {
+  const double v = double(x);
+  if (v != v) return To(0);
+  if (v >= double(int_max<To>()) + 1.0) return int_max<To>();  // the first power of two out of range
+  if (v < double(int_min<To>())) return int_min<To>();
+  return To(v);
+}
+
+// Element conversion: C++ semantics (int -> bool is x != 0, int -> int wraps) except float -> int,
+// which saturates (float_to_int); 16-bit floats go through float, double goes to them in one rounding.
 template <class To, class From>
 __device__ To convert(From x) {
   if constexpr (traits<From>::is_half && traits<To>::is_half && sizeof(To) == 1) return to_fp8(widen(x), To());
@@ -211,6 +231,8 @@ __device__ To convert(From x) {
   else if constexpr (traits<To>::is_half && sizeof(To) == 1) return to_fp8(x, To());
   else if constexpr (traits<To>::is_half && sizeof(From) == 8 && traits<From>::is_float) return To(x);
   else if constexpr (traits<To>::is_half) return To(float(x));
+  else if constexpr (traits<From>::is_float && !traits<To>::is_float && !is_bool<To>::value)
+    return float_to_int<To>(x);
   else return To(x);
 }
 
