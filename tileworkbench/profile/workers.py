@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import socket
+import sys
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 
@@ -197,17 +198,26 @@ class InlineExecutor(Executor):
 
 
 def compile_pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(workers, mp_context=_spawn())
 
 
 def gpu_pool(gpu: Gpu, indices: list[int]) -> ProcessPoolExecutor:
     """One process per entry of `indices`, each claiming its GPU before its first job; jobs go to
     whichever process is free, so a fast GPU takes more of them."""
-    context = multiprocessing.get_context("spawn")
+    context = _spawn()
     claims = context.Queue()
     for index in indices:
         claims.put(index)
     return ProcessPoolExecutor(len(indices), mp_context=context, initializer=_claim_device, initargs=(claims, gpu))
+
+
+def _spawn():
+    """The "spawn" start method. Starting a process reads `__main__.__spec__`, which the namespace of
+    an interactive shell can lose (`%reset`, a cleared user namespace); None is what a script has."""
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):
+        main.__spec__ = None
+    return multiprocessing.get_context("spawn")
 
 
 def _claim_device(claims, gpu: Gpu) -> None:
