@@ -106,7 +106,7 @@ def test_a_sweep_where_every_configuration_failed_says_why(no_gpu, monkeypatch):
     monkeypatch.setattr(launch, "build", no_nvrtc)
     result = transpose_sweep(workers=1)
     expected = ("every configuration of `transpose` failed (4 of 4 run): compile error: NvrtcUnavailableError: "
-                "NVRTC is not installed (3x); tile error: TileValueError: Tile shape (24, 24) must have power-of-two "
+                "NVRTC is not installed (3x); tile error: TileTypeError: Tile shape (24, 24) must have power-of-two "
                 "dimensions; 24 is not a power of two (1x)")
     assert result.best_or_none() is None and result.note.endswith(expected)
     with pytest.raises(SweepError) as error:
