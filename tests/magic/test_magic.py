@@ -1,5 +1,6 @@
 """%%tilekernel in a real IPython shell: definition, options, errors at cell lines, diagnostics."""
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -76,22 +77,71 @@ def test_options_that_need_arguments_say_so(shell):
 
 def test_help_documents_every_option(shell):
     doc = shell.find_cell_magic("tilekernel").__doc__
-    for option in ("--cpu", "--arch", "--show", "--grid", "--args", "--viz", "--bench", "--sweep"):
+    for option in ("--cpu", "--arch", "--show", "--grid", "--args", "--viz", "--bench", "--sweep", "--workers",
+                   "--executor"):
         assert option in doc
 
 
-def test_sweep_compiles_every_configuration_and_shows_the_explorer(shell, monkeypatch):
-    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
-    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
-    shell.user_ns.update(x=np.zeros((64, 64), np.float32), y=np.zeros((64, 64), np.float32))
-    body = '''def tr(x, y, T: ct.Constant[int]):
+TRANSPOSE = '''def tr(x, y, T: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)
     ct.store(y, (i, j), ct.load(x, (i, j), (T, T), order="F"))
 '''
-    view, _ = cell(shell, '--grid "(64 // T, 64 // T)" --args "x, y, T" --sweep "T=16,32,64" --arch sm_80', body)
-    assert type(view).__name__ == "SweepView"
+SWEEP = '--grid "(64 // T, 64 // T)" --args "x, y, T" --sweep "T=16,32,64" --arch sm_80'
+
+
+def shown_sweep(out):
+    """The sweep view the cell showed, and its text as first shown and as finally updated."""
+    from ipywidgets.widgets.widget import _instances
+    pictures = [o.data["text/plain"] for o in out.outputs if o.data.get("text/plain", "").startswith("SweepView(")]
+    (widget,) = [o.data for o in out.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    return _instances[widget["application/vnd.jupyter.widget-view+json"]["model_id"]], pictures[0], pictures[-1]
+
+
+@pytest.fixture
+def sweep_shell(shell, monkeypatch):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+    shell.user_ns.update(x=np.zeros((64, 64), np.float32), y=np.zeros((64, 64), np.float32))
+    return shell
+
+
+def test_sweep_shows_the_explorer_as_it_starts_and_updates_it_as_configurations_finish(sweep_shell):
+    result, out = cell(sweep_shell, SWEEP + " --workers 1", TRANSPOSE)
+    view, first, last = shown_sweep(out)
+    assert result is None and type(view).__name__ == "SweepView"     # shown once, not again as the result
+    assert first.startswith("SweepView(tr: 1 of 3 configurations ok")
+    assert last.startswith("SweepView(tr: 3 of 3 configurations ok")
     assert [r["T"] for r in view.data["rows"]] == [16, 32, 64]
     assert all(r["status"] == "ok" and r["registers"] > 0 for r in view.data["rows"])
+
+
+def test_sweep_runs_on_an_executor_or_a_dask_style_client_named_in_the_notebook(sweep_shell):
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Client:   # what the magic takes from a Dask client: its executor
+        def get_executor(self):
+            return pool
+    with ThreadPoolExecutor(2) as pool:
+        sweep_shell.user_ns.update(pool=pool, client=Client())
+        for name in ("pool", "client"):
+            _, out = cell(sweep_shell, SWEEP + f" --executor {name}", TRANSPOSE)
+            _, _, last = shown_sweep(out)
+            assert last.startswith("SweepView(tr: 3 of 3 configurations ok")
+
+
+@pytest.mark.parametrize("options, message", [
+    ("--executor nothing", "--executor 'nothing': NameError"),
+    ("--executor x", "--executor: a concurrent.futures.Executor or a Dask Client is needed, not ndarray"),
+    ("--workers 0", "--workers 0: at least one worker is needed"),
+])
+def test_sweep_options_that_cannot_work_say_why(sweep_shell, options, message):
+    with capture_output(), pytest.raises(TileKernelCellError, match=re.escape(message)):
+        sweep_shell.run_cell_magic("tilekernel", SWEEP + " " + options, TRANSPOSE)
+
+
+def test_workers_and_executor_need_a_sweep(shell):
+    with capture_output(), pytest.raises(TileKernelCellError, match="--workers and --executor say where a --sweep"):
+        shell.run_cell_magic("tilekernel", '--grid "(3,)" --args "a, b, c, 4" --workers 2', ADD)
 
 
 def test_viz_runs_the_interpreter_with_tracing_and_shows_the_views(shell):

@@ -7,7 +7,7 @@ from tileworkbench.magic import KERNEL_MIME
 from tileworkbench.magic.diagnostics import TileKernelCellError
 from tileworkbench.runtime import device
 
-from .test_magic import cell
+from .test_magic import cell, shown_sweep
 
 SQUARED_DIFF = """squared_diff = cupy.ElementwiseKernel(
    'float32 x, float32 y',
@@ -42,8 +42,9 @@ def test_reduction_kernels_paste_as_well(xy):
 def test_sweep_shows_the_explorer_over_tile_sizes(xy, monkeypatch):
     pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
-    view, _ = cell(xy, '--args "x, y" --sweep "TILE=128,256" --arch sm_80', SQUARED_DIFF)
-    assert type(view).__name__ == "SweepView"
+    result, out = cell(xy, '--args "x, y" --sweep "TILE=128,256" --arch sm_80 --workers 2', SQUARED_DIFF)
+    view, _, last = shown_sweep(out)
+    assert result is None and last.startswith("SweepView(squared_diff")   # shown as it starts, not again
     assert [r["TILE"] for r in view.data["rows"]] == [128, 256]
     assert all(r["status"] == "ok" for r in view.data["rows"])
 

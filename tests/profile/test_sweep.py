@@ -13,6 +13,8 @@ from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.runtime import device
 
+from .fakes import FakeGpu
+
 pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC: pip install cuda-bindings nvidia-cuda-nvrtc")
 
 X = np.zeros((256, 256), np.float32)
@@ -63,40 +65,6 @@ def test_csv_and_json_exports_round_trip(result, tmp_path):
 
 
 # ---- the GPU path, through a stand-in GPU: the interpreter plays the device -----------------------
-
-class OnDevice:
-    """An array "on the device": the stand-in keeps it apart from the host arrays."""
-
-    def __init__(self, host):
-        self.array = np.array(host, copy=True)
-        self.shape = self.array.shape
-
-
-class FakeGpu:
-    """Launches on the interpreter; `corrupt(config_T, y)` plays a codegen bug."""
-
-    def __init__(self, corrupt=None, fail_at=None):
-        self.corrupt, self.fail_at, self.launches = corrupt, fail_at, []
-
-    def to_device(self, a):
-        return OnDevice(a) if isinstance(a, np.ndarray) else a
-
-    def to_host(self, a):
-        return np.array(a.array if isinstance(a, OnDevice) else a, copy=True)
-
-    def launch(self, kernel, grid, args):
-        from tileworkbench.interp import run
-        T = args[-1]
-        self.launches.append(T)
-        if T == self.fail_at:
-            raise RuntimeError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested")
-        run(kernel, grid, tuple(a.array if isinstance(a, OnDevice) else a for a in args))
-        if self.corrupt:
-            self.corrupt(T, args[1].array)
-
-    def time_ms(self, kernel, grid, args, repetitions):
-        return 1.0 / args[-1]    # bigger tiles "run faster"
-
 
 def fake_sweep(gpu, space=(16, 32, 64), **options):
     x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
@@ -154,3 +122,17 @@ def test_a_launch_that_fails_keeps_its_error():
     result = fake_sweep(FakeGpu(fail_at=16), space=(16, 32))
     assert result.rows[0].status == "launch error" and "OUT_OF_RESOURCES" in result.rows[0].reason
     assert result.rows[1].ok
+
+
+@ct.kernel
+def past_the_end(x, y, T: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(y, (i,), ct.load(x, (i + 1,), (T,), check_bounds=False))
+
+
+def test_an_unchecked_access_out_of_bounds_is_a_tile_error_not_a_timing():
+    x = np.arange(256, dtype=np.float32)
+    result = sweep(past_the_end, lambda c: (256 // c["T"],), lambda c: (x, np.zeros_like(x), c["T"]), {"T": [64]},
+                   arch="sm_80", gpu=FakeGpu(), check=True)
+    (row,) = result.rows
+    assert row.status == "tile error" and row.reason.startswith("TileOutOfBoundsError") and row.time_ms is None

@@ -65,3 +65,27 @@ def test_the_note_and_every_failure_reason_fit_inside_the_picture(monkeypatch):
 def test_widget_state_holds_the_data(view):
     state = view.get_state()
     assert state["x"] == "T" and state["y"] == "W"
+
+
+def test_a_sweep_under_way_draws_its_pending_rows_without_listing_them_as_failures(monkeypatch):
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+    drawn = []
+
+    def on_row(result, index):
+        if index == 0:
+            drawn.append((sweep_data(result), SweepView(result).to_svg()))
+    sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]), args_fn=lambda c: (X, X.copy(), c["T"]),
+          space={"T": [16, 24]}, arch="sm_90", workers=1, on_row=on_row)
+    (data, svg), = drawn
+    assert [r["status"] for r in data["rows"]] == ["ok", "pending"] and data["best"] == 0
+    assert 'fill="#b00"' not in svg      # no failure listed under the heatmap
+    assert '{"T": 24}: pending' in svg   # the cell says it is still to come
+
+
+def test_a_timed_sweep_shows_the_gpu_of_each_row():
+    from tests.profile.fakes import FakeGpu
+    result = sweep(transpose, grid_fn=lambda c: (128 // c["T"], 128 // c["T"]),
+                   args_fn=lambda c: (X, X.copy(), c["T"]), space={"T": [32, 64]}, workers=1, gpu=FakeGpu())
+    data = sweep_data(result)
+    assert data["device"] == "Fake GPU" and data["columns"][-3:] == ["device", "host", "reason"]
+    assert [r["device"] for r in data["rows"]] == ["GPU 0: Fake GPU"] * 2 and data["metric"] == "time_ms"

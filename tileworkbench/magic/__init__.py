@@ -101,6 +101,10 @@ class TileKernelMagics(Magics):
     @argument("--bench", action="store_true", help="measure the launch and show the launch report (without a GPU: "
                                                           "compile-time resources and occupancy for --arch)")
     @argument("--sweep", default=None, help="sweep Constant parameters: \"TM=32,64,128 TN=32,64\"")
+    @argument("--workers", type=int, default=None, help="processes that compile a --sweep (default: one per CPU; 1 "
+                                                        "compiles in the notebook's process)")
+    @argument("--executor", default=None, help="run a --sweep on this concurrent.futures.Executor (or Dask Client) "
+                                               "of the notebook, e.g. client for a Dask cluster")
     @cell_magic
     def tilekernel(self, line, cell):
         """Define (and optionally compile, show, launch, visualize and measure) a tile kernel."""
@@ -108,6 +112,8 @@ class TileKernelMagics(Magics):
         for option in ("name", "grid", "args", "sweep", "block"):  # IPython's splitter keeps the quotes
             setattr(args, option, _unquote(getattr(args, option)))
         _check_arch(args.arch)
+        if not args.sweep and (args.workers is not None or args.executor):
+            raise TileKernelCellError("--workers and --executor say where a --sweep runs: add --sweep", [])
         if args.lang == "python" and (args.block or args.smem):
             raise TileKernelCellError("--block and --smem are for --lang cpp cells: tile kernels choose their own "
                                       "block size and shared memory", [])
@@ -198,7 +204,8 @@ class TileKernelMagics(Magics):
             return None
         call_args = self.evaluate(f"({args.args},)", "args")
         space = _parse_sweep(args.sweep) if args.sweep else None
-        return actions.user_kernel(kernel, call_args, args.show, args.viz, args.bench, space, args.arch)
+        return actions.user_kernel(kernel, call_args, args.show, args.viz, args.bench, space, args.arch,
+                                   self.sweep_where(args))
 
     def define_cpp(self, cell: str, args, line: str):
         from ..runtime.cpp import CppKernel
@@ -254,6 +261,10 @@ class TileKernelMagics(Magics):
         except Exception as e:
             raise TileKernelCellError(f"--{what} {expression!r}: {type(e).__name__}: {e}", []) from None
 
+    def sweep_where(self, args) -> dict:
+        from . import actions
+        return actions.sweep_where(args.workers, self.evaluate(args.executor, "executor") if args.executor else None)
+
     def act(self, kernel, args):
         from . import actions
         if args.sweep:  # grid and args are evaluated per configuration, with the swept names bound
@@ -261,7 +272,7 @@ class TileKernelMagics(Magics):
                 raise TileKernelCellError("--sweep needs --grid and --args (expressions that may use the swept "
                                           "names)", [])
             return actions.sweep(kernel, args.grid, args.args, _parse_sweep(args.sweep), self.shell.user_ns,
-                                 args.arch)
+                                 args.arch, self.sweep_where(args))
         launch_args = self.evaluate(f"({args.args},)" if args.args else "()", "args")
         if (args.show or args.viz or args.bench or args.grid) and not args.args:
             raise TileKernelCellError("This option needs the kernel's arguments: add --args \"...\"", [])

@@ -146,9 +146,10 @@ def bench(kernel, grid, args, arch: str | None):
     return LaunchReportView.measure(kernel, grid, args, arch)
 
 
-def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, arch: str | None):
+def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, arch: str | None, where: dict):
     """--sweep: the grid and argument expressions are evaluated per configuration, with the swept
-    names bound to that configuration's values."""
+    names bound to that configuration's values. The view is shown as the sweep starts and fills in
+    as configurations finish; `where` (see sweep_where) says where the sweep runs."""
     from ..widgets.sweep import SweepView
 
     def evaluate(text, config):
@@ -156,11 +157,26 @@ def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, ar
         namespace.setdefault("ct", ct)
         namespace.update(config)
         return eval(text, namespace)
-    return SweepView.run(kernel, lambda config: evaluate(grid_text, config),
-                         lambda config: evaluate(f"({args_text},)", config), space, arch=arch)
+    SweepView.run(kernel, lambda config: evaluate(grid_text, config), lambda config: evaluate(f"({args_text},)", config),
+                  space, arch=arch, **where)
 
 
-def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None):
+def sweep_where(workers: int | None, executor) -> dict:
+    """The options of `sweep` that say where it runs, from --workers and --executor (a Dask Client
+    stands for its executor)."""
+    from concurrent.futures import Executor
+    if executor is not None and not isinstance(executor, Executor):
+        if not callable(getattr(executor, "get_executor", None)):
+            raise TileKernelCellError(f"--executor: a concurrent.futures.Executor or a Dask Client is needed, not "
+                                      f"{type(executor).__name__}", [])
+        executor = executor.get_executor()
+    if workers is not None and workers < 1:
+        raise TileKernelCellError(f"--workers {workers}: at least one worker is needed", [])
+    return {"workers": workers, "executor": executor}
+
+
+def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None,
+                where: dict):
     """A CuPy-style kernel's cell: act on the tile kernel a call with `call_args` runs, or call it."""
     if not (show_what or space or viz or bench_):
         return kernel(*call_args)
@@ -169,9 +185,10 @@ def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: di
         raise TileKernelCellError("The call has no elements: there is no kernel to act on", [])
     for what in show_what:
         show(launch.kernel, launch.args, what, arch)
-    if space:
+    if space:  # the view shows itself as the sweep starts
         from ..widgets.sweep import SweepView
-        return SweepView.run(launch.kernel, launch.grid_of, launch.args_of, space, arch=arch)
+        SweepView.run(launch.kernel, launch.grid_of, launch.args_of, space, arch=arch, **where)
+        return None
     if viz:
         for view in kernel.views(*call_args):
             display(view)

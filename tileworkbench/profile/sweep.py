@@ -5,35 +5,49 @@
                    space={"TM": [64, 128], "TN": [64, 128]})
     result.best().config, result.to_csv("sweep.csv")
 
-Compiles run in parallel (NVRTC, through the disk cache). With a GPU each configuration is then
-launched once and checked: the interpreter runs the same launch on host copies of the inputs and
-every array argument must agree with it (within the dtype's tolerance, profile/check.py), and
-with `reference(config)` (optional, the expected outputs) when given. Only then is it timed.
+The kernel is specialized here, once per configuration; the configurations then compile in
+parallel worker processes (NVRTC, through the disk cache; profile/workers.py). With a GPU each one
+that compiled is launched once and checked: the interpreter runs the same launch on host copies
+of the inputs and every array argument must agree with it (within the dtype's tolerance,
+profile/check.py), and with `reference(config)` (optional, the expected outputs) when given. Only
+then is it timed, on every GPU of the host at once (one worker process per GPU), only on GPUs of
+one model, and each row names the GPU it ran on. `executor=` runs both kinds of job on any
+`concurrent.futures.Executor` instead, e.g. a Dask cluster's (`client.get_executor()`).
+
 Without a GPU each configuration reports its compile-time resources and theoretical occupancy,
 and the result says that timings need a GPU. A configuration that fails keeps its reason: a
-tile-language error, a compile error, a resource limit, a launch error, or a mismatch (which
-array, how many elements, the largest error and where).
+tile-language error, an error of `args_fn`/`grid_fn`, a compile error, a resource limit, a launch
+error, or a mismatch (which array, how many elements, the largest error and where).
 """
 from __future__ import annotations
 
 import csv
 import itertools
 import json
-from concurrent.futures import ThreadPoolExecutor
+import os
+from collections import Counter, deque
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
 from ..errors import TileError
 from ..runtime import device
-from .check import agreement
 from .occupancy import theoretical_occupancy
+from .workers import Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, gpu_pool, one_line, time_config
+
+
+class SweepError(RuntimeError):
+    """A sweep gave no configuration to choose: every one of them failed."""
 
 
 @dataclass
 class SweepRow:
     config: dict
-    status: str = "ok"              # ok | tile error | compile error | resource limit | mismatch | launch error
+    # pending (while the sweep runs) | ok | tile error | argument error | compile error | resource limit
+    # | launch error | mismatch | device mismatch
+    status: str = "pending"
     reason: str = ""
     threads: int | None = None
     registers: int | None = None
@@ -44,6 +58,8 @@ class SweepRow:
     time_ms: float | None = None
     gbs: float | None = None
     tflops: float | None = None
+    device: str | None = None       # the GPU that timed it, "GPU 1: NVIDIA H100 80GB HBM3"
+    host: str | None = None         # and the machine it is in
 
     @property
     def ok(self) -> bool:
@@ -57,20 +73,33 @@ class SweepResult:
     space: dict
     rows: list = field(default_factory=list)
     timed: bool = False
+    device: str | None = None       # the GPU model every timing is for
+    note: str = ""                  # why nothing was timed, or why nothing can be chosen
 
-    @property
-    def note(self) -> str:
-        return "" if self.timed else f"no GPU: compile-time resources and theoretical occupancy for {self.arch}; " \
-                                     f"timings need a GPU"
-
-    def best(self) -> SweepRow | None:
-        """The fastest configuration; without timings, the highest occupancy, then the fewest registers."""
+    def best_or_none(self) -> SweepRow | None:
+        """`best()`, or None where no configuration succeeded (yet)."""
         good = [r for r in self.rows if r.ok]
         if not good:
             return None
         if self.timed:
             return min(good, key=lambda r: r.time_ms)
         return max(good, key=lambda r: (r.occupancy or 0, -(r.registers or 0)))
+
+    def best(self) -> SweepRow:
+        """The fastest configuration; without timings, the highest occupancy, then the fewest registers.
+        Raises SweepError, with what went wrong, when every configuration failed."""
+        best = self.best_or_none()
+        if best is None:
+            raise SweepError(self.failure_summary())
+        return best
+
+    def failure_summary(self) -> str:
+        """Why no configuration can be chosen: the failures, most common first."""
+        finished = [r for r in self.rows if r.status != "pending"]
+        reasons = Counter(f"{r.status}: {r.reason}" for r in finished if not r.ok)
+        listed = "; ".join(f"{reason} ({count}x)" for reason, count in reasons.most_common(3))
+        more = f"; and {len(reasons) - 3} other reasons" if len(reasons) > 3 else ""
+        return f"every configuration of `{self.kernel}` failed ({len(finished)} of {len(self.rows)} run): {listed}{more}"
 
     def records(self) -> list[dict]:
         names = list(self.space)
@@ -83,7 +112,7 @@ class SweepResult:
 
     def grid(self, x: str, y: str, metric: str) -> tuple[list, list, np.ndarray]:
         """A heatmap of `metric` over two swept names (other names at their best row's values)."""
-        best = self.best()
+        best = self.best_or_none()
         fixed = {n: v for n, v in (best.config.items() if best else ()) if n not in (x, y)}
         xs, ys = self.space[x], self.space[y]
         values = np.full((len(ys), len(xs)), np.nan)
@@ -102,146 +131,217 @@ class SweepResult:
     def to_json(self, path) -> None:
         with open(path, "w") as f:
             json.dump({"kernel": self.kernel, "arch": self.arch, "space": self.space, "timed": self.timed,
-                       "note": self.note, "rows": self.records()}, f, indent=1)
-
-
-class Gpu:
-    """The GPU side of a sweep: copies to and from the device, one launch, timing. A sweep on a
-    machine with a GPU uses this one; tests pass a stand-in with the same methods."""
-
-    def to_device(self, a):
-        return device.to_device(a)
-
-    def to_host(self, a) -> np.ndarray:
-        return device.to_host(a)
-
-    def launch(self, kernel, grid, args) -> None:
-        import cupy
-
-        from .. import tile as ct
-        stream = cupy.cuda.get_current_stream()
-        ct.launch(stream, grid, kernel, args)
-        stream.synchronize()
-
-    def time_ms(self, kernel, grid, args, repetitions: int) -> float:
-        """The median time of the launch, in milliseconds."""
-        import cupy
-
-        from .. import tile as ct
-        from .bench import time_launches
-        stream = cupy.cuda.get_current_stream()
-        return time_launches(lambda: ct.launch(stream, grid, kernel, args), repetitions=repetitions,
-                             warmup=3).median_ms
-
-
-def _compile(kernel, config, args, arch):
-    """Specialize and compile one configuration; returns (row, fn) with failures recorded."""
-    from ..runtime.launch import build
-    row = SweepRow(dict(config))
-    try:
-        fn = kernel.specialize(args)
-        generated, module = build(fn, arch)
-    except TileError as e:
-        row.status, row.reason = "tile error", f"{type(e).__name__}: {e.message}"
-        return row, None
-    except Exception as e:
-        row.status, row.reason = "compile error", f"{type(e).__name__}: {str(e).splitlines()[0]}"
-        return row, None
-    r = module.kernels[generated.name]
-    row.threads, row.registers, row.local_bytes = generated.threads, r.registers, r.local_bytes
-    row.shared_bytes = generated.smem_bytes + r.shared_static_bytes
-    occupancy = theoretical_occupancy(arch, generated.threads, r.registers, row.shared_bytes)
-    row.occupancy, row.limiter = occupancy.occupancy, occupancy.limiter
-    if occupancy.blocks_per_sm == 0:
-        row.status, row.reason = "resource limit", f"no block fits on an SM ({occupancy.limiter})"
-    return row, fn
+                       "device": self.device, "note": self.note, "rows": self.records()}, f, indent=1)
 
 
 def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, reference=None, check: bool = True,
-          workers: int = 2, repetitions: int = 20, progress=None, gpu: Gpu | None = None) -> SweepResult:
+          repetitions: int = 20, workers: int | None = None, executor: Executor | None = None,
+          gpus: list[int] | None = None, gpu: Gpu | None = None, progress=True, on_row=None) -> SweepResult:
     """Compile (and, with a GPU, check and time) `kernel` for every combination in `space`.
-    `grid_fn(config)` and `args_fn(config)` give each configuration's grid and arguments;
-    `progress(done, total)` is called as configurations finish. On a GPU each configuration's
-    outputs are compared with the interpreter's run of the same launch (`check=False` skips that:
-    it runs the whole launch on the CPU) and with `reference(config)` when given."""
-    if gpu is None and device.gpu_available():
-        gpu = Gpu()
-    timed = gpu is not None
-    arch = device.target_arch(arch)
+
+    grid_fn(config), args_fn(config): each configuration's grid and arguments.
+    reference(config): the expected outputs (optional). On a GPU each configuration's outputs are
+        also compared with the interpreter's run of the same launch; `check=False` skips that (it
+        runs the whole launch on the CPU).
+    workers: processes that compile (default: one per CPU; 1 compiles here, one at a time).
+    gpus: the GPUs that time, one process each (default: every GPU of the model of the current
+        one; `[]` times nothing). One GPU that is this process's current device times here.
+    executor: any concurrent.futures.Executor that runs the compiling and the timing instead
+        (`client.get_executor()` of a Dask cluster, a Ray executor); the caller shuts it down.
+    progress: True shows a progress bar (tqdm: a widget in a notebook, text in a script), a
+        function is called as `progress(done, total)`, False shows nothing.
+    on_row(result, index): called as each configuration finishes; rows not yet run are "pending".
+    gpu: the device side (tests pass a stand-in).
+    """
+    if workers is not None and workers < 1:
+        raise ValueError(f"workers={workers}: at least one worker is needed")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(f"executor must be a concurrent.futures.Executor, not {type(executor).__name__} "
+                        f"(for a Dask client pass client.get_executor())")
+    plan = _plan(arch, gpus, gpu)
     configs = [dict(zip(space, values)) for values in itertools.product(*space.values())]
-    total = len(configs) * (2 if timed else 1)
-    done = 0
-
-    def step():
-        nonlocal done
-        done += 1
-        if progress:
-            progress(done, total)
-
-    def compile_one(config):
-        try:
-            return _compile(kernel, config, args_fn(config), arch)
-        finally:
-            step()
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        compiled = list(pool.map(compile_one, configs))
-    result = SweepResult(kernel.name, arch, {k: list(v) for k, v in space.items()}, timed=timed)
-    for config, (row, fn) in zip(configs, compiled):
-        if timed and row.ok:
-            _run(gpu, kernel, fn, config, row, grid_fn, args_fn, reference, check, repetitions)
-            step()
-        result.rows.append(row)
+    result = SweepResult(kernel.name, plan.arch, {k: list(v) for k, v in space.items()},
+                         [SweepRow(dict(c)) for c in configs], timed=plan.model is not None, device=plan.model,
+                         note=plan.note)
+    with ExitStack() as stack:
+        report = stack.enter_context(_Progress(progress, len(configs), kernel.name))
+        # submitted at once: every compile (jobs are small) unless they run here; two timing jobs
+        # per GPU process (they carry the arguments); on an executor, all
+        compiling, compiles, timing, timings = executor, len(configs), executor, len(configs)
+        if executor is None:
+            processes = min(workers or os.cpu_count() or 1, len(configs))
+            compiling = InlineExecutor() if processes <= 1 else stack.enter_context(compile_pool(processes))
+            compiles = 1 if processes <= 1 else len(configs)
+            if plan.model is not None and plan.here:
+                timing, timings = InlineExecutor(), 1
+            elif plan.model is not None:
+                timing, timings = stack.enter_context(gpu_pool(plan.gpu, plan.indices)), 2 * len(plan.indices)
+        run = _Run(result, kernel, grid_fn, args_fn, reference, check, repetitions, plan, report, on_row)
+        run.all(compiling, compiles, timing, timings)
+    if result.best_or_none() is None and result.rows:
+        result.note = " ".join(filter(None, [result.note, result.failure_summary()]))
     return result
 
 
-def _run(gpu, kernel, fn, config, row, grid_fn, args_fn, reference, check, repetitions):
-    """Launch one configuration on the GPU, check its outputs, time it; failures land in `row`."""
-    from ..arguments import normalize_grid
-    from .work import launch_work
-    args, grid = args_fn(config), normalize_grid(grid_fn(config))
-    arrays = [p.kind == "array" for p in fn.params]
-    before = [gpu.to_host(a) if is_array else a for a, is_array in zip(args, arrays)]   # the launch writes outputs
-    on_device = tuple(gpu.to_device(a) for a in args)
-    try:
-        gpu.launch(kernel, grid, on_device)
-    except Exception as e:
-        row.status, row.reason = "launch error", f"{type(e).__name__}: {str(e).splitlines()[0]}"
-        return
-    after = [gpu.to_host(a) if is_array else None for a, is_array in zip(on_device, arrays)]
-    reason = _interpreter_mismatch(kernel, grid, fn, before, after) if check else None
-    if reason is None and reference is not None:
-        reason = _reference_mismatch(reference(config), [a for a in after if a is not None])
-    if reason is not None:
-        row.status, row.reason = "mismatch", reason
-        return
-    row.time_ms = gpu.time_ms(kernel, grid, on_device, repetitions)
-    shapes = {p.name: tuple(a.shape) for p, a in zip(fn.params, args) if p.kind == "array"}
-    work = launch_work(fn, grid, shapes)
-    row.gbs = work.bytes / row.time_ms / 1e6
-    row.tflops = work.flops / row.time_ms / 1e9
+@dataclass
+class _Plan:
+    """Where a sweep times: the arch it compiles for, the GPU model and indices, or why not at all."""
+    arch: str
+    model: str | None = None        # None: compile only
+    indices: tuple = ()
+    here: bool = False              # one GPU, this process's own: time in this process
+    gpu: Gpu | None = None
+    note: str = ""
 
 
-def _interpreter_mismatch(kernel, grid, fn, before: list, after: list) -> str | None:
-    """Run the launch on the interpreter over `before` (host copies of the inputs, updated in place)
-    and compare every array argument with the GPU's result `after`; None when all agree."""
-    from ..interp import run
-    run(kernel, grid, tuple(before))
-    for p, want, got in zip(fn.params, before, after):
-        if p.kind != "array":
-            continue
-        close, error = agreement(want, got)
-        if not close.all():
-            worst = np.unravel_index(int(np.argmax(error)), error.shape)
-            return (f"{p.name}: {int((~close).sum())} of {close.size} elements differ from the interpreter, "
-                    f"max error {error[worst]:.3g} at {tuple(int(i) for i in worst)}")
-    return None
+def _plan(arch: str | None, gpus, gpu: Gpu | None) -> _Plan:
+    if gpus == []:
+        arch = device.target_arch(arch)
+        return _Plan(arch, note=f"compile-time resources and theoretical occupancy for {arch}; not timed (gpus=[])")
+    if gpu is None and device.gpu_available():
+        gpu = Gpu()
+    if gpu is None:
+        if gpus:
+            raise ValueError(f"gpus={gpus}: there is no GPU here ({device.unavailable_reason()})")
+        arch = device.target_arch(arch)
+        return _Plan(arch, note=f"no GPU: compile-time resources and theoretical occupancy for {arch}; "
+                                f"timings need a GPU")
+    count, current = gpu.count(), gpu.current()
+    if gpus is None:
+        indices = [i for i in range(count) if gpu.describe(i) == gpu.describe(current)]
+    else:
+        indices = list(gpus)
+        if not all(0 <= i < count for i in indices):
+            raise ValueError(f"gpus={indices}: this host has {count} GPUs, numbered from 0")
+    described = {gpu.describe(i) for i in indices}
+    if len(described) > 1:
+        raise ValueError(f"gpus={indices} are of different models ({', '.join(sorted(n for n, _ in described))}): "
+                         f"a sweep times on one model, so that its times compare")
+    (model, gpu_arch), = described
+    if arch and arch != gpu_arch:
+        return _Plan(arch, note=f"compile-time resources and theoretical occupancy for {arch}; not timed: "
+                                f"the GPU here ({model}) is {gpu_arch}")
+    return _Plan(gpu_arch, model, tuple(indices), indices == [current], gpu)
 
 
-def _reference_mismatch(expected: list, outputs: list) -> str | None:
-    """`expected` against the last len(expected) array arguments, within 1e-2."""
-    for want, got in zip(expected, outputs[-len(expected):]):
-        close, error = agreement(np.asarray(want), got, rtol=1e-2, atol=1e-2)
-        if not close.all():
-            return f"max error {error.max():.3g} against the reference"
-    return None
+class _Run:
+    """One sweep under way: configurations are specialized here, compiled and timed where the
+    executors run them, and each finished row is reported. Timing jobs carry host copies of the
+    arguments, so they are made (`args_fn` called again) only as a GPU is about to be free."""
+
+    def __init__(self, result, kernel, grid_fn, args_fn, reference, check, repetitions, plan, report, on_row):
+        self.result, self.kernel, self.grid_fn, self.args_fn = result, kernel, grid_fn, args_fn
+        self.reference, self.check, self.repetitions, self.plan = reference, check, repetitions, plan
+        self.report, self.on_row = report, on_row
+        self.specialized = {}       # row index -> (fn, grid) of a configuration not finished yet
+        self.shapes = {}            # row index -> {array parameter: shape} of a configuration being timed
+        self.to_time = deque()      # row indices compiled, waiting for a GPU
+        self.pending = {}           # future -> (row index, stage)
+
+    def all(self, compiling: Executor, compiles: int, timing: Executor | None, timings: int) -> None:
+        """Run every configuration, with at most `compiles` compile jobs and `timings` timing jobs
+        submitted at once."""
+        waiting = deque(range(len(self.result.rows)))
+        while waiting or self.to_time or self.pending:
+            while waiting and self.in_flight("compile") < compiles:
+                self.start(waiting.popleft(), compiling)
+            while self.to_time and self.in_flight("time") < timings:
+                self.start_timing(self.to_time.popleft(), timing)
+            if self.pending:
+                done, _ = wait(list(self.pending), return_when=FIRST_COMPLETED)
+                for future in done:
+                    index, stage = self.pending.pop(future)
+                    (self.compiled if stage == "compile" else self.timed)(index, future)
+
+    def in_flight(self, stage: str) -> int:
+        return sum(s == stage for _, s in self.pending.values())
+
+    def start(self, index: int, compiling: Executor) -> None:
+        from ..arguments import normalize_grid
+        config = self.result.rows[index].config
+        try:
+            fn = self.kernel.specialize(tuple(self.args_fn(config)))
+            grid = normalize_grid(self.grid_fn(config)) if self.plan.model else None
+        except TileError as e:
+            return self.finish(index, "tile error", f"{type(e).__name__}: {e.message}")
+        except Exception as e:
+            return self.finish(index, "argument error", one_line(e))
+        self.specialized[index] = (fn, grid)
+        self.pending[compiling.submit(compile_config, fn, self.result.arch)] = (index, "compile")
+
+    def compiled(self, index: int, future) -> None:
+        row = self.result.rows[index]
+        if future.exception() is not None:
+            return self.finish(index, "compile error", one_line(future.exception()))
+        c = future.result()
+        row.threads, row.registers, row.shared_bytes, row.local_bytes = \
+            c.threads, c.registers, c.shared_bytes, c.local_bytes
+        if c.status != "ok":
+            return self.finish(index, c.status, c.reason)
+        occupancy = theoretical_occupancy(self.result.arch, c.threads, c.registers, c.shared_bytes)
+        row.occupancy, row.limiter = occupancy.occupancy, occupancy.limiter
+        if occupancy.blocks_per_sm == 0:
+            return self.finish(index, "resource limit", f"no block fits on an SM ({occupancy.limiter})")
+        if self.plan.model is None:
+            return self.finish(index, "ok")
+        self.to_time.append(index)
+
+    def start_timing(self, index: int, timing: Executor) -> None:
+        fn, grid = self.specialized[index]
+        config, gpu = self.result.rows[index].config, self.plan.gpu
+        try:
+            args = tuple(gpu.to_host(a) if p.kind == "array" else a for p, a in zip(fn.params, self.args_fn(config)))
+            expected = self.reference(config) if self.reference is not None else None
+        except Exception as e:
+            return self.finish(index, "argument error", one_line(e))
+        self.shapes[index] = {p.name: a.shape for p, a in zip(fn.params, args) if p.kind == "array"}
+        job = TimingJob(fn, self.result.arch, self.plan.model, grid, args, expected, self.check, self.repetitions, gpu)
+        self.pending[timing.submit(time_config, job)] = (index, "time")
+
+    def timed(self, index: int, future) -> None:
+        from .work import launch_work
+        row = self.result.rows[index]
+        if future.exception() is not None:
+            return self.finish(index, "launch error", one_line(future.exception()))
+        t = future.result()
+        row.device, row.host = t.device, t.host
+        if t.status == "ok":
+            fn, grid = self.specialized[index]
+            work = launch_work(fn, grid, self.shapes[index])
+            row.time_ms, row.gbs, row.tflops = t.time_ms, work.bytes / t.time_ms / 1e6, work.flops / t.time_ms / 1e9
+        self.finish(index, t.status, t.reason)
+
+    def finish(self, index: int, status: str, reason: str = "") -> None:
+        row = self.result.rows[index]
+        row.status, row.reason = status, reason
+        self.specialized.pop(index, None)
+        self.shapes.pop(index, None)
+        self.report()
+        if self.on_row is not None:
+            self.on_row(self.result, index)
+
+
+class _Progress:
+    """Counts finished configurations: a tqdm bar (`progress=True`), the caller's function, or nothing."""
+
+    def __init__(self, progress, total: int, name: str):
+        self.done, self.total, self.bar, self.function = 0, total, None, None
+        if callable(progress):
+            self.function = progress
+        elif progress:
+            from tqdm.auto import tqdm
+            self.bar = tqdm(total=total, desc=name, unit="config")
+
+    def __enter__(self):
+        return self
+
+    def __call__(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.function is not None:
+            self.function(self.done, self.total)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -6,12 +6,13 @@ The heatmap shows time (with a GPU) or theoretical occupancy (without) over two 
 its colour scale; the table sorts by any column (no timing columns without a GPU); failed
 configurations show their reason; the best one is outlined. The heatmap is drawn here (`to_svg`, for
 the axes `x` and `y` chosen); the script shows it and adds the axis choice and the table.
+`SweepView.run` shows the view at once and fills it in as configurations finish.
 """
 from __future__ import annotations
 
 import json
-import math
 import textwrap
+import time
 from xml.sax.saxutils import escape
 
 import numpy as np
@@ -24,14 +25,15 @@ from .svg import ink_of, svg_document
 
 def sweep_data(result: SweepResult) -> dict:
     records = result.records()
-    best = result.best()
+    best = result.best_or_none()
     names = list(result.space)
     metric = "time_ms" if result.timed else "occupancy"
     return {"kernel": result.kernel, "arch": result.arch, "names": names, "rows": records,
             "best": result.rows.index(best) if best else -1, "metric": metric,
-            "lower_is_better": metric == "time_ms", "note": result.note,
+            "lower_is_better": metric == "time_ms", "note": result.note, "device": result.device,
             "columns": names + ["status"] + (["time_ms", "gbs", "tflops"] if result.timed else []) +
-            ["occupancy", "limiter", "registers", "shared_bytes", "threads", "reason"]}
+            ["occupancy", "limiter", "registers", "shared_bytes", "threads"] +
+            (["device", "host"] if result.timed else []) + ["reason"]}
 
 
 def _colour(t: float) -> str:
@@ -60,26 +62,49 @@ class SweepView(SvgView):
         self.svg = self.to_svg()
 
     def __repr__(self) -> str:
-        best = self.result.best()
+        best = self.result.best_or_none()
         ok = sum(r.ok for r in self.result.rows)
         return (f"SweepView({self.result.kernel}: {ok} of {len(self.result.rows)} configurations ok, "
                 f"best {best.config if best else None})")
 
-    @classmethod
-    def run(cls, kernel, grid_fn, args_fn, space: dict, **options) -> "SweepView":
-        """Run the sweep with a progress bar, then show the result."""
-        import ipywidgets
-        from IPython.display import display
-        total = math.prod(len(v) for v in space.values())
-        bar = ipywidgets.IntProgress(value=0, max=total, description=f"{kernel.name}:")
-        display(bar)
+    def refresh(self) -> None:
+        """Redraw from `self.result` (the sweep fills it in as configurations finish)."""
+        self.data = sweep_data(self.result)
 
-        def progress(done, total):
-            bar.max, bar.value = total, done
-        try:
-            return cls(sweep(kernel, grid_fn, args_fn, space, progress=progress, **options))
-        finally:
-            bar.close()
+    @classmethod
+    def run(cls, kernel, grid_fn, args_fn, space: dict, *, every_s: float = 0.25, **options) -> SweepView:
+        """Show the view, run the sweep (with a progress bar) and fill the view in as configurations
+        finish, redrawing at most every `every_s` seconds; `options` go to `sweep`. The view is
+        displayed here: assign the result (`view = SweepView.run(...)`) rather than showing it again."""
+        view, picture, drawn_at = None, None, 0.0
+
+        def on_row(result, index):
+            nonlocal view, picture, drawn_at
+            if view is None:
+                view = cls(result)
+                picture = view.show_live()
+            elif time.monotonic() - drawn_at >= every_s:
+                view.refresh()
+            else:
+                return
+            drawn_at = time.monotonic()
+        result = sweep(kernel, grid_fn, args_fn, space, on_row=on_row, **options)
+        if view is None:  # a space with an empty list of values: no configuration
+            return cls(result)
+        view.refresh()
+        picture.update(view.picture_bundle(), raw=True)   # a saved notebook shows the finished sweep
+        return view
+
+    def show_live(self):
+        """Display the view as every view is displayed (its static picture, then the live widget),
+        the picture with a display id, so that it can show the finished sweep; returns its handle."""
+        import anywidget
+        from IPython.display import display
+        picture = display(self.picture_bundle(), raw=True, display_id=True)
+        widget = anywidget.AnyWidget._repr_mimebundle_(self)   # the live widget alone
+        widget = widget[0] if isinstance(widget, tuple) else widget
+        display({**widget, "text/plain": ""}, raw=True)   # the picture's output already says it in text
+        return picture
 
     def to_png(self, path) -> None:
         """The heatmap as a PNG (needs matplotlib)."""
@@ -116,7 +141,7 @@ class SweepView(SvgView):
         title = (f'{self.data["kernel"]}: {metric} over {self.x}{" x " + self.y if self.y else ""} '
                  f'({self.data["arch"]})')
         width = max(left + cell * len(xs) + 20, 16 + text_width(title, 12, bold=True), MIN_WIDTH)
-        best = self.result.best()
+        best = self.result.best_or_none()
         parts = [f'<text x="8" y="18" font-weight="bold">{escape(title)}</text>']
         for j, yv in enumerate(ys):
             parts.append(f'<text x="8" y="{top + j * cell + cell / 2 + 4}">{self.y}={yv}</text>' if self.y else "")
@@ -144,7 +169,7 @@ class SweepView(SvgView):
         y = top + len(ys) * cell + 40
         parts += _scale(metric, lo, hi, 8, y)
         y += 44
-        failed = [r for r in self.result.rows if not r.ok]
+        failed = [r for r in self.result.rows if r.status not in ("ok", "pending")]
         reasons = [f"{_config_text(r.config)}: {r.status}: {r.reason}" for r in failed[:MAX_REASONS]]
         if len(failed) > MAX_REASONS:
             reasons.append(f"... and {len(failed) - MAX_REASONS} more failed configurations (see the table)")

@@ -29,7 +29,7 @@ function table(data, state, redraw) {
   rows.forEach(([r, i]) => {
     const tr = t.insertRow();
     if (i === data.best) tr.style.background = "#fde2e2";
-    if (r.status !== "ok") tr.style.color = "#b00";
+    if (r.status !== "ok") tr.style.color = r.status === "pending" ? "#999" : "#b00";  // pending: still running
     data.columns.forEach((c) => { const td = tr.insertCell(); td.textContent = format(r[c], c); td.style.padding = "1px 8px"; });
   });
   return t;
