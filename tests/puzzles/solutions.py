@@ -97,6 +97,12 @@ def transpose(x, out, T: ct.Constant[int]):
 
 
 @ct.kernel
+def transpose_coalesced(x, out, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(out, (i, j), ct.load(x, (i, j), (T, T), order="F"))
+
+
+@ct.kernel
 def matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     i, j = ct.bid(0), ct.bid(1)
     acc = ct.zeros((TM, TN), ct.float32)
@@ -140,4 +146,4 @@ def flash_attention(q, k, v, out, BM: ct.Constant[int], BN: ct.Constant[int], D:
 
 SOLUTIONS = {f.name: f for f in (add_ten, double_ragged, zip_mul, outer_add, leaky_relu, row_sum, column_max,
                                      dot, prefix_sum, softmax, masked_gather, stencil, inverse_permutation,
-                                     transpose, matmul, grouped_matmul, flash_attention)}
+                                     transpose, transpose_coalesced, matmul, grouped_matmul, flash_attention)}

@@ -93,6 +93,23 @@ def test_wrong_answer_shows_the_coverage_view_of_its_outputs():
     assert "application/vnd.jupyter.widget-view+json" in shown.outputs[0].data
 
 
+@ct.kernel
+def transpose_by_gather(x, out, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    rows = ct.arange(T, dtype=ct.int32)[:, None] + i * T
+    cols = ct.arange(T, dtype=ct.int32)[None, :] + j * T
+    ct.store(out, (i, j), ct.gather(x, (cols, rows)))
+
+
+def test_correct_transpose_by_gather_fails_the_whole_sector_requirement():
+    # 128 threads, 4 consecutive elements each: a warp's gather covers 4 tile rows x 8 tile columns,
+    # i.e. 8 columns of x with 4 consecutive floats in each: 8 sectors, 16 of 32 bytes used
+    result = check("transpose_coalesced", transpose_by_gather)
+    assert result.status == "correct but not efficient" and not result.solved
+    assert "the gather of x uses 50% of the bytes its sectors move (8.0 sectors per request)" in result.text()
+    assert check("transpose_coalesced", SOLUTIONS["transpose"]).solved   # ct.transpose of a whole tile
+
+
 def test_unknown_puzzle_names_the_puzzles():
     with pytest.raises(KeyError, match="No puzzle named 'nope'; the puzzles are add_ten, double_ragged"):
         check("nope", empty)

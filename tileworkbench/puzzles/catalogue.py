@@ -22,6 +22,8 @@ class Puzzle:
     rtol: float = 1e-5
     atol: float = 1e-5
     series: str = "basics"
+    # for a correct answer: what the memory-access analysis must show (None: met, else what is not)
+    requirement: Callable | None = None
 
     @property
     def argument_names(self) -> list[str]:
@@ -53,6 +55,18 @@ def _grouped_order(rows: int, cols: int, group: int) -> list[tuple[int, int]]:
         height = min(rows - first, group)
         order.append((first + b % (group * cols) % height, b % (group * cols) // height))
     return order
+
+
+def _whole_sectors_no_conflicts(report) -> str | None:
+    """Every global access uses whole 32-byte sectors and shared memory has no bank conflicts."""
+    for g in report.global_ops:
+        if g.efficiency < 1:
+            return (f"line {g.line}: the {g.op} of {g.array} uses {g.efficiency:.0%} of the bytes its sectors move "
+                    f"({g.sectors_per_request:.1f} sectors per request); read and write whole rows of tiles")
+    for s in report.shared_ops:
+        if s.conflicts:
+            return f"line {s.line}: the {s.op} has {s.conflicts} shared-memory bank conflicts per block"
+    return None
 
 
 def _scattered(x, perm):
@@ -163,6 +177,17 @@ PUZZLES_LIST = [
         "x, out, T: ct.Constant[int]", (2, 4),
         lambda rng: {"x": _f32(rng, 64, 32), **_zeros_like(out=((32, 64), np.float32))},
         lambda a: {"out": a["x"].T.copy()}, {"T": 16}, series="memory"),
+    Puzzle(
+        "transpose_coalesced", "Transpose without wasted sectors or bank conflicts",
+        "`out = x.T` for a 128 x 128 `x`, with 32 x 32 tiles (grid `(4, 4)`), and the check also runs the "
+        "memory-access analysis on the thread layout of the generated code: every global access must use "
+        "whole 32-byte sectors, and the exchange of elements between threads in shared memory must have no "
+        "bank conflicts. Reading a column with a gather is correct but wastes most of each sector; "
+        "a tile loaded whole and transposed in the tile is not.",
+        "x, out, T: ct.Constant[int]", (4, 4),
+        lambda rng: {"x": _f32(rng, 128, 128), **_zeros_like(out=((128, 128), np.float32))},
+        lambda a: {"out": a["x"].T.copy()}, {"T": 32}, series="memory",
+        requirement=_whole_sectors_no_conflicts),
     Puzzle(
         "matmul", "Tiled matmul",
         "`c = a @ b` for 64 x 96 times 96 x 32 float32, with `TM` x `TN` output tiles (32 x 16, grid `(2, 2)`): "

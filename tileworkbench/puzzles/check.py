@@ -26,13 +26,15 @@ class Difference:
 @dataclass
 class Result:
     """The verdict on one answer: `status` is "solved", "not solved yet" (the kernel writes none of the
-    outputs) or "wrong" (with the differences and the trace behind them)."""
+    outputs), "wrong" (with the differences and the trace behind them) or "correct but not efficient"
+    (the puzzle's requirement on the memory-access analysis is not met: `note` says what)."""
     puzzle: Puzzle
     status: str
     outputs: dict[str, int]                                  # output -> number of elements
     wrong: dict[str, int] = field(default_factory=dict)    # output -> number of differing elements
     differences: list[Difference] = field(default_factory=list)  # the first few, per output
     trace: Trace | None = None
+    note: str = ""
 
     @property
     def solved(self) -> bool:
@@ -42,6 +44,8 @@ class Result:
         head = f"{self.puzzle.title}: {self.status}"
         if self.status == "solved":
             return head + "."
+        if self.note:
+            return f"{head}: {self.note}."
         if self.status == "not solved yet":
             return head + f" (the kernel stores nothing to {', '.join(self.outputs)})."
         lines = [head + "."]
@@ -89,7 +93,14 @@ def check(name: str, kernel, *, seed: int = 0) -> Result:
             shown = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)[:SHOWN]]
             who = _writers(trace, name_, shown, len(puzzle.grid))
             differences += [Difference(name_, ix, float(got[ix]), float(want[ix]), who[ix]) for ix in shown]
-    return Result(puzzle, "wrong" if wrong else "solved", sizes, wrong, differences, trace)
+    if wrong:
+        return Result(puzzle, "wrong", sizes, wrong, differences, trace)
+    if puzzle.requirement is not None:
+        from ..profile.access import analyze_trace
+        note = puzzle.requirement(analyze_trace(kernel.specialize(args), trace))
+        if note:
+            return Result(puzzle, "correct but not efficient", sizes, trace=trace, note=note)
+    return Result(puzzle, "solved", sizes, trace=trace)
 
 
 def _writers(trace: Trace, array: str, elements: list[tuple[int, ...]], grid_rank: int) -> dict[tuple, tuple]:
