@@ -245,7 +245,7 @@ def _skewed(index: np.ndarray, skew: bool) -> np.ndarray:
 def _executions(event, grid) -> int:
     """A shape op that did the same in every block is traced once (for the first block): count it once
     per block of the grid then."""
-    return len(event.blocks) if event.array is not None or len(event.blocks) > 1 else int(np.prod(grid))
+    return len(event.blocks) if len(event.blocks) > 1 else int(np.prod(grid))
 
 
 def _phase(event, phase, itemsize, writes_or_reads, skew, executions) -> SharedAccess:
