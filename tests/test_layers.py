@@ -17,7 +17,7 @@ LAYERS = [
     {"profile"},
     {"widgets"},
     {"userkernels"},
-    {"magic", "kernels"},
+    {"magic", "kernels", "puzzles"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

@@ -82,6 +82,7 @@ class GeneratedKernel:
     params: list = field(default_factory=list)  # (name, kind, dtype, ndim) per runtime parameter
     arch: str | None = None  # the target it must be compiled for, where it needs a specific one
     line_map: dict = field(default_factory=dict)  # (file, line NVRTC reports) -> kernel source line
+    vec: int = 1  # TW_VEC: elements per 16-byte chunk of the narrowest memory dtype
 
 
 def tile_type(t: TileType, layout: MmaLayout | None = None) -> str:
@@ -826,4 +827,4 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     source = "\n".join(head + body + ["}", ""])
     # wgmma exists only in the arch-specific sm_90a target
     return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if plan.wgmma else None,
-                           line_map=e.line_map)
+                           line_map=e.line_map, vec=vec)

@@ -1,0 +1,150 @@
+"""The memory-access analysis (computed on the CPU from traces) against Nsight Compute's measurements
+on the GPU, kernel by kernel: global sectors per request (loads, stores), shared-memory bank
+conflicts and the L2 hit rate.
+
+    python benchmarks/access_vs_ncu.py [--json benchmarks/results/DATE-h100-access.json]
+
+Needs a CUDA GPU, CuPy and Nsight Compute permitted to read the counters. Each case is analyzed on
+NumPy copies of its inputs, then this script runs itself under ncu with `--launch CASE`, which
+launches the kernel once on the GPU.
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+
+import tileworkbench.tile as ct
+from tileworkbench.kernels import row_gather, softmax, transpose
+from tileworkbench.profile.access import analyze
+from tileworkbench.profile.ncu import NcuUnavailable, collect
+
+
+@ct.kernel
+def copy(x, y, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(y, (i,), ct.load(x, (i,), (TILE,)))
+
+
+@ct.kernel
+def column(x, y, R: ct.Constant[int]):
+    j = ct.bid(0)
+    ct.store(y, (j, 0), ct.load(x, (0, j), (R, 1)))
+
+
+@ct.kernel
+def permuted(x, y, T: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.transpose(ct.load(x, (j, i), (T, T))))
+
+
+@ct.kernel
+def row_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    block = ct.bid(0)
+    cols = ct.cdiv(b.shape[1], TN)
+    i, j = block // cols, block % cols
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(a, 1, (TM, TK))):
+        acc = ct.mma(ct.load(a, (i, k), (TM, TK)), ct.load(b, (k, j), (TK, TN)), acc)
+    ct.store(c, (i, j), acc)
+
+
+@ct.kernel
+def grouped_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int],
+                   GROUP: ct.Constant[int]):
+    block = ct.bid(0)
+    rows, cols = ct.cdiv(a.shape[0], TM), ct.cdiv(b.shape[1], TN)
+    first = block // (GROUP * cols) * GROUP
+    height = min(rows - first, GROUP)
+    i = first + block % (GROUP * cols) % height
+    j = block % (GROUP * cols) // height
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(a, 1, (TM, TK))):
+        acc = ct.mma(ct.load(a, (i, k), (TM, TK)), ct.load(b, (k, j), (TK, TN)), acc)
+    ct.store(c, (i, j), acc)
+
+
+def _f32(*shape):
+    return np.random.default_rng(0).random(shape, dtype=np.float32)
+
+
+N = 1 << 20
+M = 2048
+K = 512
+# name -> (kernel, grid, function making the arguments)
+CASES = {
+    "copy_scalar": (copy, (N // 32,), lambda: (_f32(N), np.zeros(N, np.float32), 32)),
+    "copy_vector": (copy, (N // 1024,), lambda: (_f32(N), np.zeros(N, np.float32), 1024)),
+    "column": (column, (M,), lambda: (_f32(32, M), np.zeros((M * 32, 1), np.float32), 32)),
+    "transpose_order": (transpose, (M // 32, M // 32), lambda: (_f32(M, M), np.zeros((M, M), np.float32), 32)),
+    "transpose_permute": (permuted, (M // 32, M // 32), lambda: (_f32(M, M), np.zeros((M, M), np.float32), 32)),
+    "row_gather": (row_gather, (4096,), lambda: (_f32(8192, 256), np.random.default_rng(1).integers(
+        0, 8192, 4096).astype(np.int32), np.zeros((4096, 256), np.float32), 256)),
+    "softmax": (softmax, (4096,), lambda: (_f32(4096, 1024), np.zeros((4096, 1024), np.float32), 1024)),
+    "matmul_rows": (row_matmul, ((K // 64) ** 2,), lambda: (_f32(K, K), _f32(K, K), np.zeros((K, K), np.float32),
+                                                             64, 64, 32)),
+    "matmul_grouped": (grouped_matmul, ((K // 64) ** 2,), lambda: (_f32(K, K), _f32(K, K),
+                                                                   np.zeros((K, K), np.float32), 64, 64, 32, 4)),
+}
+
+
+def launch(name: str):
+    import cupy
+    kernel, grid, make = CASES[name]
+    args = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in make())
+    ct.launch(cupy.cuda.get_current_stream(), grid, kernel, args)
+    cupy.cuda.get_current_stream().synchronize()
+
+
+def _model(report) -> dict:
+    def per_request(kind):
+        ops = [g for g in report.global_ops if (g.op in ("store", "scatter", "store_adv")) == (kind == "st")]
+        requests = sum(g.requests for g in ops)
+        return sum(g.sectors for g in ops) / requests if requests else None
+
+    def conflicts(phase):
+        return sum(s.conflicts * s.executions for s in report.shared_ops if s.phase == phase)
+    return {"ld_sectors_per_request": per_request("ld"), "st_sectors_per_request": per_request("st"),
+            "shared_ld_conflicts": conflicts("load"), "shared_st_conflicts": conflicts("store"),
+            "l2_hit_rate": 100 * report.l2.hit_rate}
+
+
+def _measured(m) -> dict:
+    return {"ld_sectors_per_request": m.load_sectors_per_request,
+            "st_sectors_per_request": m.store_sectors_per_request,
+            "shared_ld_conflicts": m.shared_load_conflicts, "shared_st_conflicts": m.shared_store_conflicts,
+            "l2_hit_rate": m.l2_hit_rate}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--launch", help="launch one case once (what ncu profiles)")
+    parser.add_argument("--json", help="write the table here")
+    options = parser.parse_args()
+    if options.launch:
+        return launch(options.launch)
+    import cupy
+    l2_bytes = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
+    table = {}
+    for name, (kernel, grid, make) in CASES.items():
+        model = _model(analyze(kernel, grid, make(), l2_bytes=l2_bytes))
+        try:
+            measured = collect([sys.executable, __file__, "--launch", name], kernel=kernel.name, source_lines=False)
+        except NcuUnavailable as e:
+            sys.exit(str(e))
+        table[name] = {"model": model, "ncu": _measured(measured[0]) if measured else None}
+        print(name)
+        for key, value in model.items():
+            got = table[name]["ncu"][key] if table[name]["ncu"] else None
+            print(f"  {key:24s} model {_fmt(value):>10s}   ncu {_fmt(got):>10s}")
+    if options.json:
+        with open(options.json, "w") as f:
+            json.dump(table, f, indent=1)
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+if __name__ == "__main__":
+    main()
