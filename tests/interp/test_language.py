@@ -10,7 +10,6 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.errors import (
-    TileAssertionError,
     TileOutOfBoundsError,
     TileRecursionError,
     TileStaticAssertionError,
@@ -497,17 +496,6 @@ def test_a_0d_array_is_gathered_and_scattered_with_the_empty_index():
     x, y = np.array(5, np.int32), np.array(0, np.int32)
     launch(k, (4,), x, y)
     assert y == 18  # every block writes; the last block's value stays
-
-
-def test_assert_passes_when_every_element_holds_and_names_the_first_false_one():
-    @ct.kernel
-    def k(x, T: ct.Constant[int]):
-        ct.assert_(ct.load(x, (ct.bid(0),), (T,)) >= 0, "negative input")
-    launch(k, (2,), np.arange(8, dtype=np.float32), 4)
-    x = np.arange(8, dtype=np.float32)
-    x[6] = -1
-    with pytest.raises(TileAssertionError, match=r"assert_ failed in block \(1, 0, 0\) at element \(2,\): negative input"):
-        launch(k, (2,), x, 4)
 
 
 def test_replace_hints_gives_a_kernel_with_other_options_and_rejects_unknown_ones():
