@@ -560,25 +560,6 @@ case("loops-with-exits", loops_with_exits, (3,), lambda: (random_array(384, np.f
 
 
 @ct.kernel
-def zero_d_arrays(x, y):
-    ct.scatter(y, (), ct.gather(x, ()) * 3 + ct.bid(0))
-
-
-case("zero-d-gather-scatter", zero_d_arrays, (1,), lambda: (np.array(5, np.int32), np.array(0, np.int32)), exact=True)
-
-
-@ct.kernel
-def asserted_copy(x, y, T: ct.Constant[int]):
-    t = ct.load(x, (ct.bid(0),), (T,))
-    ct.assert_(t >= 0, "negative input")
-    ct.store(y, (ct.bid(0),), t)
-
-
-case("assert-holds", asserted_copy, (2,), lambda: (np.arange(256, dtype=np.float32), np.zeros(256, np.float32), 128),
-     exact=True)
-
-
-@ct.kernel
 def swapping_tuples(x, n: int):
     t = ct.load(x, (0,), (16,)), (ct.load(x, (1,), (16,)), 0)
     for i in range(n):
