@@ -17,7 +17,7 @@ LAYERS = [
     {"profile"},
     {"widgets"},
     {"userkernels"},
-    {"magic", "kernels", "puzzles"},
+    {"magic", "kernels", "puzzles", "cutile_alias"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

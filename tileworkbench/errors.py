@@ -98,6 +98,10 @@ class TileStaticAssertionError(TileError):
     """A `static_assert` failed."""
 
 
+class TileStaticEvalError(TileError):
+    """A `static_eval` or `static_iter` expression failed at compile time."""
+
+
 class TileAssertionError(TileError):
     """A `ct.assert_` condition was false when the interpreter ran it."""
 

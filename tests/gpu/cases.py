@@ -536,3 +536,86 @@ for _src in FLOATS:
     for _dst in INTS + [np.bool_]:
         case(f"float-to-int-{np.dtype(_src).name}-to-{np.dtype(_dst).name}", convert, (1,),
              lambda s=_src, d=_dst: (_float_edges(s), np.zeros(16, d)), exact=True)
+
+# ---- language constructs: custom reduce/scan, astile, divmod, array slices, while/break/continue --
+
+@ct.kernel
+def custom_reduce_scan(x, total, prefix, mod, T: ct.Constant[int]):
+    i = ct.bid(0)
+    t = ct.load(x, (i, 0), (4, T))
+    m = ct.load(mod, (0,), (1,)).item()
+    ct.store(total, (i,), ct.reduce(t, 1, lambda a, b: (a + b) % m, 0))
+    ct.store(prefix, (i, 0), ct.scan(t, axis=-1, func=lambda a, b: ct.maximum(a, b), identity=-100, reverse=True))
+
+
+case("custom-reduce-scan-int32", custom_reduce_scan, (3,),
+     lambda: (random_array((12, 64), np.int32), np.zeros(12, np.int32), np.zeros((12, 64), np.int32),
+              np.array([7], np.int32), 64), exact=True)
+
+
+@ct.kernel
+def astile_divmod(x, q, r, a: int):
+    t = ct.load(x, (0,), (8,))
+    k = ct.astile(((a, 2), (3, a + 1)), dtype=ct.int32).reshape((4,))
+    tq, tr = ct.divmod(t, ct.broadcast_to(k[None, :], (2, 4)).reshape((8,)))
+    ct.store(q, (0,), tq)
+    ct.store(r, (0,), tr)
+
+
+case("astile-divmod", astile_divmod, (1,),
+     lambda: (random_array(8, np.int32), np.zeros(8, np.int32), np.zeros(8, np.int32), 5), exact=True)
+
+
+@ct.kernel
+def ragged_rows(A, B, indptr, TM: ct.Constant[int], TN: ct.Constant[int]):
+    seg = ct.bid(0)
+    start = ct.load(indptr, index=seg, shape=())
+    end = ct.load(indptr, index=seg + 1, shape=())
+    sub_a = A.slice(axis=0, start=start, stop=end)
+    sub_b = B.slice(0, start, end).slice(axis=1, start=2, stop=14)
+    for i in range(ct.cdiv(end - start, TM)):
+        ct.store(sub_b, (i, 0), ct.load(sub_a.slice(1, 2, 14), (i, 0), (TM, TN)) * 2)
+
+
+case("array-slice-ragged", ragged_rows, (3,),
+     lambda: (random_array((12, 16), np.float32), np.zeros((12, 16), np.float32),
+              np.array([0, 4, 7, 12], np.int32), 4, 16), exact=True)
+
+
+@ct.kernel
+def loops_with_exits(x, n, T: ct.Constant[int]):
+    i = ct.bid(0)
+    xi = ct.load(x, (i,), (T,))
+    for k in range(n):
+        if k == 2:
+            continue
+        elif k > 4 + i:
+            break
+        xi += 1
+    count = 0
+    while count < n:
+        count += 1
+        if count > 3 + i:
+            break
+        xi = xi * 2
+    if i == 1:
+        return
+    ct.store(x, (i,), xi)
+
+
+case("loops-with-exits", loops_with_exits, (3,), lambda: (random_array(384, np.float32), 9, 128), exact=True)
+
+
+@ct.kernel
+def swapping_tuples(x, n: int):
+    t = ct.load(x, (0,), (16,)), (ct.load(x, (1,), (16,)), 0)
+    for i in range(n):
+        t = t[1][0], (t[0] + t[1][0], i)
+    k = ct.bid(0)
+    while k < 3:
+        t = t[1][0], (t[0], k)
+        k += 1
+    ct.store(x, (2 + ct.bid(0),), t[0] + t[1][1])
+
+
+case("tuples-carried-and-swapped", swapping_tuples, (2,), lambda: (random_array(64, np.float32), 5))

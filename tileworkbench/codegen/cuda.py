@@ -225,7 +225,7 @@ class _Emitter:
             rule = EMIT.get(op.name)
             if rule is None:
                 raise TileUnsupportedFeatureError(f"'{op.name}' in a GPU kernel: {OPS[op.name].no_emitter}", op.loc)
-            if op.name in ("for", "if"):  # their operands' layouts are settled by the rule
+            if op.name in ("for", "if", "while"):  # their operands' layouts are settled by the rule
                 rule(self, op)
                 self.loc = None
                 continue
@@ -354,6 +354,12 @@ def _iota(e, op):
     e.assign(op, f"tw::iota<{t.dtype.ctype}, {shape_type(t.shape)}>()")
 
 
+@emits("astile")
+def _astile(e, op):
+    t = op.result.type
+    e.assign(op, f"tw::from_elements<{t.dtype.ctype}, {shape_type(t.shape)}>({{{', '.join(e[v] for v in op.operands)}}})")
+
+
 @emits("astype")
 def _astype(e, op):
     dtype, mode = op.attrs["dtype"], op.attrs.get("rounding")
@@ -467,6 +473,41 @@ def _reduce(e, op):
     e.assign(op, expr)
 
 
+@emits("reduce", "scan")
+def _combine(e, op):
+    """A custom reduce/scan: the combine region becomes a device lambda over two scalars."""
+    if len(op.operands) != 1:
+        raise TileUnsupportedFeatureError(f"{op.name}() over a tuple of tiles is not supported in GPU kernels yet; "
+                                          f"run this kernel on the interpreter", op.loc)
+    (x,) = op.operands
+    region, t, axis = op.regions[0], x.dtype.ctype, op.attrs["axis"]
+    combine = e.define(Value(x.type), f"{op.result.name or op.name}_combine")
+    a, b = (e.define(arg) for arg in region.args)
+    e.emit(f"const auto {combine} = [=](const {t} {a}, const {t} {b}) {{  // the combine function")
+    e.indent += "  "
+    e.block(region.ops)
+    e.loc = op.loc
+    e.emit(f"return {t}({e[region.ops[-1].operands[0]]});")
+    e.indent = e.indent[:-2]
+    e.emit("};")
+    identity = literal(op.attrs["identities"][0], x.dtype)
+    if op.name == "scan":
+        _staged(e, x.type)
+        reverse = "true" if op.attrs["reverse"] else "false"
+        e.assign(op, f"tw::scan<{axis}, {reverse}>({e[x]}, {t}({identity}), {combine})")
+        return
+    keep = _keepdims_shape(x.type, (axis,))
+    outputs = math.prod(keep)
+    passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
+    e.need_smem(staged + (e.threads // 32 + 1) * x.dtype.itemsize + outputs * 8 + 64)
+    expr = f"tw::reduce<{shape_type(keep)}, {passes}>({e[x]}, {t}({identity}), {combine})"
+    if not op.result.shape:
+        expr += ".item()"
+    elif keep != op.result.shape:
+        expr = f"tw::reshape<{shape_type(op.result.shape)}>({expr})"
+    e.assign(op, expr)
+
+
 @emits("cumsum", "cumprod")
 def _scan(e, op):
     _staged(e, op.operands[0].type)
@@ -511,6 +552,12 @@ def _num_blocks(e, op):
 @emits("array_dim")
 def _array_dim(e, op):
     e.assign(op, f"{e[op.operands[0]]}.shape[{op.attrs['axis']}]")
+
+
+@emits("array_slice")
+def _array_slice(e, op):
+    array, start, stop = op.operands
+    e.emit(f"const auto {e.define(op.result)} = tw::slice({e[array]}, {op.attrs['axis']}, {e[start]}, {e[stop]});")
 
 
 @emits("num_tiles")
@@ -661,6 +708,19 @@ def _for(e, op):
         return
     e.emit(f"for (int32_t {i} = {e[lo]}; {i} < {e[hi]}; {i} += {e[step]}) {{")
     _region(e, body, names, [e.plan.of(r) for r in op.results])
+    e.emit("}")
+
+
+@emits("while")
+def _while(e, op):
+    body = op.regions[0]
+    names = [e.define(r) for r in op.results]
+    for r, name, start, arg in zip(op.results, names, op.operands, body.args):
+        e.emit(f"{e.type_of(r)} {name} = {e.in_layout(start, e.plan.of(r))};")
+        e.names[arg] = name
+    go_on = e.define(Value(TileType(bool_, ())), "go_on")
+    e.emit(f"for (bool {go_on} = true; {go_on};) {{")
+    _region(e, body, [go_on] + names, [None] + [e.plan.of(r) for r in op.results])
     e.emit("}")
 
 

@@ -11,23 +11,28 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
+import functools
 import math
 import operator
+import sys
 import types
 
 import numpy as np
 
-from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileSyntaxError,
-                      TileTypeError, TileValueError)
+from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
+                      TileSyntaxError, TileTypeError, TileValueError)
 from ..ir.core import Block, Builder, Function, Param, Value
-from ..ir.ops import TypeRuleError
-from ..ir.types import DType, TileType, bool_, int32
+from ..ir.ops import TypeRuleError, is_pure
+from ..ir.types import DType, TileType, bool_, int32, to_dtype
 from ..ir.verify import verify
 from . import coerce
-from .lowering import LOWERINGS, TILE_FUNCTIONS, SliceValue, bind_call, lower_binary, lower_method
+from .lowering import LOWERINGS, TILE_FUNCTIONS, SliceValue, bind_call, lower_binary, lower_method, static_extent
 from .source import FuncSource, source_of
 
-MAX_INLINE_DEPTH = 64
+MAX_INLINE_DEPTH = 1000  # helper calls nested deeper are taken for runaway recursion (as cuTile does)
+_FRAMES_PER_INLINE = 30  # Python frames the walker uses per nested helper call (measured about 20)
+MAX_STATIC_ITERATIONS = 1000
 # The most elements a tile may have: 2**24 is 64 MiB of float32 per block on the interpreter, far
 # past any tile a GPU block holds (the CUDA backend's own limit is lower, see codegen/cuda.py).
 MAX_TILE_ELEMENTS = 1 << 24
@@ -46,10 +51,12 @@ class _Return(Exception):
 
 
 class LocalFunction:
-    """A `def` or `lambda` written inside tile code: inlined where it is called."""
+    """A `def` or `lambda` written inside tile code: inlined where it is called. Like Python, it
+    reads the variables of the scope it was defined in when called, and its defaults as they were
+    when it was defined."""
 
-    def __init__(self, node, source: FuncSource, scope: dict):
-        self.node, self.source, self.scope = node, source, scope
+    def __init__(self, node, source: FuncSource, scope: dict, defaults: tuple):
+        self.node, self.source, self.scope, self.defaults = node, source, scope, defaults
 
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
@@ -85,7 +92,12 @@ def compile_kernel(pyfunc, specs) -> Function:
     arg_iter = iter(args)
     for spec in specs:
         scope[spec.name] = spec.value if spec.kind == "constant" else next(arg_iter)
-    lowerer.run_kernel(scope)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _FRAMES_PER_INLINE * MAX_INLINE_DEPTH + 2000))
+    try:
+        lowerer.run_kernel(scope)
+    finally:
+        sys.setrecursionlimit(limit)
     _remove_dead_code(body)
     try:
         verify(fn)
@@ -96,7 +108,6 @@ def compile_kernel(pyfunc, specs) -> Function:
 
 def _remove_dead_code(block: Block) -> set[Value]:
     """Drop pure ops whose results nobody uses (e.g. `a.shape` read for one dimension)."""
-    from ..ir.ops import is_pure
     used: set[Value] = set()
     for op in reversed(block.ops):
         for region in op.regions:
@@ -128,6 +139,8 @@ class Lowerer:
         self.call_stack: list = []        # SourceLocs of the helper calls we are inside
         self.runtime_depth = 0            # > 0 inside a runtime if/for region
         self.arg_nodes: dict = {}         # parameter name -> AST node of the tile call being lowered
+        self.combining = ""               # "reduction" or "scan" while inlining a combine function
+        self.loop_depth = 0               # loops of the function being walked (for break/continue)
 
     # ---- errors and emission ------------------------------------------------------------------
 
@@ -169,11 +182,11 @@ class Lowerer:
 
     def run_kernel(self, scope: dict):
         self.scope = scope
+        self.scope["$return"] = False
         try:
             self.walk_body(self.source.node.body)
-        except _Return as r:
-            if r.value is not None:
-                self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array", r.node)
+        except _Return:
+            pass
         except TileError:
             raise
         except RecursionError:  # one frame, as for the inlining limit: the others repeat
@@ -183,9 +196,28 @@ class Lowerer:
     # ---- statements ---------------------------------------------------------------------------
 
     def walk_body(self, stmts):
-        for stmt in stmts:
+        """Walk statements; after a `break`, `continue` or `return` taken under a runtime condition,
+        the rest of the body runs under `if not <that exit>`."""
+        for k, stmt in enumerate(stmts):
             with self.at(stmt):
                 self.statement(stmt)
+            flags = {f: self.scope[f] for f in _EXIT_FLAGS[:3] if f in self.scope}
+            if any(v is True for v in flags.values()):
+                return  # the rest of this body is not reached
+            pending = [f for f, v in flags.items() if isinstance(v, Value)]
+            rest = stmts[k + 1:]
+            if pending and rest:
+                with self.at(rest[0]):
+                    self.runtime_if(self.none_of(pending), rest, [], assume_false=pending)
+                return
+
+    def none_of(self, flags) -> Value:
+        """`not (flag_1 or flag_2 ...)` of exit flags in scope."""
+        values = [self.scope[f] for f in flags]
+        any_taken = values[0]
+        for v in values[1:]:
+            any_taken = self.emit("bitwise_or", [any_taken, v])
+        return self.emit("bitwise_xor", [any_taken, coerce.constant(self, True, bool_)])
 
     def statement(self, s):
         kind = type(s).__name__
@@ -238,9 +270,13 @@ class Lowerer:
 
     def stmt_Return(self, s):
         value = self.expr(s.value) if s.value is not None else None
-        if self.runtime_depth:
-            self.fail(TileSyntaxError, "Returning from inside a runtime if or a for loop is not supported")
-        raise _Return(value, s)
+        if value is not None and not self.call_stack:
+            self.fail(TileSyntaxError, "Tile kernels cannot return values; store results into an array", s)
+        if not self.runtime_depth:
+            raise _Return(value, s)
+        # under runtime control flow: the exit is a flag the enclosing bodies test (walk_body)
+        self.scope["$return"] = True
+        self.scope["$retval"] = value
 
     def stmt_Assert(self, s):
         cond = self.expr(s.test)
@@ -253,7 +289,7 @@ class Lowerer:
     def stmt_FunctionDef(self, s):
         if s.decorator_list:
             self.fail(TileSyntaxError, "Decorators on functions inside tile code are not supported")
-        self.scope[s.name] = LocalFunction(s, self.source, self.scope)
+        self.scope[s.name] = self.local_function(s)
 
     def stmt_If(self, s):
         cond = self.expr(s.test)
@@ -271,20 +307,19 @@ class Lowerer:
             return
         iterable = self.expr(it)
         if isinstance(iterable, (tuple, list, range)):
-            for item in iterable:  # a compile-time sequence: unrolled
-                self.assign(s.target, item)
-                self.walk_body(s.body)
+            self.unrolled_loop(s, iterable)
             return
         self.fail(TileSyntaxError, "A for loop in tile code must iterate over range(...) or a constant tuple")
 
-    def stmt_While(self, s):
-        self.fail(TileSyntaxError, "while loops are not supported yet; use for ... in range(...)")
-
     def stmt_Break(self, s):
-        self.fail(TileSyntaxError, "break is not supported yet")
+        if not self.loop_depth:
+            self.fail(TileSyntaxError, "'break' outside loop")
+        self.scope["$break"] = True
 
     def stmt_Continue(self, s):
-        self.fail(TileSyntaxError, "continue is not supported yet")
+        if not self.loop_depth:
+            self.fail(TileSyntaxError, "'continue' not properly in loop")
+        self.scope["$continue"] = True
 
     # ---- runtime control flow -------------------------------------------------------------------
 
@@ -294,14 +329,14 @@ class Lowerer:
                                      f"use ct.where() for elementwise choices")
         return cond if cond.dtype is bool_ else self.emit("ne", [cond, coerce.constant(self, 0, cond.dtype)])
 
-    def walk_region(self, stmts, block: Block, prelude=None) -> dict:
+    def walk_region(self, stmts, block: Block, prelude=None, walk=None) -> dict:
         saved = self.builder.block, self.scope
         self.builder.block, self.scope = block, dict(self.scope)
         self.runtime_depth += 1
         try:
             if prelude:
                 prelude(self.scope)
-            self.walk_body(stmts)
+            (walk or self.walk_body)(stmts)
             return self.scope
         finally:
             self.runtime_depth -= 1
@@ -316,41 +351,90 @@ class Lowerer:
         finally:
             self.builder.block = saved
 
-    def runtime_if(self, cond: Value, body, orelse):
+    def runtime_if(self, cond: Value, body, orelse, assume_false=()):
+        """An `if` op; the names either branch reassigns become its results. `assume_false`: exit
+        flags the condition has tested false, so the then-branch knows them as constants."""
+        if self.combining:
+            self.fail(TileSyntaxError, f"Branching inside {self.combining} body is not supported")
         then_block, else_block = Block(), Block()
         before = self.scope
-        then_scope = self.walk_region(body, then_block)
+        then_scope = self.walk_region(body, then_block, lambda scope: scope.update(dict.fromkeys(assume_false, False)))
         else_scope = self.walk_region(orelse, else_block)
-        merged, then_vals, else_vals, names = {}, [], [], []
+        merged, then_vals, else_vals, rebuild = {}, [], [], []
         for name in sorted(set(then_scope) | set(else_scope)):
             t, e = then_scope.get(name, _MISSING), else_scope.get(name, _MISSING)
             if t is before.get(name, _MISSING) and e is t:
                 continue
+            if name == "$retval" and t is _MISSING:  # a path that has not returned holds any value of that type
+                t = self.in_block(then_block, functools.partial(self.filler, e))
+            elif name == "$retval" and e is _MISSING:
+                e = self.in_block(else_block, functools.partial(self.filler, t))
             if t is _MISSING or e is _MISSING or isinstance(t, _Undefined) or isinstance(e, _Undefined):
                 merged[name] = _Undefined(name, "it is assigned in only one branch of a runtime if")
                 continue
-            if not isinstance(t, Value) and not isinstance(e, Value) and _same_const(t, e):
-                merged[name] = t
-                continue
-            tv, ev = self.merge_pair(name, t, e, then_block, else_block)
-            names.append(name)
-            then_vals.append(tv)
-            else_vals.append(ev)
+            pairs, build = self.merge_structure(name, t, e, then_block, else_block)
+            rebuild.append((name, len(pairs), build))
+            then_vals += [tv for tv, _ in pairs]
+            else_vals += [ev for _, ev in pairs]
         self.in_block(then_block, lambda: self.emit("yield", then_vals))
         self.in_block(else_block, lambda: self.emit("yield", else_vals))
         op = self.emit("if", [cond], {"result_types": [v.type for v in then_vals]}, regions=[then_block, else_block])
-        results = [op] if isinstance(op, Value) else op.results
+        results = iter([op] if isinstance(op, Value) else op.results)
         self.scope.update(merged)
-        for name, value in zip(names, results):
-            value.name = name
-            self.scope[name] = value
+        for name, count, build in rebuild:
+            values = [next(results) for _ in range(count)]
+            for v in values:
+                v.name = name.lstrip("$")
+            self.scope[name] = build(values)
+
+    def filler(self, x):
+        """A value of x's type (where only its type matters)."""
+        if isinstance(x, tuple):
+            return tuple(self.filler(v) for v in x)
+        if isinstance(x, Value) and not x.is_array:
+            return coerce.constant(self, 0, x.dtype, x.shape)
+        return x
+
+    def merge_structure(self, name, t, e, then_block, else_block):
+        """The leaves of both branches' values of `name` that differ, as (then, else) Value pairs of
+        one type, and how to rebuild the merged value from the if's results for them."""
+        if isinstance(t, tuple) and isinstance(e, tuple) and len(t) == len(e):
+            parts = [self.merge_structure(f"{name}[{k}]", a, b, then_block, else_block) for k, (a, b) in enumerate(zip(t, e))]
+
+            def build(values):
+                out, it = [], iter(values)
+                for pairs, part in parts:
+                    out.append(part([next(it) for _ in pairs]))
+                return tuple(out)
+            return [p for pairs, _ in parts for p in pairs], build
+        if not isinstance(t, Value) and not isinstance(e, Value) and _same_const(t, e):
+            return [], lambda values: t
+        if isinstance(t, Value) and t is e:
+            return [], lambda values: t
+        if isinstance(t, LocalFunction) and isinstance(e, LocalFunction) and t.node is e.node:
+            return self.merge_closures(name, t, e, then_block, else_block)
+        return [self.merge_pair(name, t, e, then_block, else_block)], lambda values: values[0]
+
+    def merge_closures(self, name, t: LocalFunction, e: LocalFunction, then_block, else_block):
+        """One function chosen at run time: the same code, its captured values and defaults merged."""
+        keys = [k for k in t.scope if k in e.scope and t.scope[k] is not e.scope[k] and k.isidentifier()
+                and not isinstance(t.scope[k], LocalFunction)]  # the functions it defines are code, not data
+        parts = [self.merge_structure(f"{name}.{k}", t.scope[k], e.scope[k], then_block, else_block) for k in keys]
+        parts.append(self.merge_structure(f"{name} defaults", t.defaults, e.defaults, then_block, else_block))
+
+        def build(values):
+            it, merged = iter(values), []
+            for pairs, part in parts:
+                merged.append(part([next(it) for _ in pairs]))
+            return LocalFunction(t.node, t.source, {**t.scope, **dict(zip(keys, merged))}, merged[-1])
+        return [p for pairs, _ in parts for p in pairs], build
 
     def merge_pair(self, name, t, e, then_block, else_block):
         """Both branches' values of `name` as Values of one type (loose constants adapt)."""
         for x in (t, e):
             if not (isinstance(x, Value) and not x.is_array) and not coerce.is_const(x):
                 self.fail(TileTypeError, f"`{name}` holds {coerce.describe(x)} that depends on a runtime condition; "
-                                         f"only tiles and scalars can")
+                                         f"only tiles, scalars and tuples of them can")
         dtype = (t.dtype if isinstance(t, Value) else e.dtype if isinstance(e, Value) else coerce.common_dtype(self, t, e))
         tv = self.in_block(then_block, lambda: coerce.to_value(self, t, dtype))
         ev = self.in_block(else_block, lambda: coerce.to_value(self, e, dtype))
@@ -358,6 +442,96 @@ class Lowerer:
             self.fail(TileTypeError, f"Type of `{name}` depends on path taken: {tv.type} in the if branch, "
                                      f"{ev.type} in the else branch")
         return tv, ev
+
+    def unrolled_loop(self, s, iterable):
+        """A loop over a compile-time sequence: the body once per item; break/continue must be
+        decided at compile time."""
+        outer = {f: self.scope.get(f, False) for f in ("$break", "$continue")}
+        self.loop_depth += 1
+        try:
+            for item in iterable:
+                self.scope["$break"] = self.scope["$continue"] = False
+                self.assign(s.target, item)
+                self.walk_body(s.body)
+                if any(isinstance(self.scope[f], Value) for f in ("$break", "$continue")):
+                    self.fail(TileSyntaxError, "break/continue under a runtime condition in a loop over a constant "
+                                               "sequence is not supported; loop over range(...)")
+                if self.scope["$break"]:
+                    break
+        finally:
+            self.loop_depth -= 1
+        self.scope.update(outer)
+
+    def loop_state(self, s, exclude=()):
+        """What a loop carries: the names its body reassigns that exist before it, then the exit
+        flags it needs (`$return` for a return inside, `$break` for a for loop with a break)."""
+        assigned = _assigned_names(s.body) - set(exclude)
+        carried = [n for n in sorted(assigned) if n in self.scope and not isinstance(self.scope[n], _Undefined)]
+        initial = [self.scope[n] for n in carried]
+        if _exits(s.body, ast.Return):
+            if self.call_stack:
+                self.fail(TileSyntaxError, "return inside a loop of a helper function is not supported; "
+                                           "assign the result and break")
+            carried.append("$return")
+            initial.append(self.scope.get("$return", False))
+        if isinstance(s, ast.For) and _exits(s.body, ast.Break):
+            carried.append("$break")
+            initial.append(False)
+        init, shapes = [], {}
+        for name, v in zip(carried, initial):
+            shapes[name] = _tree_shape(v)  # a tuple is carried as its leaves
+            for leaf in _tree_leaves(v):
+                if not (isinstance(leaf, Value) and not leaf.is_array) and not coerce.is_const(leaf):
+                    self.fail(TileTypeError, f"`{name}` holds {coerce.describe(leaf)} and is reassigned in a loop; "
+                                             f"only tiles, scalars and tuples of them can change inside loops")
+                init.append(coerce.to_value(self, leaf))
+        return assigned, carried, shapes, init
+
+    def loop_region(self, s, block: Block, carried, shapes, walk, bind=None) -> list:
+        """Walk a loop body into `block` (its last arguments are the carried values' leaves; `bind`
+        names others) with `walk`; return the carried leaves at the end of the body."""
+        if s.orelse:
+            self.fail(TileSyntaxError, f"{type(s).__name__.lower()}-else is not supported")
+        if self.combining:
+            self.fail(TileSyntaxError, f"Loops inside {self.combining} body are not supported")
+        leaves = block.args[len(block.args) - sum(len(_tree_leaves(shapes[n])) for n in carried):]
+
+        def prelude(scope):
+            scope["$break"] = scope["$continue"] = False
+            args = iter(leaves)
+            scope.update({name: _tree_build(shapes[name], args) for name in carried}, **(bind or {}))
+        self.loop_depth += 1
+        try:
+            body_scope = self.walk_region(s.body, block, prelude, walk)
+        finally:
+            self.loop_depth -= 1
+        yielded, args = [], iter(leaves)
+        for name in carried:
+            new = body_scope.get(name, _MISSING)
+            if isinstance(new, _Undefined) or new is _MISSING:
+                self.fail(TileTypeError, f"`{name}` may be undefined at the end of the loop body ({new.why})")
+            if _tree_shape(new) != shapes[name]:
+                self.fail(TileTypeError, f"Variable {name} has changed its type inside a loop to {coerce.describe(new)}")
+            for leaf in _tree_leaves(new):
+                arg = next(args)
+                if coerce.is_const(leaf):
+                    leaf = self.in_block(block, functools.partial(coerce.to_value, self, leaf, arg.dtype))
+                if not isinstance(leaf, Value) or leaf.type != arg.type:
+                    self.fail(TileTypeError, f"Variable {name} has changed its type inside a loop from {arg.type} to "
+                                             f"{coerce.describe(leaf)}")
+                yielded.append(leaf)
+        return yielded, body_scope
+
+    def loop_results(self, op, assigned, carried, shapes):
+        results = iter([] if not carried else ([op] if isinstance(op, Value) else op.results))
+        for name in assigned - set(carried):
+            self.scope[name] = _Undefined(name, "it is assigned only inside a loop; define it before the loop")
+        for name in carried:
+            value = _tree_build(shapes[name], results)
+            if name != "$break":  # a loop's own break flag ends with it
+                for leaf in _tree_leaves(value):
+                    leaf.name = name.lstrip("$")
+                self.scope[name] = value
 
     def range_loop(self, s, args):
         if not 1 <= len(args) <= 3:
@@ -374,40 +548,76 @@ class Lowerer:
         bounds = [self.index_scalar(x, "range bound") for x in (lo, hi, step)]
         if not isinstance(s.target, ast.Name):
             self.fail(TileSyntaxError, "The target of a range loop must be a single name")
-        assigned = _assigned_names(s.body) - {s.target.id}
-        carried = [n for n in sorted(assigned) if n in self.scope and not isinstance(self.scope[n], _Undefined)]
-        init = []
-        for name in carried:
-            v = self.scope[name]
-            if not (isinstance(v, Value) and not v.is_array) and not coerce.is_const(v):
-                self.fail(TileTypeError, f"`{name}` holds {coerce.describe(v)} and is reassigned in a loop; "
-                                         f"only tiles and scalars can change inside loops")
-            init.append(coerce.to_value(self, v))
-        body = Block(args=[Value(TileType(int32, ()), s.target.id)] + [Value(v.type, n) for n, v in zip(carried, init)])
+        assigned, carried, shapes, init = self.loop_state(s, exclude={s.target.id})
+        body = Block(args=[Value(TileType(int32, ()), s.target.id)] + _carried_args(carried, shapes, init))
 
-        def prelude(scope):
-            scope[s.target.id] = body.args[0]
-            scope.update(zip(carried, body.args[1:]))
-        body_scope = self.walk_region(s.body, body, prelude)
-        yielded = []
-        for name, arg in zip(carried, body.args[1:]):
-            new = body_scope.get(name, _MISSING)
-            if isinstance(new, _Undefined) or new is _MISSING:
-                self.fail(TileTypeError, f"`{name}` may be undefined at the end of the loop body ({new.why})")
-            if coerce.is_const(new):
-                new = self.in_block(body, lambda: coerce.to_value(self, new, arg.dtype))
-            if not isinstance(new, Value) or new.type != arg.type:
-                self.fail(TileTypeError, f"Variable {name} has changed its type inside a loop from {arg.type} to "
-                                         f"{coerce.describe(new)}")
-            yielded.append(new)
+        def walk(stmts):  # an iteration after a break or a return does nothing
+            exits = [f for f in ("$break", "$return") if f in carried]
+            if exits:
+                self.runtime_if(self.none_of(exits), stmts, [], assume_false=exits)
+            else:
+                self.walk_body(stmts)
+        yielded, _ = self.loop_region(s, body, carried, shapes, walk, bind={s.target.id: body.args[0]})
         self.in_block(body, lambda: self.emit("yield", yielded))
         op = self.emit("for", bounds + init, {"result_types": [v.type for v in init]}, regions=[body])
-        results = [] if not carried else ([op] if isinstance(op, Value) else op.results)
-        for name in assigned - set(carried) | {s.target.id}:
-            self.scope[name] = _Undefined(name, "it is assigned only inside a loop; define it before the loop")
-        for name, value in zip(carried, results):
-            value.name = name
-            self.scope[name] = value
+        self.loop_results(op, assigned | {s.target.id}, carried, shapes)
+
+    def stmt_While(self, s):
+        """`while test: body` is a `while` op whose body evaluates the test, runs the user's body when
+        it holds, and yields whether to go on (the test held and nothing broke or returned)."""
+        assigned, carried, shapes, init = self.loop_state(s)
+        body = Block(args=_carried_args(carried, shapes, init))
+        go_on = []
+
+        def walk(stmts):
+            if "$return" in carried:  # the loop ends when a return is taken: none is at an iteration's start
+                self.scope["$return"] = False
+            test = self.expr(s.test)
+            if isinstance(test, Value):
+                test = self.condition(test)
+                self.runtime_if(test, stmts, [])
+            elif test:
+                self.walk_body(stmts)
+            flags = [f for f in ("$break", "$return") if isinstance(self.scope.get(f), Value)]
+            stop = self.scope["$break"] is True or self.scope.get("$return") is True
+            if stop or (not isinstance(test, Value) and not test):
+                go_on.append(coerce.constant(self, False, bool_))
+            elif flags:
+                keep = self.none_of(flags)
+                go_on.append(self.emit("bitwise_and", [test, keep]) if isinstance(test, Value) else keep)
+            else:
+                go_on.append(test if isinstance(test, Value) else coerce.constant(self, True, bool_))
+        yielded, _ = self.loop_region(s, body, carried, shapes, walk)
+        self.in_block(body, lambda: self.emit("yield", go_on + yielded))
+        op = self.emit("while", init, {"result_types": [v.type for v in init]}, regions=[body])
+        self.loop_results(op, assigned, carried, shapes)
+
+    def combine_region(self, func, dtypes, what: str) -> Block:
+        """The region of a custom reduce/scan: `func` inlined over two groups of scalars
+        (a_1..a_n, b_1..b_n), yielding n scalars of `dtypes`."""
+        if self.combining:
+            self.fail(TileSyntaxError, "Nested scan/reduction is not supported")
+        block = Block(args=[Value(TileType(d, ()), f"{side}{k}") for side in "ab" for k, d in enumerate(dtypes)])
+        saved = self.builder.block
+        self.builder.block, self.combining = block, what
+        try:
+            result = self.call(func, list(block.args), {}, self.node)
+            results = result if isinstance(result, tuple) else (result,)
+            if len(results) != len(dtypes):
+                self.fail(TileTypeError, f"The {what} function must return {len(dtypes)} value(s), got {len(results)}")
+            yielded = []
+            for r, d in zip(results, dtypes):
+                v = coerce.to_value(self, r, d)
+                if v.shape != ():
+                    self.fail(TileTypeError, f"The {what} function must return 0-d tiles, got {v.type}")
+                yielded.append(coerce.cast(self, v, d))
+            for op in block.ops:
+                if op.name in _MEMORY_OPS or not is_pure(op):
+                    self.fail(TileSyntaxError, f"Operations with memory effects are not supported inside {what} body")
+            self.emit("yield", yielded)
+        finally:
+            self.builder.block, self.combining = saved, ""
+        return block
 
     def index_scalar(self, x, what: str) -> Value:
         """An int32 scalar Value for a loop bound or index (ints are range checked)."""
@@ -447,6 +657,18 @@ class Lowerer:
     def expr_List(self, node):
         return tuple(self._elements(node.elts))
 
+    def expr_Dict(self, node):
+        out = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:  # {**other}
+                out.update(self.expr(value))
+                continue
+            k = self.expr(key)
+            if isinstance(k, Value):
+                self.fail(TileTypeError, "Dictionary keys in tile code must be compile-time constants")
+            out[k] = self.expr(value)
+        return out
+
     def _elements(self, elts):
         out = []
         for e in elts:
@@ -482,8 +704,11 @@ class Lowerer:
             return v.type.ndim
         if v.is_array:
             if attr == "shape":
-                return tuple(self.emit("array_dim", [v], {"axis": d}) for d in range(v.type.ndim))
-            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim)")
+                return tuple(static_extent(v, d) if static_extent(v, d) is not None else
+                             self.emit("array_dim", [v], {"axis": d}) for d in range(v.type.ndim))
+            if attr == "slice":
+                return BoundMethod(v, attr)
+            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim, slice)")
         if attr == "shape":
             return v.shape
         if attr in _TILE_METHODS:
@@ -497,6 +722,8 @@ class Lowerer:
             if obj.is_array:
                 self.fail(TileTypeError, "Arrays are not directly subscriptable. Use load() or gather() instead.")
             return self.tile_subscript(obj, index if isinstance(index, tuple) else (index,))
+        if isinstance(obj, dict) and not isinstance(index, Value) and index not in obj:
+            self.fail(TileTypeError, f"Key {index!r} not found in dictionary")
         try:
             return obj[index]
         except Exception as e:  # a constant container indexed at compile time
@@ -592,7 +819,10 @@ class Lowerer:
         return LOWERINGS["where"](self, cond, body, orelse)
 
     def expr_Lambda(self, node):
-        return LocalFunction(node, self.source, self.scope)
+        return self.local_function(node)
+
+    def local_function(self, node) -> LocalFunction:
+        return LocalFunction(node, self.source, self.scope, tuple(self.expr(d) for d in node.args.defaults))
 
     def expr_JoinedStr(self, node):
         parts = []
@@ -608,6 +838,8 @@ class Lowerer:
 
     def expr_Call(self, node):
         func = self.expr(node.func)
+        if getattr(func, "__tile_op__", None) in ("static_eval", "static_iter"):
+            return self.static_eval(node, func.__tile_op__)
         args = self._elements(node.args)
         kwargs = {}
         for kw in node.keywords:
@@ -620,8 +852,38 @@ class Lowerer:
                 kwargs[kw.arg] = value
         return self.call(func, args, kwargs, node)
 
+    def static_eval(self, node, what: str):
+        """static_eval(expr) / static_iter(expr): `expr` run as Python, now, on the constants and
+        the tiles and arrays (standing for themselves) it names."""
+        if len(node.args) != 1 or node.keywords:
+            self.fail(TileSyntaxError, f"{what}() takes exactly one expression")
+        namespace = {**self.source.globals, **self.source.closure,
+                     **{k: v for k, v in self.scope.items() if k.isidentifier() and not isinstance(v, _Undefined)}}
+        code = compile(ast.fix_missing_locations(ast.Expression(node.args[0])), self.source.filename, "eval")
+        try:
+            value = eval(code, namespace)  # the user's own expression, run as Python would
+            if what == "static_iter":
+                value = tuple(value)
+        except RuntimeError as e:
+            if "Device functions" not in str(e):
+                self.fail(TileStaticEvalError, f"{what}() failed: {type(e).__name__}: {e}")
+            self.fail(TileSyntaxError, f"Tile functions cannot be called inside {what}()")
+        except TileError:
+            raise
+        except Exception as e:
+            self.fail(TileStaticEvalError, f"{what}() failed: {type(e).__name__}: {e}")
+        if what == "static_iter" and len(value) > MAX_STATIC_ITERATIONS:
+            self.fail(TileStaticEvalError, f"static_iter() iterable has more than {MAX_STATIC_ITERATIONS} items")
+        return value
+
     def call(self, func, args, kwargs, node):
+        if isinstance(func, LocalFunction) or not hasattr(func, "__tile_op__"):
+            if getattr(func, "__tile_callable__", True) is False:
+                self.fail(TileSyntaxError, f"{func.__name__} is a host function (ct.function(tile=False))")
+            func = getattr(func, "__tile_function__", func)  # @ct.function: the function itself
         op_name = getattr(func, "__tile_op__", None)
+        if func is builtins.print or op_name == "print":
+            return LOWERINGS["print"](self, args, kwargs)
         if op_name is not None:
             if op_name == "cdiv" and all(coerce.is_const(a) for a in args):
                 return func(*args)
@@ -632,16 +894,32 @@ class Lowerer:
                 self.arg_nodes = saved
         if isinstance(func, BoundMethod):
             return lower_method(self, func.value, func.name, args, kwargs)
+        if func in _OPERATOR_FUNCTIONS:
+            if len(args) != 2 or kwargs:
+                self.fail(TileTypeError, f"operator.{func.__name__}() takes two arguments")
+            return self.binary(_OPERATOR_FUNCTIONS[func], *args)
+        if type(func).__module__ == "torch" and type(func).__name__ == "dtype":
+            func = to_dtype(func)  # torch.float32(x) reads as ct.float32(x)
         if isinstance(func, DType):
+            if not args and not kwargs:  # like float(): the dtype's zero
+                return coerce.constant(self, 0, func)
             if len(args) != 1 or kwargs:
-                self.fail(TileTypeError, f"{func}() takes exactly one argument")
+                self.fail(TileTypeError, f"{func}() takes at most one argument")
             if isinstance(args[0], Value):
                 return coerce.cast(self, args[0], func)
             return coerce.constant(self, args[0], func)
+        if isinstance(func, type) and issubclass(func, enum.Enum):
+            if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
+                self.fail(TileTypeError, f"{func.__name__}(...) needs a compile-time value")
+            try:
+                return func(*args, **kwargs)
+            except (ValueError, TypeError) as e:
+                self.fail(TileValueError, str(e))
+        if getattr(func, "__self__", None).__class__ in (dict, tuple, str) and not isinstance(func, types.FunctionType) \
+                and func.__name__ in _CONTAINER_METHODS:
+            return func(*args, **kwargs)  # dict.get, tuple.index, ...: no computation on tiles
         if getattr(func, "__tile_kernel__", False):
             self.fail(TileTypeError, "A tile kernel cannot be called from tile code; call a plain helper function")
-        if func is builtins.print:
-            return LOWERINGS["print"](self, args, kwargs)
         if func in (builtins.min, builtins.max, builtins.abs) and any(isinstance(a, Value) for a in args):
             return LOWERINGS[{builtins.min: "minimum", builtins.max: "maximum", builtins.abs: "abs"}[func]](
                 self, *bind_call(self, {builtins.min: _minimum_stub, builtins.max: _maximum_stub,
@@ -684,8 +962,7 @@ class Lowerer:
     def inline_local(self, fn: LocalFunction, args, kwargs, node):
         params = fn.node.args
         names = [a.arg for a in params.posonlyargs + params.args]
-        defaults = [self.expr(d) for d in params.defaults]
-        bound = dict(zip(names[len(names) - len(defaults):], defaults))
+        bound = dict(zip(names[len(names) - len(fn.defaults):], fn.defaults))
         called = getattr(fn.node, "name", "lambda")
         if len(args) > len(names):
             self.fail(TileTypeError, f"{called}() takes at most {len(names)} arguments, {len(args)} were given")
@@ -698,21 +975,22 @@ class Lowerer:
         return self._run_helper(fn.source, bound, fn)
 
     def _run_helper(self, source, bound: dict, local: LocalFunction | None):
-        saved = (self.source, self.scope, self.node, self.runtime_depth)
+        saved = (self.source, self.scope, self.node, self.runtime_depth, self.loop_depth)
         self.source = FuncSource(local.node if local else source.node, source.filename, source.line_offset,
                                  source.col_offset, source.lines, source.name, source.globals, source.closure)
-        self.scope = dict(local.scope) if local else {}
+        self.scope = {k: v for k, v in local.scope.items() if k not in _EXIT_FLAGS} if local else {}
         self.scope.update(bound)
-        self.runtime_depth = 0
+        self.scope["$return"] = False
+        self.runtime_depth = self.loop_depth = 0
         try:
             if isinstance(self.source.node, ast.Lambda):
                 return self.expr(self.source.node.body)
             self.walk_body(self.source.node.body)
-            return None
+            return self.scope.get("$retval")  # returns taken under runtime conditions, merged
         except _Return as r:
             return r.value
         finally:
-            self.source, self.scope, self.node, self.runtime_depth = saved
+            self.source, self.scope, self.node, self.runtime_depth, self.loop_depth = saved
             self.call_stack.pop()
 
 
@@ -757,7 +1035,58 @@ def _abs_stub(x, /):
     pass
 
 
+_OPERATOR_FUNCTIONS = {operator.add: ast.Add, operator.sub: ast.Sub, operator.mul: ast.Mult,
+                       operator.truediv: ast.Div, operator.floordiv: ast.FloorDiv, operator.mod: ast.Mod,
+                       operator.pow: ast.Pow, operator.and_: ast.BitAnd, operator.or_: ast.BitOr,
+                       operator.xor: ast.BitXor, operator.lshift: ast.LShift, operator.rshift: ast.RShift}
+# Reading memory is an effect here too: a combine function runs in an unspecified order.
+_MEMORY_OPS = ("load", "gather", "load_adv")
+
+
 _MISSING = object()
+_CONTAINER_METHODS = ("get", "keys", "values", "items", "index", "count")
+# Scope entries (not valid Python names) for exits taken under runtime control flow; `$retval`
+# holds what a helper returns.
+_EXIT_FLAGS = ("$break", "$continue", "$return", "$retval")
+
+
+def _carried_args(carried, shapes, init) -> list:
+    """A loop body's arguments for the carried values' leaves, named after their variables."""
+    names = [name.lstrip("$") for name in carried for _ in _tree_leaves(shapes[name])]
+    return [Value(v.type, name) for name, v in zip(names, init)]
+
+
+def _tree_leaves(x) -> list:
+    """The leaves of a value that may be a (nested) tuple."""
+    return [leaf for item in x for leaf in _tree_leaves(item)] if isinstance(x, tuple) else [x]
+
+
+def _tree_shape(x):
+    """How a value nests tuples (None for a leaf)."""
+    return tuple(_tree_shape(item) for item in x) if isinstance(x, tuple) else None
+
+
+def _tree_build(shape, leaves):
+    """A value nested as `shape`, its leaves taken from the iterator `leaves`."""
+    return tuple(_tree_build(s, leaves) for s in shape) if isinstance(shape, tuple) else next(leaves)
+
+
+def _exits(stmts, kind) -> bool:
+    """Whether `stmts` hold a `kind` (ast.Break or ast.Return) that leaves the loop they form the body
+    of: breaks in nested loops and anything in nested functions do not."""
+    for stmt in stmts:
+        if isinstance(stmt, kind):
+            return True
+        if isinstance(stmt, (ast.FunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(stmt, (ast.For, ast.While)) and kind is ast.Break:
+            continue
+        children = [c for field in ("body", "orelse", "handlers", "finalbody") for c in getattr(stmt, field, [])]
+        if isinstance(stmt, (ast.For, ast.While)):
+            children = stmt.body + stmt.orelse
+        if _exits(children, kind):
+            return True
+    return False
 
 
 def _same_const(a, b) -> bool:

@@ -10,6 +10,8 @@ import enum
 import inspect
 import re
 
+import numpy as np
+
 from ..errors import TileStaticAssertionError, TileSyntaxError, TileTypeError, TileValueError
 from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from ..ir.core import Value
@@ -206,6 +208,40 @@ def num_tiles(lw, array, axis, shape, order):
 
 
 # ---- memory -------------------------------------------------------------------------------------
+
+@lowers("array_slice")
+def array_slice(lw, array, axis, start, stop):
+    """array.slice(axis, start, stop): a view, no copy; constant bounds give a constant extent."""
+    ndim = array.type.ndim
+    axis = const_int(lw, axis, "axis", lw.arg("axis"))
+    if not -ndim <= axis < ndim:
+        lw.fail(TileTypeError, f"Axis {axis} is out of range for rank {ndim}", lw.arg("axis"))
+    bounds = {}
+    for name, bound in (("start", start), ("stop", stop)):
+        with lw.at(lw.arg(name) or lw.node):
+            if is_const(bound) and isinstance(bound, (int, np.integer)) and not isinstance(bound, bool):
+                if bound < 0:
+                    lw.fail(TileTypeError, f"Slice {name} must be non-negative")
+            elif not (isinstance(bound, Value) and not bound.is_array and bound.shape == () and bound.dtype.is_signed):
+                lw.fail(TileTypeError, f"Expected a signed integer scalar, but got {coerce.describe(bound)}")
+            bounds[name] = bound
+    constant = all(is_const(b) for b in bounds.values())
+    if constant and stop < start:
+        lw.fail(TileTypeError, "Slice stop must be greater than or equal to start")
+    operands = [array] + [lw.index_scalar(b, f"slice {name}") for name, b in bounds.items()]
+    return lw.emit("array_slice", operands, {"axis": axis % ndim, "extent": stop - start if constant else None})
+
+
+def static_extent(array: Value, axis: int) -> int | None:
+    """The extent of a sliced array's axis when its slice had constant bounds."""
+    op = array.owner
+    while op is not None and op.name == "array_slice":
+        if op.attrs["axis"] == axis:
+            return op.attrs["extent"]
+        op = op.operands[0].owner
+    return None
+
+
 
 @lowers("load")
 def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, allow_tma, memory_order, memory_scope):
@@ -451,6 +487,42 @@ def zeros(lw, shape, dtype):
 @lowers("ones")
 def ones(lw, shape, dtype):
     return full(lw, shape, 1, dtype)
+
+
+@lowers("astile")
+def astile(lw, value, dtype):
+    """Scalars (constants or 0-d tiles) at the leaves of nested tuples, gathered into one tile."""
+    dtype = dtype_arg(lw, dtype)
+    if isinstance(value, Value) and value.shape != ():
+        lw.fail(TileTypeError, f"Expected a scalar or (possibly nested) tuple of scalars, got {coerce.describe(value)}")
+    shape = _nested_shape(lw, value, "value")
+    leaves = []
+    _flatten(value, leaves)
+    scalars = [coerce.constant(lw, v, dtype) if is_const(v) else cast(lw, v, dtype) for v in leaves]
+    if not shape:
+        return scalars[0]
+    return lw.emit("astile", scalars, {"shape": shape})
+
+
+def _nested_shape(lw, value, where: str) -> tuple[int, ...]:
+    if not isinstance(value, tuple):
+        if not (is_const(value) or isinstance(value, Value) and not value.is_array and value.shape == ()):
+            lw.fail(TileTypeError, f"Expected scalar elements at {where}, got {coerce.describe(value)}")
+        return ()
+    if not is_pow2(len(value)):
+        lw.fail(TileTypeError, f"Tuple length {len(value)} at {where} is not a power of 2")
+    inner = {_nested_shape(lw, v, f"{where}[{k}]") for k, v in enumerate(value)}
+    if len(inner) > 1:
+        lw.fail(TileTypeError, f"Tuple has non-uniform inner shapes at {where}")
+    return (len(value),) + inner.pop()
+
+
+def _flatten(value, out: list):
+    if isinstance(value, tuple):
+        for v in value:
+            _flatten(v, out)
+    else:
+        out.append(value)
 
 
 @lowers("astype")
@@ -767,6 +839,13 @@ for _decl in OPS.values():  # those without a lowering of their own above
         LOWERINGS[_decl.stub] = _elementwise_lowering(_decl.name, _decl.arity)
 
 
+@lowers("divmod")
+def divmod_(lw, x, y):
+    if coerce.common_dtype(lw, x, y).is_float:
+        lw.fail(TileTypeError, "divmod() is not implemented for floating point values")
+    return lower_binary(lw, "floordiv", x, y), lower_binary(lw, "mod", x, y)
+
+
 @lowers("cdiv")
 def cdiv(lw, x, y):
     """(x + y - 1) // y, computed in int32 for narrower integers so that x + y cannot overflow."""
@@ -847,6 +926,53 @@ def _scan(name):
 
 LOWERINGS["cumsum"] = _scan("cumsum")
 LOWERINGS["cumprod"] = _scan("cumprod")
+
+
+def _combine_axis(lw, axis, ndim) -> int:
+    if isinstance(axis, (Value, bool)) or not isinstance(axis, int):
+        what = "None" if axis is None else coerce.describe(axis)
+        lw.fail(TileTypeError, f"Expected an integer constant, but given value has type {what}",
+                lw.arg("axis"))
+    return normalize_axis(lw, axis, ndim)
+
+
+def _combine(lw, kind, x, axis, func, identity, attrs):
+    """reduce/scan with a user combine function: the tiles broadcast together, the function
+    inlined once over scalars into the op's region."""
+    what = "reduction" if kind == "reduce" else "scan"
+    tiles = x if isinstance(x, tuple) else (x,)
+    identities = identity if isinstance(identity, tuple) else (identity,)
+    if len(identities) != len(tiles):
+        lw.fail(TileTypeError, f"Expected {len(tiles)} identity value(s), got {len(identities)}", lw.arg("identity"))
+    values = [tile_arg(lw, t, kind) for t in tiles]
+    for v in values:
+        if not v.dtype.is_arithmetic:
+            lw.fail(TileTypeError, f"Non-arithmetic dtype {v.dtype} is unsupported for {what}")
+    shape = coerce.broadcast_shapes(lw, *(v.shape for v in values))
+    if not shape:
+        lw.fail(TileTypeError, f"{kind}() needs a tile of rank 1 or more")
+    values = [broadcast(lw, v, shape) for v in values]
+    for i in identities:
+        if not is_const(i):
+            lw.fail(TileTypeError, f"The identity of {kind}() must be a constant scalar, got {coerce.describe(i)}",
+                    lw.arg("identity"))
+    attrs = {"axis": _combine_axis(lw, axis, len(shape)),
+             "identities": tuple(coerce.const_as(lw, i, v.dtype, implicit=False) for i, v in zip(identities, values)),
+             **attrs}
+    region = lw.combine_region(func, [v.dtype for v in values], what)
+    op = lw.emit(kind, values, attrs, regions=[region])
+    results = [op] if isinstance(op, Value) else op.results
+    return tuple(results) if isinstance(x, tuple) else results[0]
+
+
+@lowers("reduce")
+def reduce(lw, x, axis, func, identity, keepdims):
+    return _combine(lw, "reduce", x, axis, func, identity, {"keepdims": const_bool(lw, keepdims, "keepdims")})
+
+
+@lowers("scan")
+def scan(lw, x, axis, func, identity, reverse):
+    return _combine(lw, "scan", x, axis, func, identity, {"reverse": const_bool(lw, reverse, "reverse")})
 
 
 # ---- matrix multiply ----------------------------------------------------------------------------
@@ -981,8 +1107,14 @@ def static_assert(lw, condition, message):
 
 # ---- tile methods -------------------------------------------------------------------------------
 
+def _slice_stub(array, /, axis, start, stop):
+    pass
+
+
 def lower_method(lw, x: Value, name: str, args, kwargs):
-    """t.reshape(...), t.astype(...), t.item(), ...: the tile function with t first."""
+    """t.reshape(...), t.astype(...), t.item(), a.slice(...): the tile function with t first."""
+    if x.is_array:
+        return array_slice(lw, *bind_call(lw, _slice_stub, [x, *args], kwargs))
     if name == "item":
         if args or kwargs:
             lw.fail(TileTypeError, "item() takes no arguments")

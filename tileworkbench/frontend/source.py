@@ -57,7 +57,7 @@ def source_of(pyfunc) -> FuncSource:
             _cache[key] = found
             return found
     try:
-        lines, first = inspect.getsourcelines(pyfunc)
+        lines, first = inspect.getsourcelines(pyfunc.__code__)  # not unwrapped: a decorator's wrapper is itself
     except (OSError, TypeError):
         raise TileSyntaxError(f"Cannot read the source of {pyfunc.__qualname__}: tile code must be defined in a "
                               f"file, a notebook cell or a %%tilekernel cell") from None

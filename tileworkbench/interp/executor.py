@@ -13,10 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TileInternalError, TileValueError
-from ..ir.core import Block, Function, Value
+from ..ir.core import Block, Function, Value, walk_block
 from ..ir.ops import Category, ops_in
 from ..ir.types import TileType
-from .memory import MEMORY_RULES
+from .memory import MEMORY_RULES, ArrayView
 from .rules import RULES
 from .trace import Event, Status, Trace, padding_scalar
 
@@ -35,8 +35,11 @@ class Env:
         if v in self.values:
             return self.values[v]
         x = self.parent[v]
-        # arrays are global memory, shared by every block; only per-block values are restricted
-        if self.rows is not None and not v.is_array and x.shape[0] != 1:
+        # arrays are global memory, shared by every block; only per-block values (slice bounds too)
+        # are restricted
+        if self.rows is not None and isinstance(x, ArrayView):
+            x = x.restricted(self.rows)
+        elif self.rows is not None and not v.is_array and x.shape[0] != 1:
             x = x[self.rows]
         self.values[v] = x
         return x
@@ -66,6 +69,8 @@ class Context:
         return self.trace is not None
 
     def array_name(self, v: Value) -> str:
+        while v not in self.arrays:  # a slice: named after the argument it views
+            v = v.owner.operands[0]
         return self.arrays[v][0]
 
     def subset(self, rows) -> Context:
@@ -201,6 +206,71 @@ def _run_for(ctx, op, env):
     return full
 
 
+def _run_while(ctx, op, env):
+    """Run the body on the blocks still looping until each block's go-on flag is false."""
+    size = ctx.size
+    carried = [np.array(np.broadcast_to(env[v], (size,) + env[v].shape[1:])) for v in op.operands]
+    body = op.regions[0]
+    rows = np.arange(size)
+    while rows.size:
+        every = rows.size == size
+        inner = Env(env, None if every else rows)
+        for arg, x in zip(body.args, carried):
+            inner[arg] = x if every else x[rows]
+        go_on, *new = run_block(ctx if every else ctx.subset(rows), body, inner)
+        if every:  # the body may yield the carried arrays themselves (swaps): take fresh ones
+            carried = [np.array(np.broadcast_to(n, (size,) + n.shape[1:])) for n in new]
+        else:  # the body saw copies (x[rows]); write its results back in place
+            for x, n in zip(carried, new):
+                x[rows] = n
+        rows = rows[np.broadcast_to(np.asarray(go_on).reshape(-1), rows.shape)]
+    return carried
+
+
+def _run_combine(ctx, op, env):
+    """A custom reduce/scan: its combine region applied to every lane at once, folding along the axis
+    in order (reverse order for a reverse scan), starting from the identities."""
+    axis = op.attrs["axis"] + 1
+    xs = [env[v] for v in op.operands]
+    b = max(x.shape[0] for x in xs)
+    xs = [np.moveaxis(np.broadcast_to(x, (b,) + x.shape[1:]), axis, -1) for x in xs]
+    rest, n = xs[0].shape[:-1], xs[0].shape[-1]
+    lanes = int(np.prod(rest))
+    columns = [x.reshape(lanes, n) for x in xs]
+    region = op.regions[0]
+    outer = Env(env)  # a value of the enclosing code, repeated for each lane of its block
+    for v in _outer_operands(region):
+        x = env[v]
+        if not v.is_array and x.shape[0] > 1:
+            outer[v] = np.repeat(x, lanes // b, axis=0)
+    acc = [np.full((lanes,), i, dtype=v.dtype.numpy) for i, v in zip(op.attrs["identities"], op.operands)]
+    scanned = [np.empty((lanes, n), v.dtype.numpy) for v in op.operands]
+    for j in (reversed(range(n)) if op.attrs.get("reverse") else range(n)):
+        inner = Env(outer)
+        for arg, x in zip(region.args, acc + [c[:, j] for c in columns]):
+            inner[arg] = x
+        acc = [np.broadcast_to(x, (lanes,)) for x in run_block(ctx, region, inner)]
+        for out, x in zip(scanned, acc):
+            out[:, j] = x
+    if op.name == "scan":
+        return [np.moveaxis(x.reshape(rest + (n,)), -1, axis) for x in scanned]
+    reduced = [x.reshape(rest) for x in acc]
+    return [np.expand_dims(x, axis) for x in reduced] if op.attrs["keepdims"] else reduced
+
+
+def _outer_operands(block: Block) -> list:
+    """The values a region uses that are defined outside it."""
+    defined, outer = set(block.args), {}
+    for op in walk_block(block):
+        for v in op.operands:
+            if v not in defined:
+                outer[v] = None
+        defined.update(op.results)
+        for region in op.regions:
+            defined.update(region.args)
+    return list(outer)
+
+
 def _c_format(spec: str, x) -> str:
     """One element as C's printf writes it (%a as a hexadecimal float)."""
     if spec.endswith(("a", "A")):
@@ -235,7 +305,8 @@ def _run_print(ctx, op, env):
 
 
 # The ops the executor runs itself (they own regions, or talk to the user); `yield` ends a region.
-STRUCTURED = {"if": _run_if, "for": _run_for, "print": _run_print}
+STRUCTURED = {"if": _run_if, "for": _run_for, "while": _run_while, "reduce": _run_combine, "scan": _run_combine,
+              "print": _run_print}
 
 
 def _record_shape_op(ctx, op, args):

@@ -46,11 +46,37 @@ def _tile_space_coords(array, index, shape, order):
     return coords
 
 
-def _in_bounds(coords, array_shape):
-    ok = True
-    for c, n in zip(coords, array_shape):
-        ok = ok & (c >= 0) & (c < n)
-    return ok
+class ArrayView:
+    """An array argument seen through `array.slice(...)`: the argument's NumPy array, and per
+    dimension an origin and an extent, each a (B,) or (1,) int64 array (bounds may differ by block)."""
+
+    def __init__(self, base: np.ndarray, origin: list, extent: list):
+        self.base, self.origin, self.extent = base, origin, extent
+
+    @classmethod
+    def of(cls, array) -> ArrayView:
+        if isinstance(array, ArrayView):
+            return array
+        return cls(array, [np.zeros(1, np.int64)] * array.ndim, [np.array([n], np.int64) for n in array.shape])
+
+    def restricted(self, rows) -> ArrayView:
+        """The view as the blocks `rows` of the batch see it."""
+        pick = [x if x.shape[0] == 1 else x[rows] for x in self.origin + self.extent]
+        return ArrayView(self.base, pick[:self.base.ndim], pick[self.base.ndim:])
+
+
+def _lanes(array, coords, full):
+    """The base array, the lanes' coordinates in it, and which lanes lie inside the (viewed) array,
+    for lanes at coordinates `coords` of `array` (a NumPy array or an ArrayView)."""
+    view = ArrayView.of(array)
+    rank = len(full) - 1
+    inside, absolute = np.ones(full, bool), []
+    for c, origin, extent in zip(coords, view.origin, view.extent):
+        inside &= (c >= 0) & (c < extent.reshape((-1,) + (1,) * rank))
+        absolute.append(c + origin.reshape((-1,) + (1,) * rank))
+    return view.base, absolute, inside
+
+
 
 
 def _check_padding(ctx, op, array_name, array_shape, coords, padded):
@@ -112,8 +138,7 @@ def _check(ctx, op, array_name, array_shape, coords, bad, what):
 def load(ctx, op, array, *index):
     shape, order = op.attrs["shape"], op.attrs["order"]
     full = (ctx.size,) + tuple(shape)
-    coords = _tile_space_coords(array, index, shape, order)
-    inb = _in_bounds(coords, array.shape)
+    array, coords, inb = _lanes(array, _tile_space_coords(array, index, shape, order), full)
     name = ctx.array_name(op.operands[0])
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~_full(inb, full), "from")
@@ -135,8 +160,7 @@ def store(ctx, op, array, *rest):
     order = op.attrs["order"]
     shape = tile.shape[1:]
     full = (ctx.size,) + tuple(shape)
-    coords = _tile_space_coords(array, index, shape, order)
-    inb = _full(_in_bounds(coords, array.shape), full)
+    array, coords, inb = _lanes(array, _tile_space_coords(array, index, shape, order), full)
     name = _writable(ctx, op, array)
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~inb, "into")
@@ -147,22 +171,22 @@ def store(ctx, op, array, *rest):
 def _element_lanes(ctx, op, array, rest, what):
     """Gather/scatter lanes: (operand of the op: padding or value, full shape, coordinates, in-bounds,
     mask-on), with the checked mode applied."""
-    nd = array.ndim
+    nd = len(ArrayView.of(array).origin)
     index, operand = rest[:nd], rest[nd]
     mask = rest[nd + 1] if op.attrs["has_mask"] else None
     full = (ctx.size,) + operand.shape[1:]  # the padding or value has the index shape
     coords = [_full(i.astype(np.int64), full) if i.dtype != np.uint64 else
               _full(np.where(i > np.iinfo(np.int64).max, -1, i).astype(np.int64), full) for i in index]
-    inb = _in_bounds(coords, array.shape)
+    array, coords, inb = _lanes(array, coords, full)
     on = _full(mask, full) if mask is not None else np.ones(full, bool)
     if not op.attrs["check_bounds"]:
         _check(ctx, op, ctx.array_name(op.operands[0]), array.shape, coords, on & ~inb, what)
-    return operand, full, coords, inb, on
+    return operand, full, array, coords, inb, on
 
 
 @memory_rule("gather")
 def gather(ctx, op, array, *rest):
-    pad, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "from")
+    pad, full, array, coords, inb, on = _element_lanes(ctx, op, array, rest, "from")
     name = ctx.array_name(op.operands[0])
     ok = on & inb
     values = np.where(ok, _read(array, [np.where(ok, c, 0) for c in coords], full), _full(pad, full))
@@ -173,7 +197,7 @@ def gather(ctx, op, array, *rest):
 
 @memory_rule("scatter")
 def scatter(ctx, op, array, *rest):
-    value, full, coords, inb, on = _element_lanes(ctx, op, array, rest, "into")
+    value, full, array, coords, inb, on = _element_lanes(ctx, op, array, rest, "into")
     name = _writable(ctx, op, array)
     nd = array.ndim
     ok = _full(on & inb, full)
@@ -203,8 +227,7 @@ def _advanced_coords(op, array, index, starts):
 @memory_rule("load_adv")
 def load_adv(ctx, op, array, index, *starts):
     full = (ctx.size,) + op.result.shape
-    coords = _advanced_coords(op, array, index, starts)
-    inb = _full(_in_bounds(coords, array.shape), full)
+    array, coords, inb = _lanes(array, _advanced_coords(op, array, index, starts), full)
     name = ctx.array_name(op.operands[0])
     _check_padding(ctx, op, name, array.shape, coords, ~inb)
     safe = tuple(np.where(inb, c, 0) for c in coords)
@@ -219,8 +242,7 @@ def load_adv(ctx, op, array, index, *starts):
 def store_adv(ctx, op, array, index, *rest):
     *starts, tile = rest
     full = (ctx.size,) + tile.shape[1:]
-    coords = _advanced_coords(op, array, index, starts)
-    inb = _full(_in_bounds(coords, array.shape), full)
+    array, coords, inb = _lanes(array, _advanced_coords(op, array, index, starts), full)
     name = _writable(ctx, op, array)
     array[tuple(_full(c, full)[inb] for c in coords)] = _full(tile, full)[inb]
     ctx.record(op, name, coords, np.where(inb, Status.STORED, Status.DROPPED), full)
@@ -241,11 +263,10 @@ def _atomic_update(name, old, operands):
 def atomic(ctx, op, array, *rest):
     """Every lane in order (blocks in order, then lanes in C order): read the old value, write the
     update. A lane outside the array does nothing and returns 0 (a CAS returns `expected`)."""
-    nd = array.ndim
+    nd = len(ArrayView.of(array).origin)
     index, operands = rest[:nd], rest[nd:]
     full = (ctx.size,) + operands[0].shape[1:]
-    coords = [_full(i.astype(np.int64), full) for i in index]
-    inb = _full(_in_bounds(coords, array.shape), full)
+    array, coords, inb = _lanes(array, [_full(i.astype(np.int64), full) for i in index], full)
     name = _writable(ctx, op, array)
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~inb, "on")
@@ -262,3 +283,23 @@ def atomic(ctx, op, array, *rest):
 for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
               "atomic_xor"):
     MEMORY_RULES[_name] = atomic
+
+
+@memory_rule("array_slice")
+def array_slice(ctx, op, array, start, stop):
+    view, axis = ArrayView.of(array), op.attrs["axis"]
+    start, stop = start.astype(np.int64), stop.astype(np.int64)
+    extent = view.extent[axis]
+    bad = (start < 0) | (stop < start) | (stop > extent)
+    if bad.any():
+        k = int(np.argmax(np.broadcast_to(bad, (ctx.size,))))
+
+        def at(x):  # block k's value
+            return int(x[k if x.shape[0] > 1 else 0])
+        raise TileOutOfBoundsError(f"slice along axis {axis} needs 0 <= start <= stop <= {at(extent)}; block "
+                                   f"{tuple(int(b) for b in ctx.bids[k])} has start={at(start)}, stop={at(stop)}",
+                                   op.loc)
+    origin, extents = list(view.origin), list(view.extent)
+    origin[axis] = view.origin[axis] + start
+    extents[axis] = stop - start
+    return ArrayView(view.base, origin, extents)

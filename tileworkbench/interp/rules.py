@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import TileAssertionError
 from ..ir.types import bfloat16, float16, tfloat32
+from .memory import ArrayView
 
 RULES: dict = {}
 
@@ -155,6 +156,13 @@ def float_to_int(x, dtype):
     inside = ~(np.isnan(t) | above | below)
     out = np.where(inside, t, 0).astype(dtype)
     return np.where(above, info.max, np.where(below, info.min, out)).astype(dtype)
+
+
+@rule("astile")
+def astile(ctx, op, *elements):
+    b = max(e.shape[0] for e in elements)
+    stacked = np.stack([np.broadcast_to(e, (b,)) for e in elements], axis=1)
+    return stacked.reshape((b,) + tuple(op.attrs["shape"]))
 
 
 @rule("astype")
@@ -336,14 +344,14 @@ def num_blocks(ctx, op):
 
 @rule("array_dim")
 def array_dim(ctx, op, array):
-    return np.array([array.shape[op.attrs["axis"]]], np.int32)
+    return ArrayView.of(array).extent[op.attrs["axis"]].astype(np.int32)
 
 
 @rule("num_tiles")
 def num_tiles(ctx, op, array):
     axis, order, shape = op.attrs["axis"], op.attrs["order"], op.attrs["shape"]
-    extent = array.shape[order[axis]]
-    return np.array([-(-extent // shape[axis])], np.int32)
+    extent = ArrayView.of(array).extent[order[axis]]
+    return (-(-extent // shape[axis])).astype(np.int32)
 
 
 # ---- debugging ------------------------------------------------------------------------------------

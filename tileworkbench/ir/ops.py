@@ -203,6 +203,15 @@ declare("constant", "a tile filled with one compile-time value", _from_attrs, Ca
 declare("iota", "0, 1, ..., n-1 along a 1-D tile", _from_attrs, Category.CREATION, stub="arange", doc="arange")
 
 
+def _astile(types, attrs):
+    _check(all(t == types[0] and t.shape == () for t in types), "astile: elements must be scalars of one dtype")
+    _check(len(types) == TileType(types[0].dtype, tuple(attrs["shape"])).size, "astile: one element per position")
+    return [TileType(types[0].dtype, tuple(attrs["shape"]))]
+
+
+declare("astile", "a tile of the operand scalars in C order", _astile, Category.CREATION, stub="astile", doc="astile")
+
+
 def _astype(types, attrs):
     return [types[0].with_dtype(attrs["dtype"])]
 
@@ -288,6 +297,22 @@ for _name in ("argmax", "argmin"):
 for _name in ("cumsum", "cumprod"):
     declare(_name, "inclusive scan along an axis", _same, Category.SCAN, stub=_name, flops=per_float_input, doc=_name)
 
+def _combine_reduce(types, attrs):
+    return [TileType(t.dtype, _reduced_shape(t.shape, (attrs["axis"],), attrs["keepdims"])) for t in types]
+
+
+def _combine_scan(types, attrs):
+    _check(all(t.shape == types[0].shape for t in types), "scanned tiles must share one shape")
+    return list(types)
+
+
+# Their region is the user's combine function over scalars: arguments (a_1..a_n, b_1..b_n), yields n.
+declare("reduce", "fold tiles along an axis with a combine function (the op's region)", _combine_reduce,
+        Category.REDUCTION, stub="reduce", doc="reduce")
+declare("scan", "inclusive prefix along an axis with a combine function (the op's region)", _combine_scan,
+        Category.SCAN, stub="scan", doc="scan")
+
+
 def _mma(types, attrs):
     x, y, acc = types
     _check(x.ndim == y.ndim == acc.ndim >= 2, "mma operands must be tiles of 2 or more dimensions")
@@ -308,6 +333,17 @@ declare("num_blocks", "the grid's size along an axis", _int32_scalar, G, stub="n
 declare("array_dim", "an array argument's extent along an axis", _int32_scalar, G)
 declare("num_tiles", "number of tiles of `shape` along an axis of the (order-permuted) array",
         _int32_scalar, G, stub="num_tiles", doc="num_tiles")
+
+def _array_slice(types, attrs):
+    array, start, stop = types
+    _check(isinstance(array, ArrayType) and 0 <= attrs["axis"] < array.ndim, "array_slice: an axis of an array")
+    _check(start == stop == scalar(int32), "array_slice: bounds must be int32 scalars")
+    return [array]
+
+
+declare("array_slice", "a view of an array restricted to [start, stop) along an axis (extent: stop - start "
+        "when both are constants)", _array_slice, Category.GRID)
+
 
 # ---- memory -----------------------------------------------------------------------------------
 
@@ -431,11 +467,18 @@ def _for(types, attrs):
     return _results_from_attrs(types, attrs)
 
 
+def _while(types, attrs):
+    _check(list(types) == list(attrs["result_types"]), "loop-carried values must keep their types")
+    return _results_from_attrs(types, attrs)
+
+
 C = Category.CONTROL
 declare("if", "run the then- or else-region; both yield the results", _if, C, effects=True)
 declare("for", "for iv in range(lo, hi, step) with loop-carried values", _for, C, effects=True)
+declare("while", "run the body (carried values in, a go-on flag and the carried values out) until the flag is false",
+        _while, C, effects=True)
 declare("yield", "end of a region: its results", _nothing, C, effects=True,
-        no_emitter="the enclosing if or for assigns the yielded values to its results")
+        no_emitter="the enclosing if, for or while assigns the yielded values to its results")
 declare("print", "print tiles and text from every block", _nothing, Category.DEBUG, stub="printf", effects=True,
         no_emitter="printing from GPU kernels is not implemented yet; run this kernel on the interpreter",
         doc="print")

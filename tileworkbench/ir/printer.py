@@ -102,6 +102,16 @@ def _print_op(op: Op, names: _Names, lines: list[str], indent: str, locations: b
         lines.append(indent + "} else {")
         _print_block(op.regions[1], names, lines, indent + "  ", locations)
         lines.append(indent + "}")
+    elif op.name == "while":
+        pairs = ", ".join(f"{names.define(c)} = {names[i]}" for c, i in zip(op.regions[0].args, op.operands))
+        lines.append(f"{indent}{lhs}while carry({pairs})" + " {" + loc)
+        _print_block(op.regions[0], names, lines, indent + "  ", locations)
+        lines.append(indent + "}")
+    elif op.regions:  # reduce, scan: the combine function's arguments, then its body
+        args = ", ".join(names.define(a) for a in op.regions[0].args)
+        lines.append(f"{indent}{lhs}{op.name} {operands}{_attrs(op)} combine({args})" + " {" + loc)
+        _print_block(op.regions[0], names, lines, indent + "  ", locations)
+        lines.append(indent + "}")
     else:
         types = ", ".join(str(r.type) for r in op.results)
         text = f"{indent}{lhs}{op.name}{(' ' + operands) if operands else ''}{_attrs(op)}"

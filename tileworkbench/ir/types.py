@@ -74,9 +74,11 @@ tfloat32 = _dt("tfloat32", 32, "r", np.float32, "float")
 float8_e4m3fn = _dt("float8_e4m3fn", 8, "r", ml_dtypes.float8_e4m3fn, "__nv_fp8_e4m3")
 float8_e5m2 = _dt("float8_e5m2", 8, "r", ml_dtypes.float8_e5m2, "__nv_fp8_e5m2")
 float8_e8m0fnu = _dt("float8_e8m0fnu", 8, "r", ml_dtypes.float8_e8m0fnu, "__nv_fp8_e8m0")
+# 4-bit floats: one per byte in memory here (NumPy's and ml_dtypes' layout); loaded, stored and cast
+float4_e2m1fn = _dt("float4_e2m1fn", 4, "r", ml_dtypes.float4_e2m1fn, "__nv_fp4_e2m1")
 
 ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu)
+              float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn)
 _BY_NAME = {d.name: d for d in ALL_DTYPES} | {"bool": bool_}
 # NumPy dtypes map back to ours; tfloat32 has no NumPy type of its own, so float32 wins.
 _BY_NUMPY = {d.numpy: d for d in reversed(ALL_DTYPES) if d is not tfloat32}

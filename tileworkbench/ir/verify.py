@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import TileInternalError
 from .core import Block, Function, Op
 from .ops import OPS, infer_result_types
+from .types import bool_, scalar
 
 
 def verify(fn: Function) -> None:
@@ -40,6 +41,10 @@ def _verify_block(block: Block, defined: set[int], terminator):
                 _verify_region(op, region, defined, op.attrs["result_types"])
         elif op.name == "for":
             _verify_region(op, op.regions[0], defined, op.attrs["result_types"])
+        elif op.name == "while":
+            _verify_region(op, op.regions[0], defined, [scalar(bool_)] + list(op.attrs["result_types"]))
+        elif op.name in ("reduce", "scan"):
+            _verify_region(op, op.regions[0], defined, [scalar(v.dtype) for v in op.operands])
         defined.update(op.results)
 
 

@@ -5,7 +5,9 @@ of `Constant` parameters); each specialization is compiled to IR once and cached
 """
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 import typing
 from typing import Annotated
 
@@ -13,6 +15,7 @@ import numpy as np
 
 from ..arguments import ParamSpec, is_array_like, known_array_type, normalize_grid, param_spec, profile_key
 from ..errors import ArgumentTypeError
+from ..interp.host import interpret_requested, is_host_tensor, run_anywhere
 from ..ir import print_function
 
 
@@ -78,6 +81,10 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
 
+    def replace_hints(self, **hints) -> Kernel:
+        """The same kernel with other options (`occupancy`, `num_ctas`, ...), specialized anew."""
+        return kernel(self._pyfunc, **{**self.options, **hints})
+
     def __repr__(self) -> str:
         return f"<tile kernel {self.name}{self._signature}>"
 
@@ -123,28 +130,74 @@ class Kernel:
         return print_function(self.specialize(args))
 
 
+class ByTarget:
+    """A kernel option whose value depends on the GPU: `ByTarget(sm_90=2, default=1)`."""
+
+    def __init__(self, *, default=None, **value_by_target):
+        for arch in value_by_target:
+            if not re.fullmatch(r"sm_\d{2,3}", arch):
+                raise ValueError(f"Invalid GPU architecture name: {arch}, expected sm_<major><minor>")
+        self.default, self.by_target = default, value_by_target
+
+    def values(self) -> list:
+        return list(self.by_target.values()) + ([self.default] if self.default is not None else [])
+
+    def resolve(self, arch: str | None):
+        """The value for `arch` (e.g. "sm_90"; a suffix like sm_90a counts as sm_90)."""
+        return self.by_target.get((arch or "").rstrip("af"), self.default)
+
+    def __repr__(self) -> str:
+        return "ByTarget(" + ", ".join(f"{k}={v!r}" for k, v in {**self.by_target, "default": self.default}.items()) + ")"
+
+
+def _check_option(name, value, ok, expected):
+    for v in value.values() if isinstance(value, ByTarget) else [value]:
+        if v is not None and not ok(v):
+            raise ValueError(f"{name} must be {expected}, got {v!r}")
+
+
 def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_worker_warps=None):
-    """Decorate a tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)`."""
+    """Decorate a tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)`; any option may be a
+    ByTarget."""
     options = dict(num_ctas=num_ctas, occupancy=occupancy, opt_level=opt_level, num_worker_warps=num_worker_warps)
-    if num_ctas is not None and (not isinstance(num_ctas, int) or num_ctas not in (1, 2, 4, 8, 16)):
-        raise ValueError(f"num_ctas must be a power of two in [1, 16], got {num_ctas!r}")
-    if occupancy is not None and not (isinstance(occupancy, int) and 1 <= occupancy <= 32):
-        raise ValueError(f"occupancy must be in [1, 32], got {occupancy!r}")
-    if not (isinstance(opt_level, int) and 0 <= opt_level <= 3):
-        raise ValueError(f"opt_level must be in [0, 3], got {opt_level!r}")
+    _check_option("num_ctas", num_ctas, lambda v: isinstance(v, int) and v in (1, 2, 4, 8, 16), "a power of two in [1, 16]")
+    _check_option("occupancy", occupancy, lambda v: isinstance(v, int) and 1 <= v <= 32, "in [1, 32]")
+    _check_option("opt_level", opt_level, lambda v: isinstance(v, int) and 0 <= v <= 3, "in [0, 3]")
     if function is None:
         return lambda f: Kernel(f, **options)
     return Kernel(function, **options)
 
 
+def function(func=None, /, *, host=False, tile=True):
+    """Mark a tile function: `@ct.function` (tile code only; calling it from the host raises),
+    `@ct.function(host=True)` (both). Unmarked helpers are tile functions too when tile code calls them."""
+    def decorate(f):
+        if not tile:
+            f.__tile_callable__ = False
+        if host:
+            return f
+
+        @functools.wraps(f)
+        def device_only(*args, **kwargs):
+            raise RuntimeError("Device functions can only be called from device code.")
+        device_only.__tile_function__ = f
+        return device_only
+    return decorate if func is None else decorate(func)
+
+
 def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launch=False):
-    """Run `kernel` over `grid`. NumPy arrays run on the interpreter (any stream, None included) and
-    are updated in place, exactly as a GPU launch updates device arrays."""
+    """Run `kernel` over `grid`. NumPy arrays and PyTorch CPU tensors run on the interpreter (any
+    stream, None included) and are updated in place, exactly as a GPU launch updates device arrays.
+    With TILEWORKBENCH_INTERPRET=1 every launch runs on the interpreter (device arrays are copied to
+    the host and the ones the kernel writes copied back)."""
     if not isinstance(kernel, Kernel):
         raise ArgumentTypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
     if not isinstance(kernel_args, tuple):
         raise ArgumentTypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
+    if interpret_requested() or any(map(is_host_tensor, kernel_args)):
+        run_anywhere(kernel, grid, kernel_args)
+        return
     last = kernel.last_launcher  # the GPU launcher used last: it checks and launches in one call
     if last is not None and last.relaunch(stream, grid, kernel_args):
         return

@@ -169,6 +169,11 @@ def ones(shape, dtype):
 
 
 @_stub
+def astile(value, /, *, dtype):
+    """A tile from a scalar (0-d) or a nested tuple of scalars whose nesting gives the shape."""
+
+
+@_stub
 def astype(x, dtype, /, *, rounding_mode=None):
     """Convert elements: float->int truncates toward zero and saturates to the range (NaN -> 0,
     inf -> the largest value), int->bool is x != 0.
@@ -300,6 +305,11 @@ def maximum(x, y, /, *, flush_to_zero=False, propagate_nan=False):
     """Elementwise maximum; NaN is ignored unless propagate_nan."""
 
 
+@_stub
+def divmod(x, y, /):  # cuTile's name
+    """(x // y, x % y) for integer tiles (also spelled `divmod(x, y)`)."""
+
+
 def cdiv(x, y, /):
     """Ceiling division; works on the host and in kernels."""
     return (x + y - 1) // y
@@ -345,6 +355,20 @@ def cumprod(x, /, axis=0, *, reverse=False, rounding_mode=None, flush_to_zero=Fa
 
 
 @_stub
+def reduce(x, /, axis, func, identity, *, keepdims=False):  # cuTile's name
+    """Fold a tile (or a tuple of tiles, broadcast together) along `axis` with `func`.
+
+    `func` combines two groups of 0-d tiles into one: `lambda a, b: a + b` for one tile, or
+    `f(a1, a2, b1, b2) -> (c1, c2)` for two; `identity` is its identity (a tuple for tuples).
+    """
+
+
+@_stub
+def scan(x, /, axis, func, identity, *, reverse=False):
+    """Inclusive prefix of a tile (or a tuple of tiles) along `axis` with `func` (see reduce)."""
+
+
+@_stub
 def mma(x, y, /, acc, *, use_fast_acc=False):
     """x @ y + acc in acc's dtype (x and y share a dtype; batch dims broadcast)."""
 
@@ -357,6 +381,11 @@ def matmul(x, y, /):
 
 
 @_stub
+def print(*args, sep=" ", end="\n"):  # cuTile's name
+    """Print tiles and values from every block (the same as Python's print in tile code)."""
+
+
+@_stub
 def printf(format, /, *args):
     """C-style formatted print from every block."""
 
@@ -365,6 +394,17 @@ def printf(format, /, *args):
 def assert_(condition, /, message=None):
     """Stop the kernel where an element of the bool tile `condition` is false (on the GPU a device
     assert, which ends the CUDA context; on the interpreter a TileAssertionError naming the block)."""
+
+
+@_stub
+def static_eval(expression, /):
+    """Evaluate a Python expression at compile time (full Python: comprehensions, any function of
+    constants); tiles and arrays in it stand for themselves. Its result is a constant or a tile."""
+
+
+@_stub
+def static_iter(iterable, /):
+    """`for x in ct.static_iter(expr)`: expr evaluated as static_eval does, the loop unrolled."""
 
 
 @_stub

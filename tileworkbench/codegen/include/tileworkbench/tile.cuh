@@ -169,6 +169,16 @@ __device__ tile<T, S> iota() {
   return out;
 }
 
+// A tile of N scalars in C order (ct.astile).
+template <class T, class S, int N>
+__device__ tile<T, S> from_elements(const T (&elements)[N]) {
+  static_assert(N == S::size, "one element per position");
+  tile<T, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S>::R; ++r) out.v[r] = elements[tile<T, S>::elem(r) % N];
+  return out;
+}
+
 // Apply f elementwise; every operand has the same shape and layout.
 template <class F, class T, class S, class L, class... Ts>
 __device__ auto map(F f, const tile<T, S, L>& a, const tile<Ts, S, L>&... b) {

@@ -18,6 +18,15 @@ struct array {
   int32_t stride[Rank > 0 ? Rank : 1];  // in elements
 };
 
+// array.slice(axis, start, stop): the same memory from start to stop along axis (no copy)
+template <class T, int Rank>
+__device__ array<T, Rank> slice(const array<T, Rank>& a, int axis, int32_t start, int32_t stop) {
+  array<T, Rank> view = a;
+  view.ptr = a.ptr + int64_t(start) * a.stride[axis];
+  view.shape[axis] = stop - start;
+  return view;
+}
+
 // A tile-space index or a start position: tw::at(i, j)
 template <int Rank>
 struct coords {
@@ -155,6 +164,12 @@ __device__ bool element_offset(const int32_t* shape, const int32_t* stride, int 
   offset = 0;
   ((inside = inside && in_range(index.v[r], shape[d]), offset += (long long)index.v[r] * stride[d], ++d), ...);
   return inside;
+}
+
+template <int Rank>
+__device__ bool element_offset(const int32_t*, const int32_t*, int, long long& offset) {  // a 0-d array
+  offset = 0;
+  return true;
 }
 
 // t[...] = a[index0[...], index1[...], ...] where inside and unmasked, else pad

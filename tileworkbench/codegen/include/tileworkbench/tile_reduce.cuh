@@ -142,6 +142,11 @@ template <class T> struct accumulator { using type = T; };
 template <> struct accumulator<__half> { using type = float; };
 template <> struct accumulator<__nv_bfloat16> { using type = float; };
 
+template <class S2, int Passes = 1, class T, class S, class Combine>
+__device__ tile<T, S2> reduce(const tile<T, S>& x, T identity, Combine combine) {
+  return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, combine, [](T a) { return a; });
+}
+
 template <class S2, int Passes = 1, class T, class S>
 __device__ tile<T, S2> sum(const tile<T, S>& x) {
   using A = typename accumulator<T>::type;
@@ -203,30 +208,41 @@ __device__ tile<int32_t, S2> argmin(const tile<T, S>& x) {
                     [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
 }
 
-// Inclusive scan along Axis (Reverse: from the end).
-template <int Axis, bool Reverse, bool Product, class T, class S>
-__device__ tile<T, S> scan(const tile<T, S>& x) {
-  using A = typename accumulator<T>::type;
+// Inclusive scan along Axis (Reverse: from the end): each output folds the elements up to it
+// with combine, starting from identity; lift makes an element's accumulator, finish the result.
+template <int Axis, bool Reverse, class A, class T, class S, class Lift, class Combine, class Finish>
+__device__ auto scan_by(const tile<T, S>& x, A identity, Lift lift, Combine combine, Finish finish) {
+  using R = decltype(finish(identity));
   constexpr int L = S::dim(Axis);
   T* buf = reinterpret_cast<T*>(smem());
   __syncthreads();
   to_smem(x, buf);
   __syncthreads();
-  tile<T, S> out;
+  tile<R, S> out;
 #pragma unroll
-  for (int r = 0; r < tile<T, S>::R; ++r) {
+  for (int r = 0; r < tile<R, S>::R; ++r) {
     int c[S::rank];
-    S::unflatten(tile<T, S>::elem(r), c);
+    S::unflatten(tile<R, S>::elem(r), c);
     int at = c[Axis];
-    A acc = Product ? A(1) : A(0);
+    A acc = identity;
     for (int j = Reverse ? L - 1 : 0; Reverse ? j >= at : j <= at; j += Reverse ? -1 : 1) {
       c[Axis] = j;
-      A v = convert<A>(buf[skew(S::flatten(c))]);
-      acc = Product ? A(acc * v) : A(acc + v);
+      acc = combine(acc, lift(buf[skew(S::flatten(c))]));
     }
-    out.v[r] = convert<T>(acc);
+    out.v[r] = finish(acc);
   }
   return out;
+}
+template <int Axis, bool Reverse, class T, class S, class Combine>
+__device__ tile<T, S> scan(const tile<T, S>& x, T identity, Combine combine) {
+  return scan_by<Axis, Reverse>(x, identity, [](T v) { return v; }, combine, [](T a) { return a; });
+}
+template <int Axis, bool Reverse, bool Product, class T, class S>
+__device__ tile<T, S> scan(const tile<T, S>& x) {
+  using A = typename accumulator<T>::type;
+  return scan_by<Axis, Reverse>(x, Product ? A(1) : A(0), [](T v) { return convert<A>(v); },
+                                [](A a, A b) { return Product ? A(a * b) : A(a + b); },
+                                [](A a) { return convert<T>(a); });
 }
 template <int Axis, bool Reverse = false, class T, class S>
 __device__ tile<T, S> cumsum(const tile<T, S>& x) { return scan<Axis, Reverse, false>(x); }

@@ -1,0 +1,51 @@
+"""Launches on the interpreter with other arrays than NumPy's: PyTorch CPU tensors in place, and
+TILEWORKBENCH_INTERPRET=1 for every launch (device arrays are exercised in tests/gpu)."""
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.interp.host import interpret_requested, written_params
+
+torch = pytest.importorskip("torch")
+
+
+@ct.kernel
+def scale_into(x, y, z, n: int):
+    t = ct.load(x, (0,), (8,))
+    ct.store(y.slice(0, 0, n), (0,), t * 2)
+    ct.store(z, (0,), ct.load(z, (0,), (8,)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_torch_cpu_tensors_run_on_the_interpreter_in_place(dtype):
+    x = torch.arange(8, dtype=dtype)
+    y = torch.zeros(8, dtype=dtype)
+    ct.launch(None, (1,), scale_into, (x, y, torch.ones(8, dtype=dtype), 5))
+    assert y.tolist() == [0, 2, 4, 6, 8, 0, 0, 0]
+
+
+def test_written_params_follow_slices_to_the_argument():
+    x = np.zeros(8, np.float32)
+    assert written_params(scale_into.specialize((x, x, x, 5))) == {"y", "z"}
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("0", False), ("", False), ("off", False)])
+def test_the_interpreter_switch_reads_the_environment(monkeypatch, value, on):
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", value)
+    assert interpret_requested() is on
+
+
+def test_with_the_switch_numpy_and_torch_arguments_mix(monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", "1")
+    x, y = np.arange(8, dtype=np.float32), torch.zeros(8)
+    ct.launch(None, (1,), scale_into, (x, y, np.ones(8, np.float32), 8))
+    assert y.tolist() == (x * 2).tolist()
+
+
+def test_a_torch_dtype_called_in_tile_code_converts_like_the_tile_dtype():
+    @ct.kernel
+    def k(x):
+        ct.store(x, (0,), ct.full((8,), torch.float16(2.5), x.dtype) + torch.float32())
+    x = np.zeros(8, np.float32)
+    ct.launch(None, (1,), k, (x,))
+    assert (x == 2.5).all()

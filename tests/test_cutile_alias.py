@@ -1,0 +1,139 @@
+"""`import cuda.tile` resolving to tileworkbench: opt-in, and never silently over a real cuTile.
+
+Each case runs in a fresh interpreter (the alias changes the import system of its process)."""
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROGRAM = textwrap.dedent("""
+    import numpy as np
+    import cuda.tile as ct
+    import tileworkbench.tile
+    from cuda.tile import _exception
+    from cuda.tile._exception import TileTypeError
+
+    @ct.kernel
+    def double(x, T: ct.Constant[int]):
+        ct.store(x, (0,), ct.load(x, (0,), (T,)) * 2)
+
+    x = np.arange(4, dtype=np.float32)
+    ct.launch(None, (1,), double, (x, 4))
+    print(ct.__name__, ct.kernel is tileworkbench.tile.kernel, TileTypeError.__module__, x.tolist())
+""")
+
+
+def run_python(args, tmp_path, *, fake_cutile=False, env=None):
+    """Run Python with this checkout first on the path (and, if asked, a fake real cuTile next)."""
+    paths = [str(ROOT)]
+    if fake_cutile:
+        package = tmp_path / "site" / "cuda" / "tile"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("REAL_CUTILE = True\n")
+        paths.append(str(tmp_path / "site"))
+    environment = {k: v for k, v in os.environ.items() if k != "TILEWORKBENCH_CUTILE_ALIAS"}
+    environment.update(PYTHONPATH=os.pathsep.join(paths), **(env or {}))
+    return subprocess.run([sys.executable, *args], cwd=tmp_path, env=environment, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+@pytest.fixture
+def script(tmp_path):
+    path = tmp_path / "program.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+def test_the_runner_runs_a_cutile_script_on_tileworkbench(script, tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["cuda.tile", "True", "tileworkbench.errors", "[0.0,", "2.0,", "4.0,", "6.0]"]
+
+
+def test_without_the_alias_cuda_tile_is_not_importable(script, tmp_path):
+    done = run_python([str(script)], tmp_path)
+    assert "No module named 'cuda.tile'" in done.stderr
+
+
+def test_a_real_cutile_is_never_shadowed_silently(script, tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(script)], tmp_path, fake_cutile=True)
+    assert done.returncode != 0
+    assert "CuTileInstalledError: a real cuTile is installed" in done.stderr
+    assert "force=True" in done.stderr
+
+
+def test_a_real_cutile_is_shadowed_when_forced(script, tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(script)], tmp_path, fake_cutile=True,
+                      env={"TILEWORKBENCH_CUTILE_ALIAS": "force"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("cuda.tile True")
+
+
+def test_the_real_cutile_imports_as_usual_without_the_alias(tmp_path):
+    done = run_python(["-c", "import cuda.tile; print(cuda.tile.REAL_CUTILE)"], tmp_path, fake_cutile=True)
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_install_and_uninstall_in_a_process(tmp_path):
+    code = textwrap.dedent("""
+        import tileworkbench.cutile_alias as alias
+        alias.install()
+        import cuda.tile, tileworkbench.tile
+        import cuda.tile._exception
+        assert cuda.tile.launch is tileworkbench.tile.launch and alias.installed()
+        assert not hasattr(tileworkbench.tile, "_exception")
+        try:
+            import cuda.tile._bytecode
+        except ModuleNotFoundError as e:
+            print("internal:", e)
+        alias.uninstall()
+        try:
+            import cuda.tile
+        except ModuleNotFoundError:
+            print("uninstalled")
+    """)
+    done = run_python(["-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "internal: cuda.tile._bytecode is internal to cuTile" in done.stdout
+    assert done.stdout.strip().endswith("uninstalled")
+
+
+def test_placeholders_let_code_that_imports_cutile_internals_import(tmp_path):
+    code = textwrap.dedent("""
+        from cuda.tile._bytecode.version import BytecodeVersion
+        from cuda.tile._cext import dev_features_enabled
+        assert not dev_features_enabled() and not (BytecodeVersion.V_13_2 < BytecodeVersion.V_13_3)
+        print(repr(BytecodeVersion.V_13_2))
+    """)
+    (tmp_path / "p.py").write_text(code)
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(tmp_path / "p.py")], tmp_path,
+                      env={"TILEWORKBENCH_CUTILE_ALIAS": "placeholders"})
+    assert done.returncode == 0, done.stderr
+    assert "cuTile internal cuda.tile._bytecode.version.BytecodeVersion.V_13_2 (placeholder)" in done.stdout
+
+
+def test_pytest_plugin_installs_the_alias_before_conftest_imports(tmp_path):
+    (tmp_path / "conftest.py").write_text("import cuda.tile as ct\n")
+    (tmp_path / "test_it.py").write_text("import cuda.tile as ct\n\ndef test_name():\n"
+                                         "    assert ct.kernel.__module__ == 'tileworkbench.tile._kernel'\n")
+    done = run_python(["-m", "pytest", "-q", "-p", "tileworkbench.cutile_alias", "-p", "no:cacheprovider",
+                       str(tmp_path)], tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+
+
+def test_placeholders_answer_the_internal_test_helpers_with_tileworkbench_equivalents(tmp_path):
+    code = ("from cuda.tile._ir.cast_ops import _is_implicit_cast_ok\n"
+            "from cuda.tile._ir.typing_support import to_dtype\n"
+            "import numpy as np\n"
+            "print(_is_implicit_cast_ok(to_dtype(np.int8), to_dtype(np.int32)), "
+            "_is_implicit_cast_ok(to_dtype(np.float32), to_dtype(np.int32)))\n")
+    (tmp_path / "p.py").write_text(code)
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(tmp_path / "p.py")], tmp_path,
+                      env={"TILEWORKBENCH_CUTILE_ALIAS": "placeholders"})
+    assert done.stdout.split() == ["True", "False"], done.stderr

@@ -1,0 +1,26 @@
+"""`python -m tileworkbench.cutile_alias SCRIPT [ARGS]` or `... -m MODULE [ARGS]`: run a cuTile
+program with `import cuda.tile` resolving to tileworkbench (see the package's docstring)."""
+import os
+import runpy
+import sys
+
+from . import install_from_environment
+
+USAGE = "usage: python -m tileworkbench.cutile_alias (SCRIPT | -m MODULE) [ARGS...]"
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help") or argv[0] == "-m" and len(argv) < 2:
+        print(USAGE, file=sys.stderr)
+        raise SystemExit(2)
+    install_from_environment()
+    if argv[0] == "-m":
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        sys.argv = argv
+        sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))  # as `python SCRIPT` does
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+main(sys.argv[1:])

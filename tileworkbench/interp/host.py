@@ -1,0 +1,96 @@
+"""Any arrays on the interpreter: host copies of device arrays, written back after the launch.
+
+`TILEWORKBENCH_INTERPRET=1` (like Triton's `TRITON_INTERPRET=1`) makes every `ct.launch` run on
+the interpreter, whatever the arrays are: CuPy arrays, PyTorch CUDA tensors and anything with
+`__cuda_array_interface__` or DLPack are copied to the host, the kernel runs there, and the arrays
+the kernel writes are copied back. PyTorch CPU tensors run on the interpreter in place, switch or
+not, as NumPy arrays do.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..ir.types import to_dtype
+
+INTERPRET_ENV = "TILEWORKBENCH_INTERPRET"
+_WRITES = ("store", "scatter", "store_adv")
+
+
+def interpret_requested() -> bool:
+    """Whether the environment asks for every launch to run on the interpreter."""
+    return os.environ.get(INTERPRET_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def is_host_tensor(obj) -> bool:
+    """A PyTorch tensor in host memory."""
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "is_cuda") and not obj.is_cuda
+
+
+def _torch_numpy(tensor) -> np.ndarray:
+    """A NumPy view of a host tensor (bfloat16 and fp8 through their bits and ml_dtypes)."""
+    dtype = to_dtype(tensor.dtype)
+    if dtype.numpy.kind != "V" and dtype.numpy.type.__module__ == "numpy":
+        return tensor.detach().numpy()
+    import torch
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[dtype.itemsize]
+    return tensor.detach().view(bits).numpy().view(dtype.numpy)
+
+
+def _to_host(obj):
+    """(a NumPy array with obj's contents, a function that copies it back into obj, or None when
+    the NumPy array is obj's own memory)."""
+    if isinstance(obj, np.ndarray):
+        return obj, None
+    if type(obj).__module__.startswith("torch"):
+        if not obj.is_cuda:
+            return _torch_numpy(obj), None
+        host = _torch_numpy(obj.detach().cpu())
+        return host, lambda: obj.copy_(_from_numpy_like(host, obj))
+    import cupy
+    device = obj if isinstance(obj, cupy.ndarray) else \
+        cupy.asarray(obj) if hasattr(obj, "__cuda_array_interface__") else cupy.from_dlpack(obj)
+    host = cupy.asnumpy(device)
+    return host, lambda: device.__setitem__(Ellipsis, cupy.asarray(host))
+
+
+def _from_numpy_like(host: np.ndarray, like):
+    """A host tensor of `like`'s dtype holding `host` (bits reinterpreted where NumPy lacks the type)."""
+    import torch
+    if host.dtype.type.__module__ == "numpy":
+        return torch.from_numpy(host)
+    bits = {1: np.uint8, 2: np.int16, 4: np.int32}[host.dtype.itemsize]
+    return torch.from_numpy(host.view(bits)).view(like.dtype)
+
+
+def _is_array(obj) -> bool:
+    return isinstance(obj, np.ndarray) or not isinstance(obj, np.generic) and (
+        hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"))
+
+
+def written_params(fn) -> set[str]:
+    """Names of the array parameters a kernel specialization may write (through slices too)."""
+    names = {v: p.name for p, v in zip(fn.runtime_params, fn.body.args) if p.kind == "array"}
+    written = set()
+    for op in fn.walk():
+        if op.name in _WRITES:
+            array = op.operands[0]
+            while array not in names:  # a view made by array.slice
+                array = array.owner.operands[0]
+            written.add(names[array])
+    return written
+
+
+def run_anywhere(kernel, grid, args) -> None:
+    """Run a launch on the interpreter with host copies of its device arrays, copying back the
+    arrays the kernel writes."""
+    from . import run
+    copies = [_to_host(a) if _is_array(a) else (a, None) for a in args]
+    host_args = tuple(h for h, _ in copies)
+    run(kernel, grid, host_args)
+    fn = kernel.specialize(host_args)
+    written = written_params(fn)
+    for p, (_, write_back) in zip(fn.params, copies):
+        if write_back is not None and p.name in written:
+            write_back()
