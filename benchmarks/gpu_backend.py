@@ -66,7 +66,7 @@ def main():
         record("vector add 2^28 f32", f"tileworkbench {tile}",
                timed(launcher(vector_add, (n // tile,), (a, b, c, tile))), nbytes=3 * a.nbytes)
     record("vector add 2^28 f32", "cupy", timed(lambda: cp.add(a, b, out=c)), nbytes=3 * a.nbytes)
-    del a, b, c
+    a = b = c = None  # frees the device memory before the next case
 
     m = 16384
     x = cp.random.rand(m, m, dtype=cp.float32)
@@ -76,7 +76,7 @@ def main():
     record("transpose 16384^2 f32", "tileworkbench", timed(launcher(transpose, (m // 64, m // 64), (x, y, 64))),
            nbytes=2 * x.nbytes)
     record("transpose 16384^2 f32", "cupy", timed(lambda: cp.copyto(y, x.T)), nbytes=2 * x.nbytes)
-    del x, y
+    x = y = None  # frees the device memory before the next case
 
     table = cp.random.rand(1 << 20, 256, dtype=cp.float32)
     ids = cp.random.randint(0, 1 << 20, 1 << 18, dtype=cp.int32)
@@ -92,7 +92,7 @@ def main():
            nbytes=2 * out.nbytes)
     record("row gather 2^18 x 256 f32", "cupy take", timed(lambda: cp.take(table, ids, axis=0, out=out)),
            nbytes=2 * out.nbytes)
-    del table, ids, out
+    table = ids = out = None  # frees the device memory before the next case
 
     x = cp.random.randn(32768, 4096, dtype=cp.float32)
     y = cp.empty_like(x)
@@ -105,7 +105,7 @@ def main():
     if torch is not None:
         tx = torch.as_tensor(x, device="cuda")
         record("softmax 32768x4096 f32", "torch", timed(lambda: torch.softmax(tx, dim=1), reps=20), nbytes=2 * x.nbytes)
-    del x, y, ref
+    x = y = ref = None  # frees the device memory before the next case
 
     size = 4096
     A = cp.random.randn(size, size, dtype=cp.float32).astype(cp.float16)
@@ -143,7 +143,7 @@ def main():
                        timed(launcher(matmul, grid, (tA, tB, tC, tm, tn, tk)), reps=5), flops=flops)
             record(f"matmul {size}^3 bf16", "torch (cuBLAS)", timed(lambda: torch.matmul(tA, tB, out=tC), reps=20),
                    flops=flops)
-            del tA, tB, tC, ref
+            tA = tB = tC = ref = None  # frees the device memory before the next case
 
     # compile latency in a fresh process: cold (empty disk cache) and a disk-cache hit
     env = dict(os.environ, TILEWORKBENCH_CACHE_DIR="/tmp/tw-bench-cache")

@@ -68,7 +68,7 @@ def main():
                 err = error(c, a, b)
                 tflops = flops / median_ms(fn) / 1e9
                 rows.append((f"{size}^3 {name}", f"{tiles} err {err:.1e}", tflops, tflops / cublas))
-            del a, b, c
+            a = b = c = None  # frees the device memory before the next case
     print(f"{'case':<14} {'impl':<28} {'TFLOP/s':>8} {'vs cuBLAS':>9}")
     for case, impl, tflops, ratio in rows:
         print(f"{case:<14} {impl:<28} {tflops:8.1f} {ratio:9.2f}")

@@ -33,7 +33,7 @@ def test_printed_ir_uses_the_users_names_types_and_lines():
     first_line = scale._pyfunc.__code__.co_firstlineno
     assert text.splitlines()[0] == ("kernel scale(%x: array<float32, 1d>, %y: array<float32, 1d>, %factor: float32)"
                                     " {TILE=16} {")
-    assert f"%i = bid {{axis=0}} : int32" in text
+    assert "%i = bid {axis=0} : int32" in text
     assert f"# line {first_line + 2}" in text
     assert "%t = load %x, %i {shape=(16,), order=(0,), padding=UNDETERMINED, check_bounds=True} : tile<float32, 16>" in text
     assert "store %y, %i," in text

@@ -340,8 +340,7 @@ class Lowerer:
             return self.scope
         finally:
             self.runtime_depth -= 1
-            self.builder.block, region_scope = saved[0], self.scope
-            self.scope = saved[1]
+            self.builder.block, self.scope = saved
 
     def in_block(self, block: Block, fn):
         saved = self.builder.block
