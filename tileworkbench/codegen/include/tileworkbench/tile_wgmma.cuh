@@ -12,148 +12,53 @@ template <int N, class T> struct wgmma_op;  // ::run(float* d, uint64_t a_descri
 #define TW_WGMMA_D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
                        "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 
-template <> struct wgmma_op<8, __half> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {"
-      "%0,%1,%2,%3"
-      "}, %4, %5, p, 1, 1, 0, 1; }"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(a), "l"(b));
-  }
-};
+// wgmma_op<N, T> for operand type T (PTX type KIND): REGS names the accumulator registers, A and B
+// the descriptor operands, D the accumulators
+#define TW_WGMMA(N, T, KIND, REGS, A, B, ...)                                                          \
+  template <> struct wgmma_op<N, T> {                                                                \
+    __device__ static void run(float* d, uint64_t a, uint64_t b) {                                   \
+      asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." \
+                   KIND "." KIND " {" REGS "}, %" #A ", %" #B ", p, 1, 1, 0, 1; }"                    \
+                   : __VA_ARGS__ : "l"(a), "l"(b));                                                  \
+    }                                                                                                \
+  };
 
-template <> struct wgmma_op<16, __half> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7"
-      "}, %8, %9, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0)
-      : "l"(a), "l"(b));
-  }
-};
+#define TW_WGMMA_REGS_8 "%0,%1,%2,%3"
+TW_WGMMA(8, __half, "f16", TW_WGMMA_REGS_8, 4, 5, "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
+TW_WGMMA(8, __nv_bfloat16, "bf16", TW_WGMMA_REGS_8, 4, 5, "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
 
-template <> struct wgmma_op<32, __half> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
-      "}, %16, %17, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8)
-      : "l"(a), "l"(b));
-  }
-};
+#define TW_WGMMA_REGS_16 "%0,%1,%2,%3,%4,%5,%6,%7"
+TW_WGMMA(16, __half, "f16", TW_WGMMA_REGS_16, 8, 9, TW_WGMMA_D8(0))
+TW_WGMMA(16, __nv_bfloat16, "bf16", TW_WGMMA_REGS_16, 8, 9, TW_WGMMA_D8(0))
 
-template <> struct wgmma_op<64, __half> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-      "}, %32, %33, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24)
-      : "l"(a), "l"(b));
-  }
-};
+#define TW_WGMMA_REGS_32 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+TW_WGMMA(32, __half, "f16", TW_WGMMA_REGS_32, 16, 17, TW_WGMMA_D8(0), TW_WGMMA_D8(8))
+TW_WGMMA(32, __nv_bfloat16, "bf16", TW_WGMMA_REGS_32, 16, 17, TW_WGMMA_D8(0), TW_WGMMA_D8(8))
 
-template <> struct wgmma_op<128, __half> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-      "}, %64, %65, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56)
-      : "l"(a), "l"(b));
-  }
-};
+#define TW_WGMMA_REGS_64 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+  "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+TW_WGMMA(64, __half, "f16", TW_WGMMA_REGS_64, 32, 33, TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24))
+TW_WGMMA(64, __nv_bfloat16, "bf16", TW_WGMMA_REGS_64, 32, 33, TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24))
 
-template <> struct wgmma_op<256, __half> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-      "}, %128, %129, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56), TW_WGMMA_D8(64), TW_WGMMA_D8(72), TW_WGMMA_D8(80), TW_WGMMA_D8(88), TW_WGMMA_D8(96), TW_WGMMA_D8(104), TW_WGMMA_D8(112), TW_WGMMA_D8(120)
-      : "l"(a), "l"(b));
-  }
-};
+#define TW_WGMMA_REGS_128 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+  "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+  "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
+  "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+TW_WGMMA(128, __half, "f16", TW_WGMMA_REGS_128, 64, 65, TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56))
+TW_WGMMA(128, __nv_bfloat16, "bf16", TW_WGMMA_REGS_128, 64, 65, TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56))
 
-template <> struct wgmma_op<8, __nv_bfloat16> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3"
-      "}, %4, %5, p, 1, 1, 0, 1; }"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(a), "l"(b));
-  }
-};
+#define TW_WGMMA_REGS_256 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15," \
+  "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31," \
+  "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47," \
+  "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63," \
+  "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79," \
+  "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95," \
+  "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111," \
+  "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+TW_WGMMA(256, __half, "f16", TW_WGMMA_REGS_256, 128, 129, TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56), TW_WGMMA_D8(64), TW_WGMMA_D8(72), TW_WGMMA_D8(80), TW_WGMMA_D8(88), TW_WGMMA_D8(96), TW_WGMMA_D8(104), TW_WGMMA_D8(112), TW_WGMMA_D8(120))
+TW_WGMMA(256, __nv_bfloat16, "bf16", TW_WGMMA_REGS_256, 128, 129, TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56), TW_WGMMA_D8(64), TW_WGMMA_D8(72), TW_WGMMA_D8(80), TW_WGMMA_D8(88), TW_WGMMA_D8(96), TW_WGMMA_D8(104), TW_WGMMA_D8(112), TW_WGMMA_D8(120))
 
-template <> struct wgmma_op<16, __nv_bfloat16> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7"
-      "}, %8, %9, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0)
-      : "l"(a), "l"(b));
-  }
-};
-
-template <> struct wgmma_op<32, __nv_bfloat16> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
-      "}, %16, %17, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8)
-      : "l"(a), "l"(b));
-  }
-};
-
-template <> struct wgmma_op<64, __nv_bfloat16> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-      "}, %32, %33, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24)
-      : "l"(a), "l"(b));
-  }
-};
-
-template <> struct wgmma_op<128, __nv_bfloat16> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-      "}, %64, %65, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56)
-      : "l"(a), "l"(b));
-  }
-};
-
-template <> struct wgmma_op<256, __nv_bfloat16> {
-  __device__ static void run(float* d, uint64_t a, uint64_t b) {
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-      "}, %128, %129, p, 1, 1, 0, 1; }"
-      : TW_WGMMA_D8(0), TW_WGMMA_D8(8), TW_WGMMA_D8(16), TW_WGMMA_D8(24), TW_WGMMA_D8(32), TW_WGMMA_D8(40), TW_WGMMA_D8(48), TW_WGMMA_D8(56), TW_WGMMA_D8(64), TW_WGMMA_D8(72), TW_WGMMA_D8(80), TW_WGMMA_D8(88), TW_WGMMA_D8(96), TW_WGMMA_D8(104), TW_WGMMA_D8(112), TW_WGMMA_D8(120)
-      : "l"(a), "l"(b));
-  }
-};
-
+#undef TW_WGMMA
 #undef TW_WGMMA_D8
 
 }  // namespace tw
