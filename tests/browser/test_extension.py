@@ -20,7 +20,7 @@ import tileworkbench.tile as ct
 x = np.arange(8, dtype=np.float32)
 y = np.zeros(8, np.float32)'''
 TILE_CELL = '''\
-%%tilekernel --grid "(2,)" --args "x, y, 4"
+%%tilekernel --grid "(2,)" --args "x, y, 4" --show resources
 def double(x, y, TILE: ct.Constant[int]):
     i = ct.bid(0)
     ct.store(y, (i,), ct.load(x, (i,), (TILE,)) * 2)'''

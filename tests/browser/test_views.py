@@ -61,7 +61,7 @@ VIEWS = {
     "coverage": ("CoverageView.from_trace(run(copy, (1, 3), (x, np.zeros_like(x), 4, 4), trace=True))", "svg"),
     "launch_report": ('LaunchReportView.measure(copy, (2, 3), (x, y, 4, 4), arch="sm_90")', "svg"),
     "sweep": (('SweepView(sweep(copy, lambda c: (ct.cdiv(6, c["TM"]), ct.cdiv(10, c["TN"])), '
-               'lambda c: (x, y, c["TM"], c["TN"]), {"TM": [2, 4, 8], "TN": [4, 8]}, arch="sm_90"))'), ".sweep-cell"),
+               'lambda c: (x, y, c["TM"], c["TN"]), {"TM": [2, 4, 8], "TN": [4, 8]}, arch="sm_90", progress=False))'), ".sweep-cell"),
     "code_view": ('CodeView(copy, (x, y, 4, 4), arch="sm_90")', "pre"),
     "verdict": ('VerdictView(compare("copy", {"y": y}, {"y": wrong}, trace))', "table"),
 }
