@@ -44,10 +44,11 @@ class Work:
 
 
 class _Shape:
-    """Stands in for an array argument: the scalar rules only ask for its shape."""
+    """Stands in for an array argument: the scalar rules only ask for its shape and rank."""
 
     def __init__(self, shape):
         self.shape = tuple(shape)
+        self.ndim = len(self.shape)
 
 
 class _OneBlock:
