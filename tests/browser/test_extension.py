@@ -20,7 +20,7 @@ import tileworkbench.tile as ct
 x = np.arange(8, dtype=np.float32)
 y = np.zeros(8, np.float32)'''
 TILE_CELL = '''\
-%%tilekernel --grid "(2,)" --args "x, y, 4" --show resources
+%%tilekernel --grid "(2,)" --args "x, y, 4"
 def double(x, y, TILE: ct.Constant[int]):
     i = ct.bid(0)
     ct.store(y, (i,), ct.load(x, (i,), (TILE,)) * 2)'''
@@ -186,7 +186,7 @@ def test_the_inspector_lists_the_notebooks_kernels_and_scrolls_to_their_cells(br
     # each run leaves a one-line record in the cell's output, with a button to the inspector
     record = page.locator(".jp-CodeCell").nth(1).locator(".tw-record")
     record.wait_for()
-    assert record.inner_text().startswith("kernel double · 1 specialization · sm_90: ")
+    assert record.inner_text().startswith("kernel double · 1 specialization")
     inspector = open_inspector(page)
     kernels = inspector.locator(".tw-kernel")
     assert [kernels.nth(k).get_attribute("data-kernel") for k in range(kernels.count())] == ["double", "scale"]
@@ -194,14 +194,17 @@ def test_the_inspector_lists_the_notebooks_kernels_and_scrolls_to_their_cells(br
     assert double.locator(".tw-signature").inner_text() == "double(x, y, TILE: ct.Constant[int])"
     spec = double.locator(".tw-spec").first
     assert spec.locator(".tw-spec-label").inner_text() == "x: array<float32, 1d>, y: array<float32, 1d>, TILE=4"
-    metric = {m: spec.locator(f"[data-metric={m}]").inner_text() for m in ("threads", "registers", "shared", "occupancy")}
+    # an interpreter-only run compiles nothing: the record says so, unless the compile cache has it already
+    assert "not compiled for sm_90" in spec.inner_text() or re.search(r"\d+ regs", spec.inner_text())
+    assert "not measured" in double.locator(".tw-timing").inner_text()  # no GPU timed it
+    scale = inspector.locator("section[data-kernel='scale']")
+    metric = {m: scale.locator(f"[data-metric={m}]").first.inner_text() for m in ("threads", "registers", "shared",
+                                                                                   "occupancy")}
     assert int(metric["threads"].split()[0]) >= 32 and int(metric["registers"].split()[0]) > 0
     assert metric["shared"].endswith(" smem") and re.fullmatch(r"\d+% occupancy \((warps|threads|blocks|registers|shared memory)\)",
                                                                metric["occupancy"]), metric
-    assert "not measured" in double.locator(".tw-timing").inner_text()  # no GPU timed it
-    double.locator("details summary").first.click()
-    assert 'extern "C" __global__' in double.locator("pre.tw-cuda").first.inner_text()
-    scale = inspector.locator("section[data-kernel='scale']")
+    scale.locator("details summary").first.click()
+    assert 'extern "C" __global__' in scale.locator("pre.tw-cuda").first.inner_text()
     assert scale.locator(".tw-lang").inner_text() == "C++"
     assert scale.locator(".tw-signature").inner_text() == "scale(const float* x, float* y, int n, float a)"
     screenshot(page, "extension_inspector")
