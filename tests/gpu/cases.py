@@ -619,3 +619,54 @@ def swapping_tuples(x, n: int):
 
 
 case("tuples-carried-and-swapped", swapping_tuples, (2,), lambda: (random_array(64, np.float32), 5))
+
+
+# ---- chained tensor-core mmas: a warp holds whole accumulator rows (mma<W x 1>, mma_rows) ---------
+
+@ct.kernel
+def attention_rows(Q, K, V, O, n: int, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+    """Online-softmax attention: row max/sum of Q @ K^T in registers, P @ V with P from registers,
+    Q converted once outside the loop; ragged key length through a zero-padded last tile."""
+    q = ct.load(Q, (ct.bid(0), 0), (TM, D))
+    m_i = ct.full((TM, 1), -np.inf, ct.float32)
+    l_i = ct.zeros((TM, 1), ct.float32)
+    acc = ct.zeros((TM, D), ct.float32)
+    for j in range(ct.cdiv(n, TN)):
+        k = ct.load(K, (0, j), (D, TN), padding_mode=ct.PaddingMode.ZERO)
+        s = ct.mma(q, k, ct.zeros((TM, TN), ct.float32))
+        cols = j * TN + ct.arange(TN, dtype=ct.int32)[None, :]
+        s = ct.where(cols < n, s, -np.inf)
+        m_ij = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))
+        p = ct.exp(s - m_ij)
+        alpha = ct.exp(m_i - m_ij)
+        l_i = l_i * alpha + ct.sum(p, axis=1, keepdims=True)
+        v = ct.load(V, (j, 0), (TN, D), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(p.astype(Q.dtype), v, acc * alpha)
+        m_i = m_ij
+    ct.store(O, (ct.bid(0), 0), (acc / l_i).astype(O.dtype))
+
+
+for _dt in (np.float16, BF16):
+    for _tm, _tn, _d in [(128, 128, 64), (64, 64, 128), (128, 64, 32)]:
+        case(f"attention-rows-{np.dtype(_dt).name}-{_tm}x{_tn}x{_d}", attention_rows, (2,),
+             lambda dt=_dt, tm=_tm, tn=_tn, d=_d: (
+                 (RNG.standard_normal((2 * tm, d)) * 0.5).astype(dt), (RNG.standard_normal((d, 200)) * 0.5).astype(dt),
+                 RNG.standard_normal((200, d)).astype(dt), np.zeros((2 * tm, d), dt), 200, tm, tn, d))
+
+
+@ct.kernel
+def mma_row_reductions(A, B, S, I, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """Row reductions of an mma result that feeds another mma: sum/min without keepdims, argmax,
+    a user reduce, each stored."""
+    a = ct.load(A, (0, 0), (TM, TK))
+    c = ct.mma(a, ct.load(B, (0, 0), (TK, TN)), ct.zeros((TM, TN), ct.float32))
+    d = ct.mma(c.astype(A.dtype), ct.load(B, (0, 0), (TN, TN)), ct.zeros((TM, TN), ct.float32))
+    ct.store(S, (0, 0), ct.sum(d, axis=1)[:, None] + ct.min(c, axis=1)[:, None] * 0.5)
+    ct.store(S, (0, 1), ct.reduce(d, axis=1, func=lambda x, y: ct.maximum(x, y), identity=-np.inf)[:, None])
+    ct.store(I, (0, 0), ct.argmax(d, axis=1, keepdims=True))
+
+
+for _dt in (np.float16, BF16):
+    case(f"mma-row-reductions-{np.dtype(_dt).name}", mma_row_reductions, (1,),
+         lambda dt=_dt: (random_array((64, 32), dt), (RNG.standard_normal((64, 64)) * 0.1).astype(dt),
+                         np.zeros((64, 2), np.float32), np.zeros((64, 1), np.int32), 64, 64, 32))

@@ -25,7 +25,7 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import DType, TileType, bool_, float64, tfloat32
-from .layout import LayoutPlan, MmaLayout, plan_layouts, two_blocks_per_sm, wanted_layout
+from .layout import LayoutPlan, MmaLayout, RowLayout, plan_layouts, two_blocks_per_sm, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
@@ -85,7 +85,7 @@ class GeneratedKernel:
     vec: int = 1  # TW_VEC: elements per 16-byte chunk of the narrowest memory dtype
 
 
-def tile_type(t: TileType, layout: MmaLayout | None = None) -> str:
+def tile_type(t: TileType, layout: MmaLayout | RowLayout | None = None) -> str:
     """Scalars are plain C++ values; tiles are tw::tile<T, tw::shape<...>> (plus a layout alias)."""
     if not t.shape:
         return t.dtype.ctype
@@ -168,6 +168,7 @@ class _Emitter:
         self.smem = 0
         self.stage_views: dict[Value, str] = {}  # staged load result -> its stage in the pipelined loop
         self.stage_rings: dict[Op, str] = {}  # staged load op -> its stage buffers
+        self.current: dict[Value, MmaLayout] = {}  # hoisted values: the layout their name now holds
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -234,14 +235,18 @@ class _Emitter:
                 self.names[v] = self.in_layout(v, wanted_layout(self.plan, op, v))
             rule(self, op)
             self.names.update(own)
+            for r in op.results:  # converted once here rather than at each use in a loop
+                if r in self.plan.hoisted:
+                    self.names[r] = self.in_layout(r, self.plan.hoisted[r])
+                    self.current[r] = self.plan.hoisted[r]
         self.loc = None
 
     def type_of(self, v: Value) -> str:
         return tile_type(v.type, self.plan.of(v))
 
-    def in_layout(self, v: Value, layout: MmaLayout | None) -> str:
+    def in_layout(self, v: Value, layout: MmaLayout | RowLayout | None) -> str:
         """v's name, or a converted copy's when its layout is not `layout`."""
-        if v.is_array or not v.shape or self.plan.of(v) == layout:
+        if v.is_array or not v.shape or self.current.get(v, self.plan.of(v)) == layout:
             return self[v]
         _staged(self, v.type)
         name = self.define(Value(v.type, v.name), f"{self[v]}_{layout.alias if layout else 'blocked'}")
@@ -405,8 +410,11 @@ def _permute(e, op):
 
 @emits("broadcast")
 def _broadcast(e, op):
-    _staged(e, op.operands[0].type)
-    e.assign(op, f"tw::broadcast<{shape_type(op.result.shape)}>({e[op.operands[0]]})")
+    x, layout = op.operands[0], e.plan.of(op.result)
+    if x.type.size > 1 and not isinstance(e.plan.of(x), RowLayout):
+        _staged(e, x.type)
+    target = f", {layout.alias}" if layout else ""
+    e.assign(op, f"tw::broadcast<{shape_type(op.result.shape)}{target}>({e[x]})")
 
 
 @emits("cat")
@@ -464,7 +472,8 @@ def _reduce(e, op):
         acc *= 2  # (value, index) pairs
     outputs = math.prod(keep)
     passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
-    e.need_smem(staged + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
+    if not isinstance(e.plan.of(op.result), RowLayout):  # rows of an accumulator reduce in registers
+        e.need_smem(staged + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
     expr = f"tw::{op.name}<{shape_type(keep)}, {passes}{flags}>({e[x]})"
     if not op.result.shape:
         expr += ".item()"
@@ -499,7 +508,8 @@ def _combine(e, op):
     keep = _keepdims_shape(x.type, (axis,))
     outputs = math.prod(keep)
     passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
-    e.need_smem(staged + (e.threads // 32 + 1) * x.dtype.itemsize + outputs * 8 + 64)
+    if not isinstance(e.plan.of(op.result), RowLayout):  # rows of an accumulator reduce in registers
+        e.need_smem(staged + (e.threads // 32 + 1) * x.dtype.itemsize + outputs * 8 + 64)
     expr = f"tw::reduce<{shape_type(keep)}, {passes}>({e[x]}, {t}({identity}), {combine})"
     if not op.result.shape:
         expr += ".item()"
@@ -527,7 +537,8 @@ def _mma(e, op):
         return
     if op in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
-        stage = (m * (k + 8) + k * (n + 8)) * a.dtype.itemsize
+        a_rows = 0 if op in e.plan.register_a else m  # an A operand in registers needs no buffer
+        stage = (a_rows * (k + 8) + k * (n + 8)) * a.dtype.itemsize
         e.mma_smem = max(e.mma_smem, 2 * ((stage + 127) // 128 * 128))
         e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]}, mma_stage)")
         return
@@ -841,9 +852,13 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []
     layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)
+    rows = sorted({l for l in plan.layouts.values() if isinstance(l, RowLayout)}, key=lambda l: l.alias)
     for layout in layouts:
         e.used.add(layout.alias)
         setup.append(f"using {layout.alias} = {layout.cpp};  // tensor-core accumulator layout")
+    for layout in rows:
+        e.used.add(layout.alias)
+        setup.append(f"using {layout.alias} = {layout.cpp};  // the rows of an accumulator")
     if any(op not in plan.wgmma and op.operands[0] not in plan.staged
            for op in fn.walk() if op in plan.tensor_core):
         e.used.add("mma_stage")

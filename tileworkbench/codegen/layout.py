@@ -15,12 +15,18 @@ wants.
     }
     %h = astype %acc : tile<bfloat16, 128x128>         mma<2x4>
     store %C, ..., %h                                  converted to blocked, then stored
+
+When an mma result is reduced along its rows or feeds another mma (attention: Q @ K^T, a row
+softmax, then P @ V), every mma takes the warps-over-rows arrangement mma<W x 1>, so a warp holds
+whole rows: a row reduction lands in the rows layout mma_rows<W> (no shared memory), a rows tile
+broadcasts back along the row in registers, and a 16-bit tile in mma<W x 1> is the next mma's A
+operand as it is. A loop-invariant A operand (Q) is converted once, where it is defined.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir.core import Function, Op, Value
+from ..ir.core import Function, Op, Value, walk_block
 from ..ir.ops import Category, ops_in
 from ..ir.types import bfloat16, float16, float32
 from ..targets import arch_limits
@@ -45,6 +51,25 @@ class MmaLayout:
     @property
     def cpp(self) -> str:
         return f"tw::mma_layout<{self.wm}, {self.wn}>"
+
+
+@dataclass(frozen=True)
+class RowLayout:
+    """The rows of an mma<wm x 1> accumulator: an (M, 1) or (M,) tile held by the lanes that hold
+    each row (tile_mma.cuh mma_rows)."""
+
+    wm: int
+
+    @property
+    def alias(self) -> str:
+        return f"mma_rows_{self.wm}"
+
+    @property
+    def cpp(self) -> str:
+        return f"tw::mma_rows<{self.wm}>"
+
+
+ROW_REDUCTIONS = ops_in(Category.REDUCTION)
 
 
 @dataclass
@@ -80,6 +105,8 @@ class LayoutPlan:
     pipelines: dict = field(default_factory=dict)  # for Op -> Pipeline
     staged: dict = field(default_factory=dict)  # load result -> its Pipeline
     wgmma: set = field(default_factory=set)  # mma Ops that run as sm_90a wgmma
+    register_a: set = field(default_factory=set)  # mma Ops that take their A operand from registers
+    hoisted: dict = field(default_factory=dict)  # blocked Value -> layout it is converted to where defined
 
     def of(self, v: Value):
         return self.layouts.get(v)
@@ -126,16 +153,22 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
     use_wgmma = (threads is None and arch is not None and arch.startswith("sm_90") and pipelined == set(shapes)
                  and len(wgmma_rows) == 1 and wgmma_rows <= {64, 128} and all(shapes[i][1] <= 256 for i in shapes))
+    rows = not use_wgmma and _row_coupled(fn, shapes)
     if threads is not None:
         warps = threads // 32 if threads % 32 == 0 else None
     elif use_wgmma:
         warps = wgmma_rows.pop() // 16  # one warpgroup per 64 rows
+    elif rows:
+        warps = min(MAX_WARPS, min(m for m, _, _ in shapes.values()) // 16)  # 16 rows or more per warp
     else:
         warps = max((_wanted_warps(m, n) for m, n, _ in shapes.values()), default=None)
     tensor_core = {}
     if warps:
         for op_id, (m, n, _) in shapes.items():
-            layout = MmaLayout(warps, 1) if use_wgmma else _arrangement(m, n, warps)
+            if use_wgmma or (rows and m % (16 * warps) == 0):
+                layout = MmaLayout(warps, 1)
+            else:
+                layout = _arrangement(m, n, warps)
             if layout is not None:
                 tensor_core[op_id] = layout
     plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set())
@@ -167,12 +200,97 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                 if layout is not None and value not in plan.layouts:
                     plan.layouts[value] = layout
                     changed = True
-    for op in fn.walk():  # constants take the layout all their uses want
-        if op.name == "constant" and op.result.shape and op.result not in plan.layouts:
-            wants = {w for w in (wanted_layout(plan, user, v) for user, v in _uses(fn, op.result))}
-            if len(wants) == 1 and None not in wants:
-                plan.layouts[op.result] = wants.pop()
+        for op in fn.walk():  # constants and splats are built in the layout all their uses want
+            if _splat(op) and op.result not in plan.layouts:
+                wants = {wanted_layout(plan, user, v) for user, v in _uses(fn, op.result)}
+                if len(wants) == 1 and None not in wants:
+                    plan.layouts[op.result] = wants.pop()
+                    changed = True
+    _registers_as_a(fn, plan)
     return plan
+
+
+def _splat(op: Op) -> bool:
+    """A tile every element of which is one value: it can be made in any layout without moving data."""
+    if op.name == "constant":
+        return bool(op.result.shape)
+    return op.name == "broadcast" and op.operands[0].type.size == 1
+
+
+def _row_coupled(fn: Function, shapes: dict) -> bool:
+    """Whether some tensor-core mma's result, through elementwise ops and loop-carried values,
+    is reduced along its rows or is the A operand of another mma."""
+    carried = {}  # for-loop init operand or yielded value -> the loop's result and body argument
+    for op in fn.walk():
+        if op.name == "for":
+            body = op.regions[0]
+            for k, result in enumerate(op.results):
+                for v in (op.operands[3 + k], body.ops[-1].operands[k]):
+                    carried.setdefault(v, []).extend([result, body.args[1 + k]])
+    users = {}
+    for op in fn.walk():
+        for v in op.operands:
+            users.setdefault(v, []).append(op)
+    seen, todo = set(), [op.result for op in shapes]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        todo.extend(carried.get(v, []))
+        for user in users.get(v, []):
+            if user.name in ROW_REDUCTIONS and len(v.shape) == 2 and _reduces_rows(user):
+                return True
+            if user in shapes and user.operands[0] is v:
+                return True
+            if user.name in ELEMENTWISE and user.result.shape == v.shape:
+                todo.append(user.result)
+    return False
+
+
+def _reduces_rows(op: Op) -> bool:
+    """A reduction of a 2-D tile along its last axis only."""
+    axes = op.attrs.get("axes", (op.attrs.get("axis"),))
+    return len(op.operands) == 1 and tuple(axes) == (1,)
+
+
+def _loop_of(fn: Function, target: Op):
+    """The innermost for/while loop whose body holds `target` (None: not in a loop)."""
+    def walk(block, loop):
+        for op in block.ops:
+            if op is target:
+                return loop
+            for region in op.regions:
+                found = walk(region, op if op.name in ("for", "while") else loop)
+                if found is not None:
+                    return found
+        return None
+    return walk(fn.body, None)
+
+
+def _inside(loop: Op, v: Value) -> bool:
+    """Whether v is defined in the loop's body (a body argument or a result of an op in it)."""
+    return any(v in region.args or any(v in op.results for op in walk_block(region)) for region in loop.regions)
+
+
+def _registers_as_a(fn: Function, plan: LayoutPlan):
+    """Tensor-core mmas of mma<W x 1> whose 16-bit A operand is (or can be made, once, outside the
+    loop) a tile in that layout read straight from registers."""
+    for op, layout in plan.tensor_core.items():
+        a = op.operands[0]
+        if layout.wn != 1 or op in plan.wgmma or a in plan.staged:
+            continue
+        if plan.of(a) == layout:
+            plan.register_a.add(op)
+            continue
+        loop = _loop_of(fn, op)
+        if plan.of(a) is not None or loop is None or _inside(loop, a) or a.owner is None:
+            continue
+        uses = list(_uses(fn, a))
+        if all(u in plan.tensor_core and plan.tensor_core[u] == layout and u.operands[0] is a
+               and a is not u.operands[1] for u, _ in uses):
+            plan.hoisted[a] = layout
+            plan.register_a.update(u for u, _ in uses)
 
 
 def two_blocks_per_sm(fn: Function, plan: LayoutPlan) -> bool:
@@ -257,6 +375,17 @@ def _implied(plan: LayoutPlan, op: Op):
         yield op.result, plan.tensor_core[op]
     elif op.name in ELEMENTWISE and op.result.shape:
         yield op.result, next((plan.of(v) for v in op.operands if plan.of(v)), None)
+    elif op.name in ROW_REDUCTIONS and len(op.operands) == 1 and _reduces_rows(op):
+        layout = plan.of(op.operands[0])
+        if isinstance(layout, MmaLayout) and layout.wn == 1:
+            yield op.result, RowLayout(layout.wm)
+    elif op.name == "broadcast" and isinstance(plan.of(op.operands[0]), RowLayout):
+        m, shape = op.operands[0].shape[0], op.result.shape
+        if len(shape) == 2 and shape[0] == m and shape[1] % 8 == 0:
+            yield op.result, MmaLayout(plan.of(op.operands[0]).wm, 1)
+    elif op.name == "reshape" and isinstance(plan.of(op.operands[0]), RowLayout):
+        if op.result.shape in ((op.operands[0].shape[0],), (op.operands[0].shape[0], 1)):
+            yield op.result, plan.of(op.operands[0])
     elif op.name == "for":
         body = op.regions[0]
         yielded = body.ops[-1].operands
@@ -284,8 +413,16 @@ def _uses(fn: Function, value: Value):
 def wanted_layout(plan: LayoutPlan, op: Op, operand: Value):
     """The layout `op` takes `operand` in (None: blocked). For a for/if, the one of its results."""
     if op in plan.tensor_core:
-        return plan.tensor_core[op] if operand is op.operands[2] else None
+        if operand is op.operands[2] or (op in plan.register_a and operand is op.operands[0]):
+            return plan.tensor_core[op]
+        return None
     if op.name in ELEMENTWISE and op.result.shape:
+        return plan.of(op.result)
+    if op.name in ROW_REDUCTIONS and isinstance(plan.of(op.result), RowLayout):
+        return MmaLayout(plan.of(op.result).wm, 1)
+    if op.name == "broadcast" and isinstance(plan.of(op.result), MmaLayout) and operand.type.size > 1:
+        return RowLayout(plan.of(op.result).wm) if plan.of(op.result).wn == 1 and operand.shape[-1] == 1 else None
+    if op.name == "reshape" and isinstance(plan.of(op.result), RowLayout):
         return plan.of(op.result)
     if op.name == "for":
         k = next((k for k, v in enumerate(op.operands[3:]) if v is operand), None)

@@ -564,18 +564,18 @@ __device__ auto transpose(const tile<T, S>& x) {
   else return transpose_first_two(x, typename make_seq<S::rank - 2>::type{});
 }
 
-// Stretch size-1 dimensions (NumPy broadcasting at equal rank).
-template <class S2, class T, class S>
-__device__ tile<T, S2> broadcast(const tile<T, S>& x) {
+// Stretch size-1 dimensions (NumPy broadcasting at equal rank), into layout L2.
+template <class S2, class L2 = blocked, class T, class S>
+__device__ tile<T, S2, L2> broadcast(const tile<T, S>& x) {
   static_assert(S::rank == S2::rank, "broadcast at equal rank; reshape first");
   if constexpr (S::size == 1) {
-    return full<T, S2>(x.v[0]);
+    return full<T, S2, L2>(x.v[0]);
   } else {
     T* buf = reinterpret_cast<T*>(smem());
     __syncthreads();
     to_smem(x, buf);
     __syncthreads();
-    return from_smem<S2>(buf, [](int e) {
+    return from_smem<S2, L2>(buf, [](int e) {
       int c[S2::rank];
       S2::unflatten(e, c);
       for (int i = 0; i < S::rank; ++i) c[i] = S::dim(i) == 1 ? 0 : c[i];

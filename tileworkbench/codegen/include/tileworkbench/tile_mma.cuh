@@ -36,6 +36,72 @@ struct mma_layout {
   template <class S> __device__ static bool owner() { return true; }
 };
 
+// The rows of an mma_layout<WM, 1> accumulator: an (M, 1) or (M,) tile, element i held by the four
+// lanes that hold row i of the accumulator (lane l: rows l / 4 and l / 4 + 8 of each 16-row
+// fragment, register 2 * fragment + {0, 1}). A row reduction of the accumulator lands here without
+// shared memory, and broadcasting back along the row is register code, which is what chained
+// softmax-style code (max, exp, sum, rescale) needs between two mmas.
+template <int WM>
+struct mma_rows {
+  static constexpr int warps = WM;
+  template <class S> __host__ __device__ static constexpr int registers() { return S::size / (8 * WM); }
+  template <class S> __host__ __device__ static constexpr int vec() { return 1; }
+  template <class S> __device__ static int elem(int r) {
+    constexpr int WTM = S::size / WM;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    return warp * WTM + r / 2 * 16 + lane / 4 + r % 2 * 8;
+  }
+  template <class S> __device__ static bool owner() { return threadIdx.x % 4 == 0; }  // one lane per quad writes
+};
+
+// Reduce along the rows of an mma_layout<WM, 1> tile (a warp holds whole rows): each thread folds
+// its registers of a row, then the quad of lanes sharing the row combines with two shuffles.
+template <class S2, int Passes, class A, class T, int M, int N, int WM, class Lift, class Combine, class Finish>
+__device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A identity, Lift lift, Combine combine,
+                       Finish finish) {
+  static_assert(S2::size == M, "an accumulator layout reduces along its rows only");
+  using Rows = tile<decltype(finish(identity)), S2, mma_rows<WM>>;
+  constexpr int NI = N / 8;
+  const int lane = threadIdx.x % 32;
+  A acc[Rows::R];
+#pragma unroll
+  for (int k = 0; k < Rows::R; ++k) acc[k] = identity;
+#pragma unroll
+  for (int r = 0; r < tile<T, shape<M, N>, mma_layout<WM, 1>>::R; ++r) {
+    const int f = r / 4, c = r % 4;
+    acc[f / NI * 2 + c / 2] = combine(acc[f / NI * 2 + c / 2], lift(x.v[r], f % NI * 8 + lane % 4 * 2 + c % 2));
+  }
+  Rows out;
+#pragma unroll
+  for (int k = 0; k < Rows::R; ++k) {
+    A a = combine(acc[k], shuffle_xor(acc[k], 1));
+    out.v[k] = finish(combine(a, shuffle_xor(a, 2)));
+  }
+  return out;
+}
+
+// Each row value along the row: (M, 1) rows to an (M, N) accumulator-layout tile, in registers.
+template <class S2, class L2, class T, int M, int WM>
+__device__ tile<T, S2, mma_layout<WM, 1>> broadcast(const tile<T, shape<M, 1>, mma_rows<WM>>& x) {
+  static_assert(S2::rank == 2 && S2::dim(0) == M, "broadcasts along the row");
+  using Out = tile<T, S2, mma_layout<WM, 1>>;
+  constexpr int NI = S2::dim(1) / 8;
+  Out out;
+#pragma unroll
+  for (int r = 0; r < Out::R; ++r) out.v[r] = x.v[r / 4 / NI * 2 + r % 4 / 2];
+  return out;
+}
+
+// (M,) and (M, 1) rows are the same registers.
+template <class S2, class T, class S, int WM>
+__device__ tile<T, S2, mma_rows<WM>> reshape(const tile<T, S, mma_rows<WM>>& x) {
+  static_assert(S2::size == S::size, "reshape keeps the element count");
+  tile<T, S2, mma_rows<WM>> out;
+#pragma unroll
+  for (int r = 0; r < tile<T, S, mma_rows<WM>>::R; ++r) out.v[r] = x.v[r];
+  return out;
+}
+
 // ---- the tensor-core instructions -------------------------------------------------------------------
 
 __device__ inline uint32_t smem_address(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
@@ -157,6 +223,60 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(const tile<T, shape<
   for (int k0 = 0; k0 < K; k0 += 16)
     mma_k16<T, MI, NI>(acc.v, [&](int i) { return a_rows + i * 16 * (K + 8) + k0; },
                        [&](int j) { return b_rows + k0 * (N + 8) + j * 8; });
+  return acc;
+}
+
+// Two 16-bit elements as one mma operand register (the lower column in the low half).
+template <class T>
+__device__ uint32_t pack_pair(T lo, T hi) {
+  unsigned short l, h;
+  memcpy(&l, &lo, 2);
+  memcpy(&h, &hi, 2);
+  return uint32_t(l) | uint32_t(h) << 16;
+}
+
+// acc + a @ b on tensor cores with `a` already in registers, in the accumulator layout of the same
+// warps (typically a previous mma's result, cast to 16 bits): fragments (i, 2t) and (i, 2t + 1) of
+// that layout are exactly mma.sync's A fragment of rows i and k step t, so only `b` goes through
+// shared memory. This is how P @ V follows Q @ K^T in attention without a round trip.
+template <class T, int M, int N, int K, int WM>
+__device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M, K>, mma_layout<WM, 1>>& a,
+                                                          const tile<T, shape<K, N>>& b,
+                                                          tile<float, shape<M, N>, mma_layout<WM, 1>> acc, int& stage) {
+  static_assert(traits<T>::is_half, "tensor-core mma takes float16 or bfloat16 operands");
+  constexpr int WTM = M / WM, MI = WTM / 16, NI = N / 8, KI = K / 8;
+  static_assert(M % (16 * WM) == 0 && N % 8 == 0 && K % 16 == 0, "shape does not fit the warps");
+  constexpr int stage_bytes = (K * (N + 8) * int(sizeof(T)) + 127) / 128 * 128;
+  T* bbuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ & 1) * stage_bytes);
+  to_padded_smem(b, bbuf);
+  __syncthreads();
+  const int lane = threadIdx.x % 32;
+  const T* b_rows = bbuf + (lane % 16) * (N + 8) + lane / 16 * 8;
+#pragma unroll
+  for (int t = 0; t < K / 16; ++t) {
+    uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+      const T* lo = &a.v[(i * KI + 2 * t) * 4];  // k columns 16t .. 16t + 7
+      const T* hi = lo + 4;                       // k columns 16t + 8 .. 16t + 15
+      af[i][0] = pack_pair(lo[0], lo[1]), af[i][1] = pack_pair(lo[2], lo[3]);
+      af[i][2] = pack_pair(hi[0], hi[1]), af[i][3] = pack_pair(hi[2], hi[3]);
+    }
+#pragma unroll
+    for (int j = 0; j < NI; j += 2) {
+      if (j + 1 < NI) {
+        uint32_t r[4];
+        ldmatrix_x4(r, b_rows + t * 16 * (N + 8) + j * 8, true);
+        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
+      } else {
+        ldmatrix_x2_trans(bf[j], b_rows + t * 16 * (N + 8) + j * 8);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
+  }
   return acc;
 }
 

@@ -142,19 +142,19 @@ template <class T> struct accumulator { using type = T; };
 template <> struct accumulator<__half> { using type = float; };
 template <> struct accumulator<__nv_bfloat16> { using type = float; };
 
-template <class S2, int Passes = 1, class T, class S, class Combine>
-__device__ tile<T, S2> reduce(const tile<T, S>& x, T identity, Combine combine) {
+template <class S2, int Passes = 1, class T, class S, class L, class Combine>
+__device__ auto reduce(const tile<T, S, L>& x, T identity, Combine combine) {
   return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, combine, [](T a) { return a; });
 }
 
-template <class S2, int Passes = 1, class T, class S>
-__device__ tile<T, S2> sum(const tile<T, S>& x) {
+template <class S2, int Passes = 1, class T, class S, class L>
+__device__ auto sum(const tile<T, S, L>& x) {
   using A = typename accumulator<T>::type;
   return reduce<S2, Passes>(x, A(0), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a + b); },
                     [](A a) { return convert<T>(a); });
 }
-template <class S2, int Passes = 1, class T, class S>
-__device__ tile<T, S2> prod(const tile<T, S>& x) {
+template <class S2, int Passes = 1, class T, class S, class L>
+__device__ auto prod(const tile<T, S, L>& x) {
   using A = typename accumulator<T>::type;
   return reduce<S2, Passes>(x, A(1), [](T v, int) { return convert<A>(v); }, [](A a, A b) { return A(a * b); },
                     [](A a) { return convert<T>(a); });
@@ -165,14 +165,14 @@ template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
   if constexpr (traits<T>::is_float) return convert<T>(__int_as_float(0x7fffffff));
   else return otherwise();
 }
-template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
-__device__ tile<T, S2> max(const tile<T, S>& x) {
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
+__device__ auto max(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
   T identity = PropagateNan ? lowest<T>() : nan_or<T>(lowest<T>);
   return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
 }
-template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
-__device__ tile<T, S2> min(const tile<T, S>& x) {
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
+__device__ auto min(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::minimum_nan(a, b) : op::minimum(a, b); };
   T identity = PropagateNan ? highest<T>() : nan_or<T>(highest<T>);
   return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
@@ -195,14 +195,14 @@ __device__ indexed<T> pick(indexed<T> a, indexed<T> b) {
   bool tie = !(widen(a.value) < widen(b.value)) && !(widen(b.value) < widen(a.value));
   return b_better || (tie && b.index < a.index) ? b : a;
 }
-template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
-__device__ tile<int32_t, S2> argmax(const tile<T, S>& x) {
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
+__device__ auto argmax(const tile<T, S, L>& x) {
   return reduce<S2, Passes>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
                     [](indexed<T> a, indexed<T> b) { return pick<true, PropagateNan>(a, b); },
                     [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
 }
-template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S>
-__device__ tile<int32_t, S2> argmin(const tile<T, S>& x) {
+template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
+__device__ auto argmin(const tile<T, S, L>& x) {
   return reduce<S2, Passes>(x, indexed<T>{T(0), -1}, [](T v, int j) { return indexed<T>{v, j}; },
                     [](indexed<T> a, indexed<T> b) { return pick<false, PropagateNan>(a, b); },
                     [](indexed<T> a) { return int32_t(a.index < 0 ? 0 : a.index); });
