@@ -226,6 +226,9 @@ class _Emitter:
             rule = EMIT.get(op.name)
             if rule is None:
                 raise TileUnsupportedFeatureError(f"'{op.name}' in a GPU kernel: {OPS[op.name].no_emitter}", op.loc)
+            if op in self.plan.fused:  # a reshape/transpose the staged operand's stage already is
+                self.names[op.result] = self[op.operands[0]]
+                continue
             if op.name in ("for", "if", "while"):  # their operands' layouts are settled by the rule
                 rule(self, op)
                 self.loc = None
@@ -528,12 +531,20 @@ def _scan(e, op):
 @emits("mma")
 def _mma(e, op):
     a, b, acc = op.operands
-    if a in e.plan.staged:  # both operands wait in shared-memory stages
-        if e.plan.staged[a].in_flight:  # into the loop-carried accumulator, in place
-            e.emit(f"tw::wgmma_async({e[a]}, {e[b]}, {e[acc]});")
+    pipeline = e.plan.pipelined.get(op)
+    if pipeline is not None:  # operands wait in shared-memory stages (A may be in registers)
+        def operand(k, v):
+            if (op, k) not in pipeline.operands:
+                return e[v]
+            load, transposed = pipeline.operands[op, k]
+            view = e.stage_views[load.result]
+            return f"tw::transpose_stage({view})" if transposed else view
+        a_expr, b_expr = operand(0, a), operand(1, b)
+        if pipeline.in_flight:  # into the loop-carried accumulator, in place
+            e.emit(f"tw::wgmma_async({a_expr}, {b_expr}, {e[acc]});")
             e.names[op.result] = e[acc]
             return
-        e.assign(op, f"tw::{'wgmma' if op in e.plan.wgmma else 'mma'}({e[a]}, {e[b]}, {e[acc]})")
+        e.assign(op, f"tw::{'wgmma' if op in e.plan.wgmma else 'mma'}({a_expr}, {b_expr}, {e[acc]})")
         return
     if op in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
@@ -745,7 +756,7 @@ def _pipelined_loop(e, op, pipeline, i):
            f"shared-memory stages")
     offset = 0
     for load in pipeline.loads:
-        rows, cols = load.result.shape
+        rows, cols = pipeline.stage_shape(load)
         ring = e.define(Value(load.result.type), f"{load.result.name or 'operand'}_stages")
         e.emit(f"const tw::operand_stages<{load.result.dtype.ctype}, {rows}, {cols}, {stages}> {ring}"
                f"{{tw::smem() + PIPELINE_BASE + {offset}}};")
@@ -756,8 +767,15 @@ def _pipelined_loop(e, op, pipeline, i):
     e.indent += "  "
     for load in pipeline.loads:
         array, *index = load.operands
+        for v in index:  # a constant index defined in the body is written in place, here too
+            if v not in e.names and v.owner is not None and v.owner.name == "constant":
+                _constant(e, v.owner)
+        order = load.attrs["order"]
+        in_array_order = [None] * len(order)  # tile axis k walks array axis order[k]
+        for k, d in enumerate(order):
+            in_array_order[d] = index[k]
         e.loc = load.loc
-        e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {e[array]}, {e.at(index)}, {_pad(load)});")
+        e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {e[array]}, {e.at(in_array_order)}, {_pad(load)});")
     e.loc = None
     e.indent = e.indent[:-2]
     e.emit("};")
@@ -859,8 +877,7 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     for layout in rows:
         e.used.add(layout.alias)
         setup.append(f"using {layout.alias} = {layout.cpp};  // the rows of an accumulator")
-    if any(op not in plan.wgmma and op.operands[0] not in plan.staged
-           for op in fn.walk() if op in plan.tensor_core):
+    if any(op not in plan.pipelined for op in fn.walk() if op in plan.tensor_core):
         e.used.add("mma_stage")
         setup.append("int mma_stage = 0;  // alternates the tensor-core mma operand buffers")
     for p, arg in zip(fn.runtime_params, fn.body.args):

@@ -79,6 +79,11 @@ class Pipeline:
 
     loop: Op
     loads: list
+    # (mma, operand position) -> (load, transposed): where each staged operand waits; transposed when
+    # the stage holds the (N x K) tile a `k.T`-style operand was loaded as. An A operand absent
+    # here comes from registers.
+    operands: dict = field(default_factory=dict)
+    chains: set = field(default_factory=set)  # reshape/permute ops between a staged load and its mma
     stages: int = 0  # shared-memory buffers per operand
     in_flight: bool = False  # wgmma accumulating in place, one group left running: loads run one less ahead
 
@@ -87,6 +92,21 @@ class Pipeline:
         """How many iterations ahead the loads run: every stage but the one read now (and the one
         the wgmma group still running reads)."""
         return self.stages - 1 - self.in_flight
+
+    @property
+    def mmas(self) -> list:
+        return list(dict.fromkeys(mma for mma, _ in self.operands))
+
+    @property
+    def wgmma_ready(self) -> bool:
+        """Both operands of every mma staged as loaded (the layouts wgmma descriptors name here)."""
+        return all((m, k) in self.operands and not self.operands[m, k][1] for m in self.mmas for k in (0, 1))
+
+    @staticmethod
+    def stage_shape(load: Op) -> tuple[int, int]:
+        """The (rows, columns) a load's stage holds: its tile's last two axes in the array's order."""
+        shape, order = load.result.shape, load.attrs["order"]
+        return (shape[-1], shape[-2]) if order[-2:] == (len(order) - 1, len(order) - 2) else shape[-2:]
 
     @property
     def stage_bytes(self) -> int:
@@ -105,6 +125,8 @@ class LayoutPlan:
     pipelines: dict = field(default_factory=dict)  # for Op -> Pipeline
     staged: dict = field(default_factory=dict)  # load result -> its Pipeline
     wgmma: set = field(default_factory=set)  # mma Ops that run as sm_90a wgmma
+    pipelined: dict = field(default_factory=dict)  # mma Op -> the Pipeline staging its operands
+    fused: set = field(default_factory=set)  # reshape/permute Ops folded into how an operand is staged
     register_a: set = field(default_factory=set)  # mma Ops that take their A operand from registers
     hoisted: dict = field(default_factory=dict)  # blocked Value -> layout it is converted to where defined
 
@@ -148,12 +170,14 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
     propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma."""
     shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
-    pipelines = _pipelines(fn, shapes)
-    pipelined = {op for p in pipelines.values() for op in _pipelined_mmas(p)}
+    coupled = _row_coupled(fn, shapes)
+    pipelines = _pipelines(fn, shapes, a_in_registers=coupled)
+    pipelined = {op for p in pipelines.values() for op in p.mmas}
     wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
     use_wgmma = (threads is None and arch is not None and arch.startswith("sm_90") and pipelined == set(shapes)
+                 and all(p.wgmma_ready for p in pipelines.values())
                  and len(wgmma_rows) == 1 and wgmma_rows <= {64, 128} and all(shapes[i][1] <= 256 for i in shapes))
-    rows = not use_wgmma and _row_coupled(fn, shapes)
+    rows = not use_wgmma and coupled
     if threads is not None:
         warps = threads // 32 if threads % 32 == 0 else None
     elif use_wgmma:
@@ -182,11 +206,14 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     blocks_per_sm = 2 if two_blocks_per_sm(fn, plan) else 1
     for key, pipeline in pipelines.items():
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm)
-        if pipeline.stages >= 2 and all(op in tensor_core for op in _pipelined_mmas(pipeline)):
+        if pipeline.stages >= 2 and all(op in tensor_core and (tensor_core[op].wn == 1 or (op, 0) in pipeline.operands)
+                                        for op in pipeline.mmas):
             plan.pipelines[key] = pipeline
             plan.staged.update((load.result, pipeline) for load in pipeline.loads)
+            plan.pipelined.update((mma, pipeline) for mma in pipeline.mmas)
+            plan.fused.update(pipeline.chains)
             if use_wgmma:
-                plan.wgmma.update(_pipelined_mmas(pipeline))
+                plan.wgmma.update(pipeline.mmas)
                 # A lone block per SM leaves its tensor cores idle at each barrier unless a wgmma
                 # group stays in flight (measured on the H100: 128x256x64 tiles 488 -> 588 TFLOP/s);
                 # with two blocks per SM the other block fills those gaps and the deeper prefetch wins.
@@ -275,13 +302,16 @@ def _inside(loop: Op, v: Value) -> bool:
 
 def _registers_as_a(fn: Function, plan: LayoutPlan):
     """Tensor-core mmas of mma<W x 1> whose 16-bit A operand is (or can be made, once, outside the
-    loop) a tile in that layout read straight from registers."""
+    loop) a tile in that layout read straight from registers. A pipelined mma whose A operand is
+    not staged takes it from registers in any case (converted where it is used, if need be)."""
     for op, layout in plan.tensor_core.items():
         a = op.operands[0]
-        if layout.wn != 1 or op in plan.wgmma or a in plan.staged:
+        pipeline = plan.pipelined.get(op)
+        if layout.wn != 1 or op in plan.wgmma or (pipeline and (op, 0) in pipeline.operands):
             continue
-        if plan.of(a) == layout:
+        if plan.of(a) == layout or pipeline:
             plan.register_a.add(op)
+        if plan.of(a) == layout:
             continue
         loop = _loop_of(fn, op)
         if plan.of(a) is not None or loop is None or _inside(loop, a) or a.owner is None:
@@ -318,11 +348,14 @@ def _panel_fits(shape) -> bool:
     return rows % 8 == 0 and (cols * 2 in (32, 64) or cols * 2 % 128 == 0)
 
 
-def _pipelines(fn: Function, shapes: dict) -> dict:
-    """Loops whose tensor-core mmas take both operands straight from loads in the loop body, each
-    load indexed by the loop variable and by values from outside the loop, and used by such mmas
-    only: those loads can be issued iterations ahead."""
+def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False) -> dict:
+    """Loops whose tensor-core mmas take their B operand (and their A operand, unless
+    `a_in_registers` lets it come from registers) straight from loads in the loop body: each load
+    indexed by the loop variable and by values from outside the loop, used by such mmas only
+    (possibly through a reshape that drops unit axes and a transpose of the last two axes). Those
+    loads can be issued iterations ahead."""
     found = {}
+    uses = _use_counts(fn)
     for loop in fn.walk():
         if loop.name != "for":
             continue
@@ -330,28 +363,83 @@ def _pipelines(fn: Function, shapes: dict) -> dict:
         iv = body.args[0]
         inside = {r for op in body.ops for r in op.results} | set(body.args)
 
-        def ahead(v: Value):  # a load that can run ahead
-            op = v.owner
-            if op is None or op not in body.ops or op.name != "load" or op.attrs["order"] != (0, 1):
-                return None
-            array, *index = op.operands
-            if array in inside or any(x is not iv and x in inside for x in index):
-                return None
-            return op if _panel_fits(v.shape) else None
-        mmas = [op for op in body.ops if op in shapes and ahead(op.operands[0]) and ahead(op.operands[1])]
-        loads = list(dict.fromkeys(l for m in mmas for l in (m.operands[0].owner, m.operands[1].owner)))
-        users_ok = all(all(u in mmas and l.result is not u.operands[2]
-                           for u, _ in _uses(fn, l.result)) for l in loads)
-        if mmas and users_ok:
-            found[loop] = Pipeline(loop, sorted(loads, key=body.ops.index))
+        def can_run_ahead(load: Op) -> bool:
+            array, *index = load.operands
+            if array in inside or any(x is not iv and x in inside and not _scalar_constant(x) for x in index):
+                return False
+            shape, order = load.result.shape, load.attrs["order"]
+            n = len(shape)
+            if any(d != 1 for d in shape[:-2]) or order[:-2] != tuple(range(n - 2)):
+                return False
+            return _panel_fits(Pipeline.stage_shape(load))
+
+        pipeline = Pipeline(loop, [])
+        for mma in (op for op in body.ops if op in shapes):
+            sources = {k: _staged_source(mma.operands[k], body, uses) for k in (0, 1)}
+            if any(src and not can_run_ahead(src[0]) for src in sources.values()):
+                sources = {k: None for k in sources}
+            if sources[1] is None or (sources[0] is None and not a_in_registers):
+                continue
+            for k, src in sources.items():
+                if src is not None:
+                    load, transposed, chain = src
+                    pipeline.operands[mma, k] = (load, transposed)
+                    pipeline.chains.update(chain)
+        loads = list(dict.fromkeys(load for load, _ in pipeline.operands.values()))
+        if len(loads) < len({(id_, k) for id_, k in pipeline.operands}):  # one load feeding two operands
+            continue
+        if loads:
+            pipeline.loads = sorted(loads, key=body.ops.index)
+            found[loop] = pipeline
     return found
+
+
+def _staged_source(v: Value, body, uses: dict):
+    """(load, transposed, chain ops) when the mma operand v is a load of this loop body, possibly
+    reshaped (unit axes dropped) and transposed (last two axes swapped), each step used once."""
+    chain, transposed = [], False
+    while v.owner is not None and v.owner in body.ops and v.owner.name in ("reshape", "permute") and uses[v] == 1:
+        op, (x,) = v.owner, v.owner.operands
+        if op.name == "reshape" and not (_squeezed(x.shape) == _squeezed(v.shape) and len(_squeezed(v.shape)) == 2
+                                         and x.shape[-2:] == v.shape[-2:]):
+            return None
+        if op.name == "permute":
+            n = len(v.shape)
+            if op.attrs["axes"] != tuple(range(n - 2)) + (n - 1, n - 2):
+                return None
+            transposed = not transposed
+        chain.append(op)
+        v = x
+    load = v.owner
+    if load is None or load not in body.ops or load.name != "load" or uses[v] != 1:
+        return None
+    order = load.attrs["order"]
+    if order[-2:] == (len(order) - 1, len(order) - 2):
+        transposed = not transposed
+    return load, transposed, chain
+
+
+def _scalar_constant(v: Value) -> bool:
+    return v.owner is not None and v.owner.name == "constant" and not v.shape
+
+
+def _squeezed(shape) -> tuple:
+    return tuple(d for d in shape if d != 1)
+
+
+def _use_counts(fn: Function) -> dict:
+    counts = {}
+    for op in fn.walk():
+        for v in op.operands:
+            counts[v] = counts.get(v, 0) + 1
+    return counts
 
 
 def _accumulates_in_place(pipeline: Pipeline) -> bool:
     """One mma in the loop, accumulating into a loop-carried value and yielding the sum back to it
     with no other use: it can update the accumulator registers in place."""
     body = pipeline.loop.regions[0]
-    mmas = _pipelined_mmas(pipeline)
+    mmas = pipeline.mmas
     if len(mmas) != 1:
         return False
     mma = mmas[0]
@@ -362,11 +450,6 @@ def _accumulates_in_place(pipeline: Pipeline) -> bool:
                 for k, arg in enumerate(carried))
             and len(uses) == 1 and uses[0].name == "yield"
             and sum(1 for op in body.ops for v in op.operands if v is mma.operands[2]) == 1)
-
-
-def _pipelined_mmas(pipeline: Pipeline):
-    staged = {l.result for l in pipeline.loads}
-    return [op for op in pipeline.loop.regions[0].ops if op.name == "mma" and op.operands[0] in staged]
 
 
 def _implied(plan: LayoutPlan, op: Op):

@@ -95,6 +95,32 @@ __device__ void load_async(swizzled<T, R, C> dst, const array<T, 2>& a, const co
   }
 }
 
+// The same for a tile of shape (1, ..., 1, R, C) of an N-d array: the leading indices pick one
+// plane (an index outside the array leaves an empty plane, so the tile is all padding).
+template <class T, int R, int C, int Rank>
+__device__ void load_async(swizzled<T, R, C> dst, const array<T, Rank>& a, const coords<Rank>& index, T pad) {
+  static_assert(Rank > 2, "a 2-d array takes the overload above");
+  long long offset = 0;
+  bool inside = true;
+#pragma unroll
+  for (int d = 0; d < Rank - 2; ++d) {
+    offset += (long long)index[d] * a.stride[d];
+    inside = inside && index[d] >= 0 && index[d] < a.shape[d];
+  }
+  const array<T, 2> plane{a.ptr + (inside ? offset : 0), {inside ? a.shape[Rank - 2] : 0, a.shape[Rank - 1]},
+                          {a.stride[Rank - 2], a.stride[Rank - 1]}};
+  load_async(dst, plane, coords<2>{{index[Rank - 2], index[Rank - 1]}}, pad);
+}
+
+// An operand stage that holds the transpose of the operand: the B operand (K x N) of `q @ k.T`
+// staged as the (N x K) tile it was loaded as. mma reads its fragments without the .trans ldmatrix.
+template <class S>
+struct transposed {
+  S stage;
+};
+template <class S>
+__device__ transposed<S> transpose_stage(S stage) { return {stage}; }
+
 // Wait until the stage of the current iteration has landed and publish it to every thread (and to
 // the tensor cores' proxy). `Pending` copy groups, those of later iterations, may still be in flight.
 template <int Pending>
@@ -105,19 +131,102 @@ __device__ void stage_ready() {
 }
 
 // ---- mma.sync from swizzled stages (sm_80 and later) ----------------------------------------------
+//
+// One template for every place the operands can be: A in a stage or in registers (a previous
+// mma's result in mma_layout<WM, 1>), B in a stage as K x N or as its transpose (N x K). The
+// fragment loaders below fill mma.sync's A fragment of 16-row block i and B fragments of the 8-column
+// blocks j and j + 1, for the k step starting at k0.
+
+template <class T, int M, int K>
+__device__ void a_fragment(uint32_t (&af)[4], swizzled<T, M, K> a, int warp_row, int i, int k0) {
+  const int lane = threadIdx.x % 32;
+  ldmatrix_x4(af, a.base + a.chunk_offset(warp_row + i * 16 + lane % 16, k0 / 8 + lane / 16), false);
+}
+template <class T, int M, int K, int WM>
+__device__ void a_fragment(uint32_t (&af)[4], const tile<T, shape<M, K>, mma_layout<WM, 1>>& a, int, int i, int k0) {
+  const T* lo = &a.v[(i * (K / 8) + k0 / 8) * 4];  // the accumulator-layout fragments of k0 .. k0 + 7
+  const T* hi = lo + 4;                             // and of k0 + 8 .. k0 + 15
+  af[0] = pack_pair(lo[0], lo[1]), af[1] = pack_pair(lo[2], lo[3]);
+  af[2] = pack_pair(hi[0], hi[1]), af[3] = pack_pair(hi[2], hi[3]);
+}
+
+// B fragments of the 8-column blocks at col and col + 8 (Pair) or at col only.
+template <bool Pair, class T, int K, int N>
+__device__ void b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], swizzled<T, K, N> b, int col, int k0) {
+  const int lane = threadIdx.x % 32;  // lanes 0-15: rows k0 .. k0 + 15 of block col; 16-31: of block col + 8
+  const unsigned char* at = b.base + b.chunk_offset(k0 + lane % 16, col / 8 + (Pair ? lane / 16 : 0));
+  if constexpr (Pair) {
+    uint32_t r[4];
+    ldmatrix_x4(r, at, true);
+    b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+  } else {
+    ldmatrix_x2_trans(b0, at);
+  }
+}
+template <bool Pair, class T, int N, int K>
+__device__ void b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], transposed<swizzled<T, N, K>> b, int col, int k0) {
+  // lanes 8q .. 8q + 7 address matrix q: columns col + 8 * (q / 2), k half q % 2 (rows of the stage are columns)
+  const int lane = threadIdx.x % 32;
+  const unsigned char* at = b.stage.base + b.stage.chunk_offset(col + (Pair ? lane / 16 * 8 : 0) + lane % 8,
+                                                                k0 / 8 + lane / 8 % 2);
+  if constexpr (Pair) {
+    uint32_t r[4];
+    ldmatrix_x4(r, at, false);
+    b0[0] = r[0], b0[1] = r[1], b1[0] = r[2], b1[1] = r[3];
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+                 : "=r"(b0[0]), "=r"(b0[1]) : "r"(smem_address(at)));
+  }
+}
+
+template <class A> struct in_registers { static constexpr bool value = false; };
+template <class T, class S, int WM> struct in_registers<tile<T, S, mma_layout<WM, 1>>> { static constexpr bool value = true; };
+
+template <class T, int M, int N, int K, int WM, int WN, class A, class B>
+__device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma_from(const A& a, const B& b,
+                                                                tile<float, shape<M, N>, mma_layout<WM, WN>> acc) {
+  constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
+  const int warp = threadIdx.x / 32, warp_row = warp / WN * WTM, warp_col = warp % WN * WTN;
+  // A in registers is indexed by k: unrolled. From stages, one k step's fragments live at a time.
+#pragma unroll(in_registers<A>::value ? K / 16 : 1)
+  for (int k0 = 0; k0 < K; k0 += 16) {
+    uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+    for (int i = 0; i < MI; ++i) a_fragment(af[i], a, warp_row, i, k0);
+#pragma unroll
+    for (int j = 0; j < NI; j += 2) {
+      if (j + 1 < NI) b_fragments<true>(bf[j], bf[j + 1], b, warp_col + j * 8, k0);
+      else b_fragments<false>(bf[j], bf[j], b, warp_col + j * 8, k0);
+    }
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
+  }
+  return acc;
+}
 
 template <class T, int M, int N, int K, int WM, int WN>
 __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(swizzled<T, M, K> a, swizzled<T, K, N> b,
                                                            tile<float, shape<M, N>, mma_layout<WM, WN>> acc) {
-  constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
-  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int a_row = warp / WN * WTM + lane % 16, b_chunk = warp % WN * WTN / 8 + lane / 16;
-#pragma unroll 1  // one k step's fragments live at a time: fewer registers, more blocks per SM
-  for (int k0 = 0; k0 < K; k0 += 16)
-    mma_k16<T, MI, NI>(acc.v, [&](int i) { return a.base + a.chunk_offset(a_row + i * 16, k0 / 8 + lane / 16); },
-                       [&](int j) { return b.base + b.chunk_offset(k0 + lane % 16, b_chunk + j); });
-  return acc;
+  return mma_from<T, M, N, K>(a, b, acc);
+}
+template <class T, int M, int N, int K, int WM, int WN>
+__device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(swizzled<T, M, K> a, transposed<swizzled<T, N, K>> b,
+                                                           tile<float, shape<M, N>, mma_layout<WM, WN>> acc) {
+  return mma_from<T, M, N, K>(a, b, acc);
+}
+template <class T, int M, int N, int K, int WM>
+__device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M, K>, mma_layout<WM, 1>>& a,
+                                                          swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<WM, 1>> acc) {
+  return mma_from<T, M, N, K>(a, b, acc);
+}
+template <class T, int M, int N, int K, int WM>
+__device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M, K>, mma_layout<WM, 1>>& a,
+                                                          transposed<swizzled<T, N, K>> b,
+                                                          tile<float, shape<M, N>, mma_layout<WM, 1>> acc) {
+  return mma_from<T, M, N, K>(a, b, acc);
 }
 
 // ---- wgmma from swizzled stages (sm_90a) -----------------------------------------------------------
