@@ -95,6 +95,7 @@ def main(argv=None) -> int:
     parser.add_argument("samples", type=Path, help="cuTile's samples/ folder")
     parser.add_argument("--impl", choices=("tileworkbench", "cutile"), default="tileworkbench")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--occupancy", type=int, help="replace the kernel's occupancy hint (kernel.replace_hints)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if args.impl == "tileworkbench":
@@ -106,6 +107,8 @@ def main(argv=None) -> int:
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     kernel = kernel_module(args.samples).fmha_kernel
+    if args.occupancy:
+        kernel = kernel.replace_hints(occupancy=args.occupancy)
     rows = []
     for case in cases(args.quick):
         dtype = getattr(torch, case["dtype"])

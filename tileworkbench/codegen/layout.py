@@ -127,6 +127,7 @@ class LayoutPlan:
     wgmma: set = field(default_factory=set)  # mma Ops that run as sm_90a wgmma
     pipelined: dict = field(default_factory=dict)  # mma Op -> the Pipeline staging its operands
     fused: set = field(default_factory=set)  # reshape/permute Ops folded into how an operand is staged
+    blocks_per_sm: int = 1  # blocks per SM the registers are capped for (__launch_bounds__)
     register_a: set = field(default_factory=set)  # mma Ops that take their A operand from registers
     hoisted: dict = field(default_factory=dict)  # blocked Value -> layout it is converted to where defined
 
@@ -195,7 +196,8 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                 layout = _arrangement(m, n, warps)
             if layout is not None:
                 tensor_core[op_id] = layout
-    plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set())
+    hint = occupancy_hint(fn, arch)
+    plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set(), blocks_per_sm=hint or 1)
     if not tensor_core:
         return plan
     for op in fn.walk():
@@ -203,7 +205,10 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
             uses = [user for user, _ in _uses(fn, op.result)]
             if uses and all(u in tensor_core and op.result is not u.operands[2] for u in uses):
                 plan.operands.add(op.result)
-    blocks_per_sm = 2 if two_blocks_per_sm(fn, plan) else 1
+    blocks_per_sm = hint or (2 if two_blocks_per_sm(fn, plan) else 1)
+    if hint and hint > 1 and pipelines and all(_stages(p, arch, hint) < 2 for p in pipelines.values()):
+        blocks_per_sm = 1  # staged operands do not fit `hint` blocks: one block with its pipeline wins
+    plan.blocks_per_sm = blocks_per_sm
     for key, pipeline in pipelines.items():
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm)
         if pipeline.stages >= 2 and all(op in tensor_core and (tensor_core[op].wn == 1 or (op, 0) in pipeline.operands)
@@ -323,11 +328,22 @@ def _registers_as_a(fn: Function, plan: LayoutPlan):
             plan.register_a.update(u for u, _ in uses)
 
 
+def occupancy_hint(fn: Function, arch: str | None) -> int | None:
+    """The blocks per SM the kernel's `occupancy` option asks for on `arch` (None: no wish)."""
+    occupancy = fn.hints.get("occupancy")
+    if hasattr(occupancy, "resolve"):  # a ByTarget: the value for this GPU
+        occupancy = occupancy.resolve(arch)
+    return occupancy
+
+
 def two_blocks_per_sm(fn: Function, plan: LayoutPlan) -> bool:
     """Two blocks per SM let one block's loads overlap the other's mma: aimed for (128 registers per
-    thread) where the tensor-core accumulators take at most 64 of them."""
+    thread) where the tensor-core accumulators, and mma operands held in registers, take at most
+    64 of them."""
     threads = 32 * plan.warps
-    return all(op.result.type.size <= 64 * threads for op in fn.walk() if op in plan.tensor_core)
+    held = sum(op.result.type.size for op in fn.walk() if op in plan.tensor_core)
+    held += sum(op.operands[0].type.size // 2 for op in plan.register_a)  # 16-bit: two per register
+    return held <= 64 * threads
 
 
 def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int) -> int:

@@ -77,8 +77,8 @@ _CONST_CALLABLES = {builtins.abs, builtins.min, builtins.max, builtins.len, buil
 _CONST_MODULES = (math, np)
 
 
-def compile_kernel(pyfunc, specs) -> Function:
-    """Build and verify the IR of one specialization of a kernel."""
+def compile_kernel(pyfunc, specs, hints: dict | None = None) -> Function:
+    """Build and verify the IR of one specialization of a kernel (`hints`: its options)."""
     source = source_of(pyfunc)
     params, args = [], []
     for spec in specs:
@@ -86,7 +86,8 @@ def compile_kernel(pyfunc, specs) -> Function:
         if spec.kind != "constant":
             args.append(Value(spec.type, spec.name))
     body = Block(args=args)
-    fn = Function(pyfunc.__name__, params, body, "".join(source.lines), source.filename, source.line_offset + 1)
+    fn = Function(pyfunc.__name__, params, body, "".join(source.lines), source.filename, source.line_offset + 1,
+                  hints=dict(hints or {}))
     lowerer = Lowerer(source, Builder(body))
     scope = {}
     arg_iter = iter(args)

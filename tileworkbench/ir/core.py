@@ -85,6 +85,9 @@ class Function:
     source: str = ""
     filename: str = ""
     first_line: int = 1
+    # the kernel's options (occupancy, num_ctas, ...; a value may be a ByTarget, resolved per GPU):
+    # they shape the generated code, so the fingerprint covers them
+    hints: dict = field(default_factory=dict)
     _fingerprint: str | None = field(default=None, repr=False)  # computed once: a Function is not changed after it is built
 
     def walk(self) -> Iterator[Op]:
@@ -100,7 +103,7 @@ class Function:
         compiled kernels are keyed on it, never on the identity of a Function that can die."""
         if self._fingerprint is None:
             from .printer import print_function
-            text = f"{self.filename}\0{print_function(self, locations=True)}"
+            text = f"{self.filename}\0{sorted(self.hints.items())!r}\0{print_function(self, locations=True)}"
             self._fingerprint = hashlib.sha256(text.encode()).hexdigest()[:32]
         return self._fingerprint
 

@@ -117,7 +117,7 @@ class Kernel:
         fn = self._specializations.get(key)
         if fn is None:
             from ..frontend import compile_kernel
-            fn = compile_kernel(self._pyfunc, specs)
+            fn = compile_kernel(self._pyfunc, specs, {k: v for k, v in self.options.items() if v is not None})
             self._specializations[key] = fn
         return fn
 
