@@ -624,18 +624,26 @@ case("tuples-carried-and-swapped", swapping_tuples, (2,), lambda: (random_array(
 # ---- chained tensor-core mmas: a warp holds whole accumulator rows (mma<W x 1>, mma_rows) ---------
 
 @ct.kernel
-def attention_rows(Q, K, V, O, n: int, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int]):
+def attention_rows(Q, K, V, O, n: int, TM: ct.Constant[int], TN: ct.Constant[int], D: ct.Constant[int],
+                   K_AS: ct.Constant[int]):
     """Online-softmax attention: row max/sum of Q @ K^T in registers, P @ V with P from registers,
-    Q converted once outside the loop; ragged key length through a zero-padded last tile."""
+    Q converted once outside the loop; K given as (D, n), or as (n, D) and transposed by a permute
+    (K_AS=1) or by the load's order (K_AS=2); the ragged last key tile masked under a runtime if."""
     q = ct.load(Q, (ct.bid(0), 0), (TM, D))
     m_i = ct.full((TM, 1), -np.inf, ct.float32)
     l_i = ct.zeros((TM, 1), ct.float32)
     acc = ct.zeros((TM, D), ct.float32)
     for j in range(ct.cdiv(n, TN)):
-        k = ct.load(K, (0, j), (D, TN), padding_mode=ct.PaddingMode.ZERO)
+        if K_AS == 0:
+            k = ct.load(K, (0, j), (D, TN), padding_mode=ct.PaddingMode.ZERO)
+        elif K_AS == 1:
+            k = ct.permute(ct.load(K, (j, 0), (TN, D), padding_mode=ct.PaddingMode.ZERO), (1, 0))
+        else:
+            k = ct.load(K, (0, j), (D, TN), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
         s = ct.mma(q, k, ct.zeros((TM, TN), ct.float32))
-        cols = j * TN + ct.arange(TN, dtype=ct.int32)[None, :]
-        s = ct.where(cols < n, s, -np.inf)
+        if (j + 1) * TN > n:
+            cols = j * TN + ct.arange(TN, dtype=ct.int32)[None, :]
+            s = ct.where(cols < n, s, -np.inf)
         m_ij = ct.maximum(m_i, ct.max(s, axis=1, keepdims=True))
         p = ct.exp(s - m_ij)
         alpha = ct.exp(m_i - m_ij)
@@ -647,11 +655,33 @@ def attention_rows(Q, K, V, O, n: int, TM: ct.Constant[int], TN: ct.Constant[int
 
 
 for _dt in (np.float16, BF16):
-    for _tm, _tn, _d in [(128, 128, 64), (64, 64, 128), (128, 64, 32)]:
-        case(f"attention-rows-{np.dtype(_dt).name}-{_tm}x{_tn}x{_d}", attention_rows, (2,),
-             lambda dt=_dt, tm=_tm, tn=_tn, d=_d: (
-                 (RNG.standard_normal((2 * tm, d)) * 0.5).astype(dt), (RNG.standard_normal((d, 200)) * 0.5).astype(dt),
-                 RNG.standard_normal((200, d)).astype(dt), np.zeros((2 * tm, d), dt), 200, tm, tn, d))
+    for _tm, _tn, _d, _k_as in [(128, 128, 64, 0), (128, 128, 64, 1), (128, 64, 128, 2), (64, 64, 128, 0),
+                                (128, 64, 32, 2)]:
+        case(f"attention-rows-{np.dtype(_dt).name}-{_tm}x{_tn}x{_d}-k{_k_as}", attention_rows, (2,),
+             lambda dt=_dt, tm=_tm, tn=_tn, d=_d, k_as=_k_as: (
+                 (RNG.standard_normal((2 * tm, d)) * 0.5).astype(dt),
+                 (RNG.standard_normal((d, 200) if k_as == 0 else (200, d)) * 0.5).astype(dt),
+                 RNG.standard_normal((200, d)).astype(dt), np.zeros((2 * tm, d), dt), 200, tm, tn, d, k_as))
+
+
+@ct.kernel
+def matmul_transposed_b(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C = A @ B^T with B given as (N, K): the transposed operand staged as loaded."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(A, 1, (TM, TK))):
+        a = ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, (bn, k), (TN, TK), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, ct.transpose(b), acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+for _dt in (np.float16, BF16):
+    for (_m, _k, _n), (_tm, _tn, _tk) in [((200, 136, 264), (128, 128, 64)), ((100, 96, 80), (64, 64, 32))]:
+        case(f"matmul-transposed-b-{np.dtype(_dt).name}-{_m}x{_k}x{_n}-tiles-{_tm}x{_tn}x{_tk}", matmul_transposed_b,
+             (ct.cdiv(_m, _tm), ct.cdiv(_n, _tn)),
+             lambda dt=_dt, m=_m, k=_k, n=_n, tiles=(_tm, _tn, _tk): (
+                 random_array((m, k), dt), random_array((n, k), dt), np.zeros((m, n), dt), *tiles))
 
 
 @ct.kernel

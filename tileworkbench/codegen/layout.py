@@ -99,8 +99,8 @@ class Pipeline:
 
     @property
     def wgmma_ready(self) -> bool:
-        """Both operands of every mma staged as loaded (the layouts wgmma descriptors name here)."""
-        return all((m, k) in self.operands and not self.operands[m, k][1] for m in self.mmas for k in (0, 1))
+        """Every mma's A operand staged as loaded (K-major) or in registers: the forms wgmma takes."""
+        return all(not self.operands[m, 0][1] for m in self.mmas if (m, 0) in self.operands)
 
     @staticmethod
     def stage_shape(load: Op) -> tuple[int, int]:
@@ -252,13 +252,18 @@ def _splat(op: Op) -> bool:
 def _row_coupled(fn: Function, shapes: dict) -> bool:
     """Whether some tensor-core mma's result, through elementwise ops and loop-carried values,
     is reduced along its rows or is the A operand of another mma."""
-    carried = {}  # for-loop init operand or yielded value -> the loop's result and body argument
+    carried = {}  # value -> where it flows: a for's result and body argument, an if's result
     for op in fn.walk():
         if op.name == "for":
             body = op.regions[0]
             for k, result in enumerate(op.results):
                 for v in (op.operands[3 + k], body.ops[-1].operands[k]):
                     carried.setdefault(v, []).extend([result, body.args[1 + k]])
+        elif op.name == "if":
+            for region in op.regions:
+                if region.ops and region.ops[-1].name == "yield":
+                    for v, result in zip(region.ops[-1].operands, op.results):
+                        carried.setdefault(v, []).append(result)
     users = {}
     for op in fn.walk():
         for v in op.operands:
@@ -312,7 +317,7 @@ def _registers_as_a(fn: Function, plan: LayoutPlan):
     for op, layout in plan.tensor_core.items():
         a = op.operands[0]
         pipeline = plan.pipelined.get(op)
-        if layout.wn != 1 or op in plan.wgmma or (pipeline and (op, 0) in pipeline.operands):
+        if layout.wn != 1 or (pipeline and (op, 0) in pipeline.operands):
             continue
         if plan.of(a) == layout or pipeline:
             plan.register_a.add(op)

@@ -232,7 +232,7 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M
 // ---- wgmma from swizzled stages (sm_90a) -----------------------------------------------------------
 //
 // A warpgroup (4 warps) computes 64 rows x all N columns: warpgroup g owns rows [64g, 64g + 64), so
-// the accumulators are in mma_layout<W, 1> (W warps, each 16 rows). wgmma_op<N, T>::run
+// the accumulators are in mma_layout<W, 1> (W warps, each 16 rows). wgmma_op<N, T>::ss and ::rs
 // (tile_wgmma.cuh) is one wgmma.mma_async.m64nNk16 with its N / 2 accumulator registers.
 
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets, swizzle.
@@ -267,26 +267,67 @@ __device__ void fence_registers(Tile& t) {
   for (int r = 0; r < Tile::R; ++r) asm volatile("" : "+f"(t.v[r])::"memory");
 }
 
+// B's descriptor for k rows [k0, k0 + 16), and whether wgmma reads it transposed (N-major).
+template <class T, int K, int N>
+__device__ uint64_t b_descriptor(swizzled<T, K, N> b, int k0) { return mn_major_descriptor(b, k0); }
+template <class T, int N, int K>
+__device__ uint64_t b_descriptor(transposed<swizzled<T, N, K>> b, int k0) { return k_major_descriptor(b.stage, 0, k0); }
+template <class B> struct n_major { static constexpr int value = 1; };
+template <class S> struct n_major<transposed<S>> { static constexpr int value = 0; };
+
+// One k step of 16: A from its stage (a K-major descriptor of this warpgroup's 64 rows) or from
+// registers (this warp's A fragment).
+template <class Acc, class T, int M, int K, class B>
+__device__ void wgmma_k16(float* d, swizzled<T, M, K> a, const B& b, int k0) {
+  wgmma_op<Acc::shape_type::dim(1), T>::template ss<n_major<B>::value>(d, k_major_descriptor(a, threadIdx.x / 128 * 64, k0),
+                                                                     b_descriptor(b, k0));
+}
+template <class Acc, class T, int M, int K, int W, class B>
+__device__ void wgmma_k16(float* d, const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b, int k0) {
+  uint32_t af[4];
+  a_fragment(af, a, 0, 0, k0);
+  wgmma_op<Acc::shape_type::dim(1), T>::template rs<n_major<B>::value>(d, af, b_descriptor(b, k0));
+}
+
 // acc += a @ b, issued as one wgmma group (K / 16 instructions) and committed; waits for all but the
 // last `InFlight` groups before returning.
-template <int InFlight, class T, int M, int N, int K, int W>
-__device__ void wgmma_group(swizzled<T, M, K> a, swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
+template <int InFlight, class T, int M, int N, int K, int W, class A, class B>
+__device__ void wgmma_group(const A& a, const B& b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  const int row0 = threadIdx.x / 128 * 64;
+  using Acc = tile<float, shape<M, N>, mma_layout<W, 1>>;
   fence_registers(acc);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 16)
-    wgmma_op<N, T>::run(acc.v, k_major_descriptor(a, row0, k0), mn_major_descriptor(b, k0));
+  for (int k0 = 0; k0 < K; k0 += 16) wgmma_k16<Acc>(acc.v, a, b, k0);
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
   fence_registers(acc);
 }
 
+// The operands a wgmma takes: A in a stage (K-major) or in registers, B in a stage either way.
 template <class T, int M, int N, int K, int W>
 __device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a, swizzled<T, K, N> b,
                                                            tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
-  wgmma_group<0>(a, b, acc);
+  wgmma_group<0, T, M, N, K>(a, b, acc);
+  return acc;
+}
+template <class T, int M, int N, int K, int W>
+__device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a, transposed<swizzled<T, N, K>> b,
+                                                           tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
+  wgmma_group<0, T, M, N, K>(a, b, acc);
+  return acc;
+}
+template <class T, int M, int N, int K, int W>
+__device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(const tile<T, shape<M, K>, mma_layout<W, 1>>& a,
+                                                           swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
+  wgmma_group<0, T, M, N, K>(a, b, acc);
+  return acc;
+}
+template <class T, int M, int N, int K, int W>
+__device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(const tile<T, shape<M, K>, mma_layout<W, 1>>& a,
+                                                           transposed<swizzled<T, N, K>> b,
+                                                           tile<float, shape<M, N>, mma_layout<W, 1>> acc) {
+  wgmma_group<0, T, M, N, K>(a, b, acc);
   return acc;
 }
 
@@ -295,7 +336,7 @@ __device__ tile<float, shape<M, N>, mma_layout<W, 1>> wgmma(swizzled<T, M, K> a,
 // stage that group read is free once the next call returns; wgmma_wait_all ends the chain.
 template <class T, int M, int N, int K, int W>
 __device__ void wgmma_async(swizzled<T, M, K> a, swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
-  wgmma_group<1>(a, b, acc);
+  wgmma_group<1, T, M, N, K>(a, b, acc);
 }
 
 template <class Tile>
