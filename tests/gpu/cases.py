@@ -656,7 +656,7 @@ def attention_rows(Q, K, V, O, n: int, TM: ct.Constant[int], TN: ct.Constant[int
 
 for _dt in (np.float16, BF16):
     for _tm, _tn, _d, _k_as in [(128, 128, 64, 0), (128, 128, 64, 1), (128, 64, 128, 2), (64, 64, 128, 0),
-                                (128, 64, 32, 2)]:
+                                (128, 64, 32, 2), (128, 128, 128, 0), (128, 128, 128, 2)]:
         case(f"attention-rows-{np.dtype(_dt).name}-{_tm}x{_tn}x{_d}-k{_k_as}", attention_rows, (2,),
              lambda dt=_dt, tm=_tm, tn=_tn, d=_d, k_as=_k_as: (
                  (RNG.standard_normal((2 * tm, d)) * 0.5).astype(dt),

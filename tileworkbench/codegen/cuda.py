@@ -25,7 +25,7 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import DType, TileType, bool_, float64, tfloat32
-from .layout import LayoutPlan, MmaLayout, RowLayout, plan_layouts, wanted_layout
+from .layout import LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
@@ -867,7 +867,18 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
                     f"SM). Use smaller tiles and more blocks; the interpreter runs it as it is", op.loc)
     itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
     vec = max(1, 16 // min(itemsizes))
-    plan = plan_layouts(fn, threads, arch)
+    # Pipeline stages are planned before the loop body's own staging is known: when both do not fit
+    # the blocks per SM the plan aims for, take fewer stages, then one block per SM.
+    attempts = [(stages, None) for stages in (4, 3, 2)] + [(stages, 1) for stages in (4, 3, 2)]
+    for max_stages, blocks_per_sm in attempts:
+        plan = plan_layouts(fn, threads, arch, max_stages=max_stages, blocks_per_sm=blocks_per_sm)
+        kernel = _emit(fn, plan, threads, vec, arch)
+        if not plan.pipelines or kernel.smem_bytes <= shared_budget(arch, plan.blocks_per_sm):
+            break
+    return kernel
+
+
+def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: str | None) -> GeneratedKernel:
     threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
     e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []

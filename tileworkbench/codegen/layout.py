@@ -167,7 +167,8 @@ def _arrangement(m: int, n: int, warps: int) -> MmaLayout | None:
     return best[1] if best else None
 
 
-def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = None) -> LayoutPlan:
+def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = None, *, max_stages: int = 4,
+                 blocks_per_sm: int | None = None) -> LayoutPlan:
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
     propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma."""
     shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
@@ -205,12 +206,13 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
             uses = [user for user, _ in _uses(fn, op.result)]
             if uses and all(u in tensor_core and op.result is not u.operands[2] for u in uses):
                 plan.operands.add(op.result)
-    blocks_per_sm = hint or (2 if two_blocks_per_sm(fn, plan) else 1)
-    if hint and hint > 1 and pipelines and all(_stages(p, arch, hint) < 2 for p in pipelines.values()):
-        blocks_per_sm = 1  # staged operands do not fit `hint` blocks: one block with its pipeline wins
+    if blocks_per_sm is None:
+        blocks_per_sm = hint or (2 if two_blocks_per_sm(fn, plan) else 1)
+        if hint and hint > 1 and pipelines and all(_stages(p, arch, hint, max_stages) < 2 for p in pipelines.values()):
+            blocks_per_sm = 1  # staged operands do not fit `hint` blocks: one block with its pipeline wins
     plan.blocks_per_sm = blocks_per_sm
     for key, pipeline in pipelines.items():
-        pipeline.stages = _stages(pipeline, arch, blocks_per_sm)
+        pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
         if pipeline.stages >= 2 and all(op in tensor_core and (tensor_core[op].wn == 1 or (op, 0) in pipeline.operands)
                                         for op in pipeline.mmas):
             plan.pipelines[key] = pipeline
@@ -224,6 +226,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                 # with two blocks per SM the other block fills those gaps and the deeper prefetch wins.
                 pipeline.in_flight = (blocks_per_sm == 1 and pipeline.stages >= 3
                                       and _accumulates_in_place(pipeline))
+    cheap = _cheap_anywhere(fn)
     changed = True
     while changed:
         changed = False
@@ -232,8 +235,8 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                 if layout is not None and value not in plan.layouts:
                     plan.layouts[value] = layout
                     changed = True
-        for op in fn.walk():  # constants and splats are built in the layout all their uses want
-            if _splat(op) and op.result not in plan.layouts:
+        for op in fn.walk():  # values cheap to make in any layout take the one all their uses want
+            if len(op.results) == 1 and op.result in cheap and op.result not in plan.layouts:
                 wants = {wanted_layout(plan, user, v) for user, v in _uses(fn, op.result)}
                 if len(wants) == 1 and None not in wants:
                     plan.layouts[op.result] = wants.pop()
@@ -242,11 +245,19 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     return plan
 
 
-def _splat(op: Op) -> bool:
-    """A tile every element of which is one value: it can be made in any layout without moving data."""
-    if op.name == "constant":
-        return bool(op.result.shape)
-    return op.name == "broadcast" and op.operands[0].type.size == 1
+def _cheap_anywhere(fn: Function) -> set:
+    """Tiles as cheap to make in any layout as in blocked: constants, broadcasts (a splat costs
+    nothing; a small tile stretched costs its own staging either way), and elementwise ops of such
+    tiles and scalars. A mask built from broadcast index vectors is made in the accumulator layout
+    it is applied in, instead of being converted whole."""
+    cheap = set()
+    for op in fn.walk():
+        if len(op.results) != 1 or not op.result.shape:
+            continue
+        if op.name in ("constant", "broadcast") or (
+                op.name in ELEMENTWISE and all(not v.shape or v in cheap for v in op.operands)):
+            cheap.add(op.result)
+    return cheap
 
 
 def _row_coupled(fn: Function, shapes: dict) -> bool:
@@ -351,16 +362,19 @@ def two_blocks_per_sm(fn: Function, plan: LayoutPlan) -> bool:
     return held <= 64 * threads
 
 
-def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int) -> int:
-    """As many stages (2 to 4) as the shared memory of `blocks_per_sm` blocks allows on `arch`
-    (no arch: the smallest shared memory of the supported GPUs)."""
+def shared_budget(arch: str | None, blocks_per_sm: int) -> int:
+    """Shared memory one block may use so that `blocks_per_sm` blocks fit an SM of `arch` (no arch:
+    the smallest shared memory of the supported GPUs)."""
     try:
         limits = arch_limits(arch or "sm_86")
     except ValueError:
         limits = arch_limits("sm_86")
-    budget = min(limits.shared_per_block_optin,
-                 limits.shared_per_sm // blocks_per_sm - limits.reserved_shared_per_block)
-    return min(4, budget // pipeline.stage_bytes)
+    return min(limits.shared_per_block_optin, limits.shared_per_sm // blocks_per_sm - limits.reserved_shared_per_block)
+
+
+def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int, max_stages: int = 4) -> int:
+    """As many stages (2 to `max_stages`) as the shared memory of `blocks_per_sm` blocks allows."""
+    return min(max_stages, shared_budget(arch, blocks_per_sm) // pipeline.stage_bytes)
 
 
 def _panel_fits(shape) -> bool:
