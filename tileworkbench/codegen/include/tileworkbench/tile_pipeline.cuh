@@ -275,33 +275,48 @@ __device__ uint64_t b_descriptor(transposed<swizzled<T, N, K>> b, int k0) { retu
 template <class B> struct n_major { static constexpr int value = 1; };
 template <class S> struct n_major<transposed<S>> { static constexpr int value = 0; };
 
-// One k step of 16: A from its stage (a K-major descriptor of this warpgroup's 64 rows) or from
-// registers (this warp's A fragment).
-template <class Acc, class T, int M, int K, class B>
-__device__ void wgmma_k16(float* d, swizzled<T, M, K> a, const B& b, int k0) {
-  wgmma_op<Acc::shape_type::dim(1), T>::template ss<n_major<B>::value>(d, k_major_descriptor(a, threadIdx.x / 128 * 64, k0),
-                                                                     b_descriptor(b, k0));
-}
-template <class Acc, class T, int M, int K, int W, class B>
-__device__ void wgmma_k16(float* d, const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b, int k0) {
-  uint32_t af[4];
-  a_fragment(af, a, 0, 0, k0);
-  wgmma_op<Acc::shape_type::dim(1), T>::template rs<n_major<B>::value>(d, af, b_descriptor(b, k0));
-}
-
 // acc += a @ b, issued as one wgmma group (K / 16 instructions) and committed; waits for all but the
-// last `InFlight` groups before returning.
-template <int InFlight, class T, int M, int N, int K, int W, class A, class B>
-__device__ void wgmma_group(const A& a, const B& b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
+// last `InFlight` groups before returning. A comes from its stage (a K-major descriptor of this
+// warpgroup's 64 rows) or from registers: then all its fragments are packed first and fenced until the
+// wait, since wgmma reads them asynchronously and the compiler must not reuse those registers sooner.
+template <int InFlight, class T, int M, int N, int K, int W, class B>
+__device__ void wgmma_group(swizzled<T, M, K> a, const B& b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  using Acc = tile<float, shape<M, N>, mma_layout<W, 1>>;
   fence_registers(acc);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int k0 = 0; k0 < K; k0 += 16) wgmma_k16<Acc>(acc.v, a, b, k0);
+  for (int k0 = 0; k0 < K; k0 += 16)
+    wgmma_op<N, T>::template ss<n_major<B>::value>(acc.v, k_major_descriptor(a, threadIdx.x / 128 * 64, k0),
+                                                   b_descriptor(b, k0));
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
   fence_registers(acc);
+}
+
+template <int Steps>
+__device__ void fence_fragments(uint32_t (&af)[Steps][4]) {
+#pragma unroll
+  for (int k = 0; k < Steps; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("" : "+r"(af[k][i])::"memory");
+}
+
+template <int InFlight, class T, int M, int N, int K, int W, class B>
+__device__ void wgmma_group(const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b,
+                            tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
+  static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
+  uint32_t af[K / 16][4];
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k) a_fragment(af[k], a, 0, 0, 16 * k);
+  fence_fragments(af);
+  fence_registers(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+  for (int k = 0; k < K / 16; ++k) wgmma_op<N, T>::template rs<n_major<B>::value>(acc.v, af[k], b_descriptor(b, 16 * k));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
+  fence_registers(acc);
+  fence_fragments(af);
 }
 
 // The operands a wgmma takes: A in a stage (K-major) or in registers, B in a stage either way.
