@@ -44,7 +44,7 @@ def test_matmul_interpreter_is_close_to_float64():
     assert np.linalg.norm(C.astype(np.float64) - reference) / np.linalg.norm(reference) < 1e-2
 
 
-MMA_SYNC_CASES = [c for c in CASES if c.id.startswith("matmul-") and "tiles" in c.id]
+MMA_SYNC_CASES = [c for c in CASES if (c.id.startswith("matmul-") and "tiles" in c.id) or c.id.startswith("attention-")]
 
 
 @pytest.mark.gpu
