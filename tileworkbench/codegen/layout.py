@@ -99,8 +99,20 @@ class Pipeline:
 
     @property
     def wgmma_ready(self) -> bool:
-        """Every mma's A operand staged as loaded (K-major) or in registers: the forms wgmma takes."""
-        return all(not self.operands[m, 0][1] for m in self.mmas if (m, 0) in self.operands)
+        """Every mma's A operand staged as loaded (K-major) or in registers: the forms wgmma takes.
+        With A in registers, an N-major B of several 128-byte panels needs them at most 8 KB apart:
+        panels 16 KB apart (a 128-row stage) gave wrong results on the H100 where the same stage
+        read with A staged was right; such loops keep mma.sync."""
+        for m in self.mmas:
+            if (m, 0) in self.operands:
+                if self.operands[m, 0][1]:
+                    return False
+                continue
+            load, transposed = self.operands[m, 1]
+            rows, cols = self.stage_shape(load)
+            if not transposed and cols * 2 > 128 and rows * 128 > 8192:
+                return False
+        return True
 
     @staticmethod
     def stage_shape(load: Op) -> tuple[int, int]:

@@ -305,8 +305,7 @@ template <int InFlight, class T, int M, int N, int K, int W, class B>
 __device__ void wgmma_group(const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b,
                             tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  // At most 4 k steps per group: more register-A wgmmas in flight gave wrong results on the H100
-  // (k = 128 with n = 128); each group waits before the next packs its fragments.
+  // Groups of at most four k steps: their fragments take 16 registers, on top of the accumulators.
   constexpr int Steps = K / 16 < 4 ? K / 16 : 4;
   static_assert(K / 16 % Steps == 0, "whole groups");
 #pragma unroll
