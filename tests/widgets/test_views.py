@@ -91,3 +91,18 @@ def test_views_show_the_ops_the_user_wrote_by_the_name_they_wrote():
     trace = run(transposed, (1,), (np.ones((2, 4), np.float32), np.zeros((4, 2), np.float32)), trace=True)
     transform, = [v for v in views_of_trace(trace) if type(v).__name__ == "TransformView"]
     assert "transposed: transpose, line" in transform.data["title"]
+
+
+@ct.kernel
+def offset_rows(x, y, start):
+    cols = start + ct.arange(8, dtype=ct.int32)     # start is broadcast to the tile's shape: not written
+    row = ct.gather(x, cols)
+    ct.store(y, (0, 0), ct.broadcast_to(row[None, :], (2, 8)))
+
+
+def test_shape_ops_that_an_operator_makes_get_no_panel_and_the_written_ones_do():
+    trace = run(offset_rows, (1,), (np.arange(16, dtype=np.float32), np.zeros((2, 8), np.float32), 3), trace=True)
+    assert any(e.op == "broadcast" and "cols = start" in e.source for e in trace.events)
+    titles = [v.data["title"] for v in views_of_trace(trace, limit=10) if type(v).__name__ == "TransformView"]
+    assert [t.split(",")[0] for t in titles] == ["offset_rows: reshape", "offset_rows: broadcast_to"]
+    assert all("ct.store(y, (0, 0), ct.broadcast_to(row[None, :]" in t for t in titles)

@@ -138,11 +138,10 @@ def called_name(op: str, source: str) -> str | None:
 
 
 def written(op: str, source: str) -> bool:
-    """Whether a source line writes shape op `op` itself: by name, or a reshape or extract as a
-    subscript (`t[:, None]`, `t[0]`); not one that another op of the line makes (the broadcast of
-    `x + 1`, the reshapes of a gather)."""
+    """Whether a source line writes shape op `op` itself: by name, or a reshape as a subscript with
+    None (`t[:, None]`); not one that another op of the line makes (the broadcast of `x + 1`)."""
     return called_name(op, source) is not None or \
-        (op in ("reshape", "extract") and re.search(r"[\w)\]]\s*\[", source) is not None)
+        (op == "reshape" and re.search(r"\[[^\]]*\bNone\b", source) is not None)
 
 
 def mapping(event, block=None) -> dict:
