@@ -50,6 +50,10 @@ def transpose_tiles(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
 def long_line(a, b, c):
     t = ct.load(a, (0,), (8,))
     ct.store(c, (0,), ct.load(b, (0,), (8,)) * 2.0 + t * 3.0 + ct.exp(t) * 0.5 + ct.abs(t) - t * t * 0.25 + ct.maximum(t, 1.0) * t + math.sqrt(t))''',
+    "one_character_error": '''\
+%%tilekernel --grid "(1,)" --args "a, b, c"
+def one_character(a, b, c):
+    ct.store(c, (0,), ct.load(a, (0,), (8,)) + q)''',
     "viz_gather": '''\
 %%tilekernel --grid "(1,)" --args "x, rows, z, 1" --viz
 def pick_rows_gather(x, rows, z, start):
@@ -124,6 +128,7 @@ def main() -> None:
               out("sweep_without_gpu"))
         page.locator(".jp-SideBar.jp-mod-right [data-id='tileworkbench-inspector']").click()   # closes it
         shoot(cell(page, "long_line_error"), out("error_long_line"))
+        shoot(cell(page, "one_character_error").locator(".jp-InputArea"), out("error_one_character"))
         shoot(cell(page, "viz_gather").locator(".jp-Cell-outputWrapper"), out("viz_gather"))
         page.set_viewport_size({"width": NARROW, "height": PAGE["height"]})
         page.wait_for_timeout(500)
