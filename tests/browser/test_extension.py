@@ -219,6 +219,12 @@ def test_the_inspector_lists_the_notebooks_kernels_and_scrolls_to_their_cells(br
     # the record's button opens the inspector at its kernel
     page.locator(".jp-CodeCell").nth(1).locator(".tw-record-open").click()
     page.wait_for_selector("#tileworkbench-inspector section[data-kernel='double'].tw-flash")
+    # a run that stops at an error says where and why, rather than asking for --grid and --args
+    run_cells(page, [3])
+    broken = inspector.locator("section[data-kernel='broken']")
+    broken.wait_for()
+    assert broken.locator(".tw-stopped").inner_text().startswith("stopped at cell line 4: TileTypeError: Tile shape")
+    assert "the run stopped before one was made" in broken.locator(".tw-empty-kernel").inner_text()
     assert page_errors(page) == []
     page.close()
 
