@@ -114,37 +114,45 @@ def main() -> None:
 
     from tests.browser.conftest import CHROMIUM
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        lab = next(serving := _serve(Path(tmp), "jupyterlab"))
+        serving = _serve(Path(tmp), "jupyterlab")
+        lab = next(serving)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        path = write_notebook(lab.root)
-        page = open_notebook(browser, lab, path)
-        page.set_viewport_size(PAGE)
-        run_cells(page, timeout_ms=300_000)
-        page.wait_for_timeout(1000)
-        shoot(cell(page, "failed_compile").locator(".jp-Cell-outputWrapper"), out("record_failed_compile"))
-        shoot(open_inspector(page, "add"), out("inspector_failed_compile"))
-        shoot(open_inspector(page, "transpose_tiles"), out("inspector_after_sweep"))
-        shoot(cell(page, "sweep").locator(".jp-OutputArea-output").filter(has=page.locator("select")),
-              out("sweep_without_gpu"))
-        page.locator(".jp-SideBar.jp-mod-right [data-id='tileworkbench-inspector']").click()   # closes it
-        shoot(cell(page, "long_line_error"), out("error_long_line"))
-        shoot(cell(page, "one_character_error").locator(".jp-InputArea"), out("error_one_character"))
-        shoot(cell(page, "viz_gather").locator(".jp-Cell-outputWrapper"), out("viz_gather"))
-        page.set_viewport_size({"width": NARROW, "height": PAGE["height"]})
-        page.wait_for_timeout(500)
-        shoot(cell(page, "index_map_view").locator(".jp-OutputArea-output").last, out("index_map_narrow"))
-        page.evaluate("""async () => {
-            const app = window.jupyterapp, panel = app.shell.currentWidget;
-            await app.commands.execute('docmanager:save');
-            await panel.sessionContext.shutdown();
-        }""")
-        page.close()
-        reopened = open_notebook(browser, lab, path)
-        reopened.set_viewport_size(PAGE)
-        reopened.wait_for_timeout(2000)
-        shoot(cell(reopened, "viz_gather").locator(".jp-Cell-outputWrapper"), out("reopened_viz_gather"))
-        browser.close()
-        next(serving, None)
+        try:
+            shoot_all(browser, lab, out)
+        finally:   # the server stops as the generator finishes
+            browser.close()
+            next(serving, None)
+
+
+def shoot_all(browser, lab, out) -> None:
+    """Run the notebook of CELLS, shoot each situation into out(name), then reopen it saved."""
+    path = write_notebook(lab.root)
+    page = open_notebook(browser, lab, path)
+    page.set_viewport_size(PAGE)
+    run_cells(page, timeout_ms=300_000)
+    page.wait_for_timeout(1000)
+    shoot(cell(page, "failed_compile").locator(".jp-Cell-outputWrapper"), out("record_failed_compile"))
+    shoot(open_inspector(page, "add"), out("inspector_failed_compile"))
+    shoot(open_inspector(page, "transpose_tiles"), out("inspector_after_sweep"))
+    shoot(cell(page, "sweep").locator(".jp-OutputArea-output").filter(has=page.locator("select")),
+          out("sweep_without_gpu"))
+    page.locator(".jp-SideBar.jp-mod-right [data-id='tileworkbench-inspector']").click()   # closes it
+    shoot(cell(page, "long_line_error"), out("error_long_line"))
+    shoot(cell(page, "one_character_error").locator(".jp-InputArea"), out("error_one_character"))
+    shoot(cell(page, "viz_gather").locator(".jp-Cell-outputWrapper"), out("viz_gather"))
+    page.set_viewport_size({"width": NARROW, "height": PAGE["height"]})
+    page.wait_for_timeout(500)
+    shoot(cell(page, "index_map_view").locator(".jp-OutputArea-output").last, out("index_map_narrow"))
+    page.evaluate("""async () => {
+        const app = window.jupyterapp, panel = app.shell.currentWidget;
+        await app.commands.execute('docmanager:save');
+        await panel.sessionContext.shutdown();
+    }""")
+    page.close()
+    reopened = open_notebook(browser, lab, path)
+    reopened.set_viewport_size(PAGE)
+    reopened.wait_for_timeout(2000)
+    shoot(cell(reopened, "viz_gather").locator(".jp-Cell-outputWrapper"), out("reopened_viz_gather"))
 
 
 if __name__ == "__main__":
