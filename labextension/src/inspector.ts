@@ -30,6 +30,7 @@ export interface ISpecialization {
   cuda?: string;
   error?: string | null;
   pending?: string; // not compiled yet: what to run to compile it
+  best?: boolean; // the best configuration of the kernel's last sweep
 }
 
 export interface ITiming {
@@ -42,6 +43,13 @@ export interface ITiming {
   gbs: number | null;
 }
 
+export interface ISweep {
+  configurations: number;
+  ok: number;
+  timed: boolean;
+  best: { config: string; specialization: string; by: string } | null;
+}
+
 export interface IKernelRecord {
   kernel: string;
   lang: 'python' | 'cpp';
@@ -49,7 +57,10 @@ export interface IKernelRecord {
   arch: string;
   gpu: string | null;
   specializations: ISpecialization[];
+  specialization_count: number; // all of them: the list holds the most recent (and a sweep's best)
   timing: ITiming | null;
+  sweep: ISweep | null;
+  stopped: string | null; // where and why the cell's run stopped at an error
 }
 
 /** A kernel record with the cell it came from. */
@@ -65,7 +76,15 @@ export function normalizedRecord(data: unknown): IKernelRecord | undefined {
   if (!record?.kernel) {
     return undefined;
   }
-  return { ...record, specializations: Array.isArray(record.specializations) ? record.specializations : [] };
+  const specializations = Array.isArray(record.specializations) ? record.specializations : [];
+  return {
+    ...record,
+    specializations,
+    specialization_count: record.specialization_count ?? specializations.length,
+    timing: record.timing ?? null,
+    sweep: record.sweep ?? null,
+    stopped: record.stopped ?? null
+  };
 }
 
 /** The latest record of each kernel in the notebook's outputs, in notebook order. */
@@ -132,15 +151,31 @@ export function timingText(t: ITiming): string {
   return `${us(t.median_ms)} µs median (p10 ${us(t.p10_ms)}, p90 ${us(t.p90_ms)})${rate} on ${t.device}`;
 }
 
+function counted(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? '' : 's'}`;
+}
+
+/** The sweep in one line: how many configurations succeeded, which was best and why. */
+export function sweepText(sweep: ISweep): string {
+  const ran = `${sweep.ok} of ${counted(sweep.configurations, 'configuration')} ok`;
+  return sweep.best ? `sweep: ${ran}; best ${sweep.best.config} (${sweep.best.by})` : `sweep: ${ran}`;
+}
+
 /** One line for the record's output in the notebook, and for front ends' tooltips. */
 export function recordSummary(record: IKernelRecord): string {
-  const n = record.specializations.length;
-  const parts = [`${n} specialization${n === 1 ? '' : 's'}`];
-  const last = [...record.specializations].reverse().find(s => !s.error && !s.pending);
-  if (last) {
+  const parts = [counted(record.specialization_count, 'specialization')];
+  if (record.stopped) {
+    parts.push(`stopped at ${record.stopped}`);
+  }
+  if (record.sweep?.best) {
+    parts.push(`best ${record.sweep.best.config}`);
+  }
+  const compiled = record.specializations.filter(s => !s.error && !s.pending);
+  const shown = compiled.find(s => s.best) ?? compiled[compiled.length - 1];
+  if (shown) {
     parts.push(
-      `${record.arch}: ${last.threads} threads, ${last.registers} registers, ` +
-        `occupancy ${Math.round((last.occupancy ?? 0) * 100)}%`
+      `${record.arch}: ${shown.threads} threads, ${shown.registers} registers, ` +
+        `occupancy ${Math.round((shown.occupancy ?? 0) * 100)}%`
     );
   }
   if (record.timing) {
@@ -151,7 +186,12 @@ export function recordSummary(record: IKernelRecord): string {
 
 /** One specialization: what selected it, then what the compiler made of it, then its CUDA. */
 function specializationBlock(s: ISpecialization, code: HTMLDetailsElement): HTMLElement {
-  const label = h('div', { class: 'tw-spec-label', title: s.label }, s.label);
+  const label = h(
+    'div',
+    { class: 'tw-spec-label', title: s.label },
+    s.best ? h('span', { class: 'tw-best' }, 'best of the sweep ') : null,
+    s.label
+  );
   if (s.error) {
     return h('div', { class: 'tw-spec tw-spec-error' }, label, h('div', { class: 'tw-spec-message' }, s.error));
   }
@@ -182,6 +222,22 @@ function kernelSection(
   name.addEventListener('click', () => onOpen(found));
   const cellLabel = found.executionCount ? `[${found.executionCount}]` : `cell ${found.cellIndex + 1}`;
   const where = record.gpu ? `${record.arch} (${record.gpu})` : `${record.arch}, compiled without a GPU`;
+  const listed = record.specializations.length;
+  const more = record.specialization_count - listed;
+  const specializations = listed
+    ? h(
+        'div',
+        {},
+        h('div', { class: 'tw-where' }, where + (more > 0 ? ` · ${listed} of ${record.specialization_count} listed` : '')),
+        ...record.specializations.map(s => specializationBlock(s, details(`${record.kernel}\n${s.label}`)))
+      )
+    : h(
+        'div',
+        { class: 'tw-empty-kernel' },
+        record.stopped
+          ? 'no specialization: the run stopped before one was made'
+          : 'no specializations yet: a run with --grid and --args makes one'
+      );
   return h(
     'section',
     { class: 'tw-kernel', 'data-kernel': record.kernel },
@@ -193,14 +249,10 @@ function kernelSection(
       h('span', { class: 'tw-cell' }, cellLabel)
     ),
     h('code', { class: 'tw-signature' }, `${record.kernel}${record.signature}`),
-    h(
-      'div',
-      { class: 'tw-timing' },
-      record.timing ? `last timing: ${timingText(record.timing)}` : 'last timing: not measured (run with --bench on a GPU)'
-    ),
-    record.specializations.length
-      ? h('div', {}, h('div', { class: 'tw-where' }, where), ...record.specializations.map(s => specializationBlock(s, details(`${record.kernel}\n${s.label}`))))
-      : h('div', { class: 'tw-empty-kernel' }, 'no specializations yet: launch it (--grid/--args) to compile one')
+    record.stopped ? h('div', { class: 'tw-stopped' }, `stopped at ${record.stopped}`) : null,
+    record.timing ? h('div', { class: 'tw-timing' }, `last timing: ${timingText(record.timing)}`) : null,
+    record.sweep ? h('div', { class: 'tw-sweep' }, sweepText(record.sweep)) : null,
+    specializations
   );
 }
 
@@ -237,7 +289,11 @@ export class InspectorPanel extends Widget {
       : found.length
         ? h('div', {}, ...found.map(f => kernelSection(f, k => this._open(k), key => this._details(key))))
         : h('p', { class: 'tw-empty' }, 'No kernels yet: run a %%tilekernel cell (saved outputs count too).');
-    this.node.replaceChildren(title, body);
+    // said once, not under every kernel
+    const untimed = found.length && found.every(f => !f.record.timing)
+      ? h('p', { class: 'tw-untimed' }, 'No timings yet: --bench on a GPU measures a kernel.')
+      : null;
+    this.node.replaceChildren(...[title, untimed, body].filter((e): e is HTMLElement => e !== null));
   }
 
   /** A CUDA <details> that stays open across re-renders once the user opened it. */

@@ -196,7 +196,9 @@ def test_the_inspector_lists_the_notebooks_kernels_and_scrolls_to_their_cells(br
     assert spec.locator(".tw-spec-label").inner_text() == "x: array<float32, 1d>, y: array<float32, 1d>, TILE=4"
     # an interpreter-only run compiles nothing: the record says so, unless the compile cache has it already
     assert "not compiled for sm_90" in spec.inner_text() or re.search(r"\d+ regs", spec.inner_text())
-    assert "not measured" in double.locator(".tw-timing").inner_text()  # no GPU timed it
+    # no GPU timed anything: said once for the panel, not under each kernel
+    assert inspector.locator(".tw-untimed").inner_text().startswith("No timings yet")
+    assert inspector.locator(".tw-timing").count() == 0
     scale = inspector.locator("section[data-kernel='scale']")
     metric = {m: scale.locator(f"[data-metric={m}]").first.inner_text() for m in ("threads", "registers", "shared",
                                                                                    "occupancy")}
@@ -217,6 +219,12 @@ def test_the_inspector_lists_the_notebooks_kernels_and_scrolls_to_their_cells(br
     # the record's button opens the inspector at its kernel
     page.locator(".jp-CodeCell").nth(1).locator(".tw-record-open").click()
     page.wait_for_selector("#tileworkbench-inspector section[data-kernel='double'].tw-flash")
+    # a run that stops at an error says where and why, rather than asking for --grid and --args
+    run_cells(page, [3])
+    broken = inspector.locator("section[data-kernel='broken']")
+    broken.wait_for()
+    assert broken.locator(".tw-stopped").inner_text().startswith("stopped at cell line 4: TileTypeError: Tile shape")
+    assert "the run stopped before one was made" in broken.locator(".tw-empty-kernel").inner_text()
     assert page_errors(page) == []
     page.close()
 

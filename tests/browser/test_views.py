@@ -165,6 +165,14 @@ def test_a_saved_notebook_reopened_shows_every_views_picture_without_the_kernel_
 
     reopened = open_notebook(browser, lab, "views/saved_views.ipynb")
     pictures_shown(reopened, "reopened")
+    # each live widget's output, without its model, says what running the cell adds (the extension's
+    # style), not the widget manager's "model not found"
+    placeholders = """() => [...document.querySelectorAll('.jp-OutputArea-output.jupyter-widgets')]
+        .filter((e) => !e.children.length)"""
+    reopened.wait_for_function(f"({placeholders})().length >= {len(VIEWS)}", timeout=30_000)
+    shown = reopened.evaluate(f"""() => ({placeholders})().map((e) => [getComputedStyle(e).fontSize,
+        getComputedStyle(e, '::before').content])""")
+    assert all(size == "0px" and "run the cell for the interactive view" in said for size, said in shown), shown
     screenshot(reopened, "saved_views_reopened")
     assert page_errors(reopened) == []
     reopened.close()

@@ -165,3 +165,48 @@ def test_without_nvrtc_a_compiling_cell_says_so_in_one_line_with_the_install_com
         "Compiling the kernel needs NVRTC, the CUDA compiler. NVRTC is not available (ModuleNotFoundError: No "
         "module named 'cuda'). Install it with `pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime`")]
     assert records(out), "the kernel's record is still published"
+
+
+def test_a_run_stopped_by_an_error_says_where_and_why_in_its_record(shell):
+    with capture_output() as out, pytest.raises(TileKernelCellError):
+        shell.run_cell_magic("tilekernel", '--grid "(2,)" --args "a, b, c, 3"', ADD)   # TILE=3: not a power of 2
+    (record,) = records(out)
+    assert record["specializations"] == [] and record["specialization_count"] == 0
+    assert record["stopped"].startswith("cell line 4: TileTypeError: Tile shape (3,) must have power-of-two")
+    text = next(o.data["text/plain"] for o in out.outputs if KERNEL_MIME in o.data)
+    assert "0 specializations; the run stopped at cell line 4: TileTypeError" in text
+    (record,) = records(run(shell, '--grid "(2,)" --args "a, b, c, 4"', ADD))
+    assert record["stopped"] is None and record["specialization_count"] == 1
+
+
+TRANSPOSE_TILES = '''def transpose_tiles(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (j, i), ct.transpose(ct.load(x, (i, j), (TM, TN))))
+'''
+
+
+def test_after_a_sweep_the_record_counts_every_specialization_and_marks_the_best(shell, tmp_path, monkeypatch):
+    import numpy as np
+
+    from tileworkbench.magic import inspector
+    from tileworkbench.runtime import cache
+    monkeypatch.setattr(cache, "_default", cache.CompileCache(str(tmp_path)))
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+    shell.user_ns.update(m=np.zeros((64, 64), np.float32), mt=np.zeros((64, 64), np.float32))
+    (record,) = records(run(shell, '--grid "(64 // TM, 64 // TN)" --args "m, mt, TM, TN" --sweep "TM=8,16,32 '
+                                   'TN=8,16,32" --arch sm_90 --workers 1', TRANSPOSE_TILES))
+    specs, sweep = record["specializations"], record["sweep"]
+    assert record["specialization_count"] == 9 and len(specs) == inspector.MAX_SPECIALIZATIONS
+    assert (sweep["configurations"], sweep["ok"], sweep["timed"]) == (9, 9, False)
+    (best,) = [s for s in specs if s.get("best")]
+    assert best["label"] == sweep["best"]["specialization"]
+    assert best["label"].endswith(sweep["best"]["config"].replace(" ", ", "))   # "... TM=16, TN=32"
+    assert all(best["occupancy"] >= s["occupancy"] for s in specs)
+    assert f"highest theoretical occupancy, {best['occupancy']:.0%}" in sweep["best"]["by"]
+    text = inspector.summary(record)
+    assert f"9 specializations; best of 9 configurations: {sweep['best']['config']}" in text
+    assert f"{best['threads']} threads, {best['registers']} registers" in text   # the best's, not the last's
+    kernel = shell.user_ns["transpose_tiles"]   # a best older than the most recent ones stays listed
+    kernel.last_sweep["best"]["specialization"] = inspector.specialization_label(kernel.specializations[0])
+    listed = inspector.kernel_bundle(kernel, "sm_90")[KERNEL_MIME]["specializations"]
+    assert len(listed) == inspector.MAX_SPECIALIZATIONS and listed[0].get("best")

@@ -1,5 +1,6 @@
 """%%tilekernel in a real IPython shell: definition, options, errors at cell lines, diagnostics."""
 import dataclasses
+import math
 import re
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 from tileworkbench.magic import DIAGNOSTICS_MIME, KERNEL_MIME
-from tileworkbench.magic.diagnostics import TileKernelCellError
+from tileworkbench.magic.diagnostics import SOURCE_CHARS, TileKernelCellError, source_window
 from tileworkbench.runtime import device
 
 from .conftest import ADD
@@ -235,3 +236,27 @@ def test_a_read_only_output_is_an_error_at_the_cells_store_line(shell):
     text = info.value._render_traceback_()
     assert text[0] == "TileValueError: store into `c`: the NumPy array is read-only (pass a writable array, e.g. a copy)"
     assert text[1] == "  cell line 4, in add:"
+
+
+def test_an_error_in_a_long_line_shows_the_part_around_it_so_the_caret_stays_under_it(shell):
+    long_line = ("    ct.store(c, (i,), ct.load(a, (i,), (TILE,)) * 2.0 + ct.load(b, (i,), (TILE,)) * 3.0 + "
+                 "ct.load(a, (i,), (TILE,)) * ct.load(b, (i,), (TILE,)) + math.sqrt(ct.load(a, (i,), (TILE,))))")
+    body = ADD.splitlines()[0] + "\n    i = ct.bid(0)\n" + long_line + "\n"
+    shell.user_ns["math"] = math
+    with capture_output(), pytest.raises(TileKernelCellError) as info:
+        shell.run_cell_magic("tilekernel", '--grid "(2,)" --args "a, b, c, 4"', body)
+    source, caret = info.value._render_traceback_()[2:4]
+    shown = source.split(" | ", 1)[1]
+    assert len(shown) <= SOURCE_CHARS + 2 and shown.startswith("\u2026") and shown.endswith("TILE,))))")
+    start = caret.index("^")
+    assert source[start:start + caret.count("^")] == "math.sqrt(ct.load(a, (i,), (TILE,)))"   # the call, underlined
+
+
+def test_the_source_window_keeps_a_short_line_whole_and_cuts_a_long_one_with_ellipses():
+    assert source_window("    x = a + b", 8, 9) == ("    x = a + b", 8, 1)
+    line = "    y = " + " + ".join(f"t{k}" for k in range(60))
+    col = line.index("t30")
+    shown, at, width = source_window(line, col, col + 3, 40)
+    assert shown[0] == shown[-1] == "\u2026" and len(shown) == 42 and shown[at:at + width] == "t30"
+    shown, at, width = source_window(line, 4, 5, 40)   # at the start: the indentation goes, no ellipsis before
+    assert shown.startswith("y = t0") and shown.endswith("\u2026") and (at, width) == (0, 1)

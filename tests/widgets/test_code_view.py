@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tileworkbench.kernels import vector_add
-from tileworkbench.widgets.code_view import TABS, CodeView
+from tileworkbench.widgets.code_view import CODE_CHARS, TABS, CodeView
 
 N = 4096
 
@@ -33,6 +33,16 @@ def test_svg_shows_the_first_ir_lines(view):
     root = ET.fromstring(view.to_svg())
     text = " ".join(t.text or "" for t in root.iter() if t.tag.endswith("text"))
     assert "kernel vector_add(" in text
+
+
+def test_the_picture_scales_to_the_output_and_ends_long_lines_with_an_ellipsis():
+    long_line = "    %r = tile.add %a, %b  // " + "a long comment " * 20
+    view = CodeView(vector_add, args(256))
+    view.data = {**view.data, "tabs": [{**view.data["tabs"][0], "text": long_line, "lines": 1}]}
+    root = ET.fromstring(view.to_svg())
+    assert "max-width: 100%" in root.get("style")
+    (line,) = [t.text for t in root.iter() if t.tag.endswith("text") and t.text.startswith("    %r")]
+    assert line.endswith("comment\u2026") and len(line) <= CODE_CHARS
 
 
 def test_diff_between_tile_sizes_has_changed_lines():

@@ -7,7 +7,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import Status, run
-from tileworkbench.widgets.index_map import IndexMapView, index_map_data, padding_value_of, partners
+from tileworkbench.widgets.index_map import IndexMapView, index_map_data, index_map_svg, padding_value_of, partners
 from tileworkbench.widgets.tile_space import STATUS_COLOURS
 from tileworkbench.widgets.views import views_of_trace
 
@@ -195,3 +195,21 @@ def test_a_3d_array_is_drawn_with_a_row_per_leading_index():
     assert (rows == (lanes % 2) * 3 + lanes // 2 % 3).all() and (cols == lanes + 2).all()
     assert (d["status"][lanes[-1] + 1:] == Status.OUT_OF_BOUNDS).all()   # i + 2 >= 8
     assert any("a row per x[i, j, :]" in t["text"] for t in d["texts"])
+
+
+@ct.kernel
+def gather16(table, lanes, out):
+    ct.store(out, (0,), ct.gather(table, ct.load(lanes, (0,), (16,)), padding_value=-1.0))
+
+
+def test_a_long_1d_array_is_drawn_in_rows_with_cells_big_enough_for_its_numbers():
+    table, lanes = np.arange(48, dtype=np.float32), np.array([47, 3, 50, 12, 0, 33, -2, 20] * 2, np.int32)
+    trace = run(gather16, (1,), (table, lanes, np.zeros(16, np.float32)), trace=True)
+    d = IndexMapView.from_trace(trace, op="gather", values=table).data
+    assert d["acell"] >= 18 and d["array_labels"] == [str(v) for v in range(48)]   # numbers, not bare cells
+    assert sorted(set(d["cell_y"])) == [d["ay0"] + r * d["acell"] for r in range(3)]   # 3 rows of 16
+    assert d["cell_x"][16] == d["cell_x"][0] and d["cell_y"][16] == d["cell_y"][0] + d["acell"]
+    lane = 0   # index 47: the last cell of the last row
+    assert (d["tx"][lane] - d["acell"] / 2, d["ty"][lane] - d["acell"] / 2) == (d["cell_x"][47], d["cell_y"][47])
+    assert d["tx"][6] < d["ax0"] and d["ty"][6] == d["ay0"] + d["acell"] / 2   # index -2: a ghost left of element 0
+    assert "table (48,), in rows of 16" in index_map_svg(d)

@@ -32,6 +32,14 @@ def test_data_lists_every_configuration_and_marks_the_best(view):
     assert "timings need a GPU" in data["note"]
 
 
+def test_without_a_gpu_the_table_has_no_timing_columns_and_the_heatmap_a_colour_scale_of_occupancy(view):
+    data = sweep_data(view.result)
+    assert not {"time_ms", "gbs", "tflops", "device", "host"} & set(data["columns"])
+    assert all(r["occupancy"] is not None and r["registers"] for r in data["rows"])
+    texts = [e.text for e in ET.fromstring(view.to_svg()).iter(f"{SVG}text")]
+    assert any(t.startswith("colour scale") and "occupancy" in t for t in texts)
+
+
 def test_svg_has_a_cell_per_configuration_and_outlines_the_best(view):
     root = ET.fromstring(view.to_svg())
     cells = [e for e in root.iter(f"{SVG}rect") if e.get("class") == "sweep-cell"]

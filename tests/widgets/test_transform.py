@@ -6,6 +6,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
+from tileworkbench.widgets.svg import text_width
 from tileworkbench.widgets.transform import TransformView, infer_operand_shapes, mapping, same_source
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -130,3 +131,11 @@ def test_widget_state_holds_the_data_as_binary_buffers():
     assert state["data"]["panels"][1]["ids"]["shape"] == [16]
     assert isinstance(state["data"]["panels"][1]["ids"]["buffer"], memoryview)
     assert "image/svg+xml" in view._repr_mimebundle_()[0]
+
+
+def test_the_input_and_result_headers_never_overlap_however_long_the_operand_name():
+    data = TransformView.of(lambda an_operand_with_a_long_name: ct.reshape(an_operand_with_a_long_name, (1, 2)),
+                            (2,)).data
+    label, result = (next(t for t in data["texts"] if t["text"].startswith(s)) for s in ("an_operand", "reshape"))
+    assert result["x"] >= label["x"] + text_width(label["text"], label["size"], bold=True)
+    assert data["width"] >= result["x"] + text_width(result["text"], result["size"], bold=True)

@@ -5,6 +5,7 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import Status, run
+from tileworkbench.widgets.svg import MIN_FONT
 from tileworkbench.widgets.tile_space import TileSpaceView
 from tileworkbench.widgets.views import views_of_trace
 
@@ -91,3 +92,38 @@ def test_views_show_the_ops_the_user_wrote_by_the_name_they_wrote():
     trace = run(transposed, (1,), (np.ones((2, 4), np.float32), np.zeros((4, 2), np.float32)), trace=True)
     transform, = [v for v in views_of_trace(trace) if type(v).__name__ == "TransformView"]
     assert "transposed: transpose, line" in transform.data["title"]
+
+
+@ct.kernel
+def offset_rows(x, y, start):
+    cols = start + ct.arange(8, dtype=ct.int32)     # start is broadcast to the tile's shape: not written
+    row = ct.gather(x, cols)
+    ct.store(y, (0, 0), ct.broadcast_to(row[None, :], (2, 8)))
+
+
+def test_shape_ops_that_an_operator_makes_get_no_panel_and_the_written_ones_do():
+    trace = run(offset_rows, (1,), (np.arange(16, dtype=np.float32), np.zeros((2, 8), np.float32), 3), trace=True)
+    assert any(e.op == "broadcast" and "cols = start" in e.source for e in trace.events)
+    titles = [v.data["title"] for v in views_of_trace(trace, limit=10) if type(v).__name__ == "TransformView"]
+    assert [t.split(",")[0] for t in titles] == ["offset_rows: reshape", "offset_rows: broadcast_to"]
+    assert all("ct.store(y, (0, 0), ct.broadcast_to(row[None, :]" in t for t in titles)
+
+
+@ct.kernel
+def gather_transposed(x, rows, z, start):
+    r = ct.load(rows, (0,), (4,))
+    g = ct.gather(x, (r[:, None], start + ct.arange(8, dtype=ct.int32)[None, :]), padding_value=0)
+    ct.store(z, (0, 0), ct.transpose(ct.reshape(g, (8, 4))))
+
+
+def test_every_text_of_every_view_is_at_least_the_smallest_legible_size_and_scales_with_the_output():
+    x = np.arange(80, dtype=np.float32).reshape(8, 10)
+    trace = run(gather_transposed, (1,), (x, np.array([6, 0, 3, 7], np.int32), np.zeros((8, 4), np.float32), 1),
+                trace=True)
+    views = views_of_trace(trace, limit=10)
+    assert {type(v).__name__ for v in views} >= {"CoverageView", "TileSpaceView", "IndexMapView", "TransformView"}
+    for view in views:
+        root = ET.fromstring(view.to_svg())
+        assert "max-width: 100%" in root.get("style"), type(view).__name__
+        sizes = [float(e.get("font-size")) for e in root.iter() if e.get("font-size")]
+        assert sizes and min(sizes) >= MIN_FONT, type(view).__name__

@@ -40,7 +40,7 @@ from .. import tile as ct
 from ..errors import TileError, TileSyntaxError, UserInputError
 from ..runtime.nvrtc import NvrtcUnavailableError
 from ..userkernels.base import UserKernel
-from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle
+from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle, in_cell
 from .inspector import KERNEL_MIME, kernel_bundle
 
 _cell_numbers = itertools.count(1)
@@ -118,6 +118,17 @@ class TileKernelMagics(Magics):
             raise TileKernelCellError("--block and --smem are for --lang cpp cells: tile kernels choose their own "
                                       "block size and shared memory", [])
         kernel = self.define_cpp(cell, args, line) if args.lang == "cpp" else self.define(cell, args.name)
+        stopped = None
+        try:
+            return self.act_on(kernel, args)
+        except Exception as error:
+            stopped = stopped_at(error)
+            raise
+        finally:  # also after an error: the inspector then shows what did compile, and why not
+            self.publish(kernel, args.arch, stopped)
+
+    def act_on(self, kernel, args):
+        """Do what the header line asks of the defined kernel; errors become one box without a stack."""
         try:
             if args.lang == "cpp":
                 return self.act_cpp(kernel, args)
@@ -132,17 +143,16 @@ class TileKernelMagics(Magics):
             raise TileKernelCellError(f"Compiling the kernel needs NVRTC, the CUDA compiler. {error}", []) from None
         except UserInputError as error:  # its message says it all: no stack
             raise TileKernelCellError(f"{type(error).__name__}: {error}", []) from None
-        finally:  # also after an error: the inspector then shows what did compile, and why not
-            self.publish(kernel, args.arch)
 
-    def publish(self, kernel, arch: str | None):
-        """The kernel's record for the kernel inspector, as a display output of this cell."""
+    def publish(self, kernel, arch: str | None, stopped: str | None = None):
+        """The kernel's record for the kernel inspector, as a display output of this cell; `stopped`
+        says where and why the run stopped, if it did."""
         from ..runtime import device
         if isinstance(kernel, UserKernel):  # what its last call ran, if it ran
             kernel = kernel.last_tile_kernel
             if kernel is None:
                 return
-        display(kernel_bundle(kernel, device.target_arch(arch)), raw=True)
+        display(kernel_bundle(kernel, device.target_arch(arch), stopped), raw=True)
 
     # ---- defining the kernel -----------------------------------------------------------------------
 
@@ -296,6 +306,14 @@ class TileKernelMagics(Magics):
         """Show the error as a short box at the cell's line, with a machine-readable diagnostics bundle."""
         display(diagnostics_bundle(error, kernel_name), raw=True)
         raise TileKernelCellError.from_tile_error(error) from None
+
+
+def stopped_at(error: Exception) -> str:
+    """One line for the kernel record: the cell line a run stopped at (where known) and the error."""
+    text = error.text if isinstance(error, TileKernelCellError) else f"{type(error).__name__}: {error}"
+    first = text.splitlines()[0] if text.strip() else type(error).__name__
+    lines = [f.line for f in getattr(error, "frames", ()) if in_cell(f)]
+    return f"cell line {lines[-1]}: {first}" if lines else first
 
 
 def _syntax_loc(e: SyntaxError, source: str, filename: str):

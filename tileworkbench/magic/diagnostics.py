@@ -13,12 +13,12 @@ from ..errors import SourceLoc, TileError
 DIAGNOSTICS_MIME = "application/vnd.tileworkbench.diagnostics+json"
 
 
-def _in_cell(loc: SourceLoc) -> bool:
+def in_cell(loc: SourceLoc) -> bool:
     return loc.filename.startswith("<tilekernel-")
 
 
 def diagnostics_bundle(error: TileError, kernel: str) -> dict:
-    cell_frames = [f for f in error.frames if _in_cell(f)]
+    cell_frames = [f for f in error.frames if in_cell(f)]
     loc = cell_frames[-1] if cell_frames else None  # the innermost place inside the cell
     diagnostics = []
     if loc is not None:
@@ -30,18 +30,41 @@ def diagnostics_bundle(error: TileError, kernel: str) -> dict:
             "text/plain": f"{type(error).__name__} in kernel `{kernel}`{where}"}
 
 
+SOURCE_CHARS = 80   # the most of a source line the box shows: an output that wraps longer lines would move the caret
+
+
 def render(error: TileError) -> str:
     """The error box: the message, then each frame as `cell line N` (or file:line) with a caret."""
     lines = [f"{type(error).__name__}: {error.message}"]
     for f in error.frames:
-        where = f"cell line {f.line}" if _in_cell(f) else f"{f.filename}:{f.line}"
+        where = f"cell line {f.line}" if in_cell(f) else f"{f.filename}:{f.line}"
         lines.append(f"  {where}, in {f.function}:")
         if f.source_line:
             number = f"{f.line:>4} | "
             end = f.end_col if f.end_line == f.line else len(f.source_line)
-            lines.append(f"  {number}{f.source_line.rstrip()}")
-            lines.append(f"  {' ' * (len(number) - 2)}| {' ' * f.col}{'^' * max(1, end - f.col)}")
+            shown, col, width = source_window(f.source_line.rstrip(), f.col, end)
+            lines.append(f"  {number}{shown}")
+            lines.append(f"  {' ' * (len(number) - 2)}| {' ' * col}{'^' * width}")
     return "\n".join(lines)
+
+
+def source_window(line: str, col: int, end: int, chars: int = SOURCE_CHARS) -> tuple[str, int, int]:
+    """The part of `line` around columns [col, end) that fits in `chars` characters, with an ellipsis
+    where it was cut; returns it with the caret's column and width in it.
+
+    >>> source_window("x = " + "a + " * 30 + "oops", 124, 128, 20)
+    ('\u2026a + a + a + a + oops', 17, 4)
+    """
+    end = max(end, col + 1)
+    if len(line) <= chars:
+        return line, col, min(end, max(len(line), col + 1)) - col
+    indent = min(len(line) - len(line.lstrip()), col)   # a long line is shown without its indentation
+    line, col, end = line[indent:], col - indent, end - indent
+    start = max(0, min(col - max(0, chars - (end - col)) // 2, len(line) - chars, col))
+    stop = min(len(line), start + chars)
+    lead = "\u2026" if start else ""
+    shown = lead + line[start:stop] + ("\u2026" if stop < len(line) else "")
+    return shown, col - start + len(lead), max(1, min(end, stop) - col)
 
 
 class TileKernelCellError(Exception):
@@ -50,6 +73,7 @@ class TileKernelCellError(Exception):
     def __init__(self, text: str, frames):
         super().__init__(text)
         self.text = text
+        self.frames = list(frames)
 
     @classmethod
     def from_tile_error(cls, error: TileError) -> "TileKernelCellError":

@@ -9,8 +9,16 @@ outputs, so a saved notebook opened without a kernel still fills the panel:
      "specializations": [{"label": "a: float32[1], b: ..., TILE=1024", "threads": 128, "registers": 16,
                           "shared_bytes": 0, "local_bytes": 0, "spills": 0, "occupancy": 1.0,
                           "blocks_per_sm": 16, "limiter": "warps", "cuda": "...", "error": null}],
+     "specialization_count": 1,
      "timing": {"median_ms": 0.09, "p10_ms": ..., "p90_ms": ..., "device": "NVIDIA H100", "grid": [8, 1, 1],
-                "specialization": "...", "gbs": 2980.0} | null}
+                "specialization": "...", "gbs": 2980.0} | null,
+     "sweep": {"configurations": 9, "ok": 9, "timed": false, "device": null, "arch": "sm_90",
+               "best": {"config": "TM=32 TN=8", "specialization": "...", "by": "highest ..."} | null} | null,
+     "stopped": "cell line 4: TileValueError: ..." | null}
+
+The list holds the most recent specializations (a sweep makes dozens) and the sweep's best, marked
+{"best": true}; "specialization_count" counts them all. "stopped" says where the cell's run stopped
+at an error, so that a kernel without a specialization says why.
 
 Resources and occupancy are the compiler's for `arch` (the GPU's, or --arch, or sm_90 without a GPU);
 NVRTC needs no GPU, so a CPU-only machine fills them too. The record never runs NVRTC itself: it
@@ -24,26 +32,34 @@ from __future__ import annotations
 from ..ir import specialization_label
 
 KERNEL_MIME = "application/vnd.tileworkbench.kernel+json"
-MAX_SPECIALIZATIONS = 8  # the most recent ones: a sweep makes dozens, the panel shows what was last used
+MAX_SPECIALIZATIONS = 8  # the most recent ones (and a sweep's best): a sweep makes dozens
 
 
-def kernel_bundle(kernel, arch: str) -> dict:
-    """The inspector's record of `kernel` (a tile kernel or a C++ cell kernel) compiled for `arch`."""
+def kernel_bundle(kernel, arch: str, stopped: str | None = None) -> dict:
+    """The inspector's record of `kernel` (a tile kernel or a C++ cell kernel) compiled for `arch`;
+    `stopped`: where and why the cell's run stopped, if it did."""
+    sweep = getattr(kernel, "last_sweep", None)
+    specializations = _specializations(kernel, arch, sweep, stopped)
     record = {"version": 1, "kernel": getattr(kernel, "expression", kernel.name),  # "scale<float>" for C++
               "lang": getattr(kernel, "lang", "python"), "signature": _signature(kernel), "arch": arch,
-              "gpu": _gpu_name(),
-              "specializations": _specializations(kernel, arch),
-              "timing": getattr(kernel, "last_timing", None)}
+              "gpu": _gpu_name(), "specializations": specializations,
+              "specialization_count": len(kernel.specializations) if hasattr(kernel, "specializations")
+              else len(specializations),
+              "timing": getattr(kernel, "last_timing", None), "sweep": sweep, "stopped": stopped}
     return {KERNEL_MIME: record, "text/plain": summary(record)}
 
 
 def summary(record: dict) -> str:
-    specs = record["specializations"]
-    counted = f"{len(specs)} specialization{'s' * (len(specs) != 1)}"
-    line = f"{'C++ ' * (record['lang'] == 'cpp')}tile kernel {record['kernel']}: {counted}"
+    specs, count = record["specializations"], record["specialization_count"]
+    line = f"{'C++ ' * (record['lang'] == 'cpp')}tile kernel {record['kernel']}: {count} specialization{'s' * (count != 1)}"
+    if record["stopped"]:
+        line += f"; the run stopped at {record['stopped']}"
+    best = (record["sweep"] or {}).get("best")
+    if best:
+        line += f"; best of {record['sweep']['configurations']} configurations: {best['config']} ({best['by']})"
     good = [s for s in specs if not s.get("error") and not s.get("pending")]
     if good:
-        s = good[-1]
+        s = next((s for s in good if s.get("best")), good[-1])
         line += (f"; {record['arch']}: {s['threads']} threads, {s['registers']} registers, "
                  f"{s['shared_bytes']} B shared, occupancy {s['occupancy']:.0%} ({s['limiter']})")
     if record["timing"]:
@@ -76,14 +92,20 @@ def _gpu_name() -> str | None:
         return None
 
 
-def _specializations(kernel, arch: str) -> list[dict]:
+def _specializations(kernel, arch: str, sweep: dict | None, stopped: str | None) -> list[dict]:
     if getattr(kernel, "lang", "python") == "cpp":
         threads = cpp_block_threads(kernel, arch)
-        return [_compiled(lambda: _cpp_compiled(kernel, arch, threads), f"as written, {threads}-thread blocks", arch)]
+        return [_compiled(lambda: _cpp_compiled(kernel, arch, threads), f"as written, {threads}-thread blocks", arch,
+                          stopped)]
     from ..runtime.cache import cached_only
+    best = ((sweep or {}).get("best") or {}).get("specialization")
+    listed = kernel.specializations[-MAX_SPECIALIZATIONS:]
+    if best is not None and best not in map(specialization_label, listed):   # older than the most recent ones
+        listed = [fn for fn in kernel.specializations if specialization_label(fn) == best] + listed[1:]
     with cached_only():
-        return [_compiled(lambda fn=fn: _tile_compiled(fn, arch), specialization_label(fn), arch)
-                for fn in kernel.specializations[-MAX_SPECIALIZATIONS:]]
+        records = [_compiled(lambda fn=fn: _tile_compiled(fn, arch), specialization_label(fn), arch, stopped)
+                   for fn in listed]
+    return [r | {"best": True} if r["label"] == best else r for r in records]
 
 
 def _tile_compiled(fn, arch: str):
@@ -109,7 +131,7 @@ def _cpp_compiled(kernel, arch: str, threads: int):
     return threads, 0, kernel.resources(arch), kernel.source
 
 
-def _compiled(compile_, label: str, arch: str) -> dict:
+def _compiled(compile_, label: str, arch: str, stopped: str | None) -> dict:
     from ..errors import TileError
     from ..profile import theoretical_occupancy
     from ..runtime.cache import NotCached
@@ -117,9 +139,9 @@ def _compiled(compile_, label: str, arch: str) -> dict:
     try:
         threads, dynamic_smem, r, cuda = compile_()
     except NotCached:
+        how = "the run stopped at an error (above)" if stopped else "the run used the interpreter only"
         return {"label": label, "error": None,
-                "pending": f"not compiled for {arch}: the run used the interpreter only; --show resources "
-                           f"(or --bench, a GPU launch) compiles it"}
+                "pending": f"not compiled for {arch}: {how}; --show resources (or --bench, a GPU launch) compiles it"}
     except (TileError, NvrtcUnavailableError, RuntimeError, ValueError) as e:
         return {"label": label, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
     shared = dynamic_smem + r.shared_static_bytes

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ..errors import TileError
+from ..ir import specialization_label
 from ..runtime import device
 from .occupancy import theoretical_occupancy
 from .workers import Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, gpu_pool, one_line, time_config
@@ -180,7 +181,23 @@ def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, ref
         run.all(compiling, compiles, timing, timings)
     if result.best_or_none() is None and result.rows:
         result.note = " ".join(filter(None, [result.note, result.failure_summary()]))
+    kernel.last_sweep = sweep_record(result, run.labels)
     return result
+
+
+def sweep_record(result: SweepResult, labels: dict) -> dict:
+    """What the kernel keeps of its last sweep (`kernel.last_sweep`, shown by the kernel inspector):
+    how many configurations ran and succeeded, and the best one with its specialization's label
+    (`labels`: row index -> label) and what made it the best."""
+    best = result.best_or_none()
+    record = {"configurations": len(result.rows), "ok": sum(r.ok for r in result.rows), "best": None,
+              "timed": result.timed, "device": result.device, "arch": result.arch}
+    if best is not None:
+        by = (f"fastest, {best.time_ms * 1e3:.3g} us" if result.timed else
+              f"highest theoretical occupancy, {best.occupancy:.0%}, {best.registers} registers")
+        record["best"] = {"config": " ".join(f"{k}={v}" for k, v in best.config.items()),
+                          "specialization": labels[result.rows.index(best)], "by": by}
+    return record
 
 
 @dataclass
@@ -234,6 +251,7 @@ class _Run:
         self.reference, self.check, self.repetitions, self.plan = reference, check, repetitions, plan
         self.report, self.on_row = report, on_row
         self.specialized = {}       # row index -> (fn, grid) of a configuration not finished yet
+        self.labels = {}            # row index -> its specialization's label
         self.shapes = {}            # row index -> {array parameter: shape} of a configuration being timed
         self.to_time = deque()      # row indices compiled, waiting for a GPU
         self.pending = {}           # future -> (row index, stage)
@@ -267,6 +285,7 @@ class _Run:
         except Exception as e:
             return self.finish(index, "argument error", one_line(e))
         self.specialized[index] = (fn, grid)
+        self.labels[index] = specialization_label(fn)
         self.pending[compiling.submit(compile_config, fn, self.result.arch)] = (index, "compile")
 
     def compiled(self, index: int, future) -> None:

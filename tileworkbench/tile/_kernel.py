@@ -77,6 +77,8 @@ class Kernel:
         self._constant_mask = tuple(self.is_constant_param(p.name) for p in self._params)
         self.launchers: dict = {}  # (device, argument profile) -> the GPU runtime's ready launcher
         self.last_launcher = None  # the one used last: ct.launch tries it first
+        self.last_timing = None    # a measured launch (profile.bench), shown by the kernel inspector
+        self.last_sweep = None     # the last sweep's outcome (profile.sweep), shown there too
 
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")

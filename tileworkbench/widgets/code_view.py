@@ -11,6 +11,9 @@ import html
 import numpy as np
 
 from ._base import Data, View, static
+from .svg import clip, svg_document
+
+CODE_CHARS = 135   # a code line's characters that fit the 1000-pixel picture; a longer one ends in an ellipsis
 
 TABS = ("IR", "CUDA", "PTX", "resources")
 
@@ -130,11 +133,8 @@ class CodeView(View):
                 color = "#2ca02c" if line.startswith("+") else "#d62728" if line.startswith("-") else \
                     "#1f77b4" if line.startswith("@@") else "#222"
             parts.append(f'<text x="8" y="{40 + i * row_h}" fill="{color}" xml:space="preserve">'
-                         f'{html.escape(line[:160])}</text>')
+                         f'{html.escape(clip(line, CODE_CHARS))}</text>')
         if first["lines"] > len(shown):
-            parts.append(f'<text x="8" y="{40 + len(shown) * row_h}" fill="#888">... '
+            parts.append(f'<text x="8" y="{40 + len(shown) * row_h}" fill="#888">\u2026 '
                          f'{first["lines"] - len(shown)} more lines</text>')
-        body = "\n".join(parts)
-        return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-                f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="12">\n'
-                f'<rect width="{width}" height="{height}" fill="white"/>\n{body}\n</svg>')
+        return svg_document(width, height, ['<g font-family="monospace" font-size="12">', *parts, "</g>"])

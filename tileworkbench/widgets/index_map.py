@@ -11,7 +11,7 @@ target and, for a collision, every lane that wrote the same element.
     ...                                block=(1,), values=table_before)
 
 Arrays over 64 elements along an axis are drawn in bins of several elements (a lane points at
-its bin); the mask is not recorded by the trace, it is read back from the MASKED lanes. What a
+its bin), and a 1-D array of more than 16 (elements or bins) in rows of 16; the mask is not recorded by the trace, it is read back from the MASKED lanes. What a
 masked or out-of-bounds gather lane reads is the trace's recorded padding_value (per lane when
 it differs between lanes).
 """
@@ -46,6 +46,7 @@ from .tile_space import STATUS_COLOURS, STATUS_LABELS
 from .transform import as_slices, cell_size, slice_cells
 
 ARRAY_CAP = 64          # the most array cells drawn along an axis; bigger arrays are binned
+ROW_CELLS = 16          # a longer 1-D array is drawn in rows of this many cells: big enough for their numbers
 ROW_W = 1100            # the widest the row of lane panels may get, in pixels
 MAX_LINES = 64          # tiles with more lanes draw no lines until one is hovered
 PALETTE = {"untouched": "#eceff1", "read": "#90caf9", "mask_on": "#cfd8dc", "line": "#78909c",
@@ -142,22 +143,28 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     binned = [-(-d // f) for d, f in zip(shape2, factors)]
     oob = status == Status.OUT_OF_BOUNDS
     ring = 1 if oob.any() else 0
-    acell = min(cell_size(*binned), max(4, (ROW_W - 2 * PAD) // (binned[1] + 2 * ring)))
+    cells = binned[0] * binned[1]
+    per_row = ROW_CELLS if nd == 1 and binned[1] > ROW_CELLS else binned[1]
+    rows_drawn = -(-cells // per_row)
+    acell = min(cell_size(rows_drawn, per_row), max(4, (ROW_W - 2 * PAD) // (per_row + 2 * ring)))
     ax0 = PAD + ring * acell + 30
     ay0 = top + h + 2 * PAD + LABEL_H + ring * acell
     bins = np.stack([np.floor_divide(coords2[:, d], factors[d]) for d in range(2)], 1)
     bins = np.stack([np.clip(bins[:, d], -1, binned[d]) for d in range(2)], 1)
-    target = np.where(inside, bins[:, 0] * binned[1] + bins[:, 1], -1)
+    if per_row < binned[1]:   # a 1-D array in rows: bin b at (b // per_row, b % per_row); before the start, left of it
+        b = bins[:, 1]
+        bins = np.stack([np.where(b < 0, 0, b // per_row), np.where(b < 0, -1, b % per_row)], 1)
+    target = np.where(inside, bins[:, 0] * per_row + bins[:, 1], -1)
     tx = np.where(on, ax0 + bins[:, 1] * acell + acell / 2, -1).astype(np.float32)
     ty = np.where(on, ay0 + bins[:, 0] * acell + acell / 2, -1).astype(np.float32)
-    hits = np.bincount(target[inside], minlength=binned[0] * binned[1])
+    hits = np.bincount(target[inside], minlength=cells)
     collided = np.zeros_like(hits)
     np.add.at(collided, target[status == Status.COLLISION], 1)
     cell_fill = np.where(hits == 0, 0, np.where(collided > 0, 3, 2 if scatter else 1)).astype(np.uint8)
     fill_names = [PALETTE["untouched"], PALETTE["read"], STATUS_COLOURS[Status.STORED],
                   STATUS_COLOURS[Status.COLLISION]]
     ghosts = np.unique(bins[oob], axis=0) if oob.any() else np.zeros((0, 2), np.int64)
-    rr, cc = np.meshgrid(np.arange(binned[0]), np.arange(binned[1]), indexing="ij")
+    rr, cc = np.divmod(np.arange(cells), per_row)
     array_labels = None
     if values is not None and factors == [1, 1] and acell >= 18:
         array_labels = [_label(v) for v in np.asarray(values).ravel()]
@@ -171,8 +178,10 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     texts += [text(p["x"], top - 6, p["name"], weight="bold") for p in panels]
     binning = "" if factors == [1, 1] else f" (bins of {' x '.join(map(str, factors[max(0, 2 - nd):]))} elements)"
     rows = f", a row per {event.array}[{', '.join('ijklmn'[:nd - 1])}, :]" if nd > 2 else ""
-    texts.append(text(PAD, ay0 - ring * acell - 8, f"{event.array} {array_shape}{rows}{binning}", weight="bold"))
-    width = max(x, ax0 + (binned[1] + ring) * acell + PAD, PAD + 7 * len(title), PAD + 6 * len(texts[1]["text"]))
+    wrapped = f", in rows of {per_row}" if per_row < binned[1] else ""
+    texts.append(text(PAD, ay0 - ring * acell - 8, f"{event.array} {array_shape}{rows}{binning}{wrapped}",
+                      weight="bold"))
+    width = max(x, ax0 + (per_row + ring) * acell + PAD, PAD + 7 * len(title), PAD + 6 * len(texts[1]["text"]))
     present = [Status(int(s)) for s in np.unique(status)]
     padded = (Status.MASKED, Status.OUT_OF_BOUNDS)
 
@@ -187,12 +196,12 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
                {"label": "untouched", "colour": PALETTE["untouched"]}]
     return {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
             "tile_shape": list(tile_shape), "block": list(block), "cell": cell, "acell": acell,
-            "width": math.ceil(width), "height": int(ay0 + (binned[0] + ring) * acell + PAD),
+            "width": math.ceil(width), "height": int(ay0 + (rows_drawn + ring) * acell + PAD),
             "texts": texts, "panels": panels, "lane_x": lane_x, "lane_y": lane_y, "panel_w": int(w),
             "status": status, "coords": coords.astype(np.int32), "elem": elem.astype(np.int32),
             "target": target.astype(np.int32), "tx": tx, "ty": ty,
             "ax0": ax0, "ay0": ay0, "factors": factors, "binned": binned, "shape2": list(shape2),
-            "cell_x": (ax0 + cc * acell).ravel().astype(np.int32), "cell_y": (ay0 + rr * acell).ravel().astype(np.int32),
+            "cell_x": (ax0 + cc * acell).astype(np.int32), "cell_y": (ay0 + rr * acell).astype(np.int32),
             "cell_fill": cell_fill.ravel(), "fill_names": fill_names, "array_labels": array_labels,
             "ghost_x": (ax0 + ghosts[:, 1] * acell).astype(np.int32), "ghost_y": (ay0 + ghosts[:, 0] * acell).astype(np.int32),
             "lines": n <= MAX_LINES, "palette": PALETTE,

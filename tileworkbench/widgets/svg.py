@@ -24,6 +24,11 @@ def text(x, y, s, *, size=12, weight="normal", anchor="start", role=None) -> dic
     return t | {"role": role} if role else t
 
 
+def text_width(s: str, size: float, bold: bool = False) -> float:
+    """A generous estimate of a sans-serif line's width in pixels (no font metrics here)."""
+    return (0.62 if bold else 0.56) * size * len(s)
+
+
 def clip(s: str, chars: int) -> str:
     """`s` cut to `chars` characters at a word boundary, with an ellipsis where it was cut."""
     if len(s) <= chars:

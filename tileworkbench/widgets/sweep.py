@@ -20,7 +20,7 @@ import traitlets
 
 from ..profile.sweep import SweepResult, sweep
 from ._base import Data, SvgView, static
-from .svg import ink_of, svg_document
+from .svg import ink_of, svg_document, text_width
 
 
 def sweep_data(result: SweepResult) -> dict:
@@ -183,11 +183,6 @@ class SweepView(SvgView):
 
 MIN_WIDTH = 420   # wide enough for the no-GPU note in three lines
 MAX_REASONS = 6   # failed configurations listed under the heatmap; the table has them all
-
-
-def text_width(text: str, size: float, bold: bool = False) -> float:
-    """A generous estimate of a sans-serif line's width in pixels (no font metrics here)."""
-    return (0.62 if bold else 0.56) * size * len(text)
 
 
 def wrap(text: str, width: float, size: float = 12) -> list[str]:

@@ -41,6 +41,7 @@ from .svg import (
     svg_document,
     svg_text,
     text,
+    text_width,
 )
 
 ALIASES = {"transpose": "permute", "broadcast_to": "broadcast"}
@@ -136,6 +137,13 @@ def called_name(op: str, source: str) -> str | None:
     return next((n for n in names if re.search(rf"\b{n}\s*\(", source)), None)
 
 
+def written(op: str, source: str) -> bool:
+    """Whether a source line writes shape op `op` itself: by name, or a reshape as a subscript with
+    None (`t[:, None]`); not one that another op of the line makes (the broadcast of `x + 1`)."""
+    return called_name(op, source) is not None or \
+        (op == "reshape" and re.search(r"\[[^\]]*\bNone\b", source) is not None)
+
+
 def mapping(event, block=None) -> dict:
     """Where each output element of one block came from: {"op", "out_shape", "operand", "position",
     "in_shapes" (None: not recorded), "names"}, operand -1 for none (a padded load lane).
@@ -218,19 +226,21 @@ def transform_data(m: dict, *, title: str = "") -> dict:
     for k, shape in enumerate(in_shapes):
         ids, top = offsets[k] + np.arange(sizes[k]), y + LABEL_H + _slice_label_h(shape)
         panel, w, h = _panel(ids, ids - offsets[k], colours, shape, views[k], strides[k], cell, PAD, top)
-        texts += [text(PAD, y + 12, f"{names[k]} {tuple(shape)}", weight="bold")]
-        texts += slice_texts(shown[k], shape, cell, PAD, top)
+        label = text(PAD, y + 12, f"{names[k]} {tuple(shape)}", weight="bold")
+        texts += [label] + slice_texts(shown[k], shape, cell, PAD, top)
         panels.append(panel)
-        left_w, y = max(left_w, w), top + h + PAD
-    x_out = PAD + left_w + 3 * PAD + 10
+        left_w, y = max(left_w, w, text_width(label["text"], label["size"], bold=True)), top + h + PAD
+    x_out = PAD + int(left_w) + 3 * PAD + 10   # past the widest input panel or its label: headers never overlap
+    result = text(x_out, TITLE_H + 20, f"{m['op']} result {tuple(m['out_shape'])}", weight="bold")
     texts.append(text(x_out - 2 * PAD, TITLE_H + 8 + LABEL_H + 12, "\u2192", size=18, anchor="middle"))
-    texts.append(text(x_out, TITLE_H + 20, f"{m['op']} result {tuple(m['out_shape'])}", weight="bold"))
+    texts.append(result)
     top = TITLE_H + 8 + LABEL_H + _slice_label_h(m["out_shape"])
     texts += slice_texts(shown[-1], m["out_shape"], cell, x_out, top)
     local = np.where(out_ids >= 0, m["position"].ravel(), -1)
     panel, w, h = _panel(out_ids, local, colours, m["out_shape"], views[-1], strides[-1], cell, x_out, top)
     panels.append(panel)
-    width = max(x_out + w + PAD, PAD + 7 * len(title))
+    width = max(x_out + w + PAD, x_out + text_width(result["text"], result["size"], bold=True) + PAD,
+                PAD + text_width(title, 13, bold=True))
     legend = [{"label": "source position 0", "colour": hex_colour(colours[0])},
               {"label": f"\u2026 {int(offsets[-1]) - 1}", "colour": hex_colour(colours[-1])}]
     if (out_ids < 0).any():

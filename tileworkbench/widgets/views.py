@@ -24,7 +24,7 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
     from .coverage import CoverageView
     from .index_map import IndexMapView
     from .tile_space import TileSpaceView
-    from .transform import TransformView, called_name
+    from .transform import TransformView, called_name, written
     views = [CoverageView.from_trace(trace)]
     seen = set()
     element_lines = {e.line for e in trace.events if OPS[e.op].view is ViewKind.INDEX_MAP}
@@ -34,8 +34,9 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
             continue
         seen.add(key)
         view = OPS[event.op].view
-        if view is ViewKind.TRANSFORM and event.line in element_lines and not called_name(event.op, event.source):
-            continue   # made by the gather or scatter of its line, not written by the user
+        if view is ViewKind.TRANSFORM and (not written(event.op, event.source) or
+                                           event.line in element_lines and not called_name(event.op, event.source)):
+            continue   # made by another op of its line (an operator's broadcast, a gather), not written by the user
         array_values = (values or {}).get(event.array)
         block = telling_block(event)
         # the op of this line, not the first op of its kind: a kernel may load an array twice
