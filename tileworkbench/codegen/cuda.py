@@ -765,24 +765,28 @@ def _pipelined_loop(e, op, pipeline, i):
         offset += stages * ((load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024)
         e.stage_views[load.result] = f"{ring}[stage]"
         e.stage_rings[load] = ring
+    for load in pipeline.invariant:
+        rows, cols = pipeline.stage_shape(load)
+        name = e.define(Value(load.result.type), f"{load.result.name or operand_names[load] or 'operand'}_stage")
+        e.emit(f"const tw::swizzled<{load.result.dtype.ctype}, {rows}, {cols}> {name}"
+               f"{{tw::smem() + PIPELINE_BASE + {offset}}};  // loaded once, before the loop")
+        offset += (load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024
+        e.stage_views[load.result] = name
     e.emit(f"const auto load_stage = [&](int32_t {i}, int stage) {{  // the loads of iteration {i}")
     e.indent += "  "
     for load in pipeline.loads:
-        array, *index = load.operands
-        for v in index:  # a constant index defined in the body is written in place, here too
-            if v not in e.names and v.owner is not None and v.owner.name == "constant":
-                _constant(e, v.owner)
-        order = load.attrs["order"]
-        in_array_order = [None] * len(order)  # tile axis k walks array axis order[k]
-        for k, d in enumerate(order):
-            in_array_order[d] = index[k]
         e.loc = load.loc
-        e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {e[array]}, {e.at(in_array_order)}, {_pad(load)});")
+        e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {_load_async_operands(e, load)});")
     e.loc = None
     e.indent = e.indent[:-2]
     e.emit("};")
     e.loc = loc
     e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
+    for load in pipeline.invariant:  # the oldest copy group: the first stage_ready waits for it too
+        e.loc = load.loc
+        e.emit(f"tw::load_async({e.stage_views[load.result]}, {_load_async_operands(e, load)});")
+        e.emit("tw::cp_async_commit();")
+    e.loc = loc
     e.emit(f"for (int stage = 0; stage < {ahead}; ++stage) {{")
     e.emit(f"  if ({_affine(lo, 'stage', step)} < {hi}) load_stage({_affine(lo, 'stage', step)}, stage);")
     e.emit("  tw::cp_async_commit();")
@@ -805,6 +809,19 @@ def _pipelined_loop(e, op, pipeline, i):
     e.emit("__syncthreads();  // the stages are free for the ops after the loop")
     e.lines[first_line:] = [re.sub(r"PIPELINE_BASE \+ (\d+)", lambda m: str(base + int(m.group(1))), line)
                             for line in e.lines[first_line:]]
+
+
+def _load_async_operands(e, load: Op) -> str:
+    """array, index (in the array's axis order) and padding of a staged load."""
+    array, *index = load.operands
+    for v in index:  # a constant index defined in the loop body is written in place, here too
+        if v not in e.names and v.owner is not None and v.owner.name == "constant":
+            _constant(e, v.owner)
+    order = load.attrs["order"]
+    in_array_order = [None] * len(order)  # tile axis k walks array axis order[k]
+    for k, d in enumerate(order):
+        in_array_order[d] = index[k]
+    return f"{e[array]}, {e.at(in_array_order)}, {_pad(load)}"
 
 
 def _affine(start: str, count, step: str) -> str:

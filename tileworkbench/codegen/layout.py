@@ -84,6 +84,7 @@ class Pipeline:
     # here comes from registers.
     operands: dict = field(default_factory=dict)
     chains: set = field(default_factory=set)  # reshape/permute ops between a staged load and its mma
+    invariant: list = field(default_factory=list)  # loads before the loop staged once (an A operand)
     stages: int = 0  # shared-memory buffers per operand
     in_flight: bool = False  # wgmma accumulating in place, one group left running: loads run one less ahead
 
@@ -121,9 +122,17 @@ class Pipeline:
         return (shape[-1], shape[-2]) if order[-2:] == (len(order) - 1, len(order) - 2) else shape[-2:]
 
     @property
+    def invariant_bytes(self) -> int:
+        return sum(_stage_bytes(l) for l in self.invariant)
+
+    @property
     def stage_bytes(self) -> int:
         """One stage of every operand, each buffer 1024-byte aligned (tile_pipeline.cuh)."""
-        return sum((l.result.type.size * l.result.dtype.itemsize + 1023) // 1024 * 1024 for l in self.loads)
+        return sum(_stage_bytes(l) for l in self.loads)
+
+
+def _stage_bytes(load: Op) -> int:
+    return (load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024
 
 
 @dataclass
@@ -231,6 +240,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
             plan.staged.update((load.result, pipeline) for load in pipeline.loads)
             plan.pipelined.update((mma, pipeline) for mma in pipeline.mmas)
             plan.fused.update(pipeline.chains)
+            plan.fused.update(pipeline.invariant)
             if use_wgmma:
                 plan.wgmma.update(pipeline.mmas)
                 # A lone block per SM leaves its tensor cores idle at each barrier unless a wgmma
@@ -386,7 +396,7 @@ def shared_budget(arch: str | None, blocks_per_sm: int) -> int:
 
 def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int, max_stages: int = 4) -> int:
     """As many stages (2 to `max_stages`) as the shared memory of `blocks_per_sm` blocks allows."""
-    return min(max_stages, shared_budget(arch, blocks_per_sm) // pipeline.stage_bytes)
+    return min(max_stages, (shared_budget(arch, blocks_per_sm) - pipeline.invariant_bytes) // pipeline.stage_bytes)
 
 
 def _panel_fits(shape) -> bool:
@@ -414,17 +424,20 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False) -> dict
             array, *index = load.operands
             if array in inside or any(x is not iv and x in inside and not _scalar_constant(x) for x in index):
                 return False
-            shape, order = load.result.shape, load.attrs["order"]
-            n = len(shape)
-            if any(d != 1 for d in shape[:-2]) or order[:-2] != tuple(range(n - 2)):
-                return False
-            return _panel_fits(Pipeline.stage_shape(load))
+            return _stageable(load)
 
         pipeline = Pipeline(loop, [])
         for mma in (op for op in body.ops if op in shapes):
-            sources = {k: _staged_source(mma.operands[k], body, uses) for k in (0, 1)}
+            sources = {k: _staged_source(mma.operands[k], body.ops, uses) for k in (0, 1)}
             if any(src and not can_run_ahead(src[0]) for src in sources.values()):
                 sources = {k: None for k in sources}
+            if sources[0] is None and sources[1] is not None:  # an A operand loaded before the loop: staged once
+                outside = [op for op in fn.walk() if not any(r is not None and _inside(loop, r) for r in op.results)]
+                sources[0] = _staged_source(mma.operands[0], outside, uses)
+                if sources[0] is not None and not _stageable(sources[0][0]):
+                    sources[0] = None
+                if sources[0] is not None:
+                    pipeline.invariant.append(sources[0][0])
             if sources[1] is None or (sources[0] is None and not a_in_registers):
                 continue
             for k, src in sources.items():
@@ -432,20 +445,27 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False) -> dict
                     load, transposed, chain = src
                     pipeline.operands[mma, k] = (load, transposed)
                     pipeline.chains.update(chain)
-        loads = list(dict.fromkeys(load for load, _ in pipeline.operands.values()))
-        if len(loads) < len({(id_, k) for id_, k in pipeline.operands}):  # one load feeding two operands
-            continue
+        loads = list(dict.fromkeys(load for load, _ in pipeline.operands.values() if load in body.ops))
         if loads:
             pipeline.loads = sorted(loads, key=body.ops.index)
             found[loop] = pipeline
     return found
 
 
-def _staged_source(v: Value, body, uses: dict):
-    """(load, transposed, chain ops) when the mma operand v is a load of this loop body, possibly
+def _stageable(load: Op) -> bool:
+    """A tile of shape (1, ..., 1, R, C) whose (R, C) the swizzled stage layout holds."""
+    shape, order = load.result.shape, load.attrs["order"]
+    n = len(shape)
+    if any(d != 1 for d in shape[:-2]) or order[:-2] != tuple(range(n - 2)):
+        return False
+    return _panel_fits(Pipeline.stage_shape(load))
+
+
+def _staged_source(v: Value, ops, uses: dict):
+    """(load, transposed, chain ops) when the mma operand v is a load among `ops`, possibly
     reshaped (unit axes dropped) and transposed (last two axes swapped), each step used once."""
     chain, transposed = [], False
-    while v.owner is not None and v.owner in body.ops and v.owner.name in ("reshape", "permute") and uses[v] == 1:
+    while v.owner is not None and v.owner in ops and v.owner.name in ("reshape", "permute") and uses[v] == 1:
         op, (x,) = v.owner, v.owner.operands
         if op.name == "reshape" and not (_squeezed(x.shape) == _squeezed(v.shape) and len(_squeezed(v.shape)) == 2
                                          and x.shape[-2:] == v.shape[-2:]):
@@ -458,7 +478,7 @@ def _staged_source(v: Value, body, uses: dict):
         chain.append(op)
         v = x
     load = v.owner
-    if load is None or load not in body.ops or load.name != "load" or uses[v] != 1:
+    if load is None or load not in ops or load.name != "load" or uses[v] != 1:
         return None
     order = load.attrs["order"]
     if order[-2:] == (len(order) - 1, len(order) - 2):
