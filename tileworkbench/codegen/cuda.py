@@ -83,6 +83,9 @@ class GeneratedKernel:
     arch: str | None = None  # the target it must be compiled for, where it needs a specific one
     line_map: dict = field(default_factory=dict)  # (file, line NVRTC reports) -> kernel source line
     vec: int = 1  # TW_VEC: elements per 16-byte chunk of the narrowest memory dtype
+    # (kernel source line, what the generator did there that costs time, and why): the mma paths
+    # taken and the layout changes through shared memory, for the launch report
+    notes: list = field(default_factory=list)
 
 
 def tile_type(t: TileType, layout: MmaLayout | RowLayout | None = None) -> str:
@@ -169,6 +172,8 @@ class _Emitter:
         self.stage_views: dict[Value, str] = {}  # staged load result -> its stage in the pipelined loop
         self.stage_rings: dict[Op, str] = {}  # staged load op -> its stage buffers
         self.current: dict[Value, MmaLayout] = {}  # hoisted values: the layout their name now holds
+        self.loops = 0  # how many loops enclose the op being emitted
+        self.notes: dict = {}  # (line, text) -> None, in emission order
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -213,6 +218,11 @@ class _Emitter:
         if self.presumed_line is not None:
             self.presumed_line += 1
 
+    def note(self, text: str):
+        """A codegen note at the kernel line being emitted."""
+        if self.loc is not None:
+            self.notes[(self.loc.line, text)] = None
+
     def need_smem(self, nbytes: int):
         self.smem = max(self.smem, (nbytes + 15) // 16 * 16)
 
@@ -230,7 +240,9 @@ class _Emitter:
                 self.names[op.result] = self[op.operands[0]]
                 continue
             if op.name in ("for", "if", "while"):  # their operands' layouts are settled by the rule
+                self.loops += op.name != "if"
                 rule(self, op)
+                self.loops -= op.name != "if"
                 self.loc = None
                 continue
             own = {v: self[v] for v in op.operands}
@@ -254,6 +266,11 @@ class _Emitter:
         _staged(self, v.type)
         name = self.define(Value(v.type, v.name), f"{self[v]}_{layout.alias if layout else 'blocked'}")
         target = layout.alias if layout else "tw::blocked"
+        source = self.current.get(v, self.plan.of(v))
+        what = f"`{v.name}`" if v.name else f"the {v.owner.name} result" if v.owner is not None else "a tile"
+        self.note(f"{what} ({'x'.join(map(str, v.shape))}) changes layout "
+                  f"({source.alias if source else 'blocked'} to {layout.alias if layout else 'blocked'}) through shared "
+                  f"memory{' in every iteration' if self.loops else ''}")
         self.emit(f"const {tile_type(v.type, layout)} {name} = tw::convert_layout<{target}>({self[v]});")
         return name
 
@@ -528,9 +545,25 @@ def _scan(e, op):
     e.assign(op, f"tw::{op.name}<{op.attrs['axis']}, {reverse}>({e[op.operands[0]]})")
 
 
+def _mma_note(e, op) -> str:
+    """How this mma runs, and what kept it from a faster path."""
+    pipeline, why = e.plan.pipelined.get(op), e.plan.why_not.get(op)
+    if op not in e.plan.tensor_core:
+        return f"mma on {why or 'CUDA cores'}"
+    registers = "; A from registers" if op in e.plan.register_a else ""
+    if pipeline is not None:
+        kind = "wgmma" if op in e.plan.wgmma else "mma.sync"
+        text = (f"mma on tensor cores ({kind}){registers}, operands copied by cp.async {pipeline.ahead} "
+                f"iteration{'s' if pipeline.ahead > 1 else ''} ahead into {pipeline.stages} shared-memory stages")
+        return text + (f"; {why}" if why else "")
+    return (f"mma on tensor cores (mma.sync){registers}; its operands are copied to shared memory at every call, "
+            f"then a barrier" + (f"; {why}" if why else ""))
+
+
 @emits("mma")
 def _mma(e, op):
     a, b, acc = op.operands
+    e.note(_mma_note(e, op))
     pipeline = e.plan.pipelined.get(op)
     if pipeline is not None:  # operands wait in shared-memory stages (A may be in registers)
         def operand(k, v):
@@ -949,4 +982,4 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
     source = "\n".join(head + body + ["}", ""])
     # wgmma exists only in the arch-specific sm_90a target
     return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if plan.wgmma else None,
-                           line_map=e.line_map, vec=vec)
+                           line_map=e.line_map, vec=vec, notes=list(e.notes))

@@ -98,22 +98,22 @@ class Pipeline:
     def mmas(self) -> list:
         return list(dict.fromkeys(mma for mma, _ in self.operands))
 
-    @property
-    def wgmma_ready(self) -> bool:
-        """Every mma's A operand staged as loaded (K-major) or in registers: the forms wgmma takes.
-        With A in registers, an N-major B of several 128-byte panels needs them at most 8 KB apart:
-        panels 16 KB apart (a 128-row stage) gave wrong results on the H100 where the same stage
-        read with A staged was right; such loops keep mma.sync."""
+    def wgmma_refusal(self) -> str | None:
+        """Why these mmas cannot run as wgmma (None: they can). wgmma takes A staged as loaded
+        (K-major) or in registers. With A in registers, an N-major B of several 128-byte panels needs
+        them at most 8 KB apart: panels 16 KB apart (a 128-row stage) gave wrong results on the H100
+        where the same stage read with A staged was right, so such loops keep mma.sync."""
         for m in self.mmas:
             if (m, 0) in self.operands:
                 if self.operands[m, 0][1]:
-                    return False
+                    return "its A operand is loaded transposed (wgmma reads A K-major)"
                 continue
             load, transposed = self.operands[m, 1]
             rows, cols = self.stage_shape(load)
             if not transposed and cols * 2 > 128 and rows * 128 > 8192:
-                return False
-        return True
+                return (f"with A in registers, wgmma is used only where an N-major B stage has at most 64 rows "
+                        f"(this one is {rows} x {cols})")
+        return None
 
     @staticmethod
     def stage_shape(load: Op) -> tuple[int, int]:
@@ -149,6 +149,7 @@ class LayoutPlan:
     pipelined: dict = field(default_factory=dict)  # mma Op -> the Pipeline staging its operands
     fused: set = field(default_factory=set)  # reshape/permute Ops folded into how an operand is staged
     blocks_per_sm: int = 1  # blocks per SM the registers are capped for (__launch_bounds__)
+    why_not: dict = field(default_factory=dict)  # mma Op -> why it missed a faster path (codegen notes)
     register_a: set = field(default_factory=set)  # mma Ops that take their A operand from registers
     hoisted: dict = field(default_factory=dict)  # blocked Value -> layout it is converted to where defined
 
@@ -193,13 +194,15 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
     propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma."""
     shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
+    why_not = {op: _tensor_core_refusal(op) for op in fn.walk() if op.name == "mma" and op not in shapes}
     coupled = _row_coupled(fn, shapes)
-    pipelines = _pipelines(fn, shapes, a_in_registers=coupled)
+    pipelines = _pipelines(fn, shapes, a_in_registers=coupled, why_not=why_not)
     pipelined = {op for p in pipelines.values() for op in p.mmas}
     wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
-    use_wgmma = (threads is None and arch is not None and arch.startswith("sm_90") and pipelined == set(shapes)
-                 and all(p.wgmma_ready for p in pipelines.values())
-                 and len(wgmma_rows) == 1 and wgmma_rows <= {64, 128} and all(shapes[i][1] <= 256 for i in shapes))
+    refusal = _wgmma_refusal(threads, arch, shapes, pipelined, pipelines, wgmma_rows)
+    use_wgmma = refusal is None
+    if refusal and pipelined and (arch or "").startswith("sm_90"):
+        why_not.update((op, f"mma.sync, not wgmma: {refusal}") for op in pipelined)
     rows = not use_wgmma and coupled
     if threads is not None:
         warps = threads // 32 if threads % 32 == 0 else None
@@ -219,7 +222,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
             if layout is not None:
                 tensor_core[op_id] = layout
     hint = occupancy_hint(fn, arch)
-    plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set(), blocks_per_sm=hint or 1)
+    plan = LayoutPlan(warps if tensor_core else None, {}, tensor_core, set(), blocks_per_sm=hint or 1, why_not=why_not)
     if not tensor_core:
         return plan
     for op in fn.walk():
@@ -234,6 +237,9 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     plan.blocks_per_sm = blocks_per_sm
     for key, pipeline in pipelines.items():
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
+        if pipeline.stages < 2:
+            why_not.update((op, f"not pipelined: two stages of its operands ({pipeline.stage_bytes} B each) do not "
+                                f"fit the shared memory of {blocks_per_sm} block(s) per SM") for op in pipeline.mmas)
         if pipeline.stages >= 2 and all(op in tensor_core and (tensor_core[op].wn == 1 or (op, 0) in pipeline.operands)
                                         for op in pipeline.mmas):
             plan.pipelines[key] = pipeline
@@ -280,6 +286,37 @@ def _cheap_anywhere(fn: Function) -> set:
                 op.name in ELEMENTWISE and all(not v.shape or v in cheap for v in op.operands)):
             cheap.add(op.result)
     return cheap
+
+
+def _tensor_core_refusal(op: Op) -> str:
+    """Why this mma runs as a loop on CUDA cores."""
+    a, b, acc = op.operands
+    if len(a.shape) != 2:
+        return "CUDA cores: a batched (rank > 2) mma runs as a loop"
+    if a.dtype not in (float16, bfloat16) or b.dtype is not a.dtype:
+        return f"CUDA cores: tensor cores take float16 or bfloat16 operands here, not {a.dtype} @ {b.dtype}"
+    if acc.dtype is not float32:
+        return f"CUDA cores: tensor cores accumulate in float32 here, not {acc.dtype}"
+    (m, k), n = a.shape, b.shape[1]
+    return f"CUDA cores: {m} x {n} x {k} is not a multiple of 16 x 8 x 16"
+
+
+def _wgmma_refusal(threads, arch, shapes, pipelined, pipelines, wgmma_rows) -> str | None:
+    """Why the pipelined mmas do not run as sm_90 wgmma (None: they do)."""
+    if threads is not None:
+        return "a thread count was requested"
+    if arch is None or not arch.startswith("sm_90"):
+        return "wgmma needs sm_90"
+    if pipelined != set(shapes):
+        return "every tensor-core mma of the kernel must be pipelined"
+    for p in pipelines.values():
+        if (reason := p.wgmma_refusal()) is not None:
+            return reason
+    if len(wgmma_rows) != 1 or not wgmma_rows <= {64, 128}:
+        return f"wgmma here takes 64 or 128 rows, not {sorted(wgmma_rows)}"
+    if any(shapes[i][1] > 256 for i in shapes):
+        return "wgmma takes at most 256 columns"
+    return None
 
 
 def _row_coupled(fn: Function, shapes: dict) -> bool:
@@ -405,7 +442,7 @@ def _panel_fits(shape) -> bool:
     return rows % 8 == 0 and (cols * 2 in (32, 64) or cols * 2 % 128 == 0)
 
 
-def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False) -> dict:
+def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not: dict | None = None) -> dict:
     """Loops whose tensor-core mmas take their B operand (and their A operand, unless
     `a_in_registers` lets it come from registers) straight from loads in the loop body: each load
     indexed by the loop variable and by values from outside the loop, used by such mmas only
@@ -439,6 +476,10 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False) -> dict
                 if sources[0] is not None:
                     pipeline.invariant.append(sources[0][0])
             if sources[1] is None or (sources[0] is None and not a_in_registers):
+                if why_not is not None:
+                    k = 1 if sources[1] is None else 0
+                    why_not[mma] = (f"not pipelined: its {'AB'[k]} operand "
+                                    f"{_unstageable(mma.operands[k], body, uses, iv, inside)}")
                 continue
             for k, src in sources.items():
                 if src is not None:
@@ -450,6 +491,26 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False) -> dict
             pipeline.loads = sorted(loads, key=body.ops.index)
             found[loop] = pipeline
     return found
+
+
+def _unstageable(v: Value, body, uses: dict, iv: Value, inside: set) -> str:
+    """Why the mma operand v cannot be copied ahead into pipeline stages."""
+    while v.owner is not None and v.owner in body.ops and v.owner.name in ("reshape", "permute"):
+        if uses[v] != 1:
+            return "is also used elsewhere (a staged tile feeds the mma only)"
+        v = v.owner.operands[0]
+    load = v.owner
+    if load is None or load not in body.ops or load.name != "load":
+        what = "a gather" if load is not None and load.name == "gather" else "computed"
+        return f"is {what} in the loop, not a tile load (ct.load) the loop can issue ahead"
+    array, *index = load.operands
+    if array in inside or any(x is not iv and x in inside and not _scalar_constant(x) for x in index):
+        return "is loaded at an index computed in the loop body (it must depend on the loop variable only)"
+    if uses[v] != 1:
+        return "is also used elsewhere (a staged tile feeds the mma only)"
+    rows, cols = Pipeline.stage_shape(load)
+    return (f"tile ({rows} x {cols}, rows of {cols * load.result.dtype.itemsize} bytes) is not one the swizzled "
+            f"stages hold (rows of 32, 64 or a multiple of 128 bytes, unit leading axes)")
 
 
 def _stageable(load: Op) -> bool:

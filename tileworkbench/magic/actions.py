@@ -37,6 +37,8 @@ def show(kernel, args, what: str, arch: str | None):
           f"spills {r.spill_stores or 0} stores / {r.spill_loads or 0} loads\n"
           f"theoretical occupancy {occupancy.occupancy:.0%} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
+    for line, text in generated.notes:
+        print(f"  line {line}: {text}")
 
 
 def show_cpp(kernel, what: str, arch: str | None):

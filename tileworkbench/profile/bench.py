@@ -56,6 +56,7 @@ class LaunchReport:
     occupancy: Occupancy
     driver_blocks_per_sm: int
     peaks: DevicePeaks
+    notes: tuple = ()  # (kernel line, text): the code generator's notes (codegen GeneratedKernel.notes)
 
     @property
     def gbs(self) -> float:
@@ -143,6 +144,6 @@ def benchmark(kernel, grid, args, *, stream=None, repetitions: int = 100, warmup
     driver = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(gpu.function.ptr, threads, smem)
     report = LaunchReport(fn.name, grid, threads, smem + resources.shared_static_bytes, resources.registers,
                           resources.local_bytes, resources.spill_stores, timing, launch_work(fn, grid, shapes),
-                          occupancy, int(driver), peaks)
+                          occupancy, int(driver), peaks, tuple(gpu.generated.notes))
     kernel.last_timing = timing_record(timing, grid, specialization_label(fn), report.gbs)
     return report

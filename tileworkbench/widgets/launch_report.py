@@ -10,6 +10,7 @@ only draw them. Without a GPU the roofline uses a datasheet's peaks for the arch
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
@@ -35,6 +36,7 @@ NOMINAL_PEAKS = {
     "sm_90": DevicePeaks("H100 SXM (datasheet)", "sm_90", 132, 1980.0, 3350.0, 989.0, 67.0),
     "sm_80": DevicePeaks("A100 SXM 80GB (datasheet)", "sm_80", 108, 1410.0, 2039.0, 312.0, 19.5),
 }
+NOTE_WIDTH = 96  # characters of a codegen note per card row
 CURVES = (("threads", "threads per block"), ("registers", "registers per thread"), ("shared", "shared bytes per block"))
 
 
@@ -55,6 +57,7 @@ class CompileReport:
     driver_blocks_per_sm: int | None
     peaks: DevicePeaks | None
     spill_loads: int | None = None
+    notes: tuple = ()  # (kernel line, text): how the code generator compiled the costly ops, and why
 
     @property
     def gbs(self) -> float | None:
@@ -84,7 +87,7 @@ def compile_report(kernel, grid, args, arch: str = "sm_90") -> CompileReport:
     return CompileReport(fn.name, grid, generated.threads, shared, r.registers, r.local_bytes, r.spill_stores,
                          None, launch_work(fn, grid, shapes),
                          theoretical_occupancy(arch, generated.threads, r.registers, shared), None,
-                         NOMINAL_PEAKS.get(arch.rstrip("af")), r.spill_loads)
+                         NOMINAL_PEAKS.get(arch.rstrip("af")), r.spill_loads, tuple(generated.notes))
 
 
 def _roofline(report, intensity: float, timed: bool) -> dict:
@@ -204,6 +207,7 @@ def launch_report_data(report) -> dict:
         # a kernel without arithmetic has no place on a roofline (its intensity is 0): bandwidth is all
         "roofline": _roofline(report, intensity, timed) if w.flops else None,
         "no_roofline": None if w.flops else NO_ROOFLINE,
+        "notes": [{"line": line, "text": text} for line, text in getattr(report, "notes", ())],
     }
 
 
@@ -260,6 +264,9 @@ def card_lines(d: dict) -> list[tuple[str, str]]:
     spills = "-" if r["spill_stores"] is None else r["spill_stores"]
     rows.append(("resources", f"{r['registers']} registers/thread  {r['shared_bytes']} B shared  "
                               f"{r['local_bytes']} B local  {spills} spill stores"))
+    for note in d.get("notes", []):  # how the generator compiled the costly ops: what to change, and why
+        for k, part in enumerate(textwrap.wrap(f"line {note['line']}: {note['text']}", NOTE_WIDTH)):
+            rows.append(("codegen" if k == 0 else "", part if k == 0 else "    " + part))
     return rows
 
 
