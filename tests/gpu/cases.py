@@ -704,3 +704,18 @@ for _dt in (np.float16, BF16):
     case(f"mma-row-reductions-{np.dtype(_dt).name}", mma_row_reductions, (1,),
          lambda dt=_dt: (RNG.integers(-3, 4, (64, 32)).astype(dt), RNG.integers(-2, 3, (64, 64)).astype(dt),
                          np.zeros((64, 2), np.float32), np.zeros((64, 1), np.int32), 64, 64, 32), exact=True)
+
+
+@ct.kernel
+def flush_to_zero_ops(x, y, out):
+    a, b = ct.load(x, (0,), (8,)), ct.load(y, (0,), (8,))
+    ct.store(out, (0,), ct.exp2(a, flush_to_zero=True))
+    ct.store(out, (1,), ct.add(b, b, flush_to_zero=True))
+    ct.store(out, (2,), ct.exp2(a))
+
+
+_TINY = np.finfo(np.float32).tiny
+case("flush-to-zero-exp2-and-add", flush_to_zero_ops, (1,),
+     lambda: (np.array([-130, -127.5, 1, -140, 0, -126, -126.5, 3.5], np.float32),
+              np.array([_TINY / 4, -_TINY / 2, 0, _TINY, 1, -_TINY / 8, 2.5, _TINY / 2], np.float32),
+              np.zeros(24, np.float32)))

@@ -1943,3 +1943,29 @@ def test_storing_into_a_read_only_array_is_an_error_at_the_store():
     with pytest.raises(ct.TileValueError, match="store into `out`: the NumPy array is read-only") as info:
         ct.launch(None, (1,), store_ones, (out,))
     assert info.value.loc.source_line.strip().startswith("ct.store(out")
+
+
+# ---- flush_to_zero: float32 subnormal operands and results read as zero ---------------------------
+
+@ct.kernel
+def exp2_and_add(x, y, out, FTZ: ct.Constant[bool]):
+    a, b = ct.load(x, (0,), (4,)), ct.load(y, (0,), (4,))
+    ct.store(out, (0,), ct.exp2(a, flush_to_zero=FTZ))
+    ct.store(out, (1,), ct.add(b, b, flush_to_zero=FTZ))
+
+
+def test_flush_to_zero_flushes_subnormal_results_and_operands_and_only_then():
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([-130.0, -127.5, 1.0, -140.0], np.float32)  # 2^x of the first, second and last is subnormal
+    y = np.array([tiny / 4, -tiny / 2, 0.0, tiny], np.float32)
+    for ftz in (True, False):
+        out = np.zeros(8, np.float32)
+        run(exp2_and_add, (1,), (x.copy(), y, out, ftz))
+        exact = np.exp2(x.astype(np.float64)).astype(np.float32)
+        if ftz:
+            assert out[:4].tolist() == [0.0, 0.0, 2.0, 0.0]
+            # subnormal y reads as zero, its sign kept; 2 * tiny is normal
+            assert out[4:].tolist() == [0.0, 0.0, 0.0, 2 * tiny] and np.signbit(out[5])
+        else:
+            assert out[:4].tolist() == exact.tolist() and out[0] > 0
+            assert out[4:].tolist() == (y + y).tolist() and out[4] > 0

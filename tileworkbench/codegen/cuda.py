@@ -24,7 +24,7 @@ from ..errors import TileUnsupportedFeatureError
 from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
-from ..ir.types import DType, TileType, bool_, float64, tfloat32
+from ..ir.types import DType, TileType, bool_, float32, float64, tfloat32
 from .layout import LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -318,15 +318,26 @@ def _rounded(e, op) -> bool:
     return bool(mode)
 
 
+def _flushed(e, op, expr: str | None = None) -> list[str] | str:
+    """With flush_to_zero, float32 subnormals read and written as zero: the operand names wrapped
+    in tw::ftz, or (given `expr`) the result's expression wrapped."""
+    space = "tw::op::" if not op.result.shape else "tw::"
+    ftz = op.attrs.get("flush_to_zero")
+    if expr is not None:
+        return f"{space}ftz({expr})" if ftz and op.result.dtype is float32 else expr
+    return [f"{space}ftz({e[v]})" if ftz and v.dtype is float32 else e[v] for v in op.operands]
+
+
 @emits(*_INFIX)
 def _infix(e, op):
     if _rounded(e, op):
         return
     x, y = op.operands
-    expr = f"{e[x]} {_INFIX[op.name]} {e[y]}"
+    a, b = _flushed(e, op)
+    expr = f"{a} {_INFIX[op.name]} {b}"
     if not op.result.shape and _narrow(op.result.dtype) and op.result.dtype is x.dtype:
         expr = f"{op.result.dtype.ctype}({expr})"
-    e.assign(op, expr)
+    e.assign(op, _flushed(e, op, expr))
 
 
 @emits(*_CALLS)
@@ -334,7 +345,10 @@ def _call(e, op):
     if _rounded(e, op):
         return
     space = "tw::op::" if not op.result.shape else "tw::"
-    e.assign(op, f"{space}{_CALLS[op.name]}({', '.join(e[v] for v in op.operands)})")
+    if op.name == "exp2" and op.attrs.get("flush_to_zero") and op.result.dtype is float32:
+        e.assign(op, f"{space}exp2_ftz({e[op.operands[0]]})")  # one ex2.approx.ftz, which flushes itself
+        return
+    e.assign(op, _flushed(e, op, f"{space}{_CALLS[op.name]}({', '.join(_flushed(e, op))})"))
 
 
 @emits("bitwise_not")

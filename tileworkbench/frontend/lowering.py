@@ -754,7 +754,12 @@ def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
         lw.fail(TileTypeError, f"Bitwise operations require integers or bool, got {v.dtype}")
     if name == "neg" and v.dtype is bool_:
         v = cast(lw, v, int32)
-    return lw.emit(name, [v], rounding_attrs(lw, name, rounding_mode, v.dtype))
+    return lw.emit(name, [v], {**rounding_attrs(lw, name, rounding_mode, v.dtype), **_ftz_attrs(flush_to_zero, v.dtype)})
+
+
+def _ftz_attrs(flush_to_zero, dtype) -> dict:
+    """flush_to_zero (already checked): float32 subnormal operands and results read as zero."""
+    return {"flush_to_zero": True} if flush_to_zero is True and dtype is float32 else {}
 
 
 @lowers("positive")
@@ -790,7 +795,7 @@ def lower_binary(lw, name, x, y, flush_to_zero=False, rounding_mode=None):
     if name in ("add", "sub", "mul") and dtype is bool_:
         dtype = int32
     check_flush_to_zero(lw, flush_to_zero, dtype)
-    attrs = rounding_attrs(lw, name, rounding_mode, dtype)
+    attrs = {**rounding_attrs(lw, name, rounding_mode, dtype), **_ftz_attrs(flush_to_zero, dtype)}
     a, b = unify(lw, x, y, dtype=dtype)
     return lw.emit(name, [a, b], attrs)
 

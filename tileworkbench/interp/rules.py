@@ -369,3 +369,25 @@ def assert_(ctx, op, condition):
 
 for _name in ("add", "sub", "mul", "truediv", "sqrt"):
     RULES[_name] = _with_rounding(_name, RULES[_name])
+
+
+def _flush_subnormals(x):
+    """float32 subnormals as zeros of the same sign (flush_to_zero)."""
+    x = np.asarray(x)
+    if x.dtype != np.float32:
+        return x
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def _with_flush_to_zero(default):
+    """The op with attribute `flush_to_zero`: subnormal operands and results read as zero."""
+    def apply(ctx, op, *args):
+        if not op.attrs.get("flush_to_zero"):
+            return default(ctx, op, *args)
+        return _flush_subnormals(default(ctx, op, *(_flush_subnormals(a) for a in args)))
+    return apply
+
+
+for _name in {**_UNARY, **_BINARY}:
+    RULES[_name] = _with_flush_to_zero(RULES[_name])

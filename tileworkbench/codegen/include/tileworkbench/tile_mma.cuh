@@ -62,19 +62,25 @@ __device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A ident
   static_assert(S2::size == M, "an accumulator layout reduces along its rows only");
   using Rows = tile<decltype(finish(identity)), S2, mma_rows<WM>>;
   constexpr int NI = N / 8;
+  constexpr int P = NI % 4 == 0 ? 4 : NI % 2 == 0 ? 2 : 1;  // independent folds per row: short dependency chains
   const int lane = threadIdx.x % 32;
-  A acc[Rows::R];
+  A acc[Rows::R][P];
 #pragma unroll
-  for (int k = 0; k < Rows::R; ++k) acc[k] = identity;
+  for (int k = 0; k < Rows::R; ++k)
+#pragma unroll
+    for (int p = 0; p < P; ++p) acc[k][p] = identity;
 #pragma unroll
   for (int r = 0; r < tile<T, shape<M, N>, mma_layout<WM, 1>>::R; ++r) {
-    const int f = r / 4, c = r % 4;
-    acc[f / NI * 2 + c / 2] = combine(acc[f / NI * 2 + c / 2], lift(x.v[r], f % NI * 8 + lane % 4 * 2 + c % 2));
+    const int f = r / 4, c = r % 4, k = f / NI * 2 + c / 2, j = f % NI;
+    acc[k][j % P] = combine(acc[k][j % P], lift(x.v[r], j * 8 + lane % 4 * 2 + c % 2));
   }
   Rows out;
 #pragma unroll
   for (int k = 0; k < Rows::R; ++k) {
-    A a = combine(acc[k], shuffle_xor(acc[k], 1));
+    A a = acc[k][0];
+#pragma unroll
+    for (int p = 1; p < P; ++p) a = combine(a, acc[k][p]);
+    a = combine(a, shuffle_xor(a, 1));
     out.v[k] = finish(combine(a, shuffle_xor(a, 2)));
   }
   return out;
