@@ -232,8 +232,9 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                 plan.operands.add(op.result)
     if blocks_per_sm is None:
         blocks_per_sm = hint or (2 if two_blocks_per_sm(fn, plan) else 1)
-        if hint and hint > 1 and pipelines and all(_stages(p, arch, hint, max_stages) < 2 for p in pipelines.values()):
-            blocks_per_sm = 1  # staged operands do not fit `hint` blocks: one block with its pipeline wins
+        if blocks_per_sm > 1 and pipelines and all(_stages(p, arch, blocks_per_sm, max_stages) < 2
+                                                   for p in pipelines.values()):
+            blocks_per_sm = 1  # staged operands do not fit that many blocks: one block with its pipeline wins
     plan.blocks_per_sm = blocks_per_sm
     for key, pipeline in pipelines.items():
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
