@@ -229,7 +229,10 @@ class _Emitter:
     # ---- ops --------------------------------------------------------------------------------------
 
     def block(self, ops):
-        for op in ops:
+        for op in ops:  # scalar constants are written where used: named up front, so loads may move above them
+            if op.name == "constant" and not op.result.shape:
+                _constant(self, op)
+        for op in _loads_early(ops):
             if op.name == "yield":
                 continue
             self.loc = op.loc
@@ -281,6 +284,26 @@ class _Emitter:
     def assign_tile_result(self, op: Op, expr: str):
         """`expr` computes a tile; a scalar result takes its one element."""
         self.assign(op, f"{expr}.item()" if not op.result.shape else expr)
+
+
+def _loads_early(ops: list) -> list:
+    """The ops with each tile load moved up to just after the ops its operands come from, never
+    above an op with effects (a store, scatter, atomic, loop, if, print or assert): a load issued
+    early overlaps its latency with the work in between (layer norm's weights load while the row's
+    statistics reduce)."""
+    out: list = []
+    for op in ops:
+        if op.name == "load" and op.result.shape:
+            at = 0
+            for k, prev in enumerate(out):
+                scalar_constant = prev.name == "constant" and not prev.result.shape
+                if (OPS[prev.name].effects or prev.name == "load"  # loads keep their order
+                        or (not scalar_constant and any(r in op.operands for r in prev.results))):
+                    at = k + 1
+            out.insert(at, op)
+        else:
+            out.append(op)
+    return out
 
 
 EMIT: dict = {}
