@@ -8,6 +8,7 @@ here imports CuPy or PyTorch.
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,19 @@ def is_torch_tensor(obj) -> bool:
 def is_cupy_array(obj) -> bool:
     ndarray = framework_class("cupy", "ndarray")
     return ndarray is not None and isinstance(obj, ndarray)
+
+
+def is_host_tensor(obj) -> bool:
+    """A PyTorch tensor in host memory (it runs on the interpreter, in place)."""
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "is_cuda") and not obj.is_cuda
+
+
+INTERPRET_ENV = "TILEWORKBENCH_INTERPRET"
+
+
+def interpret_requested() -> bool:
+    """Whether the environment asks for every launch to run on the interpreter (read at each launch)."""
+    return os.environ.get(INTERPRET_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def is_array_like(obj) -> bool:

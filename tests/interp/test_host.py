@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp.host import interpret_requested, written_params
+from tileworkbench.arguments import interpret_requested
+from tileworkbench.interp.host import written_params
 
 torch = pytest.importorskip("torch")
 
