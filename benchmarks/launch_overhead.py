@@ -124,17 +124,26 @@ class StandInDriver:
     def cuLaunchKernel(self, *args):  # the hot call: not recorded, as cheap as a Python call gets
         return 0
 
+    def cuGetErrorName(self, status, name):
+        name._obj.value = {1: b"CUDA_ERROR_INVALID_VALUE", 201: b"CUDA_ERROR_INVALID_CONTEXT"}[status]
+        return 0
 
-def install_stand_in_driver() -> StandInDriver:
-    """Make ctypes load a StandInDriver for libcuda, and stand in for `cupy` and `torch`, whose
-    array classes the launch path recognises. Nothing of tileworkbench is imported here."""
+
+def install_stand_in_libcuda() -> StandInDriver:
+    """Make ctypes load a StandInDriver for libcuda (nothing of tileworkbench is imported here)."""
     import ctypes
     stand_in, load = StandInDriver(), ctypes.CDLL
     ctypes.CDLL = lambda name, *args, **kwargs: stand_in if name in ("libcuda.so.1", "nvcuda.dll") else \
         load(name, *args, **kwargs)
+    return stand_in
+
+
+def install_stand_in_driver() -> StandInDriver:
+    """The stand-in libcuda, and stand-in `cupy` and `torch` modules, whose array classes the launch
+    path recognises."""
     sys.modules["cupy"] = types.SimpleNamespace(ndarray=StandInCupyArray)
     sys.modules["torch"] = types.SimpleNamespace(Tensor=StandInTorchTensor, **_STANDIN_DTYPES)
-    return stand_in
+    return install_stand_in_libcuda()
 
 
 # ---- back to back -----------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def normalize_grid(grid) -> tuple[int, int, int]:
     if type(grid) is tuple:  # launch loops repeat their grids
         known = _valid_grids.get(grid)
         # (1.0,) and (True,) equal (1,) as dict keys: only plain ints may take the cached answer
-        if known is not None and all(type(g) is int for g in grid):
+        if known is not None and _plain_ints(grid):
             return known
     if not isinstance(grid, tuple):
         raise ArgumentTypeError(f"Grid must be a tuple, got {type(grid).__name__}")
@@ -100,12 +100,19 @@ def normalize_grid(grid) -> tuple[int, int, int]:
         if g > 2**24 - 1:
             raise ArgumentValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
     normalized = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    if len(_valid_grids) < 4096 and all(type(g) is int for g in grid):
+    if len(_valid_grids) < 4096 and _plain_ints(grid):
         _valid_grids[grid] = normalized
     return normalized
 
 
 _valid_grids: dict = {}
+
+
+def _plain_ints(values) -> bool:
+    for value in values:  # a loop, not all(...): no generator per launch
+        if type(value) is not int:
+            return False
+    return True
 
 
 @dataclass(frozen=True)

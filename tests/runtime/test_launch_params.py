@@ -204,3 +204,15 @@ def test_a_torch_tensor_is_an_array_even_where_its_cuda_array_interface_raises(d
     x = FakeTorchTensor(dtype_name, error)
     specs = copy_tile.param_specs((x, x))
     assert [str(s.type) for s in specs] == [f"array<{dtype_name}, 1d>"] * 2
+
+
+class _MaybeStream:
+    def __init__(self, handle):
+        if handle is not None:
+            self.cuda_stream = handle
+
+
+def test_each_stream_of_a_class_is_read_anew():
+    assert [stream_handle(_MaybeStream(h)) for h in (5, 6)] == [5, 6]
+    with pytest.raises(TypeError, match="Unsupported stream object of type '_MaybeStream'"):
+        stream_handle(_MaybeStream(None))  # an instance without the handle its class's others had
