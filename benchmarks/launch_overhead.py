@@ -107,6 +107,10 @@ class StandInDriver:
         device._obj.value = 0
         return 0
 
+    def cuDeviceGetCount(self, count):
+        count._obj.value = 1
+        return 0
+
     def cuDeviceGetAttribute(self, value, attribute, device):
         value._obj.value = {75: 9, 76: 0}[attribute]  # compute capability major, minor
         return 0

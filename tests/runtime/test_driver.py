@@ -21,7 +21,9 @@ REPO = Path(__file__).parents[2]
 def libcuda(monkeypatch):
     stand_in = StandInDriver()
     monkeypatch.setattr(driver, "library", lambda: stand_in)
-    return stand_in
+    driver.device_count.cache_clear()
+    yield stand_in
+    driver.device_count.cache_clear()  # the stand-in's answer is not the machine's
 
 
 def _names(stand_in) -> list[str]:
@@ -92,6 +94,30 @@ def test_the_default_stream_goes_to_the_driver_as_a_null_pointer(libcuda):
     assert [call[1:8] for call in launches] == [(2, 1, 1, 64, 1, 1, 0)] * 2
 
 
+def test_with_one_device_a_thread_without_a_context_gets_one_and_launches(libcuda):
+    results, contexts = [driver.CUDA_ERROR_INVALID_CONTEXT, 0], []
+    libcuda.cuLaunchKernel = lambda *call: results.pop(0)
+    libcuda.cuCtxGetDevice = lambda device: contexts.append(device) or 0
+    x = _DeviceArray(16)
+    launcher = _launcher(libcuda, (x,))
+    assert "get_device() == device" not in launcher.source  # one device: no driver call to ask
+    assert launcher.relaunch(0, (1, 1, 1), (x,))
+    assert results == [] and len(contexts) == 1
+
+
+def test_with_several_devices_a_launcher_takes_only_its_own(libcuda, monkeypatch):
+    monkeypatch.setattr(driver, "device_count", lambda: 2)
+    launches, current = [], [0]
+    libcuda.cuLaunchKernel = lambda *call: launches.append(call) or 0
+    monkeypatch.setattr(driver, "current_device", lambda: current[0])
+    x = _DeviceArray(16)
+    launcher = _launcher(libcuda, (x,))
+    current[0] = 1
+    assert not launcher.relaunch(0, (1, 1, 1), (x,)) and not launches
+    current[0] = 0
+    assert launcher.relaunch(0, (1, 1, 1), (x,)) and len(launches) == 1
+
+
 def test_a_launch_the_driver_refuses_names_the_error_and_the_configuration(libcuda):
     libcuda.cuLaunchKernel = lambda *call: 1
     x = _DeviceArray(16)
@@ -128,7 +154,8 @@ libcuda = install_stand_in_libcuda()
 import tileworkbench.tile as ct
 from tests.runtime.test_driver import _DeviceArray, _store_one
 ct.launch(0, (1,), _store_one, (_DeviceArray(16),))
-assert [name for name, _ in libcuda.calls] == ["cuModuleLoadData", "cuModuleGetFunction"], libcuda.calls
+modules = [name for name, _ in libcuda.calls if name.startswith("cuModule")]
+assert modules == ["cuModuleLoadData", "cuModuleGetFunction"], libcuda.calls
 print(" ".join(sys.modules))
 """
 

@@ -94,6 +94,7 @@ def launches(monkeypatch):
         return driver.CUDA_SUCCESS
     monkeypatch.setattr(driver, "launch_kernel_function", lambda: launch_kernel)
     monkeypatch.setattr(driver, "current_device", lambda: 0)
+    monkeypatch.setattr(driver, "device_count", lambda: 2)  # launchers then check the current device
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=_CupyArray))
     return calls
 

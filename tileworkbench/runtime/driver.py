@@ -71,6 +71,15 @@ def current_device() -> int:
     return device.value
 
 
+@functools.cache
+def device_count() -> int:
+    """How many devices this process sees (CUDA_VISIBLE_DEVICES is read once, at initialization)."""
+    _call("cuInit", 0)
+    count = ctypes.c_int()
+    _call("cuDeviceGetCount", ctypes.byref(count))
+    return count.value
+
+
 def _use_primary_context(device: int) -> None:
     _call("cuInit", 0)
     context = ctypes.c_void_p()

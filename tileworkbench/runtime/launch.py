@@ -179,7 +179,11 @@ class Launcher:
         self.struct, self.buffer, params = _parameter_buffer(codes)
         arguments = ", ".join(names) + ("," if len(names) == 1 else "")
         legend = ", ".join(f"{name}: {p.name}" for name, p in zip(names, fn.params))
-        conditions = " and\n            ".join(checks + ["get_device() == device"])
+        # With one device every context is on it, and asking costs a driver call per launch
+        device_check = ["get_device() == device"] if driver.device_count() > 1 else []
+        conditions = " and\n            ".join(checks + device_check)
+        launch_call = (f"launch_kernel(function, grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, "
+                       f"c_void_p(stream) if stream else None, params, None)")
         env.update(pack_into=self.struct.pack_into, buffer=self.buffer, lock=threading.Lock(), params=params,
                    launch_kernel=driver.launch_kernel_function(), function=ctypes.c_void_p(self.function),
                    get_device=driver.current_device, device=device, stream_handle=stream_handle,
@@ -194,8 +198,10 @@ class Launcher:
             f"    if type(stream) is not int:\n        stream = stream_handle(stream)\n"
             f"    try:\n        with lock:  # one parameter buffer: pack and launch as one step\n"
             f"            pack_into(buffer, 0, {', '.join(values)})\n"
-            f"            status = launch_kernel(function, grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, "
-            f"c_void_p(stream) if stream else None, params, None)\n"
+            f"            status = {launch_call}\n"
+            f"            if status == {driver.CUDA_ERROR_INVALID_CONTEXT}:  # a thread that has not used CUDA yet\n"
+            f"                get_device()  # makes the device's primary context current\n"
+            f"                status = {launch_call}\n"
             f"    except Exception as error:\n        failed(error, grid)\n"
             f"    if status:\n        failed(CudaDriverError(status, 'cuLaunchKernel'), grid)\n"
             f"    return True\n")
