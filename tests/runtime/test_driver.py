@@ -21,9 +21,10 @@ REPO = Path(__file__).parents[2]
 def libcuda(monkeypatch):
     stand_in = StandInDriver()
     monkeypatch.setattr(driver, "library", lambda: stand_in)
-    driver.device_count.cache_clear()
+    device_count = driver.device_count
+    device_count.cache_clear()
     yield stand_in
-    driver.device_count.cache_clear()  # the stand-in's answer is not the machine's
+    device_count.cache_clear()  # the stand-in's answer is not the machine's
 
 
 def _names(stand_in) -> list[str]:
