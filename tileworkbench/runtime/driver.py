@@ -9,11 +9,12 @@ gets device 0's, as the runtime would give it on its first call.
 
     >>> device = current_device()
     >>> function = load_function(cubin, "vector_add")
-    >>> check(launch_kernel(function.handle, 1, 1, 1, 128, 1, 1, 0, stream, params, None))
+    >>> launch = launch_kernel_function()
+    >>> check(launch(function.handle, 1, 1, 1, 128, 1, 1, 0, None, params, None))  # None: the default stream
 
-Handles travel as `ctypes.c_void_p`, never as plain Python ints: ctypes passes an int as a
-32-bit C int. The hot call, cuLaunchKernel, is bound without argument types (ctypes converts
-nothing it is not given), so a launch costs one foreign call.
+Handles travel as `ctypes.c_void_p`, never as plain Python ints: without declared argument types
+ctypes passes an int as a 32-bit C int. The hot call, cuLaunchKernel, is left without declared
+argument types, which makes each call cheaper (ctypes then checks and converts nothing).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import sys
 from typing import NamedTuple
 
 CUDA_SUCCESS = 0
+CUDA_ERROR_NOT_INITIALIZED = 3
 CUDA_ERROR_INVALID_CONTEXT = 201
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
@@ -60,11 +62,11 @@ def _call(name: str, *args) -> None:
 
 
 def current_device() -> int:
-    """The ordinal of the current context's device (making device 0's primary context current
-    where the thread has none)."""
+    """The ordinal of the current context's device (initializing the driver and making device 0's
+    primary context current where the thread has none, as the CUDA runtime would)."""
     device = ctypes.c_int()  # one per call: another thread may ask at the same time
     status = library().cuCtxGetDevice(ctypes.byref(device))
-    if status == CUDA_ERROR_INVALID_CONTEXT:
+    if status in (CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_INVALID_CONTEXT):
         _use_primary_context(0)
         status = library().cuCtxGetDevice(ctypes.byref(device))
     check(status, "cuCtxGetDevice")
