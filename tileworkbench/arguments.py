@@ -41,10 +41,17 @@ def is_host_tensor(obj) -> bool:
 
 
 INTERPRET_ENV = "TILEWORKBENCH_INTERPRET"
+# Launches ask at every call, and os.environ.get of an unset variable raises and catches a KeyError,
+# which costs as much as the rest of a launch; the mapping os.environ keeps its variables in (and
+# updates in place when they change) answers "unset" without one.
+_ENVIRON_DATA, _INTERPRET_KEY = os.environ._data, os.environ.encodekey(INTERPRET_ENV)
 
 
 def interpret_requested() -> bool:
-    """Whether the environment asks for every launch to run on the interpreter (read at each launch)."""
+    """Whether the environment asks for every launch to run on the interpreter (read at each launch,
+    so setting it in a running notebook takes effect at the next launch)."""
+    if _INTERPRET_KEY not in _ENVIRON_DATA:
+        return False
     return os.environ.get(INTERPRET_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
@@ -170,5 +177,9 @@ def _argument_dtype(dtype, name: str, position: int):
 def profile_key(constant_mask, args) -> tuple:
     """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
     return tuple((type(value), value) if constant else
+                 (type(value),) if type(value) in _PYTHON_SCALARS else  # no getattr that raises inside
                  (type(value), getattr(value, "dtype", None), getattr(value, "ndim", None))
                  for constant, value in zip(constant_mask, args))
+
+
+_PYTHON_SCALARS = frozenset({bool, int, float})

@@ -261,8 +261,8 @@ _HINTS = {
 
 def launch(kernel, stream, grid, args) -> None:
     """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
-    try:
-        device = driver.current_device()
+    try:  # with one device there is nothing to ask (launchers then make a context current where needed)
+        device = driver.current_device() if driver.device_count() > 1 else 0
     except Exception as e:
         raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
                            f"interpreter, pass NumPy arrays to ct.launch.") from None
