@@ -59,6 +59,10 @@ class StandInCupyArray:
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False), "version": 3}
 
 
+class StandInDeviceArray(StandInCupyArray):
+    """An array of no known framework: the launch path reads its __cuda_array_interface__."""
+
+
 class _StandInTorchDtype:
     def __init__(self, name):
         self.name = name
@@ -217,11 +221,15 @@ _FIRST_LAUNCH = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
 mock = {mock!r}
-if mock:
+if mock:  # PyTorch imported, as a PyTorch program has it; the array is known by __cuda_array_interface__
     sys.path.insert(0, {benchmarks!r})
     import launch_overhead
-    launch_overhead.install_stand_in_driver()
-    x, stream, sync = launch_overhead.StandInTorchTensor((1024,)), launch_overhead.StandInStream(), lambda: None
+    launch_overhead.install_stand_in_libcuda()
+    try:
+        import torch
+    except ImportError:
+        pass
+    x, stream, sync = launch_overhead.StandInDeviceArray((1024,)), 0, lambda: None
 else:
     import torch
     x = torch.zeros(1024, device="cuda"); stream = torch.cuda.current_stream(); sync = torch.cuda.synchronize
@@ -252,9 +260,12 @@ def first_launch(samples: int, mock: bool) -> dict:
 
     def median(runs, field):
         return statistics.median(r[field] for r in runs)
-    result = {f"{name} {field}": median(runs, field) for name, runs in (("cold", cold), ("warm", warm))
-              for field in ("import_ms", "launch_ms")}
-    result["warm modules"] = [m for m in warm[-1]["modules"] if m.split(".")[0] in _WATCHED]
+    for run in cold + warm:
+        run["total_ms"] = run["import_ms"] + run["launch_ms"]
+    result = {f"{name}: {field}": median(runs, field) for name, runs in (("cold cache", cold), ("warm disk cache", warm))
+              for field in ("import_ms", "launch_ms", "total_ms")}
+    if not mock:  # which libraries a first launch imported (torch is the probe's own)
+        result["warm modules"] = sorted({m.split(".")[0] for m in warm[-1]["modules"]} & set(_WATCHED))
     return result
 
 
