@@ -170,3 +170,13 @@ def test_a_launch_from_the_disk_cache_loads_neither_nvrtc_nor_the_interpreter_no
     assert "cuda.bindings.nvrtc" in cold.split()  # the first process compiled
     assert _loaded(warm, _NOT_FOR_LAUNCHING + ("cuda",)) == []
 
+
+
+def test_without_a_driver_a_device_launch_says_there_is_no_gpu_and_how_to_use_the_interpreter(monkeypatch):
+    def no_driver():
+        raise OSError("libcuda.so.1: cannot open shared object file")
+    monkeypatch.setattr(driver, "library", no_driver)
+    driver.device_count.cache_clear()
+    monkeypatch.setattr(_store_one, "last_launcher", None)
+    with pytest.raises(RuntimeError, match="No CUDA GPU is available .*libcuda.*pass NumPy arrays"):
+        ct.launch(0, (1,), _store_one, (_DeviceArray(16),))
