@@ -182,13 +182,15 @@ def tileworkbench_cases(mock: bool):
         pass
 
     if mock:
-        torch_x, cupy_x, stream, sync = StandInTorchTensor((128,)), StandInCupyArray((128,)), StandInStream(), None
+        torch_x, cupy_x, stream = StandInTorchTensor((128,)), StandInCupyArray((128,)), StandInStream()
+
+        def sync():
+            pass
     else:
         import cupy
         import torch
         torch_x, stream, sync = torch.zeros(128, device="cuda"), torch.cuda.current_stream(), torch.cuda.synchronize
         cupy_x = cupy.asarray(torch_x)
-    sync = sync or (lambda: None)
     scalars = (torch_x, np.float16(1.5), ml_dtypes.bfloat16(1.5), 2.5, 7)
     yield "tileworkbench, 1 PyTorch tensor", lambda: ct.launch(stream, (1,), empty, (torch_x,)), sync
     yield "tileworkbench, 1 CuPy array", lambda: ct.launch(stream, (1,), empty, (cupy_x,)), sync
