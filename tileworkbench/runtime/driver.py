@@ -10,7 +10,7 @@ gets device 0's, as the runtime would give it on its first call.
     >>> device = current_device()
     >>> function = load_function(cubin, "vector_add")
     >>> launch = launch_kernel_function()
-    >>> check(launch(function.handle, 1, 1, 1, 128, 1, 1, 0, None, params, None))  # None: the default stream
+    >>> check(launch(function.handle, 1, 1, 1, 128, 1, 1, 0, None, params, None), "cuLaunchKernel")
 
 Handles travel as `ctypes.c_void_p`, never as plain Python ints: without declared argument types
 ctypes passes an int as a 32-bit C int. The hot call, cuLaunchKernel, is left without declared
@@ -52,7 +52,7 @@ def error_name(status: int) -> str:
     return name.value.decode()
 
 
-def check(status: int, call: str = "cuLaunchKernel") -> None:
+def check(status: int, call: str) -> None:
     if status != CUDA_SUCCESS:
         raise CudaDriverError(status, call)
 
