@@ -77,3 +77,27 @@ def test_a_grid_the_driver_refuses_raises_a_launch_error_naming_it():
     a = cupy.zeros(1024, cupy.float32)
     with pytest.raises(LaunchError, match=r"CUDA_ERROR_INVALID_VALUE(.|\n)*grid \(1, 70000, 1\)"):
         ct.launch(0, (1, 70000), vector_add, (a, a, a, 1024))
+
+
+@pytest.mark.gpu
+def test_a_thread_that_never_used_cuda_launches_a_kernel_launched_before():
+    import threading
+    cupy = pytest.importorskip("cupy")
+    a = cupy.arange(2048, dtype=cupy.float32)
+    c = cupy.zeros_like(a)
+    ct.launch(0, (2,), vector_add, (a, a, c, 1024))  # the kernel's launcher, made on this thread
+    c[:] = 0
+    cupy.cuda.Device().synchronize()
+    errors = []
+
+    def launch():
+        try:
+            ct.launch(0, (2,), vector_add, (a, a, c, 1024))
+        except Exception as e:  # reported on the test's thread
+            errors.append(e)
+    thread = threading.Thread(target=launch)
+    thread.start()
+    thread.join()
+    assert errors == []
+    cupy.cuda.Device().synchronize()
+    np.testing.assert_array_equal(c.get(), 2 * a.get())
