@@ -1182,7 +1182,7 @@ def report(launch, sync):
 PROBES = {
     "tileworkbench": """
 import torch, tileworkbench.tile as ct
-import tileworkbench.runtime.launch  # CuPy and NVRTC's bindings: imported before the clock, as the others
+import tileworkbench.runtime.launch  # the GPU runtime: imported before the clock, as the others import theirs
 from tileworkbench.kernels import vector_add
 x = torch.zeros(1024, device="cuda"); s = torch.cuda.current_stream(); torch.cuda.synchronize()
 report(lambda: ct.launch(s, (1,), vector_add, (x, x, x, 1024)), torch.cuda.synchronize)

@@ -8,6 +8,7 @@ here imports CuPy or PyTorch.
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,26 @@ def is_torch_tensor(obj) -> bool:
 def is_cupy_array(obj) -> bool:
     ndarray = framework_class("cupy", "ndarray")
     return ndarray is not None and isinstance(obj, ndarray)
+
+
+def is_host_tensor(obj) -> bool:
+    """A PyTorch tensor in host memory (it runs on the interpreter, in place)."""
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "is_cuda") and not obj.is_cuda
+
+
+INTERPRET_ENV = "TILEWORKBENCH_INTERPRET"
+# Launches ask at every call, and os.environ.get of an unset variable raises and catches a KeyError,
+# which costs as much as the rest of a launch; the mapping os.environ keeps its variables in (and
+# updates in place when they change) answers "unset" without one.
+_ENVIRON_DATA, _INTERPRET_KEY = os.environ._data, os.environ.encodekey(INTERPRET_ENV)
+
+
+def interpret_requested() -> bool:
+    """Whether the environment asks for every launch to run on the interpreter (read at each launch,
+    so setting it in a running notebook takes effect at the next launch)."""
+    if _INTERPRET_KEY not in _ENVIRON_DATA:
+        return False
+    return os.environ.get(INTERPRET_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def is_array_like(obj) -> bool:
@@ -74,7 +95,7 @@ def normalize_grid(grid) -> tuple[int, int, int]:
     if type(grid) is tuple:  # launch loops repeat their grids
         known = _valid_grids.get(grid)
         # (1.0,) and (True,) equal (1,) as dict keys: only plain ints may take the cached answer
-        if known is not None and all(type(g) is int for g in grid):
+        if known is not None and _plain_ints(grid):
             return known
     if not isinstance(grid, tuple):
         raise ArgumentTypeError(f"Grid must be a tuple, got {type(grid).__name__}")
@@ -86,12 +107,19 @@ def normalize_grid(grid) -> tuple[int, int, int]:
         if g > 2**24 - 1:
             raise ArgumentValueError(f"Grid[{i}] exceeds 24-bit limit: {g}")
     normalized = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-    if len(_valid_grids) < 4096 and all(type(g) is int for g in grid):
+    if len(_valid_grids) < 4096 and _plain_ints(grid):
         _valid_grids[grid] = normalized
     return normalized
 
 
 _valid_grids: dict = {}
+
+
+def _plain_ints(values) -> bool:
+    for value in values:  # a loop, not all(...): no generator per launch
+        if type(value) is not int:
+            return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -149,5 +177,9 @@ def _argument_dtype(dtype, name: str, position: int):
 def profile_key(constant_mask, args) -> tuple:
     """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
     return tuple((type(value), value) if constant else
+                 (type(value),) if type(value) in _PYTHON_SCALARS else  # no getattr that raises inside
                  (type(value), getattr(value, "dtype", None), getattr(value, "ndim", None))
                  for constant, value in zip(constant_mask, args))
+
+
+_PYTHON_SCALARS = frozenset({bool, int, float})

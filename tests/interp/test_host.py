@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp.host import interpret_requested, written_params
+from tileworkbench.arguments import interpret_requested
+from tileworkbench.interp.host import written_params
 
 torch = pytest.importorskip("torch")
 
@@ -49,3 +50,12 @@ def test_a_torch_dtype_called_in_tile_code_converts_like_the_tile_dtype():
     x = np.zeros(8, np.float32)
     ct.launch(None, (1,), k, (x,))
     assert (x == 2.5).all()
+
+
+def test_the_interpreter_switch_follows_the_environment_as_it_changes(monkeypatch):
+    monkeypatch.delenv("TILEWORKBENCH_INTERPRET", raising=False)
+    assert not interpret_requested()
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", "yes")
+    assert interpret_requested()
+    monkeypatch.delenv("TILEWORKBENCH_INTERPRET")
+    assert not interpret_requested()

@@ -86,10 +86,15 @@ def _scaled_copy(x, y, alpha, TILE: ct.Constant[int]):
 @pytest.fixture
 def launches(monkeypatch):
     """Launchers built with a recording driver call and device 0 current."""
-    from tileworkbench.runtime import launch
+    from tileworkbench.runtime import driver
     calls = []
-    monkeypatch.setattr(launch, "_launch_kernel", lambda: (lambda *call: calls.append(call)))
-    monkeypatch.setattr(launch, "_get_device", lambda: 0)
+
+    def launch_kernel(*call):
+        calls.append(call)
+        return driver.CUDA_SUCCESS
+    monkeypatch.setattr(driver, "launch_kernel_function", lambda: launch_kernel)
+    monkeypatch.setattr(driver, "current_device", lambda: 0)
+    monkeypatch.setattr(driver, "device_count", lambda: 2)  # launchers then check the current device
     monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(ndarray=_CupyArray))
     return calls
 
@@ -108,7 +113,9 @@ def test_launcher_packs_pointer_shape_strides_and_scalars_in_parameter_order(lau
     fields = struct.unpack("=" + "Qiiii" * 2 + "f", launcher.buffer.raw[:launcher.struct.size])
     assert fields == (0x1000, 64, 48, 48, 1, 0x2000, 64, 48, 48, 1, 2.5)
     (call,) = launches
-    assert call == (1, 3, 1, 1, 128, 1, 1, 0, 0x77, ctypes.addressof(launcher.params), 0)
+    function, *dims, stream, params, extra = call
+    assert (function.value, *dims, stream.value) == (1, 3, 1, 1, 128, 1, 1, 0, 0x77)
+    assert params is launcher.params and extra is None
     assert "a0.data.ptr" in launcher.source
 
 
@@ -198,3 +205,15 @@ def test_a_torch_tensor_is_an_array_even_where_its_cuda_array_interface_raises(d
     x = FakeTorchTensor(dtype_name, error)
     specs = copy_tile.param_specs((x, x))
     assert [str(s.type) for s in specs] == [f"array<{dtype_name}, 1d>"] * 2
+
+
+class _MaybeStream:
+    def __init__(self, handle):
+        if handle is not None:
+            self.cuda_stream = handle
+
+
+def test_each_stream_of_a_class_is_read_anew():
+    assert [stream_handle(_MaybeStream(h)) for h in (5, 6)] == [5, 6]
+    with pytest.raises(TypeError, match="Unsupported stream object of type '_MaybeStream'"):
+        stream_handle(_MaybeStream(None))  # an instance without the handle its class's others had

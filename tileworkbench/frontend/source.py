@@ -57,7 +57,7 @@ def source_of(pyfunc) -> FuncSource:
             _cache[key] = found
             return found
     try:
-        lines, first = inspect.getsourcelines(pyfunc.__code__)  # not unwrapped: a decorator's wrapper is itself
+        lines, first = _definition_lines(pyfunc)
     except (OSError, TypeError):
         raise TileSyntaxError(f"Cannot read the source of {pyfunc.__qualname__}: tile code must be defined in a "
                               f"file, a notebook cell or a %%tilekernel cell") from None
@@ -74,6 +74,23 @@ def source_of(pyfunc) -> FuncSource:
                      _closure_of(pyfunc))
     _cache[key] = src
     return src
+
+
+def _definition_lines(pyfunc) -> tuple[list[str], int]:
+    """The lines of the definition of `pyfunc` (decorators included) and its first line, as
+    inspect.getsourcelines gives them. Found in the parsed file (cached per text) by the line its
+    code starts at, which spares a first launch inspect's scan of every loaded module's path and
+    its tokenizer; inspect answers where the file does not parse."""
+    code = pyfunc.__code__
+    linecache.checkcache(code.co_filename)  # as inspect does: a file edited since it was read
+    lines = linecache.getlines(code.co_filename, pyfunc.__globals__)
+    tree = _parse_file("".join(lines)) if lines else None
+    for node in ast.walk(tree) if tree is not None else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            if first == code.co_firstlineno:
+                return lines[first - 1:node.end_lineno], first
+    return inspect.getsourcelines(code)  # not unwrapped: a decorator's wrapper is itself
 
 
 @functools.lru_cache(maxsize=32)

@@ -8,24 +8,11 @@ not, as NumPy arrays do.
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from ..ir.types import to_dtype
 
-INTERPRET_ENV = "TILEWORKBENCH_INTERPRET"
 _WRITES = ("store", "scatter", "store_adv")
-
-
-def interpret_requested() -> bool:
-    """Whether the environment asks for every launch to run on the interpreter."""
-    return os.environ.get(INTERPRET_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
-
-
-def is_host_tensor(obj) -> bool:
-    """A PyTorch tensor in host memory."""
-    return type(obj).__module__.startswith("torch") and hasattr(obj, "is_cuda") and not obj.is_cuda
 
 
 def _torch_numpy(tensor) -> np.ndarray:

@@ -57,12 +57,22 @@ def stream_handle(stream) -> int:
     """The raw CUstream of what cuTile accepts: CuPy, PyTorch or Numba streams, a raw handle, or 0."""
     if type(stream) is int:
         return stream
-    for attribute in ("ptr", "cuda_stream", "handle"):  # cupy, torch, numba
+    known = _stream_attributes.get(type(stream))  # launches repeat their stream: skip the search
+    handle = getattr(stream, known, None) if known is not None else None
+    for attribute in ("ptr", "cuda_stream", "handle") if handle is None else ():  # cupy, torch, numba
         handle = getattr(stream, attribute, None)
         if handle is not None:
-            return int(handle.value if hasattr(handle, "value") else handle)
+            _stream_attributes[type(stream)] = attribute
+            break
+    if type(handle) is int:
+        return handle
+    if handle is not None:  # numba: a ctypes pointer
+        return int(handle.value if hasattr(handle, "value") else handle)
     if stream is None:
         raise TypeError("Stream is required, got None")
     if isinstance(stream, (int, np.integer)) and not isinstance(stream, bool):
         return int(stream)
     raise TypeError(f"Unsupported stream object of type '{type(stream).__name__}'")
+
+
+_stream_attributes: dict = {}  # stream class -> the attribute holding its handle

@@ -192,7 +192,7 @@ class CppKernel:
         import cupy
 
         from .arrays import stream_handle
-        from .launch import device_arch
+        from .driver import device_arch
         arch = device_arch()
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         self.block = block

@@ -38,7 +38,7 @@ def target_arch(arch: str | None = None) -> str:
     if arch:
         return arch
     if gpu_available():
-        from .launch import device_arch
+        from .driver import device_arch
         return device_arch()
     return DEFAULT_ARCH
 

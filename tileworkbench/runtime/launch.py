@@ -1,9 +1,10 @@
 """Compile a kernel specialization for the current GPU, load it, and launch it.
 
-    generate (IR -> CUDA C++) -> NVRTC (cached in memory and on disk) -> cubin -> CuPy module -> launch
+    generate (IR -> CUDA C++) -> NVRTC (cached in memory and on disk) -> cubin -> driver module -> launch
 
-The cubin is loaded with CuPy's driver-module binding rather than RawModule, so any arch NVRTC
-can target (sm_90a included) works. Launches go straight to cuLaunchKernel (see Launcher).
+The cubin is loaded with the driver's cuModuleLoadData (`driver.py`), so any arch NVRTC can target
+(sm_90a included) works, and no array framework is imported to load or launch. Launches go straight
+to cuLaunchKernel (see Launcher).
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ import numpy as np
 from ..arguments import is_cupy_array, is_torch_tensor
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate, line_file
 from ..ir.core import Function
+from . import driver
 from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
 
-CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CUfunction_attribute in cuda.h
 COMPILE_OPTIONS = ()  # the NVRTC layer adds -arch, -lineinfo and --std=c++17
 
 
@@ -30,16 +31,11 @@ class GpuKernel:
 
     generated: GeneratedKernel
     module: object   # the NVRTC result: source, ptx, cubin, resources
-    function: object  # cupy.cuda.Function
+    function: driver.Function
 
     @property
     def resources(self):
         return self.module.kernels[self.generated.name]
-
-
-def device_arch() -> str:
-    import cupy
-    return f"sm_{cupy.cuda.Device().compute_capability}"
 
 
 def cuda_include_dirs() -> tuple[str, ...]:
@@ -97,40 +93,22 @@ def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel)
 _loaded: dict = {}
 
 
-def _current_device() -> int:
-    global _get_device
-    if _get_device is None:
-        import cupy
-        _get_device = cupy.cuda.runtime.getDevice
-    return _get_device()
-
-
-_get_device = None
-
-
 def load(fn: Function, arch: str | None = None) -> GpuKernel:
-    arch = arch or device_arch()
-    key = (fn.fingerprint(), arch, _current_device())
+    arch = arch or driver.device_arch()
+    key = (fn.fingerprint(), arch, driver.current_device())
     kernel = _loaded.get(key)
     if kernel is None:
-        import cupy
         generated, module = build(fn, arch)
-        cu_module = cupy.cuda.function.Module()
-        cu_module.load(module.cubin)
-        function = cu_module.get_function(generated.name)
-        if generated.smem_bytes > 48 * 1024:  # above 48 KB a kernel must opt in
-            cupy.cuda.driver.funcSetAttribute(function.ptr, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                              generated.smem_bytes)
+        function = driver.load_function(module.cubin, generated.name, generated.smem_bytes)
         kernel = _loaded[key] = GpuKernel(generated, module, function)
-        kernel._cu_module = cu_module  # keep the module alive as long as its function
     return kernel
 
 
 # ---- the launch fast path -------------------------------------------------------------------------
 #
 # A launch packs the arguments into one preallocated parameter buffer with a precompiled
-# struct.Struct and hands its address to cuLaunchKernel through CuPy's driver binding, which takes
-# raw handles and pointers as C integers: one compiled call, no per-argument objects.
+# struct.Struct and hands the array of pointers into it to cuLaunchKernel: one foreign call, no
+# per-argument objects.
 
 
 # struct codes of the scalar parameter types; bfloat16 and fp8 travel as their bits
@@ -180,7 +158,7 @@ class Launcher:
         self.fn, self.gpu, self.device = fn, gpu, device
         self.threads = gpu.generated.threads
         self.smem = gpu.generated.smem_bytes
-        self.function = int(gpu.function.ptr)
+        self.function = int(gpu.function.ptr)  # the CUfunction
         names = [f"a{k}" for k in range(len(args))]
         env, checks, values, codes = {}, [], [], []
         for k, (p, value, name) in enumerate(zip(fn.params, args, names)):
@@ -201,10 +179,16 @@ class Launcher:
         self.struct, self.buffer, params = _parameter_buffer(codes)
         arguments = ", ".join(names) + ("," if len(names) == 1 else "")
         legend = ", ".join(f"{name}: {p.name}" for name, p in zip(names, fn.params))
-        conditions = " and\n            ".join(checks + ["get_device() == device"])
-        env.update(pack_into=self.struct.pack_into, buffer=self.buffer, lock=threading.Lock(),
-                   launch_kernel=_launch_kernel(), get_device=_get_device or _current_device, device=device,
-                   stream_handle=stream_handle, failed=self._failed)
+        # With one device every context is on it, and asking costs a driver call per launch
+        device_check = ["get_device() == device"] if driver.device_count() > 1 else []
+        conditions = " and\n            ".join(checks + device_check)
+        launch_call = (f"launch_kernel(function, grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, "
+                       f"c_void_p(stream) if stream else None, params, None)")
+        env.update(pack_into=self.struct.pack_into, buffer=self.buffer, lock=threading.Lock(), params=params,
+                   launch_kernel=driver.launch_kernel_function(), function=ctypes.c_void_p(self.function),
+                   get_device=driver.current_device, device=device, stream_handle=stream_handle,
+                   c_void_p=ctypes.c_void_p, failed=self._failed,
+                   CudaDriverError=driver.CudaDriverError)
         unpack = f"    if len(args) != {len(names)}:\n        return False\n" + (f"    {arguments} = args\n" if names else "")
         self.source = (
             f"# {fn.name}({legend})\n"
@@ -214,12 +198,15 @@ class Launcher:
             f"    if type(stream) is not int:\n        stream = stream_handle(stream)\n"
             f"    try:\n        with lock:  # one parameter buffer: pack and launch as one step\n"
             f"            pack_into(buffer, 0, {', '.join(values)})\n"
-            f"            launch_kernel({self.function}, grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, "
-            f"stream, {ctypes.addressof(params)}, 0)\n"
+            f"            status = {launch_call}\n"
+            f"            if status == {driver.CUDA_ERROR_INVALID_CONTEXT}:  # a thread that has not used CUDA yet\n"
+            f"                get_device()  # makes the device's primary context current\n"
+            f"                status = {launch_call}\n"
             f"    except Exception as error:\n        failed(error, grid)\n"
+            f"    if status:\n        failed(CudaDriverError(status, 'cuLaunchKernel'), grid)\n"
             f"    return True\n")
         exec(compile(self.source, f"<launcher of {fn.name}>", "exec"), env)
-        self.params = params  # the pointer array the generated code names by address: kept alive here
+        self.params = params
         self.matches, self.relaunch = env["matches"], env["relaunch"]
 
     def __call__(self, stream, grid, args):
@@ -231,7 +218,7 @@ class Launcher:
         if isinstance(error, struct.error):
             raise OverflowError("An array shape or stride, or an int argument, does not fit its "
                                 "parameter type (32 bits for shapes and strides)") from None
-        if type(error).__name__ == "CUDADriverError":
+        if isinstance(error, driver.CudaDriverError):
             raise LaunchError(self.describe_failure(str(error), grid)) from None
         raise error
 
@@ -274,8 +261,8 @@ _HINTS = {
 
 def launch(kernel, stream, grid, args) -> None:
     """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
-    try:
-        device = _current_device()
+    try:  # with one device there is nothing to ask (launchers then make a context current where needed)
+        device = driver.current_device() if driver.device_count() > 1 else 0
     except Exception as e:
         raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
                            f"interpreter, pass NumPy arrays to ct.launch.") from None
@@ -287,11 +274,3 @@ def launch(kernel, stream, grid, args) -> None:
     kernel.last_launcher = launcher  # ct.launch tries it first next time
     launcher(stream, grid, args)
 
-
-def _launch_kernel():
-    """CuPy's binding of cuLaunchKernel: raw handles and pointers as C integers, one compiled call."""
-    try:
-        import cupy
-    except ImportError:  # launchers are built on machines with a GPU; tests elsewhere build them too
-        return None
-    return cupy.cuda.driver.launchKernel

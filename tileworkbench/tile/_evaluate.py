@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 
-from ..interp import run
 from . import _stubs as ct
 from ._kernel import kernel
 
@@ -19,6 +18,7 @@ def evaluate(fn, *inputs):
     >>> evaluate(lambda x: ct.cumsum(x), np.arange(4, dtype=np.int32))
     array([0, 1, 3, 6], dtype=int32)
     """
+    from ..interp import run  # imported on first use: `import tileworkbench.tile` loads no interpreter
     if len(inputs) > 3:
         raise ValueError(f"evaluate takes at most three input arrays, got {len(inputs)}")
     inputs = [np.asarray(x) for x in inputs]

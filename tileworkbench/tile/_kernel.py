@@ -13,9 +13,9 @@ from typing import Annotated
 
 import numpy as np
 
-from ..arguments import ParamSpec, is_array_like, known_array_type, normalize_grid, param_spec, profile_key
+from ..arguments import (ParamSpec, interpret_requested, is_array_like, is_host_tensor, known_array_type,
+                         normalize_grid, param_spec, profile_key)
 from ..errors import ArgumentTypeError
-from ..interp.host import interpret_requested, is_host_tensor, run_anywhere
 from ..ir import print_function
 
 
@@ -197,11 +197,16 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if not isinstance(kernel_args, tuple):
         raise ArgumentTypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
-    if interpret_requested() or any(map(is_host_tensor, kernel_args)):
-        run_anywhere(kernel, grid, kernel_args)
+    interpret = interpret_requested()
+    # The GPU launcher used last checks and launches in one call. It takes device arrays only, so
+    # host tensors (which run on the interpreter) never get past its check.
+    last = kernel.last_launcher
+    if last is not None and not interpret and last.relaunch(stream, grid, kernel_args):
         return
-    last = kernel.last_launcher  # the GPU launcher used last: it checks and launches in one call
-    if last is not None and last.relaunch(stream, grid, kernel_args):
+    # The interpreter is imported on first use: a program that launches on the GPU never loads it.
+    if interpret or any(map(is_host_tensor, kernel_args)):
+        from ..interp.host import run_anywhere
+        run_anywhere(kernel, grid, kernel_args)
         return
     types = set(map(type, kernel_args))
     if np.ndarray in types or not any(map(known_array_type, types)) and not any(map(is_array_like, kernel_args)):

@@ -1,0 +1,103 @@
+"""The launch path on a GPU: loading and launching through libcuda (no CuPy needed for PyTorch
+tensors), streams, scalars packed to their bits, and the driver's refusals."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.kernels import vector_add
+from tileworkbench.runtime.launch import LaunchError
+
+REPO = Path(__file__).parents[2]
+
+_TORCH_ONLY = """
+import sys, torch
+import tileworkbench.tile as ct
+from tileworkbench.kernels import vector_add
+a = torch.arange(4096, device="cuda", dtype=torch.float32); b = 2 * a; c = torch.empty_like(a)
+ct.launch(torch.cuda.current_stream(), (4,), vector_add, (a, b, c, 1024))
+torch.cuda.synchronize()
+assert torch.equal(c, 3 * a), c
+print("cupy" in sys.modules, "tileworkbench.interp" in sys.modules)
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_a_torch_program_launches_without_importing_cupy_or_the_interpreter(tmp_path, cache):
+    pytest.importorskip("torch")
+    environment = {**os.environ, "PYTHONPATH": str(REPO), "TILEWORKBENCH_CACHE_DIR": str(tmp_path)}
+    runs = 2 if cache == "warm" else 1
+    for _ in range(runs):
+        done = subprocess.run([sys.executable, "-c", _TORCH_ONLY], env=environment, capture_output=True,
+                              text=True, cwd=REPO)
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.gpu
+def test_launches_on_a_side_stream_and_on_raw_handles():
+    torch = pytest.importorskip("torch")
+    a = torch.arange(2048, device="cuda", dtype=torch.float32)
+    side = torch.cuda.Stream()
+    for stream in (side, side.cuda_stream, torch.cuda.current_stream(), 0):
+        c = torch.zeros_like(a)
+        torch.cuda.synchronize()
+        ct.launch(stream, (2,), vector_add, (a, a, c, 1024))
+        torch.cuda.synchronize()
+        assert torch.equal(c, 2 * a)
+
+
+@ct.kernel
+def _fill(x, h, b, f, n, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    value = ct.astype(h, ct.float32) + ct.astype(b, ct.float32) + f + ct.astype(n, ct.float32)
+    ct.store(x, (i,), ct.full((TILE,), value, ct.float32))
+
+
+@pytest.mark.gpu
+def test_16_bit_float_scalars_arrive_as_the_host_rounded_them():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.zeros(256, cupy.float32)
+    h, b = np.float16(1.0009765625), ml_dtypes.bfloat16(3.0078125)
+    for f, n in ((0.5, 7), (-2.25, -3)):
+        ct.launch(0, (2,), _fill, (x, h, b, f, n, 128))
+        expected = np.float32(h) + np.float32(b) + np.float32(f) + np.float32(n)
+        np.testing.assert_array_equal(x.get(), np.full(256, expected, np.float32))
+
+
+@pytest.mark.gpu
+def test_a_grid_the_driver_refuses_raises_a_launch_error_naming_it():
+    cupy = pytest.importorskip("cupy")
+    a = cupy.zeros(1024, cupy.float32)
+    with pytest.raises(LaunchError, match=r"CUDA_ERROR_INVALID_VALUE(.|\n)*grid \(1, 70000, 1\)"):
+        ct.launch(0, (1, 70000), vector_add, (a, a, a, 1024))
+
+
+@pytest.mark.gpu
+def test_a_thread_that_never_used_cuda_launches_a_kernel_launched_before():
+    import threading
+    cupy = pytest.importorskip("cupy")
+    a = cupy.arange(2048, dtype=cupy.float32)
+    c = cupy.zeros_like(a)
+    ct.launch(0, (2,), vector_add, (a, a, c, 1024))  # the kernel's launcher, made on this thread
+    c[:] = 0
+    cupy.cuda.Device().synchronize()
+    errors = []
+
+    def launch():
+        try:
+            ct.launch(0, (2,), vector_add, (a, a, c, 1024))
+        except Exception as e:  # reported on the test's thread
+            errors.append(e)
+    thread = threading.Thread(target=launch)
+    thread.start()
+    thread.join()
+    assert errors == []
+    cupy.cuda.Device().synchronize()
+    np.testing.assert_array_equal(c.get(), 2 * a.get())
