@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 from .executor import execute
+from .steps import VALUES_MAX_BYTES, BlockStep, Step, StepLog
 from .trace import Event, InvalidTraceError, Status, Trace
 
 
 def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
-        strict_padding: bool = False) -> Trace | None:
+        strict_padding: bool = False, values: bool = False, values_max_bytes: int = VALUES_MAX_BYTES) -> Trace | None:
     """Run `kernel` on NumPy arrays over `grid` (a tuple of 1-3 ints); arrays are updated in place.
 
     checked: an access outside an array made with check_bounds=False raises TileOutOfBoundsError
              (naming the op's line and the index) instead of being padded or dropped.
     trace:   return a Trace of every memory and shape op.
+    values:  also keep every op's tile per block, in program order (`trace.steps`, a StepLog: what
+             the block stepper shows); implies trace. At most `values_max_bytes` of tiles are kept,
+             the log's `truncated` says where it stopped.
     strict_padding: a load that reads UNDETERMINED padding (zero here and on the GPU, unspecified in
              cuTile) raises TileUndeterminedPaddingError naming the line, the block and the element.
 
@@ -22,7 +26,8 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
     from ..arguments import normalize_grid
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
-    return execute(fn, grid, args, checked=checked, trace=trace, strict_padding=strict_padding)
+    return execute(fn, grid, args, checked=checked, trace=trace, strict_padding=strict_padding,
+                   values_max_bytes=values_max_bytes if values else None)
 
 
-__all__ = ["Event", "InvalidTraceError", "Status", "Trace", "execute", "run"]
+__all__ = ["BlockStep", "Event", "InvalidTraceError", "Status", "Step", "StepLog", "Trace", "execute", "run"]

@@ -8,7 +8,8 @@ batch never holds more than about 2^22 elements per value.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from ..ir.ops import Category, ops_in
 from ..ir.types import TileType
 from .memory import MEMORY_RULES, ArrayView
 from .rules import RULES
+from .steps import CONTROL, StepLog, written_operand
 from .trace import Event, Status, Trace, padding_scalar
 
 BATCH_ELEMENTS = 1 << 22
@@ -59,6 +61,7 @@ class Context:
     checked: bool
     trace: Trace | None
     strict_padding: bool = False
+    steps: StepLog | None = None   # per-op values for the block stepper, when recorded
 
     @property
     def size(self) -> int:
@@ -74,7 +77,12 @@ class Context:
         return self.arrays[v][0]
 
     def subset(self, rows) -> Context:
-        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding)
+        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding,
+                       self.steps)
+
+    def iteration(self, op, k: int):
+        """The steps of iteration `k` of loop `op` (when values are recorded)."""
+        return self.steps.iteration(op, k) if self.steps is not None else nullcontext()
 
     def record(self, op, array_name, coords, status, full, padding_mode=None, padding=None):
         """One memory op's event; `padding` is what its padded lanes read (a scalar or per lane)."""
@@ -110,8 +118,11 @@ def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
 
 
 def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
-            strict_padding: bool = False) -> Trace | None:
-    """Run specialization `fn` over `grid`; arrays in `args` are updated in place."""
+            strict_padding: bool = False, values_max_bytes: int | None = None) -> Trace | None:
+    """Run specialization `fn` over `grid`; arrays in `args` are updated in place. With
+    `values_max_bytes` (which implies `trace`), the trace's `steps` also hold every op's tile."""
+    trace = trace or values_max_bytes is not None
+    steps = StepLog(values_max_bytes) if values_max_bytes is not None else None
     arrays, env = {}, Env()
     runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
     for param, value, arg in zip(fn.runtime_params, fn.body.args, runtime_args):
@@ -128,9 +139,13 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
         for start in range(0, total, chunk):
             ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr,
-                          strict_padding)
+                          strict_padding, steps)
             run_block(ctx, fn.body, Env(env))
-    return tr.merged() if tr is not None else None
+    if tr is None:
+        return None
+    merged = tr.merged()
+    merged.steps = steps
+    return merged
 
 
 def run_block(ctx: Context, block: Block, env: Env) -> list:
@@ -139,6 +154,8 @@ def run_block(ctx: Context, block: Block, env: Env) -> list:
         if op.name == "yield":
             return [env[v] for v in op.operands]
         structured = STRUCTURED.get(op.name)
+        events_before = len(ctx.trace.events) if ctx.tracing else 0
+        args = None
         if structured is not None:
             results = structured(ctx, op, env)
         else:
@@ -152,7 +169,18 @@ def run_block(ctx: Context, block: Block, env: Env) -> list:
                 _record_shape_op(ctx, op, args)
         for r, x in zip(op.results, results):
             env[r] = x
+        if ctx.steps is not None and op.name not in CONTROL:
+            _record_step(ctx, op, results, args, events_before)
     return []
+
+
+def _record_step(ctx, op, results, args, events_before):
+    """The op's tile for the stepper: its (first) result, or the tile a write stores."""
+    if op.name == "constant" and not getattr(op.results[0].type, "shape", ()):
+        return   # a literal such as the 1 of `range(i + 1)`: nothing to step through
+    written = written_operand(op)
+    value = results[0] if results else args[written] if written is not None else None
+    ctx.steps.record(op, value, ctx.bids, ctx.trace.events[events_before:])
 
 
 def _split(cond: np.ndarray):
@@ -190,7 +218,8 @@ def _run_for(ctx, op, env):
             inner[iv] = (lo + k * step).astype(np.int32)
             for a, x in zip(carried_args, carried):
                 inner[a] = x
-            carried = run_block(ctx, body, inner)
+            with ctx.iteration(op, k):
+                carried = run_block(ctx, body, inner)
         return carried
     size = ctx.size
     full = [np.array(np.broadcast_to(x, (size,) + x.shape[1:])) for x in carried]
@@ -201,7 +230,9 @@ def _run_for(ctx, op, env):
         inner[iv] = (lo[rows] + k * step[rows]).astype(np.int32)
         for a, x in zip(carried_args, full):
             inner[a] = x[rows]
-        for x, new in zip(full, run_block(ctx.subset(rows), body, inner)):
+        with ctx.iteration(op, k):
+            news = run_block(ctx.subset(rows), body, inner)
+        for x, new in zip(full, news):
             x[rows] = new
     return full
 
@@ -212,12 +243,15 @@ def _run_while(ctx, op, env):
     carried = [np.array(np.broadcast_to(env[v], (size,) + env[v].shape[1:])) for v in op.operands]
     body = op.regions[0]
     rows = np.arange(size)
+    iteration = 0
     while rows.size:
         every = rows.size == size
         inner = Env(env, None if every else rows)
         for arg, x in zip(body.args, carried):
             inner[arg] = x if every else x[rows]
-        go_on, *new = run_block(ctx if every else ctx.subset(rows), body, inner)
+        with ctx.iteration(op, iteration):
+            go_on, *new = run_block(ctx if every else ctx.subset(rows), body, inner)
+        iteration += 1
         if every:  # the body may yield the carried arrays themselves (swaps): take fresh ones
             carried = [np.array(np.broadcast_to(n, (size,) + n.shape[1:])) for n in new]
         else:  # the body saw copies (x[rows]); write its results back in place
@@ -249,7 +283,8 @@ def _run_combine(ctx, op, env):
         inner = Env(outer)
         for arg, x in zip(region.args, acc + [c[:, j] for c in columns]):
             inner[arg] = x
-        acc = [np.broadcast_to(x, (lanes,)) for x in run_block(ctx, region, inner)]
+        # the region's values run over lanes, not blocks: not steps of their own
+        acc = [np.broadcast_to(x, (lanes,)) for x in run_block(replace(ctx, steps=None), region, inner)]
         for out, x in zip(scanned, acc):
             out[:, j] = x
     if op.name == "scan":

@@ -110,6 +110,8 @@ class Trace:
     grid: tuple[int, int, int]
     arrays: dict[str, dict] = field(default_factory=dict)   # name -> {"shape": [...], "dtype": "float32"}
     events: list[Event] = field(default_factory=list)
+    # every op's tile per block when run with values=True (interp/steps.py); not saved with the trace
+    steps: object = field(default=None, repr=False, compare=False)
 
     def by_array(self, name: str) -> list[Event]:
         return [e for e in self.events if e.array == name]

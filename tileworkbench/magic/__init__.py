@@ -97,7 +97,8 @@ class TileKernelMagics(Magics):
                    "kernels need --args)")
     @argument("--grid", default=None, help="launch grid, a Python expression, e.g. \"(ct.cdiv(n, 256),)\"")
     @argument("--args", default=None, help="launch arguments, a Python expression, e.g. \"a, b, c, 256\"")
-    @argument("--viz", action="store_true", help="launch on the interpreter with tracing and show the views")
+    @argument("--viz", action="store_true", help="launch on the interpreter with tracing and show the views, linked, with a "
+                                                 "block stepper")
     @argument("--bench", action="store_true", help="measure the launch and show the launch report (without a GPU: "
                                                           "compile-time resources and occupancy for --arch)")
     @argument("--sweep", default=None, help="sweep Constant parameters: \"TM=32,64,128 TN=32,64\"")

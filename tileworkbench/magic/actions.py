@@ -134,7 +134,7 @@ def visualize(kernel, grid, args):
     from ..widgets.views import views_of_trace
     before = {p: np.array(a, copy=True) for p, a in zip(kernel._signature.parameters, args)
               if isinstance(a, np.ndarray)}
-    trace = run(kernel, grid, args, trace=True)
+    trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
     views = views_of_trace(trace, before)
     for view in views:
         display(view)

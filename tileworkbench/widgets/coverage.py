@@ -29,7 +29,7 @@ PANEL_TEXT_CHARS = 110   # the longest source summary under a panel's title
 CAPS_1D = (1, 1, 64)
 HOLE, ONCE, TWICE, MORE = (229, 57, 53), (129, 199, 132), (255, 183, 77), (142, 36, 170)
 UNREAD, READ_LIGHT, READ_DARK = (238, 238, 238), (187, 222, 251), (41, 98, 255)
-WRITE_OUTLINE, READ_OUTLINE = "#000000", "#d81b60"
+WRITE_OUTLINE, READ_OUTLINE, SELECTED_OUTLINE = "#000000", "#d81b60", "#ff6f00"
 
 
 def grid_rank(grid) -> int:
@@ -115,6 +115,16 @@ def _bins(shape):
     caps = CAPS_1D if len(shape) <= 1 else CAPS
     factors = tuple(-(-d // c) for d, c in zip(view, caps))
     return view, factors, tuple(-(-d // f) for d, f in zip(view, factors))
+
+
+def element_cell(shape, index) -> int | None:
+    """The cell (bin) that draws element `index` of an array of `shape`, None if it is outside."""
+    shape, index = tuple(shape), tuple(int(i) for i in index)
+    if len(index) != len(shape) or any(not 0 <= i < n for i, n in zip(index, shape)):
+        return None
+    view, factors, binned = _bins(shape)
+    flat = np.ravel_multi_index(index, shape) if shape else 0
+    return int(_bin_of(np.array([flat]), view, factors, binned)[0])
 
 
 def _bin_of(flat, view, factors, binned):
@@ -242,6 +252,7 @@ class CoverageView(SvgView):
     _esm = static("coverage.js")
     data = Data()
     block = traitlets.List([0, 0, 0]).tag(sync=True)   # the block whose footprint is outlined
+    selected = traitlets.Dict().tag(sync=True)          # {"array", "index"} of the clicked element, {} none
     interval_ms = traitlets.Int(500).tag(sync=True)     # play speed
 
     @classmethod
@@ -265,4 +276,16 @@ class CoverageView(SvgView):
         fig = dict(self.data)
         fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, f"block {tuple(self.block[:fig['rank']])}",
                                             size=12, weight="bold", anchor="end", role="block")]
-        return figure_svg(fig, footprint_outlines(fig, self.block))
+        return figure_svg(fig, footprint_outlines(fig, self.block) + self._selected_outline())
+
+    @traitlets.observe("selected")
+    def _redraw_selected(self, change):
+        self.svg = self.to_svg()
+
+    def _selected_outline(self) -> list:
+        """The selected element's cell, outlined (linked views select elements in each other)."""
+        panel = next((k for k, p in enumerate(self.data["panels"]) if p["name"] == self.selected.get("array")), None)
+        if panel is None:
+            return []
+        cell = element_cell(self.data["panels"][panel]["shape"], self.selected["index"])
+        return [] if cell is None else [(panel, [cell], SELECTED_OUTLINE)]

@@ -19,13 +19,17 @@ def telling_block(event) -> tuple[int, ...]:
 
 
 def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
-    """Views for a Trace: coverage, then tile spaces, index maps and transforms (at most `limit`).
+    """Views for a Trace: coverage, then tile spaces, index maps and transforms (at most `limit`),
+    and the block stepper where the trace holds every op's values (run(..., values=True)); all
+    linked to one block and one selected element (linked.py), starting at the first telling block.
     `values`: the arrays' contents before the launch, by parameter name, for hover read-outs."""
     from .coverage import CoverageView
     from .index_map import IndexMapView
+    from .linked import link_views
+    from .stepper import StepperView
     from .tile_space import TileSpaceView
     from .transform import TransformView, called_name, written
-    views = [CoverageView.from_trace(trace)]
+    views, origins, blocks = [CoverageView.from_trace(trace)], [None], []
     seen = set()
     element_lines = {e.line for e in trace.events if OPS[e.op].view is ViewKind.INDEX_MAP}
     for event in sorted(trace.events, key=lambda e: e.line):
@@ -42,10 +46,19 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
         # the op of this line, not the first op of its kind: a kernel may load an array twice
         index = next((k for k, e in enumerate(trace.by_op(event.op)) if e is event), 0)
         if view is ViewKind.TILE_SPACE:
-            views.append(TileSpaceView.from_trace(trace, op=event.op, array=event.array, block=block,
-                                                  values=array_values, line=event.line))
+            origins.append({"op": event.op, "array": event.array, "values": array_values, "line": event.line})
+            views.append(TileSpaceView.from_trace(trace, block=block, **origins[-1]))
         elif view is ViewKind.INDEX_MAP:
-            views.append(IndexMapView.from_trace(trace, op=event.op, block=block, values=array_values, index=index))
+            origins.append({"op": event.op, "values": array_values, "index": index})
+            views.append(IndexMapView.from_trace(trace, block=block, **origins[-1]))
         elif view is ViewKind.TRANSFORM:
+            origins.append(None)
             views.append(TransformView.from_trace(trace, op=event.op, index=index))
+        if event.array is not None:
+            blocks.append(block)
+    start = blocks[0] if blocks else (0, 0, 0)
+    if trace.steps is not None:
+        views.append(StepperView.from_trace(trace, block=start))
+        origins.append(None)
+    link_views(trace, views, start, origins)
     return views

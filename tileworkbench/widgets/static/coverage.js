@@ -135,7 +135,10 @@ export default {
       picture.addEventListener("click", (ev) => {
         const found = cellAt(ev);
         if (!found) return;
-        const who = writersOf(panels[found[0]], found[1]);
+        const p = panels[found[0]];
+        model.set("selected", { array: p.name, index: elementOf(p, found[1]) });   // linked views outline it
+        model.save_changes();
+        const who = writersOf(p, found[1]);
         if (!who.length) return;
         const at = who.indexOf(linear(grid, model.get("block")));
         setBlock(blockOf(grid, who[(at + 1) % who.length]));
