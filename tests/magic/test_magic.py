@@ -155,9 +155,10 @@ def test_viz_runs_the_interpreter_with_tracing_and_shows_the_views(shell):
     views = [o for o in out.outputs if KERNEL_MIME not in o.data]
     shown = [o.data.get("text/plain", "") for o in views]
     assert any("CoverageView" in s for s in shown) and sum("TileSpaceView" in s for s in shown) == 2
+    assert any("StepperView(copy, block (1, 0), op 1 of" in s for s in shown)
     # each view: its static picture, then the live widget
     widget = "application/vnd.jupyter.widget-view+json"
-    assert [("image/svg+xml" in o.data, widget in o.data) for o in views] == [(True, False), (False, True)] * 3
+    assert [("image/svg+xml" in o.data, widget in o.data) for o in views] == [(True, False), (False, True)] * 4
     np.testing.assert_array_equal(shell.user_ns["y"], shell.user_ns["x"])
 
 

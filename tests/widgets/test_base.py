@@ -29,15 +29,16 @@ def test_a_view_module_has_what_it_imports_inlined_once_and_no_relative_import(n
 
 
 def test_the_views_drawn_in_python_show_that_picture_and_import_the_shared_modules():
-    from tileworkbench.widgets import coverage, index_map, launch_report, sweep, tile_space, transform
+    from tileworkbench.widgets import coverage, index_map, launch_report, stepper, sweep, tile_space, transform
     from tileworkbench.widgets._base import SvgView
     drawn = {"coverage.js": coverage.CoverageView, "index_map.js": index_map.IndexMapView,
              "launch_report.js": launch_report.LaunchReportView, "sweep.js": sweep.SweepView,
-             "tile_space.js": tile_space.TileSpaceView, "transform.js": transform.TransformView}
+             "tile_space.js": tile_space.TileSpaceView, "transform.js": transform.TransformView,
+             "stepper.js": stepper.StepperView}
     assert all(issubclass(cls, SvgView) for cls in drawn.values())
     assert {name for name in VIEWS if "pictureOf" in (STATIC / name).read_text()} == set(drawn)
     assert {name for name in VIEWS if "./_cells.js" in (STATIC / name).read_text()} == {"coverage.js", "index_map.js",
-                                                                                        "transform.js"}
+                                                                                        "stepper.js", "transform.js"}
 
 
 def test_each_shared_function_is_written_once_in_static():
