@@ -60,3 +60,23 @@ def test_diff_between_tile_sizes_has_changed_lines():
 def test_diff_of_the_same_specialization_is_empty():
     diff = CodeView.diff(vector_add, args(256), args(256))
     assert all(t["text"] == "" for t in diff.data["tabs"])
+
+
+def test_sass_tab_lists_each_kernel_line_then_its_instructions(view):
+    from tileworkbench.runtime.sass import find_nvdisasm
+    if find_nvdisasm() is None:
+        pytest.skip("needs nvdisasm (pip install nvidia-cuda-nvdisasm)")
+    sass = view.tab("SASS").splitlines()
+    headers = [k for k, line in enumerate(sass) if line.startswith("// line ")]
+    assert headers and sass[0].startswith("// line ")
+    load_line = next(k for k in headers if "ct.load" in sass[k])
+    following = sass[load_line + 1:next((k for k in headers if k > load_line), len(sass))]
+    assert any("LDG" in line for line in following)   # the load's global loads sit under its line
+    assert sass[-1].endswith(";") and any("setup code" in line for line in sass)
+
+
+def test_sass_tab_says_how_to_get_nvdisasm_where_it_is_missing(monkeypatch):
+    from tileworkbench.runtime import sass
+    monkeypatch.setattr(sass, "find_nvdisasm", lambda: None)
+    view = CodeView(vector_add, args(512))
+    assert view.tab("SASS").startswith("No SASS: SASS needs nvdisasm: pip install nvidia-cuda-nvdisasm")

@@ -6,6 +6,7 @@ instruction's outermost source location is a line of the kernel (or of the gener
 
     for line in sass_by_line(kernel.specialize(args), arch="sm_90"):
         line.line, line.source, line.counts["LDG"], line.global_load_bits, line.spills
+    print(interleaved(sass_by_line(...)))   # each source line, then its instructions
 """
 from __future__ import annotations
 
@@ -165,3 +166,19 @@ def group_by_line(fn, generated, instructions: list[Instruction]) -> list[LineSa
         key = line if line in lines else None
         groups.setdefault(key, LineSass(key, lines.get(key, "(setup)"))).instructions.append(instruction)
     return sorted(groups.values(), key=lambda g: (g.line is None, g.line or 0))
+
+
+def interleaved(lines: list[LineSass]) -> str:
+    """The SASS listing under the kernel source lines it came from (as `sass_by_line` groups it):
+
+        // line 7: i = ct.bid(0)
+                /*0010*/  S2R R0, SR_CTAID.X;
+    """
+    out = []
+    for group in lines:
+        where = f"line {group.line}: {group.source.strip()}" if group.line is not None else \
+            "setup code of the generated kernel (parameters, indices)"
+        out.append(f"// {where}  [{len(group.instructions)} instructions]")
+        out += [f"        /*{i.offset:04x}*/  {' '.join(filter(None, (i.opcode, i.operands)))};"
+                for i in group.instructions]
+    return "\n".join(out) + "\n"

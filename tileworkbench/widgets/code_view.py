@@ -1,4 +1,5 @@
-"""Code view: one specialization's IR, generated CUDA C++, PTX and resources, in tabs.
+"""Code view: one specialization's IR, generated CUDA C++, PTX, SASS (under the kernel's source
+lines it came from) and resources, in tabs.
 
     CodeView(kernel, args)                         # compiled for sm_90 with NVRTC; no GPU needed
     CodeView.diff(kernel, args_a, args_b)          # a unified diff per tab (e.g. TILE=256 vs TILE=1024)
@@ -15,7 +16,7 @@ from .svg import clip, svg_document
 
 CODE_CHARS = 135   # a code line's characters that fit the 1000-pixel picture; a longer one ends in an ellipsis
 
-TABS = ("IR", "CUDA", "PTX", "resources")
+TABS = ("IR", "CUDA", "PTX", "SASS", "resources")
 
 
 def describe_args(kernel, args) -> str:
@@ -53,7 +54,7 @@ def resources_text(generated, resources, arch: str) -> str:
 
 
 def code_tabs(kernel, args, arch: str = "sm_90") -> dict[str, str]:
-    """The text of each tab for one specialization: {"IR", "CUDA", "PTX", "resources"}."""
+    """The text of each tab for one specialization: {"IR", "CUDA", "PTX", "SASS", "resources"}."""
     from ..ir import print_function
     from ..runtime.launch import build
     fn = kernel.specialize(args)
@@ -62,8 +63,19 @@ def code_tabs(kernel, args, arch: str = "sm_90") -> dict[str, str]:
         "IR": print_function(fn),
         "CUDA": generated.source,
         "PTX": module.ptx if isinstance(module.ptx, str) else module.ptx.decode(),
+        "SASS": sass_text(fn, generated, module),
         "resources": resources_text(generated, module.kernels[generated.name], arch),
     }
+
+
+def sass_text(fn, generated, module) -> str:
+    """The cubin's SASS interleaved with the kernel's source lines, or why there is none."""
+    from ..runtime.sass import SassUnavailableError, disassemble, group_by_line, interleaved, parse_listing
+    try:
+        listing = parse_listing(disassemble(module.cubin))
+    except SassUnavailableError as e:
+        return f"No SASS: {e}\n"
+    return interleaved(group_by_line(fn, generated, listing[generated.name]))
 
 
 def diff_tabs(tabs_a: dict, tabs_b: dict, label_a: str = "a", label_b: str = "b") -> dict[str, str]:
