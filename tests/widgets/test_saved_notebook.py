@@ -15,6 +15,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
 from tileworkbench.widgets.coverage import CoverageView
+from tileworkbench.widgets.stepper import StepperView
 from tileworkbench.widgets.tile_space import TileSpaceView
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -25,6 +26,7 @@ import tileworkbench.tile as ct
 from tileworkbench.interp import run
 from tileworkbench.widgets.coverage import CoverageView
 from tileworkbench.widgets.index_map import IndexMapView
+from tileworkbench.widgets.stepper import StepperView
 from tileworkbench.widgets.tile_space import TileSpaceView
 from tileworkbench.widgets.transform import TransformView
 
@@ -45,7 +47,8 @@ trace = run(copy, (2, 3), (x, np.zeros_like(x)), trace=True)''',
          'TransformView.of(lambda t: ct.permute(t, (1, 0)), (2, 4))',
          '''table = np.arange(10, dtype=np.float32)
 IndexMapView.from_trace(run(gather, (1,), (table, np.array([0, 3, -1, 12, 5, 5, 7, 9], np.int32),
-                                           np.zeros(8, np.float32)), trace=True), op="gather", values=table)''']
+                                           np.zeros(8, np.float32)), trace=True), op="gather", values=table)''',
+         'StepperView.from_trace(run(copy, (2, 3), (x, np.zeros_like(x)), values=True), block=(1, 2), step=1)']
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +95,9 @@ def copy_ragged(x, y):
 
 def test_the_picture_is_the_static_export_the_live_widget_shows_and_scales_to_the_output_width():
     x = np.ones((6, 10), np.float32)
-    trace = run(copy_ragged, (2, 3), (x, np.zeros_like(x)), trace=True)
-    for view in (TileSpaceView.from_trace(trace, array="x", block=(1, 1)), CoverageView.from_trace(trace)):
+    trace = run(copy_ragged, (2, 3), (x, np.zeros_like(x)), values=True)
+    for view in (TileSpaceView.from_trace(trace, array="x", block=(1, 1)), CoverageView.from_trace(trace),
+                 StepperView.from_trace(trace, block=(1, 1), step=2)):
         picture = view.picture_bundle()
         assert picture["image/svg+xml"] == view.to_svg() == view.svg
         assert "max-width: 100%" in ET.fromstring(picture["image/svg+xml"]).get("style")

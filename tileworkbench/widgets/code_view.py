@@ -131,9 +131,10 @@ class CodeView(View):
     def tab(self, name: str) -> str:
         return next(t["text"] for t in self.data["tabs"] if t["name"] == name)
 
-    def to_svg(self, lines: int = 30) -> str:
+    def to_svg(self, lines: int = 30, tab: str | None = None) -> str:
+        """The first `lines` lines of a tab (default: the first) as a picture."""
         d = self.data
-        first = d["tabs"][0]
+        first = next(t for t in d["tabs"] if t["name"] == tab) if tab else d["tabs"][0]
         shown = first["text"].splitlines()[:lines]
         width, row_h = 1000, 15
         height = 40 + row_h * (len(shown) + 1)

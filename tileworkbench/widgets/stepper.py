@@ -40,9 +40,11 @@ from .svg import (
 from .transform import as_slices, slice_cells
 
 TILE_CAPS = (4, 32, 64)      # the most slices, rows and columns of a tile drawn
-CODE_CHARS = 80              # the longest kernel line shown
+CODE_CHARS = 90              # the longest kernel line shown
 LINE_H = 16
-CELL = 26
+CELL = 28
+MEMORY_W = 256               # an array's panel is about this wide at most (bigger arrays are binned too)
+ROW_W = 720                  # array panels sit side by side up to this width
 # colours: finite values on a blue-to-yellow scale; the special values and lanes in their own
 SCALE = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], float)
 NAN, POS_INF, NEG_INF, FALSE, TRUE = (255, 64, 255), (183, 28, 28), (13, 71, 161), (236, 239, 241), (38, 50, 56)
@@ -191,7 +193,8 @@ def _memory_panel(name, meta, so_far, current, x0, y0) -> dict:
     fill = np.select([kinds[:, None] == READ | WRITE, kinds[:, None] == WRITE, kinds[:, None] == READ],
                      [np.array(BOTH_SO_FAR), np.array(WRITTEN_SO_FAR), np.array(READ_SO_FAR)],
                      np.array(UNTOUCHED)).astype(np.uint8)
-    cx, cy, w, h = slice_cells(binned, CELL // 2 if max(binned[1:]) > 16 else CELL, x0, y0)
+    cell = max(6, min(CELL, MEMORY_W // max(binned[1:])))
+    cx, cy, w, h = slice_cells(binned, cell, x0, y0)
     # the first element of each bin: what a click on the cell selects
     first = np.full(n_cells, np.iinfo(np.int64).max)
     np.minimum.at(first, bins, np.arange(len(bins)))
@@ -204,9 +207,16 @@ def _memory_panel(name, meta, so_far, current, x0, y0) -> dict:
             "labels": [""] * n_cells, "hover": hover, "array": name, "elements": elements.astype(np.int32),
             "now_read": ((now & READ) > 0).nonzero()[0].astype(np.int32),
             "now_written": ((now & WRITE) > 0).nonzero()[0].astype(np.int32),
-            "cell": CELL // 2 if max(binned[1:]) > 16 else CELL, "factors": list(factors), "shape": list(shape),
+            "cell": cell, "factors": list(factors), "shape": list(shape),
             "binned": list(binned),
             "caption": f"{name} {shape} {meta['dtype']}{binning}", "width": w, "height": h}
+
+
+def _code_text(line: int, source: str) -> str:
+    """A kernel line as the listing shows it: its number, then the line with its indentation kept
+    (as no-break spaces, which SVG does not collapse)."""
+    body = clip(source.strip(), CODE_CHARS)
+    return f"{line}\u00a0\u00a0" + "\u00a0" * (len(source) - len(source.lstrip())) + body
 
 
 def _loops_text(loops) -> str:
@@ -223,8 +233,8 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
         raise ValueError(f"block {tuple(block[:rank])} executed no op")
     step = min(max(int(step), 0), len(steps) - 1)
     current = steps[step]
-    lines = sorted({(s.line, s.source.rstrip()) for s in steps if s.line})
-    code_w = PAD + int(6.6 * min(CODE_CHARS, max([len(src) + 5 for _, src in lines] or [20])))
+    lines = sorted({(s.line, _code_text(s.line, s.source)) for s in steps if s.line})
+    code_w = 2 * PAD + int(5.4 * max([len(src) for _, src in lines] or [20]))
     title = clip(f"{trace.kernel}: block {tuple(block[:rank])}, op {step + 1} of {len(steps)}", TITLE_CHARS)
     where = f"line {current.line}: {current.op}" + (f" ({_loops_text(current.loops)})" if current.loops else "")
     texts = [text(PAD, 16, title, size=13, weight="bold", role="title"), text(PAD, 34, clip(where, 110), role="where")]
@@ -233,7 +243,7 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
     for k, (line, src) in enumerate(lines):
         y = top + k * LINE_H
         code.append({"line": line, "y": y, "current": line == current.line})
-        texts.append(text(PAD, y + 12, f"{line:>3}  {clip(src, CODE_CHARS)}", size=MIN_FONT))
+        texts.append(text(PAD, y + 12, src, size=MIN_FONT))
     x0 = code_w + PAD
     panels, y = [], top
     if current.value is not None:
@@ -247,17 +257,28 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
         texts.append(text(x0, y + 12, clip(why, 110), size=MIN_FONT))
         y += 20 + PAD
     so_far = _touched(steps, step, trace.arrays)
-    for name in [n for n in trace.arrays if n in _touched(steps, len(steps) - 1, trace.arrays)]:
+    names = [n for n in trace.arrays if n in _touched(steps, len(steps) - 1, trace.arrays)]
+    if names:
+        texts.append(text(x0, y + 12, "memory this block touched up to this op (the op's own lanes outlined)",
+                          weight="bold"))
+        y += 20
+    x, row_h = x0, 0
+    for name in names:   # the arrays side by side, wrapping at ROW_W
         meta = trace.arrays[name]
         now = np.zeros(math.prod(meta["shape"]), np.uint8)
         for e in current.events:
             if e.array == name and len(e.blocks):
                 _mark(now, e, tuple(meta["shape"]))
-        texts.append(text(x0, y + 12, "", weight="bold"))
-        panel = _memory_panel(name, meta, so_far.get(name, np.zeros_like(now)), now, x0, y + 20)
-        texts[-1]["text"] = panel["caption"] + " \u2014 touched so far"
+        panel = _memory_panel(name, meta, so_far.get(name, np.zeros_like(now)), now, x, y + 18)
+        panel_w = max(panel["width"], int(6.2 * len(panel["caption"])))
+        if x > x0 and x + panel_w > x0 + ROW_W:
+            x, y, row_h = x0, y + row_h, 0
+            panel = _memory_panel(name, meta, so_far.get(name, np.zeros_like(now)), now, x, y + 18)
+        texts.append(text(x, y + 12, panel["caption"], size=MIN_FONT))
         panels.append(panel)
-        y += 20 + panel["height"] + PAD
+        x += panel_w + 2 * PAD
+        row_h = max(row_h, 18 + panel["height"] + PAD)
+    y += row_h
     if message:
         texts.append(text(PAD, max(y, top + len(lines) * LINE_H + PAD) + 4, clip(message, 130), role="message"))
     height = max(y, top + len(lines) * LINE_H + PAD) + (24 if message else 0)
@@ -267,7 +288,8 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
               {"label": "written so far", "colour": hex_colour(WRITTEN_SO_FAR)},
               {"label": "this op writes (outline)", "colour": CURRENT_WRITE},
               {"label": "this op reads (outline)", "colour": CURRENT_READ}]
-    width = max([x0 + p["width"] + PAD for p in panels] + [x0 + 300, PAD + 7 * len(title), legend_width(legend)])
+    width = max([p["cx"].max() + p.get("cell", CELL) + PAD for p in panels] +
+                [x0 + 480, PAD + 7 * len(title), legend_width(legend)])
     return {"kernel": trace.kernel, "grid": list(trace.grid), "rank": rank, "block": block, "step": step,
             "steps": len(steps), "step_lines": np.array([s.line for s in steps], np.int32),
             "step_ops": [s.op for s in steps], "texts": texts, "code": code, "code_w": code_w, "panels": panels,
@@ -281,9 +303,11 @@ def _cells_svg(k, p, cell) -> list[str]:
             f'fill="{hex_colour(f)}"/>' for i, (x, y, f) in enumerate(zip(p["cx"], p["cy"], p["fill"]))]
     out.append("</g>")
     font = MIN_FONT
+    if not all(len(label) * font * 0.68 <= cell - 4 for label in p["labels"]):
+        return out   # labels in every cell or in none: some labelled cells would read as special
     out.append(f'<g font-size="{font}" text-anchor="middle" dominant-baseline="central" pointer-events="none">')
     for x, y, label, ink in zip(p["cx"], p["cy"], p["labels"], p["ink"]):
-        if label and len(label) * font * 0.62 <= cell - 4:
+        if label:
             out.append(f'<text x="{x + cell // 2}" y="{y + cell // 2}" fill="{LIGHT_INK if ink else DARK_INK}">'
                        f'{label}</text>')
     out.append("</g>")

@@ -1,0 +1,49 @@
+"""Make the pictures of docs/views/stepper.md and the SASS picture of code_view.md from real
+interpreter runs and a real compile (NVRTC and nvdisasm, no GPU needed).
+
+    python docs/views/make_pictures_stepper.py
+"""
+import pathlib
+
+import numpy as np
+
+import tileworkbench.tile as ct
+from tileworkbench.interp import run
+from tileworkbench.kernels import matmul, vector_add
+from tileworkbench.widgets.code_view import CodeView
+from tileworkbench.widgets.stepper import StepperView, steps_of
+
+HERE = pathlib.Path(__file__).parent
+
+
+@ct.kernel
+def window_sum(x, y, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    acc = ct.zeros((TILE,), ct.float32)
+    for k in range(2):
+        acc = acc + ct.load(x, (i + k,), (TILE,), padding_mode=ct.PaddingMode.NAN)
+    ct.store(y, (i,), acc)
+
+
+def main():
+    # matmul on a 2x2 grid: block (1, 0) in the second iteration of its K loop, after the mma
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 16)).astype(np.float16)
+    trace = run(matmul, (2, 2), (a, b, np.zeros((32, 16), np.float32), 16, 8, 16), values=True)
+    mma = [s.number for s in steps_of(trace, (1, 0)) if s.op == "mma"][1]
+    StepperView.from_trace(trace, block=(1, 0), step=mma).save_svg(HERE / "stepper_matmul.svg")
+
+    # a ragged window: NaN padding past the end of x, and an infinity inside it
+    x = np.arange(10, dtype=np.float32)
+    x[9] = np.inf
+    trace = run(window_sum, (3,), (x, np.zeros(12, np.float32), 4), values=True)
+    load = [s.number for s in steps_of(trace, (2,)) if s.op == "load"][0]
+    StepperView.from_trace(trace, block=(2,), step=load).save_svg(HERE / "stepper_padding.svg")
+
+    a = np.zeros(1 << 12, np.float32)
+    (HERE / "code_view_sass.svg").write_text(CodeView(vector_add, (a, a, a, 256)).to_svg(lines=40, tab="SASS"))
+
+
+if __name__ == "__main__":
+    main()
