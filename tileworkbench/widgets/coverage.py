@@ -20,7 +20,7 @@ import traitlets
 
 from ..interp import Status
 from ._base import Data, SvgView, static
-from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, clip, hex_colour, light_ink, text
+from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, clip, hex_colour, light_ink, text, with_outlines
 from .transform import as_slices, cell_size, figure_svg, slice_cells
 
 READ, WRITE = 1, 2
@@ -276,16 +276,15 @@ class CoverageView(SvgView):
         fig = dict(self.data)
         fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, f"block {tuple(self.block[:fig['rank']])}",
                                             size=12, weight="bold", anchor="end", role="block")]
-        return figure_svg(fig, footprint_outlines(fig, self.block) + self._selected_outline())
+        return with_outlines(figure_svg(fig, footprint_outlines(fig, self.block)), self._selected_squares(),
+                             SELECTED_OUTLINE)
 
     @traitlets.observe("selected")
     def _redraw_selected(self, change):
         self.svg = self.to_svg()
 
-    def _selected_outline(self) -> list:
-        """The selected element's cell, outlined (linked views select elements in each other)."""
-        panel = next((k for k, p in enumerate(self.data["panels"]) if p["name"] == self.selected.get("array")), None)
-        if panel is None:
-            return []
-        cell = element_cell(self.data["panels"][panel]["shape"], self.selected["index"])
-        return [] if cell is None else [(panel, [cell], SELECTED_OUTLINE)]
+    def _selected_squares(self) -> list:
+        """The selected element's cell (linked views select elements in each other)."""
+        p = next((p for p in self.data["panels"] if p["name"] == self.selected.get("array")), None)
+        cell = None if p is None else element_cell(p["shape"], self.selected["index"])
+        return [] if cell is None else [(p["cx"][cell], p["cy"][cell], self.data["cell"])]

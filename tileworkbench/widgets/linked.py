@@ -25,6 +25,7 @@ import traitlets
 from .coverage import SELECTED_OUTLINE, CoverageView
 from .index_map import IndexMapView
 from .stepper import StepperView
+from .svg import with_outlines
 from .tile_space import TileSpaceView
 
 class LaunchSelection(traitlets.HasTraits):
@@ -71,7 +72,7 @@ def _follow(selection, view, trace, origin):
             view.lane = _lane_of(view.data, element)
             view.svg = view.to_svg()
         else:
-            view.svg = _with_marks(view.to_svg(), _tile_space_marks(view.data, element))
+            view.svg = with_outlines(view.to_svg(), _tile_space_marks(view.data, element), SELECTED_OUTLINE)
 
     selection.observe(redraw_block, names=["block"])
     selection.observe(mark_element, names=["element"])
@@ -100,11 +101,3 @@ def _tile_space_marks(data: dict, element) -> list[tuple[float, float, float]]:
         return []
     return [(data["x0"] + (c - lo[1]) * cell, data["y0"] + (r - lo[0]) * cell, cell)]
 
-
-def _with_marks(svg: str, marks) -> str:
-    """The picture with the selected element outlined on top."""
-    if not marks:
-        return svg
-    rects = "".join(f'<rect x="{x:.2f}" y="{y:.2f}" width="{s:.2f}" height="{s:.2f}"/>' for x, y, s in marks)
-    overlay = f'<g class="selected" fill="none" stroke="{SELECTED_OUTLINE}" stroke-width="3" pointer-events="none">{rects}</g>'
-    return svg.replace("</svg>", overlay + "\n</svg>")

@@ -57,6 +57,16 @@ def svg_document(width, height, body: list[str]) -> str:
                       f'<rect width="{width}" height="{height}" fill="white"/>', *body, "</svg>"])
 
 
+def with_outlines(svg: str, squares, colour: str, cls: str = "selected") -> str:
+    """The picture `svg` with squares (x, y, side) outlined on top, in a group of class `cls`: a
+    highlight drawn after the picture (the views' scripts redraw their own outlines, not these)."""
+    if not squares:
+        return svg
+    rects = "".join(f'<rect x="{fmt(x)}" y="{fmt(y)}" width="{fmt(s)}" height="{fmt(s)}"/>' for x, y, s in squares)
+    group = f'<g class="{cls}" fill="none" stroke="{colour}" stroke-width="3" pointer-events="none">{rects}</g>'
+    return svg.replace("</svg>", group + "\n</svg>")
+
+
 def legend_item_width(label: str) -> int:
     return 28 + int(6.6 * len(label))
 
