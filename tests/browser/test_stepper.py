@@ -86,7 +86,8 @@ def test_stepping_through_a_block_in_jupyterlab(browser, lab):
     coverage.locator("svg text.block", has_text="block (1,)").wait_for(timeout=30_000)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "stepper_lab_page.png"), full_page=True)
-    # every view of the launch on block (1,), y[1] outlined where it is drawn
+    # every view of the launch on block (1,), y[1] outlined where it is drawn; tall enough for all of them
+    page.set_viewport_size({"width": 1400, "height": 1800})
     coverage.locator("svg g.selected rect").wait_for(timeout=30_000)
     area = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text="def window_sum"))
     linked = area.locator(".jp-OutputArea").screenshot(path=str(ROOT / "docs" / "views" / "linked_lab.png"),
