@@ -132,8 +132,8 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
         else:
             env[value] = np.array([arg], dtype=param.type.dtype.numpy)
     tr = Trace(fn.name, tuple(grid), {p.name: {"shape": list(a.shape), "dtype": str(p.type.dtype)}
-                                      for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}) \
-        if trace else None
+                                      for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"},
+               steps=steps) if trace else None
     total = grid[0] * grid[1] * grid[2]
     chunk = max(1, BATCH_ELEMENTS // _elements_per_block(fn))
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
@@ -141,11 +141,7 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
             ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr,
                           strict_padding, steps)
             run_block(ctx, fn.body, Env(env))
-    if tr is None:
-        return None
-    merged = tr.merged()
-    merged.steps = steps
-    return merged
+    return tr.merged() if tr is not None else None
 
 
 def run_block(ctx: Context, block: Block, env: Env) -> list:

@@ -134,7 +134,7 @@ class Trace:
             events.append(Event(op, array, line, col, es[0].source, np.concatenate([x.blocks for x in es]),
                                 np.concatenate([x.coords for x in es]), np.concatenate([x.status for x in es]),
                                 padding_mode=es[0].padding_mode, padding_value=_joined_padding(es)))
-        return Trace(self.kernel, self.grid, dict(self.arrays), events)
+        return Trace(self.kernel, self.grid, dict(self.arrays), events, self.steps)
 
     def save(self, path) -> None:
         """Write the trace to `path` (an .npz), atomically: a reader never sees half a file."""

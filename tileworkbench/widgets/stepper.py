@@ -96,12 +96,14 @@ def _label(v) -> str:
     """A tile element as its cell shows it: short."""
     if v.dtype == np.bool_:
         return "T" if v else "F"
+    if v.dtype.kind in "iu":
+        return str(int(v))
     x = float(v)
     if math.isnan(x):
         return "NaN"
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    return f"{int(x)}" if v.dtype.kind in "iu" else f"{x:.3g}"
+    return f"{x:.3g}"
 
 
 def heat_fills(values: np.ndarray) -> np.ndarray:
