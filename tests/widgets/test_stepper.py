@@ -80,3 +80,18 @@ def test_a_block_outside_the_grid_is_refused():
     trace, _, _ = _trace()
     with pytest.raises(ValueError, match=r"block \(5,\) is outside the grid"):
         StepperView.from_trace(trace, block=(5,))
+
+
+@ct.kernel
+def transpose_load(x, y):
+    t = ct.load(x, (0, 0), (2, 4), order="F")
+    ct.store(y, (0, 0), t)
+
+
+def test_a_lane_of_a_load_in_another_order_names_the_element_it_read():
+    x = np.arange(8, dtype=np.int32).reshape(4, 2)
+    trace = run(transpose_load, (1,), (x, np.zeros((2, 4), np.int32)), values=True)
+    view = StepperView.from_trace(trace)
+    tile = view.data["panels"][0]
+    assert view.current.op == "load" and tile["labels"] == ["0", "2", "4", "6", "1", "3", "5", "7"]
+    assert tile["hover"][1] == "[0, 1] = 2 \u2190 x[1, 0] loaded"

@@ -139,7 +139,8 @@ def _tile_panel(step, x0, y0) -> dict:
     positions = np.stack(np.meshgrid(*(np.arange(n) for n in drawn), indexing="ij"), -1).reshape(-1, 3)
     tile_index = [np.unravel_index(s * view[1] * view[2] + r * view[2] + c, shape) if shape else ()
                   for s, r, c in positions]
-    event = step.events[0] if len(step.events) == 1 and step.events[0].array is not None else None
+    memory = [e for e in step.events if e.array is not None]   # shape-op events name no array
+    event = memory[0] if len(memory) == 1 else None
     lanes = event is not None and len(event.blocks) and event.shape == shape
     status = event.status[0].reshape(view)[:drawn[0], :drawn[1], :drawn[2]].reshape(-1) if lanes else None
     ndim = event.coords.shape[-1] if lanes else 0
