@@ -5,7 +5,17 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from .conftest import ARTIFACTS, ROOT, cell_outputs, distinct_colours, open_notebook, page_errors, run_cells
+from .conftest import (
+    ARTIFACTS,
+    OFF_LABEL,
+    ROOT,
+    TILE_SPACE_LANES,
+    cell_outputs,
+    distinct_colours,
+    open_notebook,
+    page_errors,
+    run_cells,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -84,9 +94,16 @@ def test_stepping_through_a_block_in_jupyterlab(browser, lab):
     stepper.locator(".block-field").press("Enter")
     stepper.locator("svg text.title", has_text="block (1,)").wait_for(timeout=30_000)
     coverage.locator("svg text.block", has_text="block (1,)").wait_for(timeout=30_000)
+    # a click on lane 2 of the store's tile space (y[6]) selects it: the stepper goes to the op that wrote it
+    stepper.locator(".step-first").click()
+    _wait_counter(page, stepper, f"op 1 / {STEPS}")
+    store = outputs.filter(has=page.locator("svg text", has_text="store y, line 7"))
+    store.locator(TILE_SPACE_LANES).nth(2).click(position=OFF_LABEL)
+    stepper.locator("svg text.message", has_text="y[6] was written by block (1,) at op 9 (line 7)").wait_for()
+    _wait_counter(page, stepper, f"op {STEPS} / {STEPS}")
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "stepper_lab_page.png"), full_page=True)
-    # every view of the launch on block (1,), y[1] outlined where it is drawn; tall enough for all of them
+    # every view of the launch on block (1,), y[6] outlined where it is drawn; tall enough for all of them
     page.set_viewport_size({"width": 1400, "height": 1800})
     coverage.locator("svg g.selected rect").wait_for(timeout=30_000)
     area = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text="def window_sum"))

@@ -53,3 +53,11 @@ def test_an_element_selected_in_one_view_is_highlighted_in_all_and_the_stepper_j
     assert 'stroke="#ff6f00"' in by_kind[CoverageView].svg
     tile_space = next(v for v in views if isinstance(v, TileSpaceView) and v.data["array"] == "x")
     assert 'class="selected"' in tile_space.svg
+
+
+def test_an_element_clicked_in_a_tile_space_moves_the_stepper_to_its_writer():
+    by_kind, views = _views()
+    store_y = next(v for v in views if isinstance(v, TileSpaceView) and v.data["array"] == "y")
+    store_y.selected = {"array": "y", "index": [5]}   # as a click on y[5] does
+    assert by_kind[StepperView].block == [1, 0, 0] and by_kind[StepperView].current.op == "store"
+    assert by_kind[CoverageView].block == [1, 0, 0] and store_y.data["index"] == [1]

@@ -358,6 +358,7 @@ class TileSpaceView(SvgView):
     data = Data()
     index = traitlets.List().tag(sync=True)        # the tile index, in the tile space's axis order
     tile_shape = traitlets.List().tag(sync=True)   # powers of two, in the tile space's axis order
+    selected = traitlets.Dict().tag(sync=True)     # {"array", "index"} of the clicked element, {} none
 
     def __init__(self, array_shape=None, tile_shape=None, index=None, order="C", padding_mode="ZERO",
                  values=None, *, data=None, **kwargs):

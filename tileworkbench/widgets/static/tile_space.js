@@ -102,6 +102,14 @@ export default {
         hover.setAttribute("visibility", "hidden");
         status.textContent = "";
       });
+      figure.addEventListener("click", (ev) => {   // select the element: linked views outline it
+        const at = pointIn(figure, ev);
+        const c = Math.floor((at.x - data.x0) / data.cell) + data.lo[1];
+        const r = Math.floor((at.y - data.y0) / data.cell) + data.lo[0];
+        if (r < 0 || c < 0 || r >= data.shape2[0] || c >= data.shape2[1]) return;
+        model.set("selected", { array: data.array, index: data.ndim === 1 ? [c] : [...data.lead, r, c] });
+        model.save_changes();
+      });
       root.append(controlsOf(model, data), figure, status);
     }
 
