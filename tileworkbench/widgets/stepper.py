@@ -184,23 +184,28 @@ def _mark(mask, event, shape):
     np.bitwise_or.at(mask, flat, np.where(written[touched], WRITE, READ).astype(np.uint8))
 
 
+def _per_bin(bits, bin_layout) -> np.ndarray:
+    """READ | WRITE of each bin (`bin_layout`: _bins of the array): the bits any of its elements has."""
+    view, factors, binned = bin_layout
+    out = np.zeros(math.prod(binned), np.uint8)
+    touched = np.flatnonzero(bits)   # few elements of a big array: bin only those
+    np.bitwise_or.at(out, _bin_of(touched, view, factors, binned), bits[touched])
+    return out
+
+
 def _memory_panel(name, meta, so_far, current, x0, y0) -> dict:
     shape = tuple(meta["shape"])
     view, factors, binned = _bins(shape)
     n_cells = math.prod(binned)
-    bins = _bin_of(np.arange(math.prod(shape)), view, factors, binned)
-    kinds = np.zeros(n_cells, np.uint8)
-    np.bitwise_or.at(kinds, bins, so_far)
-    now = np.zeros(n_cells, np.uint8)
-    np.bitwise_or.at(now, bins, current)
+    kinds, now = _per_bin(so_far, (view, factors, binned)), _per_bin(current, (view, factors, binned))
     fill = np.select([kinds[:, None] == READ | WRITE, kinds[:, None] == WRITE, kinds[:, None] == READ],
                      [np.array(BOTH_SO_FAR), np.array(WRITTEN_SO_FAR), np.array(READ_SO_FAR)],
                      np.array(UNTOUCHED)).astype(np.uint8)
     cell = max(6, min(CELL, MEMORY_W // max(binned[1:])))
     cx, cy, w, h = slice_cells(binned, cell, x0, y0)
     # the first element of each bin: what a click on the cell selects
-    first = np.full(n_cells, np.iinfo(np.int64).max)
-    np.minimum.at(first, bins, np.arange(len(bins)))
+    s, r, c = np.meshgrid(*(np.arange(b) * f for b, f in zip(binned, factors)), indexing="ij")
+    first = ((s * view[1] + r) * view[2] + c).ravel()
     elements = np.stack(np.unravel_index(first, shape), -1) if shape else np.zeros((n_cells, 0), np.int64)
     binning = "" if factors == (1, 1, 1) else f", bins of {' x '.join(map(str, factors[3 - min(len(shape), 3):]))}"
     hover = [f"{name}[{', '.join(map(str, e))}]{'' if factors == (1, 1, 1) else ' (bin)'}: " +
@@ -260,7 +265,8 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
         texts.append(text(x0, y + 12, clip(why, 110), size=MIN_FONT))
         y += 20 + PAD
     so_far = _touched(steps, step, trace.arrays)
-    names = [n for n in trace.arrays if n in _touched(steps, len(steps) - 1, trace.arrays)]
+    touched = {e.array for s in steps for e in s.events if e.array is not None and len(e.blocks)}
+    names = [n for n in trace.arrays if n in touched]
     if names:
         texts.append(text(x0, y + 12, "memory this block touched up to this op (the op's own lanes outlined)",
                           weight="bold"))
