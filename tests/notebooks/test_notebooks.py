@@ -178,15 +178,16 @@ def test_tile_spaces_tutorial_draws_tile_spaces_padding_order_f_and_holes():
     name, shape, tile = "01_tile_spaces.ipynb", (6, 10), (4, 4)       # copy: a 6x10 array in 4x4 tiles
     lanes, strips = tile[0] * tile[1], overhanging_strips(shape, tile)
     inside = (shape[0] % tile[0]) * (shape[1] % tile[1])               # of the ragged corner tile (1, 2)
-    coverage, load, store = views(name, '--args "x, y" --viz')
+    coverage, load, store, stepper = views(name, '--args "x, y" --viz')
     assert "copy: coverage over grid 2 x 3" in svg_texts(coverage)
+    assert "copy: block (1, 0), op 1 of 4" in svg_texts(stepper)    # the first block whose lanes pad
     assert "y (6, 10) float32 \u2014 written: 60 once, 0 holes, 0 overlaps" in svg_texts(coverage)
     assert svg_texts(load)[0].startswith("load x, line 4:") and svg_texts(store)[0].startswith("store y, line 5:")
     for svg in (load, store):
         assert len(lane_statuses(svg)) == lanes and svg.count('class="padding"') == strips
 
     # order="F": the (1, 4) tile is a column of `a`, its lanes numbered downwards
-    _, column, _ = views(name, '--args "a, row" --viz')
+    _, column, _, _ = views(name, '--args "a, row" --viz')
     corners = lane_corners(column)
     assert len(corners) == 4 and len({x for x, _ in corners}) == 1
     assert [y for _, y in corners] == sorted({y for _, y in corners})

@@ -1,7 +1,8 @@
 """Which views a traced launch gets (what `%%tilekernel --viz` shows), in kernel order:
 a coverage view of the whole launch, then one view per memory or shape op line, the kind each
-op's declaration names (`OpDecl.view`), each for the block that shows the most (the first with
-padded, masked, dropped, out-of-bounds or colliding lanes)."""
+op's declaration names (`OpDecl.view`), then the block stepper where the trace holds values; all
+linked (linked.py) and starting at the block that shows the most (the first block of the first
+memory op with padded, masked, dropped, out-of-bounds or colliding lanes)."""
 from __future__ import annotations
 
 import numpy as np
