@@ -425,9 +425,12 @@ class StepperView(SvgView):
         self._message = f"{element} was written by block {tuple(block[:rank])} at op {step + 1} " \
                         f"(line {steps_of(self._trace, block)[step].line})"
         self._jumped = found
+        block = [int(b) for b in block]
+        if block == self.block and step == self.step:
+            self._recompute({"name": "step"})   # only the message is new
+            return
         with self.hold_trait_notifications():
-            self.block, self.step = [int(b) for b in block], step
-        self._recompute({"name": "step"})
+            self.block, self.step = block, step
 
     def to_svg(self) -> str:
         return stepper_svg(self.data)
