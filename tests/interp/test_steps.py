@@ -52,3 +52,22 @@ def test_values_past_the_budget_are_dropped_with_a_message_saying_how_to_keep_mo
     steps = log.for_block((2,))
     assert steps[0].value is not None and steps[-1].value is None
     assert [s.op for s in steps][-1] == "store"   # the ops are still all there
+
+
+@ct.kernel
+def even_doubles(x, y):
+    i = ct.bid(0)
+    t = ct.load(x, (i,), (2,))
+    if i % 2 == 0:
+        t = t * 2.0
+    else:
+        t = t - 1.0
+    ct.store(y, (i,), t)
+
+
+def test_a_block_steps_only_through_the_branch_it_took():
+    x = np.arange(8, dtype=np.float32)
+    trace = run(even_doubles, (4,), (x, np.zeros_like(x)), values=True)
+    even, odd = trace.steps.for_block((2,)), trace.steps.for_block((3,))
+    assert [s.op for s in even if s.op in ("mul", "sub")] == ["mul"] and even[-1].value.tolist() == [8.0, 10.0]
+    assert [s.op for s in odd if s.op in ("mul", "sub")] == ["sub"] and odd[-1].value.tolist() == [5.0, 6.0]
