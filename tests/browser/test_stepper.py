@@ -1,6 +1,7 @@
 """The block stepper in a real JupyterLab and Notebook 7: `%%tilekernel --viz` shows it linked to the
 other views; stepping, playing, hovering a value and clicking an element that another block wrote.
-Screenshots: tests/browser/artifacts/stepper_*.png (and docs/views/stepper_lab.png, linked_lab.png)."""
+Screenshots: docs/views/stepper_lab.png, linked_lab.png, stepper_notebook7.png (and the Lab page in
+tests/browser/artifacts/stepper_lab_page.png)."""
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
@@ -123,6 +124,7 @@ def test_stepping_through_a_block_in_notebook_7(browser, notebook7):
     assert _where(stepper) == "line 6: load (iteration 0 of the loop on line 5)"
     stepper.locator(".step-play").click()
     _wait_counter(page, stepper, f"op {STEPS} / {STEPS}")
-    stepper.screenshot(path=str(ARTIFACTS / "stepper_notebook7.png"), animations="disabled")
+    shot = stepper.screenshot(path=str(ROOT / "docs" / "views" / "stepper_notebook7.png"), animations="disabled")
+    assert distinct_colours(page, shot) >= 4
     assert page_errors(page) == []
     page.close()
