@@ -2,6 +2,9 @@
 interpreter runs and a real compile (NVRTC and nvdisasm, no GPU needed).
 
     python docs/views/make_pictures_stepper.py
+
+The screenshots (stepper_lab.png, stepper_notebook7.png, linked_lab.png) are the browser test's:
+    python -m pytest -m browser tests/browser/test_stepper.py && cp tests/browser/artifacts/{stepper_lab,stepper_notebook7,linked_lab}.png docs/views/
 """
 import pathlib
 

@@ -1,7 +1,7 @@
 """The block stepper in a real JupyterLab and Notebook 7: `%%tilekernel --viz` shows it linked to the
 other views; stepping, playing, hovering a value and clicking an element that another block wrote.
-Screenshots: docs/views/stepper_lab.png, linked_lab.png, stepper_notebook7.png (and the Lab page in
-tests/browser/artifacts/stepper_lab_page.png)."""
+Screenshots in tests/browser/artifacts/: stepper_lab.png, linked_lab.png and stepper_notebook7.png
+are the pictures of docs/views (copied there), stepper_lab_page.png the whole page."""
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
@@ -9,7 +9,6 @@ from nbformat.v4 import new_code_cell, new_notebook
 from .conftest import (
     ARTIFACTS,
     OFF_LABEL,
-    ROOT,
     TILE_SPACE_LANES,
     cell_outputs,
     distinct_colours,
@@ -82,7 +81,8 @@ def test_stepping_through_a_block_in_jupyterlab(browser, lab):
     stepper.locator("g.panel[data-panel='0'] rect.cell").nth(2).hover()
     assert stepper.locator(".step-status").inner_text() == "[2] = nan \u2190 x[10] padded"
     assert stepper.locator("g.padded rect").count() == 2
-    shot = stepper.screenshot(path=str(ROOT / "docs" / "views" / "stepper_lab.png"), animations="disabled")
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = stepper.screenshot(path=str(ARTIFACTS / "stepper_lab.png"), animations="disabled")
     assert distinct_colours(page, shot) >= 4
 
     # a click on y[1] (block 0 wrote it) jumps there, and the linked coverage view follows
@@ -102,13 +102,12 @@ def test_stepping_through_a_block_in_jupyterlab(browser, lab):
     store.locator(TILE_SPACE_LANES).nth(2).click(position=OFF_LABEL)
     stepper.locator("svg text.message", has_text="y[6] was written by block (1,) at op 9 (line 7)").wait_for()
     _wait_counter(page, stepper, f"op {STEPS} / {STEPS}")
-    ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "stepper_lab_page.png"), full_page=True)
     # every view of the launch on block (1,), y[6] outlined where it is drawn; tall enough for all of them
     page.set_viewport_size({"width": 1400, "height": 1800})
     coverage.locator("svg g.selected rect").wait_for(timeout=30_000)
     area = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text="def window_sum"))
-    linked = area.locator(".jp-OutputArea").screenshot(path=str(ROOT / "docs" / "views" / "linked_lab.png"),
+    linked = area.locator(".jp-OutputArea").screenshot(path=str(ARTIFACTS / "linked_lab.png"),
                                                        animations="disabled")
     assert distinct_colours(page, linked) >= 4
     assert page_errors(page) == []
@@ -116,6 +115,7 @@ def test_stepping_through_a_block_in_jupyterlab(browser, lab):
 
 
 def test_stepping_through_a_block_in_notebook_7(browser, notebook7):
+    ARTIFACTS.mkdir(exist_ok=True)
     page, _, stepper = _open(browser, notebook7, "stepper7.ipynb", notebook7=True)
     assert _counter(stepper) == f"op 1 / {STEPS}"
     for k in range(2, 5):
@@ -124,7 +124,7 @@ def test_stepping_through_a_block_in_notebook_7(browser, notebook7):
     assert _where(stepper) == "line 6: load (iteration 0 of the loop on line 5)"
     stepper.locator(".step-play").click()
     _wait_counter(page, stepper, f"op {STEPS} / {STEPS}")
-    shot = stepper.screenshot(path=str(ROOT / "docs" / "views" / "stepper_notebook7.png"), animations="disabled")
+    shot = stepper.screenshot(path=str(ARTIFACTS / "stepper_notebook7.png"), animations="disabled")
     assert distinct_colours(page, shot) >= 4
     assert page_errors(page) == []
     page.close()
