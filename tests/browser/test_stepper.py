@@ -36,13 +36,13 @@ def window_sum(x, y, TILE: ct.Constant[int]):
 STEPS = 9   # per block: bid, zeros, then i + k, load and add twice, store
 
 
-def _open(browser, server, name: str, notebook7: bool = False):
-    cells = [new_code_cell(SETUP), new_code_cell(KERNEL)]
+def _open(browser, server, name: str, notebook7: bool = False, cells=(SETUP, KERNEL), kernel="def window_sum"):
     kernelspec = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(new_notebook(cells=cells, metadata={"kernelspec": kernelspec}), server.root / name)
+    nbformat.write(new_notebook(cells=[new_code_cell(c) for c in cells], metadata={"kernelspec": kernelspec}),
+                   server.root / name)
     page = open_notebook(browser, server, name, notebook7=notebook7)
     run_cells(page)
-    outputs = cell_outputs(page, "def window_sum")
+    outputs = cell_outputs(page, kernel)
     stepper = outputs.filter(has=page.locator(".tileworkbench-stepper"))
     stepper.locator(".step-counter").wait_for(timeout=60_000)
     return page, outputs, stepper
@@ -110,6 +110,30 @@ def test_stepping_through_a_block_in_jupyterlab(browser, lab):
     linked = area.locator(".jp-OutputArea").screenshot(path=str(ARTIFACTS / "linked_lab.png"),
                                                        animations="disabled")
     assert distinct_colours(page, linked) >= 4
+    assert page_errors(page) == []
+    page.close()
+
+
+GATHER = '''\
+%%tilekernel --grid "(1,)" --args "table, idx, got" --viz
+def pick(table, idx, got):
+    i = ct.load(idx, (0,), (8,))
+    ct.store(got, (0,), ct.gather(table, i, padding_value=-1.0))'''
+GATHER_SETUP = '''\
+%load_ext tileworkbench
+import numpy as np
+table = np.arange(10, dtype=np.float32) * 10
+idx = np.array([0, 3, -1, 12, 5, 5, 7, 9], np.int32)
+got = np.zeros(8, np.float32)'''
+
+
+def test_a_lane_clicked_in_an_index_map_is_selected_in_every_view(browser, lab):
+    page, outputs, stepper = _open(browser, lab, "pick.ipynb", cells=(GATHER_SETUP, GATHER), kernel="def pick")
+    index_map = outputs.filter(has=page.locator("svg text", has_text="gather table"))
+    index_map.locator("rect.lane").nth(1).click()        # lane 1 reads table[3]
+    stepper.locator("svg text.message", has_text="table[3]: no block of this launch wrote it").wait_for()
+    coverage = outputs.filter(has=page.locator("svg text.block"))
+    assert coverage.locator("svg g.selected rect").count() == 1
     assert page_errors(page) == []
     page.close()
 

@@ -55,6 +55,14 @@ def test_an_element_selected_in_one_view_is_highlighted_in_all_and_the_stepper_j
     assert 'class="selected"' in tile_space.svg
 
 
+def test_a_lane_clicked_in_an_index_map_selects_its_element_everywhere():
+    by_kind, views = _views()
+    by_kind[IndexMapView].selected = {"array": "x", "index": [10]}   # as a click on a lane that read x[10] does
+    assert selection_of(views[0]).element == {"array": "x", "index": [10]}
+    assert by_kind[StepperView].selected == {"array": "x", "index": [10]}
+    assert "x[10]: no block of this launch wrote it" in by_kind[StepperView].svg
+
+
 def test_an_element_clicked_in_a_tile_space_moves_the_stepper_to_its_writer():
     by_kind, views = _views()
     store_y = next(v for v in views if isinstance(v, TileSpaceView) and v.data["array"] == "y")

@@ -279,6 +279,7 @@ class IndexMapView(SvgView):
     _esm = static("index_map.js")
     data = Data()
     lane = traitlets.Int(-1).tag(sync=True)    # the hovered lane (flat, in tile order), -1 none
+    selected = traitlets.Dict().tag(sync=True)  # {"array", "index"} of a clicked lane's element, {} none
 
     @classmethod
     def from_trace(cls, trace, op: str = "gather", block=(0,), values=None, *, index: int = 0,

@@ -11,7 +11,8 @@ to every other view, and each redraws in Python from the trace.
 
 What each kind of view does with them:
 - coverage and stepper: both traits are their own (the stepper jumps to the block that wrote a
-  selected element, which moves every other view too); a tile space's clicks select elements too;
+  selected element, which moves every other view too); clicks in a tile space (an element) or an
+  index map (a lane's element) select too;
 - tile space and index map: redrawn for the block from the trace (a view whose op the block did not
   execute keeps the block it shows); the element is outlined (tile space) or its lanes lit (index
   map, through its own `lane` highlight);
@@ -50,8 +51,7 @@ def link_views(trace, views, block=(0, 0, 0), origins=None) -> LaunchSelection:
             traitlets.link((selection, "block"), (view, "block"))
             traitlets.link((selection, "element"), (view, "selected"))
         elif isinstance(view, (TileSpaceView, IndexMapView)) and origin is not None:
-            if isinstance(view, TileSpaceView):
-                traitlets.link((selection, "element"), (view, "selected"))
+            traitlets.link((selection, "element"), (view, "selected"))
             _follow(selection, view, trace, origin)
     return selection
 

@@ -100,6 +100,13 @@ export default {
         }
         show(-1, []);
       });
+      figure.addEventListener("click", (ev) => {   // a lane's element, selected: linked views outline it
+        const target = ev.target instanceof SVGElement ? ev.target : null;
+        if (!target || !target.classList.contains("lane") || a.elem[Number(target.dataset.lane)] < 0) return;
+        const i = Number(target.dataset.lane), nd = data.ndim;
+        model.set("selected", { array: data.array, index: Array.from(a.coords.subarray(i * nd, i * nd + nd)) });
+        model.save_changes();
+      });
       show(model.get("lane"), partners(a, model.get("lane")));
       root.append(figure, status);
     }
