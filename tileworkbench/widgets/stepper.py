@@ -255,9 +255,8 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
     x0 = code_w + PAD
     panels, y = [], top
     if current.value is not None:
-        texts.append(text(x0, y + 12, "", weight="bold"))
         panel = _tile_panel(current, x0, y + 20)
-        texts[-1]["text"] = clip(panel["caption"], 90)
+        texts.append(text(x0, y + 12, clip(panel["caption"], 90), weight="bold"))
         panels.append(panel)
         y += 20 + panel["height"] + PAD
     else:
