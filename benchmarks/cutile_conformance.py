@@ -126,8 +126,9 @@ def main(argv=None) -> int:
     parser.add_argument("--force", action="store_true", help="shadow a real cuTile install")
     parser.add_argument("--json", type=Path, help="also write every test's outcome here")
     parser.add_argument("--top", type=int, default=15, help="failure groups to show")
-    args, extra = parser.parse_known_args(argv)
-    extra = [a for a in extra if a != "--"]
+    argv = sys.argv[1:] if argv is None else list(argv)
+    split = argv.index("--") if "--" in argv else len(argv)  # what follows `--` goes to pytest
+    args, extra = parser.parse_intermixed_args(argv[:split]), argv[split + 1:]
     test_dir = args.test_dir.resolve()
     if not (test_dir / "conftest.py").exists():
         parser.error(f"{test_dir} does not look like cuTile's test/ folder (no conftest.py)")

@@ -40,6 +40,16 @@ PUBLIC_MODULES = {
     "cuda.tile._datatype": "tileworkbench.ir.types",
 }
 
+# cuTile's `_exception` module also names its error classes by their older names: the same classes.
+SYNONYMS = {
+    "cuda.tile._exception": {"TypeCheckingError": "TileTypeError", "UnsupportedSyntaxError": "TileSyntaxError",
+                             "InvalidValueError": "TileValueError", "UnsupportedFeatureError": "TileUnsupportedFeatureError",
+                             "RecursionLimitError": "TileRecursionError", "InternalError": "TileInternalError",
+                             "StaticEvalError": "TileStaticEvalError", "StaticAssertionError": "TileStaticAssertionError",
+                             "CompilerExecutionError": "TileCompilerExecutionError",
+                             "CompilerTimeoutError": "TileCompilerTimeoutError"},
+}
+
 
 # Internals cuTile's tests call as helpers (dtype conversion, the implicit-cast rule), answered by
 # tileworkbench's equivalents in placeholder mode.
@@ -89,6 +99,7 @@ def _view(name: str, target: types.ModuleType) -> types.ModuleType:
     that cuTile's submodules attach to it and not to tileworkbench's modules."""
     module = types.ModuleType(name, target.__doc__)
     module.__dict__.update({k: v for k, v in vars(target).items() if not k.startswith("__")})
+    module.__dict__.update({k: getattr(target, v) for k, v in SYNONYMS.get(name, {}).items()})
     module.__getattr__ = lambda attr: getattr(target, attr)
     return module
 

@@ -737,11 +737,14 @@ class Lowerer:
 
     def tile_subscript(self, v: Value, index: tuple):
         """t[None], t[:, None], t[..., None]: insert size-1 axes; anything else is refused."""
-        if index.count(Ellipsis) > 1 or not all(i is None or i is Ellipsis or i == slice(None) for i in index):
-            self.fail(TileTypeError, "Directly indexing a tile is not supported; use extract() or item() instead.")
+        axes_named = sum(1 for i in index if i is not None and i is not Ellipsis)
+        if (index.count(Ellipsis) > 1 or not all(i is None or i is Ellipsis or i == slice(None) for i in index)
+                or not (Ellipsis in index or None in index) and axes_named < v.type.ndim):  # `t[:]` of a 2-D tile
+            self.fail(TileTypeError, "Directly indexing a tile is not supported; use extract() or item() instead "
+                                     "(a new axis takes None and one `:` per axis, or `...`)")
         if Ellipsis in index:
             k = index.index(Ellipsis)
-            fill = v.type.ndim - sum(1 for i in index if i is not None and i is not Ellipsis)
+            fill = v.type.ndim - axes_named
             index = index[:k] + (slice(None),) * fill + index[k + 1:]
         shape, it = [], iter(v.shape)
         for i in index:

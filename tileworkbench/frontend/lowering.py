@@ -12,7 +12,8 @@ import re
 
 import numpy as np
 
-from ..errors import TileStaticAssertionError, TileSyntaxError, TileTypeError, TileValueError
+from ..errors import (TileStaticAssertionError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError,
+                      TileValueError)
 from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from ..ir.core import Value
 from ..ir.ops import OPS, Accepts, Category
@@ -215,7 +216,7 @@ def array_slice(lw, array, axis, start, stop):
     ndim = array.type.ndim
     axis = const_int(lw, axis, "axis", lw.arg("axis"))
     if not -ndim <= axis < ndim:
-        lw.fail(TileTypeError, f"Axis {axis} is out of range for rank {ndim}", lw.arg("axis"))
+        lw.fail(TileTypeError, f"Axis {axis} is out of range for rank {ndim}'s axes {-ndim}..{ndim - 1}", lw.arg("axis"))
     bounds = {}
     for name, bound in (("start", start), ("stop", stop)):
         with lw.at(lw.arg(name) or lw.node):
@@ -533,12 +534,17 @@ def astype(lw, x, dtype, rounding_mode):
     x = tile_arg(lw, x, "astype")
     if rounding_mode is None:
         return cast(lw, x, dtype)
-    if not (x.dtype.is_float and (dtype.is_float or dtype is tfloat32)):
+    if not all(d.is_float or d.kind == "r" for d in (x.dtype, dtype)):
         lw.fail(TileTypeError, "rounding_mode is only valid for float to float conversions")
-    modes = ("RN", "RZ", "RA") if dtype is tfloat32 else ("RN", "RZ", "RM", "RP")
+    if dtype is tfloat32 and x.dtype.is_float:
+        modes = ("RN", "RZ", "RA")
+    elif x.dtype.is_float and dtype.is_float:
+        modes = ("RN", "RZ", "RM", "RP")
+    else:  # to or from an fp8/fp4 format: the default rounding only
+        modes = ("RN",)
     if not isinstance(rounding_mode, RoundingMode) or rounding_mode.name not in modes:
-        lw.fail(TileTypeError, f"Rounding mode {getattr(rounding_mode, 'name', rounding_mode)} is not supported for "
-                               f"{x.dtype} to {dtype} conversions (supported: {', '.join(modes)})")
+        lw.fail(TileTypeError, f"rounding_mode={rounding_mode} is not supported for conversion from {x.dtype} to "
+                               f"{dtype} (supported: {', '.join(modes)})")
     if x.dtype is dtype or rounding_mode is RoundingMode.RN:
         return cast(lw, x, dtype)
     return lw.emit("astype", [x], {"dtype": dtype, "rounding": rounding_mode.name})
@@ -603,9 +609,11 @@ def transpose(lw, x, axis0, axis1):
     ndim = x.type.ndim
     if (axis0 is None) != (axis1 is None):
         lw.fail(TileTypeError, "transpose axes must either both be specified or both be None")
+    if ndim < 2:
+        lw.fail(TileTypeError, f"Cannot transpose a tile with fewer than 2 dimensions, got shape {x.shape}")
     if axis0 is None:
-        if ndim < 2:  # the tile-operations spec: rank < 2 is returned unchanged
-            return x
+        if ndim > 2:
+            lw.fail(TileTypeError, f"`axes` must be specified for tile with more than 2 dimensions, got shape {x.shape}")
         axis0, axis1 = 0, 1
     a, b = normalize_axis(lw, axis0, ndim), normalize_axis(lw, axis1, ndim)
     axes = list(range(ndim))
@@ -720,15 +728,16 @@ _ROUNDING_MODES = {"add": ("RN",) + _DIRECTED, "sub": ("RN",) + _DIRECTED, "mul"
                    "exp": ("FULL", "APPROX"), "tanh": ("FULL", "APPROX")}
 
 
-def rounding_attrs(lw, name, rounding_mode, dtype) -> dict:
-    """The op's attributes for `rounding_mode` (checked as cuTile checks it) on operands of `dtype`."""
+def rounding_attrs(lw, name, rounding_mode, dtype, stub=None) -> dict:
+    """The op's attributes for `rounding_mode` (checked as cuTile checks it) on operands of `dtype`;
+    `stub`: the function the user called where it is not the op's own (sum() for add)."""
     if rounding_mode is None:
         return {}
     if not isinstance(rounding_mode, RoundingMode):
         lw.fail(TileTypeError, f"rounding_mode must be a ct.RoundingMode, got {rounding_mode!r}")
     mode = rounding_mode.name
     if mode not in _ROUNDING_MODES.get(name, ()):
-        lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} is not supported for {OPS[name].stub} "
+        lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} is not supported for {stub or OPS[name].stub} "
                                f"(RoundingMode.{mode})", lw.arg("rounding_mode"))
     if not dtype.is_float:
         lw.fail(TileTypeError, f"Rounding mode can only be used for unrestricted float types, but got {dtype}",
@@ -882,10 +891,21 @@ def _axes(lw, axis, ndim) -> tuple[int, ...]:
     return tuple(sorted(norm))
 
 
+def check_accumulation_rounding(lw, name, rounding_mode, dtype):
+    """sum/prod/cumsum/cumprod take the rounding modes of the add or mul they repeat; a directed
+    one (RZ, RM, RP) would have to round every partial result, which they do not do yet."""
+    step = "mul" if name in ("prod", "cumprod") else "add"
+    if rounding_attrs(lw, step, rounding_mode, dtype, stub=name):
+        lw.fail(TileUnsupportedFeatureError, f"{name}() in rounding mode {rounding_mode.name} is not supported yet; "
+                                             f"only the default (RN)", lw.arg("rounding_mode"))
+
+
 def _reduction(name):
     def lower(lw, x, axis=None, keepdims=False, rounding_mode=None, flush_to_zero=False, propagate_nan=False):
         v = _reduction_input(lw, x, name)
         check_flush_to_zero(lw, flush_to_zero, v.dtype)
+        if name in ("sum", "prod"):
+            check_accumulation_rounding(lw, name, rounding_mode, v.dtype)
         attrs = {"axes": _axes(lw, axis, v.type.ndim), "keepdims": const_bool(lw, keepdims, "keepdims")}
         if propagate_nan:
             attrs["propagate_nan"] = True
@@ -922,6 +942,7 @@ def _scan(name):
     def lower(lw, x, axis=0, reverse=False, rounding_mode=None, flush_to_zero=False):
         v = _reduction_input(lw, x, name)
         check_flush_to_zero(lw, flush_to_zero, v.dtype)
+        check_accumulation_rounding(lw, name, rounding_mode, v.dtype)
         if v.type.ndim == 0:
             lw.fail(TileTypeError, f"{name}() needs a tile of rank 1 or more")
         return lw.emit(name, [v], {"axis": normalize_axis(lw, axis, v.type.ndim),
@@ -1000,11 +1021,19 @@ def mma(lw, x, y, acc, use_fast_acc):
     if x.type.ndim < 2 or y.type.ndim < 2:
         lw.fail(TileTypeError, f"mma() operands must have 2 or more dimensions, got {x.shape} and {y.shape}")
     if x.dtype is not y.dtype and {x.dtype, y.dtype} != {int8, uint8}:
-        lw.fail(TileTypeError, f"mma() operands must have the same dtype, got {x.dtype} and {y.dtype}")
-    if acc.dtype not in MMA_ACCUMULATORS.get(x.dtype, ()):
-        lw.fail(TileTypeError, f"mma() does not support {x.dtype} inputs with a {acc.dtype} accumulator")
+        lw.fail(TileTypeError, f"x and y must have the same dtype unless they are int8/uint8, got {x.dtype} {y.dtype}")
+    if x.dtype not in MMA_ACCUMULATORS:
+        lw.fail(TileTypeError, f"Unsupported input dtype {x.dtype} for mma(); supported dtypes are "
+                               f"{', '.join(d.name for d in MMA_ACCUMULATORS)}")
+    if acc.dtype not in MMA_ACCUMULATORS[x.dtype]:
+        lw.fail(TileTypeError, f"Unsupported acc dtype {acc.dtype} for {x.dtype} inputs; supported dtypes are "
+                               f"{', '.join(d.name for d in MMA_ACCUMULATORS[x.dtype])}")
     if x.shape[-1] != y.shape[-2]:
         lw.fail(TileTypeError, f"mma() inner dimensions differ: {x.shape} @ {y.shape}")
+    # fast accumulation only lets the hardware accumulate fp8 products less precisely: same results here
+    if const_bool(lw, use_fast_acc, "use_fast_acc") and x.dtype not in (float8_e4m3fn, float8_e5m2):
+        lw.fail(TileTypeError, f"use_fast_acc is only supported for fp8 input dtypes (float8_e4m3fn, float8_e5m2), "
+                               f"got {x.dtype}")
     x, y = _batch_broadcast(lw, x, y)
     return lw.emit("mma", [x, y, acc])
 
@@ -1124,7 +1153,7 @@ def lower_method(lw, x: Value, name: str, args, kwargs):
         if args or kwargs:
             lw.fail(TileTypeError, "item() takes no arguments")
         if x.type.size != 1:
-            lw.fail(TileTypeError, f"item() needs a tile with one element, got shape {x.shape}")
+            lw.fail(TileTypeError, f"Cannot reshape {x.shape} to () for item(): it needs a tile with one element")
         return lw.emit("reshape", [x], {"shape": ()}) if x.shape != () else x
     if name in ("reshape", "permute") and args and not isinstance(args[0], tuple):
         args = [tuple(args)]  # t.reshape(2, 8) as well as t.reshape((2, 8))

@@ -52,12 +52,24 @@ def _has(annotation, cls) -> bool:
     return any(isinstance(m, cls) for m in getattr(annotation, "__metadata__", ()))
 
 
-class Kernel:
-    """A tile kernel. Launch it with `ct.launch(stream, grid, kernel, args)`; never call it."""
+class kernel:
+    """A tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)` (any option may be a ByTarget).
+    Launch it with `ct.launch(stream, grid, kernel, args)`; never call it. A class, as in cuTile, so
+    that `isinstance(k, ct.kernel)` tells a kernel."""
 
     __tile_kernel__ = True  # how the frontend tells a kernel from a helper function
 
-    def __init__(self, pyfunc, **options):
+    def __new__(cls, pyfunc=None, /, **options):
+        if pyfunc is None:  # `@ct.kernel(...)`: the options first, the function next
+            return functools.partial(cls, **options)
+        return super().__new__(cls)
+
+    def __init__(self, pyfunc, /, *, num_ctas=None, occupancy=None, opt_level=3, num_worker_warps=None):
+        _check_option("num_ctas", num_ctas, lambda v: isinstance(v, int) and v in (1, 2, 4, 8, 16),
+                      "a power of two in [1, 16]")
+        _check_option("occupancy", occupancy, lambda v: isinstance(v, int) and 1 <= v <= 32, "in [1, 32]")
+        _check_option("opt_level", opt_level, lambda v: isinstance(v, int) and 0 <= v <= 3, "in [0, 3]")
+        options = dict(num_ctas=num_ctas, occupancy=occupancy, opt_level=opt_level, num_worker_warps=num_worker_warps)
         if getattr(pyfunc, "__name__", None) == "<lambda>" or not inspect.isfunction(pyfunc):
             raise ArgumentTypeError(f"ct.kernel needs a function defined with `def`, got "
                                     f"{'a lambda' if inspect.isfunction(pyfunc) else type(pyfunc).__name__}")
@@ -83,7 +95,7 @@ class Kernel:
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
 
-    def replace_hints(self, **hints) -> Kernel:
+    def replace_hints(self, **hints) -> kernel:
         """The same kernel with other options (`occupancy`, `num_ctas`, ...), specialized anew."""
         return kernel(self._pyfunc, **{**self.options, **hints})
 
@@ -132,6 +144,9 @@ class Kernel:
         return print_function(self.specialize(args))
 
 
+Kernel = kernel  # the name tileworkbench's own code uses for the type
+
+
 class ByTarget:
     """A kernel option whose value depends on the GPU: `ByTarget(sm_90=2, default=1)`."""
 
@@ -156,18 +171,6 @@ def _check_option(name, value, ok, expected):
     for v in value.values() if isinstance(value, ByTarget) else [value]:
         if v is not None and not ok(v):
             raise ValueError(f"{name} must be {expected}, got {v!r}")
-
-
-def kernel(function=None, /, *, num_ctas=None, occupancy=None, opt_level=3, num_worker_warps=None):
-    """Decorate a tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)`; any option may be a
-    ByTarget."""
-    options = dict(num_ctas=num_ctas, occupancy=occupancy, opt_level=opt_level, num_worker_warps=num_worker_warps)
-    _check_option("num_ctas", num_ctas, lambda v: isinstance(v, int) and v in (1, 2, 4, 8, 16), "a power of two in [1, 16]")
-    _check_option("occupancy", occupancy, lambda v: isinstance(v, int) and 1 <= v <= 32, "in [1, 32]")
-    _check_option("opt_level", opt_level, lambda v: isinstance(v, int) and 0 <= v <= 3, "in [0, 3]")
-    if function is None:
-        return lambda f: Kernel(f, **options)
-    return Kernel(function, **options)
 
 
 def function(func=None, /, *, host=False, tile=True):
