@@ -140,8 +140,10 @@ class Lowerer:
         self.call_stack: list = []        # SourceLocs of the helper calls we are inside
         self.runtime_depth = 0            # > 0 inside a runtime if/for region
         self.arg_nodes: dict = {}         # parameter name -> AST node of the tile call being lowered
+        self.calling = ""                 # the name of the tile function being lowered
         self.combining = ""               # "reduction" or "scan" while inlining a combine function
         self.loop_depth = 0               # loops of the function being walked (for break/continue)
+        self.break_scopes: list = []      # per enclosing loop: the scope at each of its `break`s
 
     # ---- errors and emission ------------------------------------------------------------------
 
@@ -315,6 +317,7 @@ class Lowerer:
     def stmt_Break(self, s):
         if not self.loop_depth:
             self.fail(TileSyntaxError, "'break' outside loop")
+        self.break_scopes[-1].append(dict(self.scope))
         self.scope["$break"] = True
 
     def stmt_Continue(self, s):
@@ -448,6 +451,7 @@ class Lowerer:
         decided at compile time."""
         outer = {f: self.scope.get(f, False) for f in ("$break", "$continue")}
         self.loop_depth += 1
+        self.break_scopes.append([])
         try:
             for item in iterable:
                 self.scope["$break"] = self.scope["$continue"] = False
@@ -460,6 +464,7 @@ class Lowerer:
                     break
         finally:
             self.loop_depth -= 1
+            self.break_scopes.pop()
         self.scope.update(outer)
 
     def loop_state(self, s, exclude=()):
@@ -487,9 +492,10 @@ class Lowerer:
                 init.append(coerce.to_value(self, leaf))
         return assigned, carried, shapes, init
 
-    def loop_region(self, s, block: Block, carried, shapes, walk, bind=None) -> list:
+    def loop_region(self, s, block: Block, carried, shapes, walk, bind=None) -> tuple:
         """Walk a loop body into `block` (its last arguments are the carried values' leaves; `bind`
-        names others) with `walk`; return the carried leaves at the end of the body."""
+        names others) with `walk`; return the carried leaves at the end of the body, the body's
+        scope and the scopes at its `break`s."""
         if s.orelse:
             self.fail(TileSyntaxError, f"{type(s).__name__.lower()}-else is not supported")
         if self.combining:
@@ -501,10 +507,12 @@ class Lowerer:
             args = iter(leaves)
             scope.update({name: _tree_build(shapes[name], args) for name in carried}, **(bind or {}))
         self.loop_depth += 1
+        self.break_scopes.append([])
         try:
             body_scope = self.walk_region(s.body, block, prelude, walk)
         finally:
             self.loop_depth -= 1
+            breaks = self.break_scopes.pop()
         yielded, args = [], iter(leaves)
         for name in carried:
             new = body_scope.get(name, _MISSING)
@@ -520,7 +528,7 @@ class Lowerer:
                     self.fail(TileTypeError, f"Variable {name} has changed its type inside a loop from {arg.type} to "
                                              f"{coerce.describe(leaf)}")
                 yielded.append(leaf)
-        return yielded, body_scope
+        return yielded, body_scope, breaks
 
     def loop_results(self, op, assigned, carried, shapes):
         results = iter([] if not carried else ([op] if isinstance(op, Value) else op.results))
@@ -557,7 +565,7 @@ class Lowerer:
                 self.runtime_if(self.none_of(exits), stmts, [], assume_false=exits)
             else:
                 self.walk_body(stmts)
-        yielded, _ = self.loop_region(s, body, carried, shapes, walk, bind={s.target.id: body.args[0]})
+        yielded, _, _ = self.loop_region(s, body, carried, shapes, walk, bind={s.target.id: body.args[0]})
         self.in_block(body, lambda: self.emit("yield", yielded))
         op = self.emit("for", bounds + init, {"result_types": [v.type for v in init]}, regions=[body])
         self.loop_results(op, assigned | {s.target.id}, carried, shapes)
@@ -567,12 +575,13 @@ class Lowerer:
         it holds, and yields whether to go on (the test held and nothing broke or returned)."""
         assigned, carried, shapes, init = self.loop_state(s)
         body = Block(args=_carried_args(carried, shapes, init))
-        go_on = []
+        go_on, tests = [], []
 
         def walk(stmts):
             if "$return" in carried:  # the loop ends when a return is taken: none is at an iteration's start
                 self.scope["$return"] = False
             test = self.expr(s.test)
+            tests.append(test)
             if isinstance(test, Value):
                 test = self.condition(test)
                 self.runtime_if(test, stmts, [])
@@ -587,10 +596,16 @@ class Lowerer:
                 go_on.append(self.emit("bitwise_and", [test, keep]) if isinstance(test, Value) else keep)
             else:
                 go_on.append(test if isinstance(test, Value) else coerce.constant(self, True, bool_))
-        yielded, _ = self.loop_region(s, body, carried, shapes, walk)
+        yielded, _, breaks = self.loop_region(s, body, carried, shapes, walk)
         self.in_block(body, lambda: self.emit("yield", go_on + yielded))
         op = self.emit("while", init, {"result_types": [v.type for v in init]}, regions=[body])
         self.loop_results(op, assigned, carried, shapes)
+        if breaks and not isinstance(tests[0], Value) and tests[0]:
+            # `while True` ends at a break only: a name holding one constant at every break holds it after
+            for name in (n for n in carried if not n.startswith("$")):
+                first = breaks[0].get(name, _MISSING)
+                if coerce.is_const(first) and all(_same_const(b.get(name, _MISSING), first) for b in breaks[1:]):
+                    self.scope[name] = first
 
     def combine_region(self, func, dtypes, what: str) -> Block:
         """The region of a custom reduce/scan: `func` inlined over two groups of scalars
@@ -890,11 +905,12 @@ class Lowerer:
         if op_name is not None:
             if op_name == "cdiv" and all(coerce.is_const(a) for a in args):
                 return func(*args)
-            saved, self.arg_nodes = self.arg_nodes, _argument_nodes(func, node)
+            saved = self.arg_nodes, self.calling
+            self.arg_nodes, self.calling = _argument_nodes(func, node), func.__name__
             try:
                 return LOWERINGS[op_name](self, *bind_call(self, func, args, kwargs))
             finally:
-                self.arg_nodes = saved
+                self.arg_nodes, self.calling = saved
         if isinstance(func, BoundMethod):
             return lower_method(self, func.value, func.name, args, kwargs)
         if func in _OPERATOR_FUNCTIONS:

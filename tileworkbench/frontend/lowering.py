@@ -82,6 +82,11 @@ def tile_shape(lw, shape, what="Tile shape", arg="shape") -> tuple[int, ...]:
         shape = (shape,)
     if not isinstance(shape, tuple):
         lw.fail(TileTypeError, f"{what} must be a tuple of integer constants, got {coerce.describe(shape)}", node)
+    for n in shape:
+        if isinstance(n, Value):
+            lw.fail(TileTypeError, f'Invalid argument "{arg}" of {lw.calling}(): Expected a constant integer tuple; '
+                                   f'{what[0].lower() + what[1:]} must be a compile-time constant, got a runtime {n.type}',
+                    node)
     dims = tuple(const_int(lw, n, what, node) for n in shape)
     for n in dims:
         if not is_pow2(n):
