@@ -117,12 +117,17 @@ def broadcast_shapes(lw, *shapes) -> tuple[int, ...]:
         lw.fail(TileTypeError, "Cannot broadcast shapes " + " and ".join(str(tuple(s)) for s in shapes))
 
 
+def broadcasts_to(shape, target) -> bool:
+    """Whether a tile of `shape` broadcasts to `target` (NumPy's rules, one way)."""
+    return len(shape) <= len(target) and all(a in (1, b) for a, b in zip(reversed(shape), reversed(target)))
+
+
 def broadcast(lw, v: Value, shape) -> Value:
     """Broadcast a tile to `shape` (NumPy rules), made explicit as reshape + broadcast ops."""
     shape = tuple(shape)
     if v.shape == shape:
         return v
-    if len(v.shape) > len(shape) or broadcast_shapes(lw, v.shape, shape) != shape:
+    if not broadcasts_to(v.shape, shape):
         lw.fail(TileTypeError, f"Cannot broadcast tile of shape {v.shape} to {shape}")
     if len(v.shape) < len(shape):
         v = lw.emit("reshape", [v], {"shape": (1,) * (len(shape) - len(v.shape)) + v.shape})

@@ -20,6 +20,7 @@ import types
 
 import numpy as np
 
+from ..arguments import is_array_like
 from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
                       TileSyntaxError, TileTypeError, TileValueError)
 from ..ir.core import Block, Builder, Function, Param, Value
@@ -144,6 +145,7 @@ class Lowerer:
         self.combining = ""               # "reduction" or "scan" while inlining a combine function
         self.loop_depth = 0               # loops of the function being walked (for break/continue)
         self.break_scopes: list = []      # per enclosing loop: the scope at each of its `break`s
+        self.local_names: dict = {}       # function AST node -> the names it assigns (its locals)
 
     # ---- errors and emission ------------------------------------------------------------------
 
@@ -656,15 +658,31 @@ class Lowerer:
 
     def expr_Name(self, node):
         name = node.id
+        if self.unbound_local(name):
+            self.fail(TileSyntaxError, f"Undefined variable {name} used before it is assigned ({name} is assigned in "
+                                       f"{self.source.name}, which makes it a local variable everywhere in it)")
         for space in (self.scope, self.source.closure, self.source.globals):
             if name in space:
                 value = space[name]
                 if isinstance(value, _Undefined):
                     self.fail(TileTypeError, f"Undefined variable {name} used: {value.why}")
+                if space is not self.scope and is_array_like(value):  # embedded, it would be a constant
+                    self.fail(TileTypeError, f"Cannot create constant from value of type {type(value).__module__}."
+                                             f"{type(value).__qualname__}: arrays reach a kernel as its arguments")
                 return value
         if hasattr(builtins, name):
             return getattr(builtins, name)
         self.fail(TileSyntaxError, f"Undefined variable {name} used")
+
+    def unbound_local(self, name: str) -> bool:
+        """Whether `name` is a local of the function being walked (Python: assigned anywhere in it)
+        that has no value yet, so that reading it must not fall back to a global."""
+        if name in self.scope:
+            return False
+        node = self.source.node
+        if node not in self.local_names:
+            self.local_names[node] = _local_names(node)
+        return name in self.local_names[node]
 
     def expr_Tuple(self, node):
         return tuple(self._elements(node.elts))
@@ -774,11 +792,17 @@ class Lowerer:
 
     def binary(self, op_type, left, right):
         if not isinstance(left, Value) and not isinstance(right, Value):
-            try:
-                return _PY_BINOPS[op_type](left, right)
-            except Exception as e:
-                self.fail(TileValueError, f"Constant expression failed: {type(e).__name__}: {e}")
+            return self.constant_expression(_PY_BINOPS[op_type], left, right)
         return lower_binary(self, _BINOPS[op_type], left, right)
+
+    def constant_expression(self, fn, *args):
+        """Python's operator on compile-time values; its failure is the user's (a TypeError, like
+        ordering enum members, is a TileTypeError)."""
+        try:
+            return fn(*args)
+        except Exception as e:
+            self.fail(TileTypeError if isinstance(e, TypeError) else TileValueError,
+                      f"Constant expression failed: {type(e).__name__}: {e}")
 
     def expr_UnaryOp(self, node):
         x = self.expr(node.operand)
@@ -815,7 +839,7 @@ class Lowerer:
         for op, comp in zip(node.ops, node.comparators):
             right = self.expr(comp)
             if not isinstance(left, Value) and not isinstance(right, Value):
-                value = _PY_CMPOPS[type(op)](left, right)
+                value = self.constant_expression(_PY_CMPOPS[type(op)], left, right)
             elif type(op) not in _CMPOPS:
                 self.fail(TileSyntaxError, f"Operator {type(op).__name__} is not supported on tiles")
             else:
@@ -1137,6 +1161,23 @@ def _assigned_names(stmts) -> set[str]:
                 names.add(node.id)
             elif isinstance(node, ast.FunctionDef):
                 names.add(node.name)
+    return names
+
+
+def _local_names(fn) -> set[str]:
+    """The names a function's body binds (Python's locals), not those of functions, lambdas and
+    comprehensions inside it."""
+    names, todo = set(), list(fn.body) if isinstance(fn.body, list) else []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        todo.extend(ast.iter_child_nodes(node))
     return names
 
 

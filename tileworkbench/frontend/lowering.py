@@ -310,7 +310,7 @@ def _mask(lw, mask, shape):
     m = to_value(lw, mask) if is_const(mask) else mask
     if not isinstance(m, Value) or m.dtype is not bool_:
         lw.fail(TileTypeError, f"Custom mask must have boolean dtype, got {coerce.describe(m)}")
-    if coerce.broadcast_shapes(lw, m.shape, shape) != tuple(shape) if len(m.shape) <= len(shape) else True:
+    if not coerce.broadcasts_to(m.shape, shape):
         lw.fail(TileTypeError, f"Custom mask shape {m.shape} is not broadcastable to the index shape {tuple(shape)}")
     return [broadcast(lw, m, shape)]
 
@@ -322,7 +322,7 @@ def _element_access(lw, fn, array, indices, operand, what, mask, check_bounds, l
     idx = _element_indices(lw, array, indices, fn)
     shape = idx[0].shape if idx else ()  # a 0-d array takes the index ()
     v = coerce.implicit_cast(lw, operand, array.dtype, what)
-    if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
+    if not coerce.broadcasts_to(v.shape, shape):
         lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
     masks = _mask(lw, mask, shape)
     attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "has_mask": bool(masks)}
@@ -376,7 +376,7 @@ def _atomic(name):
         values = []
         for what, v in zip(("Expected value", "Desired value") if name == "atomic_cas" else ("Update",), operands):
             v = coerce.implicit_cast(lw, v, array.dtype, what)
-            if len(v.shape) > len(shape) or coerce.broadcast_shapes(lw, v.shape, shape) != shape:
+            if not coerce.broadcasts_to(v.shape, shape):
                 lw.fail(TileTypeError, f"{what} of shape {v.shape} is not broadcastable to the index shape {shape}")
             values.append(broadcast(lw, v, shape))
         attrs = {"check_bounds": const_bool(lw, check_bounds, "check_bounds"), "memory_order": memory_order.name,
