@@ -5,8 +5,8 @@ the failing expression, each with the source line and a caret under the expressi
 
     Index size 1 does not match the array rank 2
       "<cell>", line 4, col 9-29, in add:
-        t = ct.load(a, (i,), (16, 16))
-            ^^^^^^^^^^^^^^^^^^^^^^^^^^
+            t = ct.load(a, (i,), (16, 16))
+                ^^^^^^^^^^^^^^^^^^^^^^^^^^
 
 IPython shows exactly that text (through `_render_traceback_`), never the compiler's own stack.
 """
@@ -32,16 +32,15 @@ class SourceLoc:
         return f"{self.filename}:{self.line}:{self.col + 1}"
 
     def frame_text(self) -> str:
-        """One frame: the location header, the source line and a caret under the expression."""
+        """One frame: the location header, the source line as written and a caret under the
+        expression (cuTile's layout)."""
         end_col = self.end_col if self.end_line == self.line else len(self.source_line)
         head = f'  "{self.filename}", line {self.line}, col {self.col + 1}-{end_col}, in {self.function}:'
         if not self.source_line:
             return head
-        stripped = self.source_line.lstrip()
-        indent = len(self.source_line) - len(stripped)
-        lead = _display_width(self.source_line[indent:self.col])
+        lead = _display_width(self.source_line[:self.col])
         width = max(1, _display_width(self.source_line[self.col:end_col]))
-        return f"{head}\n    {stripped.rstrip()}\n    {' ' * lead}{'^' * width}"
+        return f"{head}\n    {self.source_line.rstrip()}\n    {' ' * lead}{'^' * width}"
 
 
 def _display_width(text: str) -> int:
@@ -67,11 +66,12 @@ class TileError(Exception):
         return self
 
     def __str__(self) -> str:
-        return "\n".join([self.message, *(f.frame_text() for f in self.frames)])
+        # each frame ends its line, as in cuTile's messages
+        return "".join([self.message, *("\n" + f.frame_text() for f in self.frames)]) + ("\n" if self.frames else "")
 
     def _render_traceback_(self) -> list[str]:
         # IPython calls this instead of printing the Python stack: the user sees their line only.
-        return [f"{type(self).__name__}: {self}"]
+        return [f"{type(self).__name__}: {str(self).rstrip()}"]
 
 
 class TileSyntaxError(TileError):

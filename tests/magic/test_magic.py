@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from IPython.utils.capture import capture_output
 
+import tileworkbench.tile as ct
 from tileworkbench.magic import DIAGNOSTICS_MIME, KERNEL_MIME
 from tileworkbench.magic.diagnostics import SOURCE_CHARS, TileKernelCellError, source_window
 from tileworkbench.runtime import device
@@ -23,7 +24,7 @@ def cell(shell, line, body):
 def test_the_cell_defines_a_kernel_in_the_namespace_and_redefines_it(shell):
     cell(shell, "", ADD)
     first = shell.user_ns["add"]
-    assert type(first).__name__ == "Kernel" and first.name == "add"
+    assert isinstance(first, ct.kernel) and first.name == "add"
     cell(shell, "", ADD.replace("+", "-"))
     assert shell.user_ns["add"] is not first
 

@@ -721,7 +721,7 @@ class Lowerer:
             return self.value_attribute(obj, attr)
         if isinstance(obj, types.ModuleType):
             if not hasattr(obj, attr):
-                self.fail(TileSyntaxError, f"Module '{obj.__name__}' has no attribute '{attr}'")
+                self.fail(TileTypeError, f"Module '{obj.__name__}' has no attribute '{attr}'")
             return getattr(obj, attr)
         if isinstance(obj, SliceValue) and attr in ("start", "length"):
             return getattr(obj, attr)
