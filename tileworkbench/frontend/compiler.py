@@ -435,11 +435,17 @@ class Lowerer:
         return [p for pairs, _ in parts for p in pairs], build
 
     def merge_pair(self, name, t, e, then_block, else_block):
-        """Both branches' values of `name` as Values of one type (loose constants adapt)."""
+        """Both branches' values of `name` as Values of one type (loose constants adapt, except in
+        what a helper returns: its paths must agree on the type, as in cuTile)."""
         for x in (t, e):
             if not (isinstance(x, Value) and not x.is_array) and not coerce.is_const(x):
                 self.fail(TileTypeError, f"`{name}` holds {coerce.describe(x)} that depends on a runtime condition; "
                                          f"only tiles, scalars and tuples of them can")
+        if name.startswith("$retval"):
+            t_type, e_type = (x.type if isinstance(x, Value) else coerce.scalar_type(coerce.default_dtype(x)) for x in (t, e))
+            if t_type != e_type:
+                self.fail(TileTypeError, f"Type of return value depends on path taken: {t_type} in the if branch, "
+                                         f"{e_type} in the else branch")
         dtype = (t.dtype if isinstance(t, Value) else e.dtype if isinstance(e, Value) else coerce.common_dtype(self, t, e))
         tv = self.in_block(then_block, lambda: coerce.to_value(self, t, dtype))
         ev = self.in_block(else_block, lambda: coerce.to_value(self, e, dtype))
@@ -477,8 +483,9 @@ class Lowerer:
         initial = [self.scope[n] for n in carried]
         if _exits(s.body, ast.Return):
             if self.call_stack:
-                self.fail(TileSyntaxError, "return inside a loop of a helper function is not supported; "
-                                           "assign the result and break")
+                loop = "a for" if isinstance(s, ast.For) else "a while"
+                self.fail(TileSyntaxError, f"Returning from {loop} loop is not supported in a helper function; "
+                                           f"assign the result and break")
             carried.append("$return")
             initial.append(self.scope.get("$return", False))
         if isinstance(s, ast.For) and _exits(s.body, ast.Break):
@@ -1138,7 +1145,8 @@ def _same_const(a, b) -> bool:
 
 def _bind(pyfunc, args, kwargs) -> dict:
     import inspect
-    bound = inspect.signature(pyfunc).bind(*args, **kwargs)
+    # the parameters of the code that runs: a functools.wraps wrapper's own, not the wrapped function's
+    bound = inspect.signature(pyfunc, follow_wrapped=False).bind(*args, **kwargs)
     bound.apply_defaults()
     return dict(bound.arguments)
 
