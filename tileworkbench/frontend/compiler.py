@@ -957,6 +957,8 @@ class Lowerer:
                 self.fail(TileTypeError, f"{func}() takes at most one argument")
             if isinstance(args[0], Value):
                 return coerce.cast(self, args[0], func)
+            if not coerce.is_const(args[0]):
+                self.fail(TileTypeError, f"Invalid argument for {func}({args[0]!r})")
             return coerce.constant(self, args[0], func)
         if isinstance(func, type) and issubclass(func, enum.Enum):
             if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
@@ -979,6 +981,8 @@ class Lowerer:
                 self.fail(TileTypeError, "divmod() is not implemented for floating point values")
             return (lower_binary(self, "floordiv", *args), lower_binary(self, "mod", *args))
         if func in (builtins.int, builtins.float, builtins.bool) and args and isinstance(args[0], Value):
+            if args[0].owner is not None and args[0].owner.name == "constant" and not args[0].shape:
+                return func(args[0].owner.attrs["value"])  # a typed constant becomes a loose one
             self.fail(TileTypeError, f"{func.__name__}() of a runtime value is not supported; use .astype()")
         if isinstance(func, LocalFunction):
             return self.inline_local(func, args, kwargs, node)
@@ -988,8 +992,9 @@ class Lowerer:
                 not any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
             try:
                 return func(*args, **kwargs)
-            except Exception as e:
-                self.fail(TileValueError, f"{getattr(func, '__name__', func)}() failed at compile time: {e}")
+            except Exception as e:  # a wrong kind of argument (np.float32("text")) is a type error
+                kind = TileTypeError if isinstance(e, TypeError) or isinstance(func, type) else TileValueError
+                self.fail(kind, f"{getattr(func, '__name__', func)}() failed at compile time: {e}")
         self.fail(TileSyntaxError, f"Cannot call {_spelled(func)} from tile code{_suggestion(func)}")
 
     # ---- helpers ------------------------------------------------------------------------------
