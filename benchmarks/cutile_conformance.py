@@ -46,8 +46,9 @@ def pytest_environment(interpret: bool, force: bool) -> dict:
     env["TILEWORKBENCH_CUTILE_ALIAS"] = "placeholders" + (",force" if force else "")
     if interpret:
         env["TILEWORKBENCH_INTERPRET"] = "1"
-    here = Path(__file__).resolve().parent  # this checkout's tileworkbench first, and the --cpu plugin
-    env["PYTHONPATH"] = os.pathsep.join([str(here.parent), str(here)] +
+    here = Path(__file__).resolve().parent  # this checkout's tileworkbench first, and the --cpu plugin;
+    site = here.parent / "tileworkbench" / "cutile_alias" / "site"  # the tests' `python file.py` children too
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(here.parent), str(here)] +
                                         [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     return env
 

@@ -37,7 +37,7 @@ def run_python(args, tmp_path, *, fake_cutile=False, env=None):
         (package / "__init__.py").write_text("REAL_CUTILE = True\n")
         paths.append(str(tmp_path / "site"))
     environment = {k: v for k, v in os.environ.items() if k != "TILEWORKBENCH_CUTILE_ALIAS"}
-    environment.update(PYTHONPATH=os.pathsep.join(paths), **(env or {}))
+    environment.update({"PYTHONPATH": os.pathsep.join(paths), **(env or {})})
     return subprocess.run([sys.executable, *args], cwd=tmp_path, env=environment, capture_output=True, text=True,
                           timeout=300, check=False)
 
@@ -137,3 +137,30 @@ def test_placeholders_answer_the_internal_test_helpers_with_tileworkbench_equiva
     done = run_python(["-m", "tileworkbench.cutile_alias", str(tmp_path / "p.py")], tmp_path,
                       env={"TILEWORKBENCH_CUTILE_ALIAS": "placeholders"})
     assert done.stdout.split() == ["True", "False"], done.stderr
+
+
+def test_the_python_processes_a_cutile_program_starts_import_cuda_tile_too(script, tmp_path):
+    parent = tmp_path / "parent.py"
+    parent.write_text("import subprocess, sys\n"
+                      f"subprocess.run([sys.executable, {str(script)!r}], check=True)\n")
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(parent)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[:2] == ["cuda.tile", "True"]
+
+
+def test_a_python_process_without_the_alias_variable_is_left_alone(tmp_path):
+    site = ROOT / "tileworkbench" / "cutile_alias" / "site"
+    done = run_python(["-c", "import sys; print('cuda.tile' in sys.modules, "
+                             "any(type(f).__name__ == '_Finder' for f in sys.meta_path))"], tmp_path,
+                      env={"PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])})
+    assert done.stdout.split() == ["False", "False"], done.stderr
+
+
+def test_cutile_names_for_its_error_classes_are_the_same_classes(tmp_path):
+    code = ("from cuda.tile._exception import TypeCheckingError, UnsupportedSyntaxError, InvalidValueError\n"
+            "import cuda.tile as ct\n"
+            "print(TypeCheckingError is ct.TileTypeError, UnsupportedSyntaxError is ct.TileSyntaxError, "
+            "InvalidValueError is ct.TileValueError)\n")
+    (tmp_path / "p.py").write_text(code)
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(tmp_path / "p.py")], tmp_path)
+    assert done.stdout.split() == ["True", "True", "True"], done.stderr

@@ -209,6 +209,17 @@ def install_from_environment() -> None:
     install(force="force" in words, internals="placeholders" if "placeholders" in words else "error")
 
 
+SITE_DIR = os.path.join(os.path.dirname(__file__), "site")  # holds a sitecustomize that installs the alias
+
+
+def reach_subprocesses() -> None:
+    """Make the Python processes this one starts install the alias as this one did: ENV and, first
+    on PYTHONPATH, SITE_DIR (whose sitecustomize installs it when ENV is set)."""
+    os.environ.setdefault(ENV, "")
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != SITE_DIR]
+    os.environ["PYTHONPATH"] = os.pathsep.join([SITE_DIR, *paths])
+
+
 def load_ipython_extension(ipython) -> None:
     """`%load_ext tileworkbench.cutile_alias` in a notebook."""
     install_from_environment()

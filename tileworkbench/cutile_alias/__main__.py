@@ -4,7 +4,7 @@ import os
 import runpy
 import sys
 
-from . import install_from_environment
+from . import install_from_environment, reach_subprocesses
 
 USAGE = "usage: python -m tileworkbench.cutile_alias (SCRIPT | -m MODULE) [ARGS...]"
 
@@ -14,6 +14,7 @@ def main(argv: list[str]) -> None:
         print(USAGE, file=sys.stderr)
         raise SystemExit(2)
     install_from_environment()
+    reach_subprocesses()  # the program's own `python ...` children import cuda.tile the same way
     if argv[0] == "-m":
         sys.argv = argv[1:]
         runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
