@@ -556,6 +556,59 @@ case("custom-reduce-scan-int32", custom_reduce_scan, (3,),
               np.array([7], np.int32), 64), exact=True)
 
 
+def _min_with_index(a_value, a_index, b_value, b_index):
+    take_b = (b_value < a_value) | ((b_value == a_value) & (b_index < a_index))
+    return ct.where(take_b, b_value, a_value), ct.where(take_b, b_index, a_index)
+
+
+@ct.kernel
+def tuple_reduce_scan(x, small, lowest, where, row_min, row_at, running, count, T: ct.Constant[int]):
+    """reduce/scan over tuples of tiles of different dtypes: to several outputs, to one, along a
+    broadcast tile, in reverse."""
+    i = ct.bid(0)
+    t = ct.load(x, (i, 0), (4, T))
+    columns = ct.arange(T, dtype=ct.int32)
+    m, at = ct.reduce((t, columns[None, :]), 1, _min_with_index, (3.0e38, 2**31 - 1))
+    ct.store(lowest, (i,), m)
+    ct.store(where, (i,), at)
+    flat = ct.reshape(t, (4 * T,))
+    one_m, one_at = ct.reduce((flat, ct.arange(4 * T, dtype=ct.int32)), 0, _min_with_index, (3.0e38, 2**31 - 1))
+    ct.store(row_min, (i,), ct.full((1,), one_m, ct.float32))
+    ct.store(row_at, (i,), ct.full((1,), one_at, ct.int32))
+    s = ct.load(small, (i, 0), (4, T))
+    ones = ct.full((1, T), 1, ct.int8)
+    total, seen = ct.scan((s, ones), 1, lambda a, n, b, m: (a + b, n + m), (0, 0), reverse=True)
+    ct.store(running, (i, 0), total)
+    ct.store(count, (i, 0), seen)
+
+
+case("tuple-reduce-scan", tuple_reduce_scan, (3,),
+     lambda: (random_array((12, 32), np.float32), random_array((12, 32), np.int16), np.zeros(12, np.float32),
+              np.zeros(12, np.int32), np.zeros(3, np.float32), np.zeros(3, np.int32), np.zeros((12, 32), np.int16),
+              np.zeros((12, 32), np.int8), 32), exact=True)
+
+
+@ct.kernel
+def welford(x, mean, m2, T: ct.Constant[int]):
+    """A float reduction over a tuple of three tiles (count, mean, sum of squared deviations)."""
+    i = ct.bid(0)
+    t = ct.load(x, (i, 0), (8, T))
+
+    def merge(n_a, mean_a, m2_a, n_b, mean_b, m2_b):
+        n = n_a + n_b
+        delta = mean_b - mean_a
+        share = ct.where(n > 0, n_b / ct.maximum(n, 1.0), 0.0)
+        return n, mean_a + delta * share, m2_a + m2_b + delta * delta * n_a * share
+    _, mu, sq = ct.reduce((ct.full((8, T), 1.0, ct.float32), t, ct.zeros((8, T), ct.float32)), 1, merge,
+                          (0.0, 0.0, 0.0))
+    ct.store(mean, (i,), mu)
+    ct.store(m2, (i,), sq)
+
+
+case("tuple-reduce-welford", welford, (2,),
+     lambda: (random_array((16, 64), np.float32), np.zeros(16, np.float32), np.zeros(16, np.float32), 64))
+
+
 @ct.kernel
 def astile_divmod(x, q, r, a: int):
     t = ct.load(x, (0,), (8,))

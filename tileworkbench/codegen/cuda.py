@@ -504,15 +504,16 @@ def _keepdims_shape(t: TileType, axes) -> tuple[int, ...]:
 REDUCTION_STAGE_BYTES = 96 * 1024
 
 
-def reduction_passes(t: TileType, threads: int, vec: int) -> tuple[int, int]:
-    """(passes, bytes staged per pass) of a reduction of tile type `t` to several outputs: the
-    fewest slices, each a range of every thread's register chunks, that fit REDUCTION_STAGE_BYTES."""
+def reduction_passes(t: TileType, threads: int, vec: int, element_bytes: int | None = None) -> tuple[int, int]:
+    """(passes, bytes staged per pass) of a reduction of tile type `t` (elements of `element_bytes`,
+    its dtype's size unless given) to several outputs: the fewest slices, each a range of every
+    thread's register chunks, that fit REDUCTION_STAGE_BYTES."""
     registers = max(1, t.size // threads)
     chunk = min(registers, vec)
 
     def staged(passes):
         n = t.size // passes
-        return ((n + n // 32 + 1) * t.dtype.itemsize + 15) // 16 * 16
+        return ((n + n // 32 + 1) * (element_bytes or t.dtype.itemsize) + 15) // 16 * 16
     passes = 1
     while staged(passes) > REDUCTION_STAGE_BYTES and registers % (2 * passes * chunk) == 0:
         passes *= 2
@@ -541,38 +542,61 @@ def _reduce(e, op):
 
 @emits("reduce", "scan")
 def _combine(e, op):
-    """A custom reduce/scan: the combine region becomes a device lambda over two scalars."""
-    if len(op.operands) != 1:
-        raise TileUnsupportedFeatureError(f"{op.name}() over a tuple of tiles is not supported in GPU kernels yet; "
-                                          f"run this kernel on the interpreter", op.loc)
-    (x,) = op.operands
-    region, t, axis = op.regions[0], x.dtype.ctype, op.attrs["axis"]
-    combine = e.define(Value(x.type), f"{op.result.name or op.name}_combine")
-    a, b = (e.define(arg) for arg in region.args)
-    e.emit(f"const auto {combine} = [=](const {t} {a}, const {t} {b}) {{  // the combine function")
-    e.indent += "  "
+    """A custom reduce/scan: the combine region becomes a device lambda over two elements. A tuple
+    of tiles is folded as one tile of packs (tw::zip), each element a pack of one value per tile,
+    and its results are taken back out (tw::unzip)."""
+    region, axis, tiles = op.regions[0], op.attrs["axis"], op.operands
+    types = [x.dtype.ctype for x in tiles]
+    packed = len(tiles) > 1
+    element = f"tw::pack<{', '.join(types)}>" if packed else types[0]
+    element_bytes = len(tiles) * max(x.dtype.itemsize for x in tiles)  # a pack's members padded at most to the widest
+    base = op.results[0].name or op.name
+    combine = e.define(Value(tiles[0].type), f"{base}_combine")
+    args = [e.define(arg) for arg in region.args]
+    if packed:
+        a, b = (e.define(Value(tiles[0].type), side) for side in ("a", "b"))
+        e.emit(f"const auto {combine} = [=](const {element} {a}, const {element} {b}) {{  // the combine function")
+        e.indent += "  "
+        for k, (name, t) in enumerate(zip(args, types * 2)):
+            e.emit(f"const {t} {name} = tw::get<{k % len(tiles)}>({a if k < len(tiles) else b});")
+    else:
+        e.emit(f"const auto {combine} = [=](const {element} {args[0]}, const {element} {args[1]}) {{  "
+               f"// the combine function")
+        e.indent += "  "
     e.block(region.ops)
     e.loc = op.loc
-    e.emit(f"return {t}({e[region.ops[-1].operands[0]]});")
+    combined = [f"{t}({e[v]})" for t, v in zip(types, region.ops[-1].operands)]
+    e.emit(f"return {_pack(combined) if packed else combined[0]};")
     e.indent = e.indent[:-2]
     e.emit("};")
-    identity = literal(op.attrs["identities"][0], x.dtype)
+    identities = [f"{t}({literal(i, x.dtype)})" for t, i, x in zip(types, op.attrs["identities"], tiles)]
+    identity = _pack(identities) if packed else identities[0]
+    operand = f"tw::zip({', '.join(e[x] for x in tiles)})" if packed else e[tiles[0]]
+    x = tiles[0].type
     if op.name == "scan":
-        _staged(e, x.type)
+        e.need_smem(_skewed(x.size) * element_bytes + 64)
         reverse = "true" if op.attrs["reverse"] else "false"
-        e.assign(op, f"tw::scan<{axis}, {reverse}>({e[x]}, {t}({identity}), {combine})")
-        return
-    keep = _keepdims_shape(x.type, (axis,))
-    outputs = math.prod(keep)
-    passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
-    if not isinstance(e.plan.of(op.result), RowLayout):  # rows of an accumulator reduce in registers
-        e.need_smem(staged + (e.threads // 32 + 1) * x.dtype.itemsize + outputs * 8 + 64)
-    expr = f"tw::reduce<{shape_type(keep)}, {passes}>({e[x]}, {t}({identity}), {combine})"
-    if not op.result.shape:
-        expr += ".item()"
-    elif keep != op.result.shape:
-        expr = f"tw::reshape<{shape_type(op.result.shape)}>({expr})"
-    e.assign(op, expr)
+        expr, keep = f"tw::scan<{axis}, {reverse}>({operand}, {identity}, {combine})", x.shape
+    else:
+        keep = _keepdims_shape(x, (axis,))
+        passes, staged = reduction_passes(x, e.threads, e.vec, element_bytes) if math.prod(keep) > 1 else (1, 0)
+        if not isinstance(e.plan.of(op.results[0]), RowLayout):  # rows of an accumulator reduce in registers
+            e.need_smem(staged + (e.threads // 32 + 1) * element_bytes + math.prod(keep) * 8 + 64)
+        expr = f"tw::reduce<{shape_type(keep)}, {passes}>({operand}, {identity}, {combine})"
+    if packed:
+        folded = e.define(Value(x), f"{base}_folded")
+        e.emit(f"const auto {folded} = {expr};")
+    for k, r in enumerate(op.results):
+        part = f"tw::unzip<{k}>({folded})" if packed else expr
+        if not r.shape:
+            part += ".item()"
+        elif keep != r.shape:
+            part = f"tw::reshape<{shape_type(r.shape)}>({part})"
+        e.emit(f"const {e.type_of(r)} {e.define(r)} = {part};")
+
+
+def _pack(values) -> str:
+    return f"tw::make_pack({', '.join(values)})"
 
 
 @emits("cumsum", "cumprod")

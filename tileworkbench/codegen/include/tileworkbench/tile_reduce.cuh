@@ -244,6 +244,49 @@ __device__ tile<T, S> scan(const tile<T, S>& x) {
                                 [](A a, A b) { return Product ? A(a * b) : A(a + b); },
                                 [](A a) { return convert<T>(a); });
 }
+// ---- several tiles at once: reduce/scan over a tuple of tiles ----------------------------------
+// A pack holds one element of each tile; zip makes a tile of packs (blocked tiles of one shape hold
+// the same elements in the same registers), which reduce and scan fold like any element, with a
+// combine function over packs; unzip takes one tile back out.
+template <class... T> struct pack;
+template <> struct pack<> {};
+template <class H, class... T> struct pack<H, T...> {
+  H head;
+  pack<T...> rest;
+};
+
+__device__ inline pack<> make_pack() { return {}; }
+template <class H, class... T>
+__device__ pack<H, T...> make_pack(H head, T... rest) { return {head, make_pack(rest...)}; }
+
+template <int I, class H, class... T>
+__device__ auto get(const pack<H, T...>& p) {
+  if constexpr (I == 0) return p.head;
+  else return get<I - 1>(p.rest);
+}
+
+__device__ inline pack<> shuffle_xor(pack<> p, int) { return p; }
+template <class H, class... T>
+__device__ pack<H, T...> shuffle_xor(const pack<H, T...>& p, int mask) {
+  return {shuffle_xor(p.head, mask), shuffle_xor(p.rest, mask)};
+}
+
+template <class S, class... T>
+__device__ tile<pack<T...>, S> zip(const tile<T, S>&... xs) {
+  tile<pack<T...>, S> out;
+#pragma unroll
+  for (int r = 0; r < tile<pack<T...>, S>::R; ++r) out.v[r] = make_pack(xs.v[r]...);
+  return out;
+}
+
+template <int I, class S, class... T>
+__device__ auto unzip(const tile<pack<T...>, S>& x) {
+  tile<decltype(get<I>(x.v[0])), S> out;
+#pragma unroll
+  for (int r = 0; r < tile<pack<T...>, S>::R; ++r) out.v[r] = get<I>(x.v[r]);
+  return out;
+}
+
 template <int Axis, bool Reverse = false, class T, class S>
 __device__ tile<T, S> cumsum(const tile<T, S>& x) { return scan<Axis, Reverse, false>(x); }
 template <int Axis, bool Reverse = false, class T, class S>
