@@ -302,6 +302,13 @@ def test_error_text_has_location_header_source_and_caret():
     assert lines[3].strip() == "^^^^"
 
 
+def test_error_frames_show_the_line_as_written_and_end_their_lines():
+    text = str(compile_error(non_pow2_shape))
+    lines = text.split("\n")
+    assert text.endswith("\n") and lines[2] == "        ct.load(a, (0,), (3,))"
+    assert lines[3] == " " * 25 + "^^^^"
+
+
 def test_ipython_sees_only_the_tile_error_not_a_stack():
     err = compile_error(non_pow2_shape)
     rendered = err._render_traceback_()
