@@ -610,6 +610,32 @@ case("tuple-reduce-welford", welford, (2,),
 
 
 @ct.kernel
+def arrays_chosen_at_run_time(x, y, out_a, out_b, n: int, T: ct.Constant[int]):
+    """Arrays chosen per block under a runtime if, swapped in a while loop, reassigned in a for loop."""
+    i = ct.bid(0)
+    if i % 2 == 0:
+        src = x
+    else:
+        src = y
+    dst, other = out_a, out_b
+    k = 0
+    while k < n + i:
+        dst, other = other, dst
+        k += 1
+    scale = y
+    for j in range(i):
+        scale = x
+    t = ct.load(src, (i,), (T,)) * ct.load(scale, (i,), (T,))
+    ct.store(dst, (i,), t)
+    ct.store(other, (i,), -t)
+
+
+case("arrays-chosen-at-run-time", arrays_chosen_at_run_time, (4,),
+     lambda: (random_array(64, np.float32), random_array(64, np.float32), np.zeros(64, np.float32),
+              np.zeros(64, np.float32), 1, 16), exact=True)
+
+
+@ct.kernel
 def astile_divmod(x, q, r, a: int):
     t = ct.load(x, (0,), (8,))
     k = ct.astile(((a, 2), (3, a + 1)), dtype=ct.int32).reshape((4,))

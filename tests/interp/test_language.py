@@ -583,3 +583,51 @@ def test_tuples_are_carried_through_loops_and_values_swap_between_iterations():
     x = np.array([1, 1, 0], np.float32)
     launch(fibonacci, (1,), x, 5)
     assert x[2] == 8  # (8, (13, 4)) after the for loop, then two swaps
+
+
+# ---- arrays chosen at run time ------------------------------------------------------------------
+
+@ct.kernel
+def store_to_the_chosen_array(x, y, n: int):
+    i = ct.bid(0)
+    if i == 0:
+        target = x
+    else:
+        target = y
+    source, spare = x, y
+    k = 0
+    while k < n:
+        source, spare = spare, source
+        k += 1
+    ct.store(target, (i,), ct.load(source, (2,), (4,)) + 1)
+
+
+def test_each_block_stores_to_the_array_its_runtime_if_chose():
+    x, y = np.arange(12, dtype=np.float32), np.full(12, 100, np.float32)
+    ct.launch(None, (2,), store_to_the_chosen_array, (x, y, 1))  # the loop swaps once: source is y
+    assert x[:4].tolist() == [101] * 4 and y[4:8].tolist() == [101] * 4
+    assert x[4:].tolist() == list(range(4, 12)) and y[:4].tolist() == [100] * 4
+
+
+def test_arrays_chosen_at_run_time_are_written_back_and_named_in_traces():
+    from tileworkbench.interp import run
+    from tileworkbench.interp.host import written_params
+    x, y = np.zeros(12, np.float32), np.zeros(12, np.float32)
+    assert written_params(store_to_the_chosen_array.specialize((x, y, 2))) == {"x", "y"}
+    trace = run(store_to_the_chosen_array, (2,), (x, y, 2), trace=True)
+    assert sorted(e.array for e in trace.by_op("store")) == ["x", "y"]
+    assert {e.array for e in trace.by_op("load")} == {"x"}
+
+
+@ct.kernel
+def array_or_tile(x, flag: int):
+    if flag:
+        v = x
+    else:
+        v = ct.load(x, (0,), (4,))
+    ct.store(x, (0,), ct.zeros((4,), ct.float32))
+
+
+def test_an_array_on_one_path_and_a_tile_on_the_other_is_refused():
+    with pytest.raises(ct.TileTypeError, match="Type of `v` depends on path taken"):
+        ct.launch(None, (1,), array_or_tile, (np.zeros(4, np.float32), 1))

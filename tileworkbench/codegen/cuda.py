@@ -24,7 +24,7 @@ from ..errors import TileUnsupportedFeatureError
 from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
-from ..ir.types import DType, TileType, bool_, float32, float64, tfloat32
+from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
 from .layout import LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, wanted_layout
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -88,8 +88,11 @@ class GeneratedKernel:
     notes: list = field(default_factory=list)
 
 
-def tile_type(t: TileType, layout: MmaLayout | RowLayout | None = None) -> str:
-    """Scalars are plain C++ values; tiles are tw::tile<T, tw::shape<...>> (plus a layout alias)."""
+def tile_type(t: TileType | ArrayType, layout: MmaLayout | RowLayout | None = None) -> str:
+    """Scalars are plain C++ values; tiles are tw::tile<T, tw::shape<...>> (plus a layout alias);
+    arrays (chosen under an `if` or carried by a loop) are tw::array<T, rank>."""
+    if isinstance(t, ArrayType):
+        return f"tw::array<{t.dtype.ctype}, {t.ndim}>"
     if not t.shape:
         return t.dtype.ctype
     return f"tw::tile<{t.dtype.ctype}, {shape_type(t.shape)}{', ' + layout.alias if layout else ''}>"

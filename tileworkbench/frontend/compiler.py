@@ -436,11 +436,17 @@ class Lowerer:
 
     def merge_pair(self, name, t, e, then_block, else_block):
         """Both branches' values of `name` as Values of one type (loose constants adapt, except in
-        what a helper returns: its paths must agree on the type, as in cuTile)."""
+        what a helper returns: its paths must agree on the type, as in cuTile). An array is chosen
+        among arrays of one dtype and rank."""
         for x in (t, e):
-            if not (isinstance(x, Value) and not x.is_array) and not coerce.is_const(x):
+            if not isinstance(x, Value) and not coerce.is_const(x):
                 self.fail(TileTypeError, f"`{name}` holds {coerce.describe(x)} that depends on a runtime condition; "
-                                         f"only tiles, scalars and tuples of them can")
+                                         f"only arrays, tiles, scalars and tuples of them can")
+        if isinstance(t, Value) and t.is_array or isinstance(e, Value) and e.is_array:
+            if not (isinstance(t, Value) and isinstance(e, Value) and t.type == e.type):
+                self.fail(TileTypeError, f"Type of `{name}` depends on path taken: {coerce.describe(t)} in the if "
+                                         f"branch, {coerce.describe(e)} in the else branch")
+            return t, e
         if name.startswith("$retval"):
             t_type, e_type = (x.type if isinstance(x, Value) else coerce.scalar_type(coerce.default_dtype(x)) for x in (t, e))
             if t_type != e_type:
@@ -495,10 +501,10 @@ class Lowerer:
         for name, v in zip(carried, initial):
             shapes[name] = _tree_shape(v)  # a tuple is carried as its leaves
             for leaf in _tree_leaves(v):
-                if not (isinstance(leaf, Value) and not leaf.is_array) and not coerce.is_const(leaf):
+                if not isinstance(leaf, Value) and not coerce.is_const(leaf):
                     self.fail(TileTypeError, f"`{name}` holds {coerce.describe(leaf)} and is reassigned in a loop; "
-                                             f"only tiles, scalars and tuples of them can change inside loops")
-                init.append(coerce.to_value(self, leaf))
+                                             f"only arrays, tiles, scalars and tuples of them can change inside loops")
+                init.append(leaf if isinstance(leaf, Value) and leaf.is_array else coerce.to_value(self, leaf))
         return assigned, carried, shapes, init
 
     def loop_region(self, s, block: Block, carried, shapes, walk, bind=None) -> tuple:
@@ -957,9 +963,15 @@ class Lowerer:
                 self.fail(TileTypeError, f"{func}() takes at most one argument")
             if isinstance(args[0], Value):
                 return coerce.cast(self, args[0], func)
-            if not coerce.is_const(args[0]):
+            value = args[0]
+            if isinstance(value, str):  # ct.float32("-inf"), as float("-inf")
+                try:
+                    value = float(value)
+                except ValueError:
+                    pass
+            if not coerce.is_const(value):
                 self.fail(TileTypeError, f"Invalid argument for {func}({args[0]!r})")
-            return coerce.constant(self, args[0], func)
+            return coerce.constant(self, value, func)
         if isinstance(func, type) and issubclass(func, enum.Enum):
             if any(isinstance(a, Value) for a in list(args) + list(kwargs.values())):
                 self.fail(TileTypeError, f"{func.__name__}(...) needs a compile-time value")

@@ -17,7 +17,7 @@ from ..errors import TileInternalError, TileValueError
 from ..ir.core import Block, Function, Value, walk_block
 from ..ir.ops import Category, ops_in
 from ..ir.types import TileType
-from .memory import MEMORY_RULES, ArrayView
+from .memory import MEMORY_RULES, ArrayChoice, ArrayView, chosen, per_block
 from .rules import RULES
 from .steps import CONTROL, StepLog, written_operand
 from .trace import Event, Status, Trace, padding_scalar
@@ -39,7 +39,7 @@ class Env:
         x = self.parent[v]
         # arrays are global memory, shared by every block; only per-block values (slice bounds too)
         # are restricted
-        if self.rows is not None and isinstance(x, ArrayView):
+        if self.rows is not None and isinstance(x, (ArrayView, ArrayChoice)):
             x = x.restricted(self.rows)
         elif self.rows is not None and not v.is_array and x.shape[0] != 1:
             x = x[self.rows]
@@ -71,10 +71,10 @@ class Context:
     def tracing(self) -> bool:
         return self.trace is not None
 
-    def array_name(self, v: Value) -> str:
-        while v not in self.arrays:  # a slice: named after the argument it views
-            v = v.owner.operands[0]
-        return self.arrays[v][0]
+    def array_name(self, array) -> str:
+        """The parameter name of the argument an array value is (or views, through slices)."""
+        base = array.base if isinstance(array, ArrayView) else array
+        return next(name for name, arg in self.arrays.values() if arg is base)
 
     def subset(self, rows) -> Context:
         return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding,
@@ -159,8 +159,11 @@ def run_block(ctx: Context, block: Block, env: Env) -> list:
             rule = MEMORY_RULES.get(op.name) or RULES.get(op.name)
             if rule is None:
                 raise TileInternalError(f"The interpreter has no rule for op '{op.name}'", op.loc)
-            out = rule(ctx, op, *args)
-            results = [] if out is None else [out]
+            if any(isinstance(x, ArrayChoice) for x in args):
+                results = _run_per_array(ctx, op, rule, args)
+            else:
+                out = rule(ctx, op, *args)
+                results = [] if out is None else [out]
             if ctx.tracing and op.name in SHAPE_OPS:
                 _record_shape_op(ctx, op, args)
         for r, x in zip(op.results, results):
@@ -179,6 +182,75 @@ def _record_step(ctx, op, results, args, events_before):
     ctx.steps.record(op, value, ctx.bids, ctx.trace.events[events_before:])
 
 
+def _run_per_array(ctx, op, rule, args) -> list:
+    """An op on an array that differs between the blocks of the batch: run it once per group of
+    blocks holding the same arrays, and merge what it returns."""
+    choices = [k for k, x in enumerate(args) if isinstance(x, ArrayChoice)]
+    groups: list = []  # (the arrays, the blocks holding them)
+    for r in range(ctx.size):
+        picks = [args[k].per_block[r] for k in choices]
+        group = next((g for g in groups if all(a is b for a, b in zip(g[0], picks))), None)
+        if group is None:
+            group = (picks, [])
+            groups.append(group)
+        group[1].append(r)
+    merged = None
+    for picks, rows in groups:
+        rows = np.array(rows)
+        sub = [x.restricted(rows) if isinstance(x, ArrayView) else x if v.is_array or x.shape[0] == 1 else x[rows]
+               for v, x in zip(op.operands, args)]
+        for k, pick in zip(choices, picks):
+            sub[k] = pick
+        out = rule(ctx.subset(rows), op, *sub)
+        if out is None:
+            continue
+        if op.result.is_array:
+            merged = merged or [None] * ctx.size
+            for r, a in zip(rows, per_block(out, len(rows))):
+                merged[r] = a
+        else:
+            if merged is None:
+                merged = np.empty((ctx.size,) + out.shape[1:], out.dtype)
+            merged[rows] = out
+    if merged is None:
+        return []
+    return [chosen(merged) if op.result.is_array else merged]
+
+
+def _rows_merged(size: int, v: Value, parts):
+    """v's value over the batch from (rows, value) parts that cover it."""
+    if v.is_array:
+        blocks = [None] * size
+        for rows, x in parts:
+            for r, a in zip(rows, per_block(x, len(rows))):
+                blocks[r] = a
+        return chosen(blocks)
+    merged = np.empty((size,) + v.type.shape, dtype=v.type.dtype.numpy)
+    for rows, x in parts:
+        merged[rows] = x
+    return merged
+
+
+def _whole_batch(v: Value, x, size: int):
+    """A loop-carried value as a batch of `size` blocks that rows of it can be written in."""
+    return x if v.is_array else np.array(np.broadcast_to(x, (size,) + x.shape[1:]))
+
+
+def _rows_of(v: Value, x, rows):
+    if v.is_array:
+        return x.restricted(rows) if isinstance(x, (ArrayView, ArrayChoice)) else x
+    return x[rows]
+
+
+def _update_rows(v: Value, x, rows, new, size: int):
+    """x with the blocks `rows` holding `new` (tiles in place; an array value is made anew)."""
+    if not v.is_array:
+        x[rows] = new
+        return x
+    others = np.setdiff1d(np.arange(size), rows)
+    return _rows_merged(size, v, [(others, _rows_of(v, x, others)), (rows, new)])
+
+
 def _split(cond: np.ndarray):
     cond = np.asarray(cond).reshape(-1)
     if cond.shape[0] == 1 or cond.all() or not cond.any():
@@ -190,14 +262,8 @@ def _run_if(ctx, op, env):
     uniform, parts = _split(env[op.operands[0]])
     if parts is None:
         return run_block(ctx, op.regions[0 if uniform else 1], Env(env))
-    results = []
     outs = [run_block(ctx.subset(rows), region, Env(env, rows)) for rows, region in zip(parts, op.regions)]
-    for r, then_x, else_x in zip(op.results, *outs):
-        merged = np.empty((ctx.size,) + r.type.shape, dtype=r.type.dtype.numpy)
-        merged[parts[0]] = then_x
-        merged[parts[1]] = else_x
-        results.append(merged)
-    return results
+    return [_rows_merged(ctx.size, r, zip(parts, xs)) for r, *xs in zip(op.results, *outs)]
 
 
 def _run_for(ctx, op, env):
@@ -218,41 +284,39 @@ def _run_for(ctx, op, env):
                 carried = run_block(ctx, body, inner)
         return carried
     size = ctx.size
-    full = [np.array(np.broadcast_to(x, (size,) + x.shape[1:])) for x in carried]
+    full = [_whole_batch(a, x, size) for a, x in zip(carried_args, carried)]
     trips, lo, step = (np.broadcast_to(a, (size,)) for a in (trips, lo, step))
     for k in range(int(trips.max())):
         rows = np.nonzero(trips > k)[0]
         inner = Env(env, rows)
         inner[iv] = (lo[rows] + k * step[rows]).astype(np.int32)
         for a, x in zip(carried_args, full):
-            inner[a] = x[rows]
+            inner[a] = _rows_of(a, x, rows)
         with ctx.iteration(op, k):
             news = run_block(ctx.subset(rows), body, inner)
-        for x, new in zip(full, news):
-            x[rows] = new
+        full = [_update_rows(a, x, rows, new, size) for a, x, new in zip(carried_args, full, news)]
     return full
 
 
 def _run_while(ctx, op, env):
     """Run the body on the blocks still looping until each block's go-on flag is false."""
     size = ctx.size
-    carried = [np.array(np.broadcast_to(env[v], (size,) + env[v].shape[1:])) for v in op.operands]
     body = op.regions[0]
+    carried = [_whole_batch(a, env[v], size) for a, v in zip(body.args, op.operands)]
     rows = np.arange(size)
     iteration = 0
     while rows.size:
         every = rows.size == size
         inner = Env(env, None if every else rows)
         for arg, x in zip(body.args, carried):
-            inner[arg] = x if every else x[rows]
+            inner[arg] = x if every else _rows_of(arg, x, rows)
         with ctx.iteration(op, iteration):
             go_on, *new = run_block(ctx if every else ctx.subset(rows), body, inner)
         iteration += 1
         if every:  # the body may yield the carried arrays themselves (swaps): take fresh ones
-            carried = [np.array(np.broadcast_to(n, (size,) + n.shape[1:])) for n in new]
-        else:  # the body saw copies (x[rows]); write its results back in place
-            for x, n in zip(carried, new):
-                x[rows] = n
+            carried = [_whole_batch(a, n, size) for a, n in zip(body.args, new)]
+        else:  # the body saw copies (x[rows]); write its results back
+            carried = [_update_rows(a, x, rows, n, size) for a, x, n in zip(body.args, carried, new)]
         rows = rows[np.broadcast_to(np.asarray(go_on).reshape(-1), rows.shape)]
     return carried
 

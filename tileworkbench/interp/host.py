@@ -57,16 +57,46 @@ def _is_array(obj) -> bool:
 
 
 def written_params(fn) -> set[str]:
-    """Names of the array parameters a kernel specialization may write (through slices too)."""
+    """Names of the array parameters a kernel specialization may write (through slices, and
+    arrays chosen under a runtime `if` or carried by a loop, too)."""
     names = {v: p.name for p, v in zip(fn.runtime_params, fn.body.args) if p.kind == "array"}
-    written = set()
-    for op in fn.walk():
-        if op.name in _WRITES:
-            array = op.operands[0]
-            while array not in names:  # a view made by array.slice
-                array = array.owner.operands[0]
+    sources = _array_sources(fn)
+    written, todo = set(), [op.operands[0] for op in fn.walk() if op.name in _WRITES]
+    seen = set()
+    while todo:
+        array = todo.pop()
+        if array in seen:
+            continue
+        seen.add(array)
+        if array in names:
             written.add(names[array])
+        todo.extend(sources.get(array, ()))
     return written
+
+
+def _array_sources(fn) -> dict:
+    """For each array value that is not a parameter, the values it may be: a slice's array, the
+    values both branches of an `if` yield, a loop's initial and yielded values."""
+    sources: dict = {}
+
+    def add(v, *froms):
+        if v.is_array:
+            sources.setdefault(v, []).extend(froms)
+    for op in fn.walk():
+        if op.name == "array_slice":
+            add(op.result, op.operands[0])
+        elif op.name == "if":
+            for k, r in enumerate(op.results):
+                add(r, *(region.ops[-1].operands[k] for region in op.regions))
+        elif op.name in ("for", "while"):
+            body = op.regions[0]
+            init = op.operands[3:] if op.name == "for" else op.operands
+            args = body.args[1:] if op.name == "for" else body.args
+            yielded = body.ops[-1].operands[1:] if op.name == "while" else body.ops[-1].operands
+            for r, a, i, y in zip(op.results, args, init, yielded):
+                add(r, i, y)
+                add(a, i, y)
+    return sources
 
 
 def run_anywhere(kernel, grid, args) -> None:

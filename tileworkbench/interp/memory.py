@@ -65,6 +65,32 @@ class ArrayView:
         return ArrayView(self.base, pick[:self.base.ndim], pick[self.base.ndim:])
 
 
+class ArrayChoice:
+    """An array value that differs between the blocks of a batch (chosen under a runtime `if`, or
+    carried by a loop): the array (a NumPy array or an ArrayView) each block holds."""
+
+    def __init__(self, per_block: list):
+        self.per_block = per_block
+
+    def restricted(self, rows) -> ArrayChoice | np.ndarray | ArrayView:
+        return chosen([self.per_block[r] for r in rows])
+
+
+def per_block(array, size: int) -> list:
+    """An array value as a list of what each of `size` blocks holds."""
+    if isinstance(array, ArrayChoice):
+        return list(array.per_block)
+    if isinstance(array, ArrayView) and any(x.shape[0] > 1 for x in array.origin + array.extent):
+        return [array.restricted([r]) for r in range(size)]  # bounds that differ by block
+    return [array] * size
+
+
+def chosen(blocks: list):
+    """The array value of a batch whose blocks hold `blocks`: one array when they agree."""
+    first = blocks[0]
+    return first if all(b is first for b in blocks) else ArrayChoice(blocks)
+
+
 def _lanes(array, coords, full):
     """The base array, the lanes' coordinates in it, and which lanes lie inside the (viewed) array,
     for lanes at coordinates `coords` of `array` (a NumPy array or an ArrayView)."""
@@ -115,7 +141,7 @@ def _write(array, coords, values, ok):
 
 def _writable(ctx, op, array) -> str:
     """The name of the array `op` writes, refusing a read-only one at the op's line."""
-    name = ctx.array_name(op.operands[0])
+    name = ctx.array_name(array)
     if not array.flags.writeable:
         raise TileValueError(f"{op.name} into `{name}`: the NumPy array is read-only (pass a writable array, "
                              f"e.g. a copy)", op.loc)
@@ -139,7 +165,7 @@ def load(ctx, op, array, *index):
     shape, order = op.attrs["shape"], op.attrs["order"]
     full = (ctx.size,) + tuple(shape)
     array, coords, inb = _lanes(array, _tile_space_coords(array, index, shape, order), full)
-    name = ctx.array_name(op.operands[0])
+    name = ctx.array_name(array)
     if not op.attrs["check_bounds"]:
         _check(ctx, op, name, array.shape, coords, ~_full(inb, full), "from")
     _check_padding(ctx, op, name, array.shape, coords, ~_full(inb, full))
@@ -180,14 +206,14 @@ def _element_lanes(ctx, op, array, rest, what):
     array, coords, inb = _lanes(array, coords, full)
     on = _full(mask, full) if mask is not None else np.ones(full, bool)
     if not op.attrs["check_bounds"]:
-        _check(ctx, op, ctx.array_name(op.operands[0]), array.shape, coords, on & ~inb, what)
+        _check(ctx, op, ctx.array_name(array), array.shape, coords, on & ~inb, what)
     return operand, full, array, coords, inb, on
 
 
 @memory_rule("gather")
 def gather(ctx, op, array, *rest):
     pad, full, array, coords, inb, on = _element_lanes(ctx, op, array, rest, "from")
-    name = ctx.array_name(op.operands[0])
+    name = ctx.array_name(array)
     ok = on & inb
     values = np.where(ok, _read(array, [np.where(ok, c, 0) for c in coords], full), _full(pad, full))
     status = np.where(ok, Status.LOADED, np.where(on, Status.OUT_OF_BOUNDS, Status.MASKED))
@@ -228,7 +254,7 @@ def _advanced_coords(op, array, index, starts):
 def load_adv(ctx, op, array, index, *starts):
     full = (ctx.size,) + op.result.shape
     array, coords, inb = _lanes(array, _advanced_coords(op, array, index, starts), full)
-    name = ctx.array_name(op.operands[0])
+    name = ctx.array_name(array)
     _check_padding(ctx, op, name, array.shape, coords, ~inb)
     safe = tuple(np.where(inb, c, 0) for c in coords)
     pad = array.dtype.type(padding_value(op.attrs["padding"], op.result.dtype))
