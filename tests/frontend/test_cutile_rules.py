@@ -233,6 +233,25 @@ def calls_returns_from_a_for_loop(x, n: int):
     returns_from_a_for_loop(n)
 
 
+def first_fibonacci_above(n):
+    a, b = 1, 1
+    while True:
+        a, b = b, a + b
+        if b > n:
+            return b
+
+
+@ct.kernel
+def fibonacci(y, n: int):
+    ct.store(y, (0,), ct.full((1,), first_fibonacci_above(n), ct.int32))
+
+
+def test_a_helper_returns_from_a_while_true_loop():
+    y = np.zeros(1, np.int32)
+    launch(fibonacci, y, 15)
+    assert y[0] == 21
+
+
 def test_returning_from_a_for_loop_of_a_helper_is_refused():
     raises(ct.TileSyntaxError, "Returning from a for loop is not supported", calls_returns_from_a_for_loop, F32, 4)
 
@@ -277,6 +296,24 @@ def test_a_name_holding_one_constant_at_every_break_of_a_while_true_loop_is_that
     y = np.zeros(2, np.int32)
     launch(break_with_a_constant, y)
     assert y.tolist() == [7, 7]
+
+
+@ct.kernel
+def defined_at_every_break(x):
+    i = 0
+    while True:
+        if i > 0:
+            t = ct.gather(x, ()) + i
+            pair = (t, t * 2)
+            break
+        i += 10
+    ct.scatter(x, (), pair[1])
+
+
+def test_a_name_first_assigned_in_a_while_true_loop_and_defined_at_every_break_is_defined_after_it():
+    x = np.ones((), np.int32)
+    launch(defined_at_every_break, x)
+    assert x == 22
 
 
 @ct.kernel

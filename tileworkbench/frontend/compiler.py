@@ -144,7 +144,8 @@ class Lowerer:
         self.calling = ""                 # the name of the tile function being lowered
         self.combining = ""               # "reduction" or "scan" while inlining a combine function
         self.loop_depth = 0               # loops of the function being walked (for break/continue)
-        self.break_scopes: list = []      # per enclosing loop: the scope at each of its `break`s
+        self.loop_exits: list = []        # per enclosing loop: ("break" or "return", the scope there) per exit
+        self.trial = False                # walking a loop body once to learn what its exits hold
         self.local_names: dict = {}       # function AST node -> the names it assigns (its locals)
 
     # ---- errors and emission ------------------------------------------------------------------
@@ -282,6 +283,8 @@ class Lowerer:
         # under runtime control flow: the exit is a flag the enclosing bodies test (walk_body)
         self.scope["$return"] = True
         self.scope["$retval"] = value
+        if self.loop_depth:
+            self.loop_exits[-1].append(("return", dict(self.scope)))
 
     def stmt_Assert(self, s):
         cond = self.expr(s.test)
@@ -319,7 +322,7 @@ class Lowerer:
     def stmt_Break(self, s):
         if not self.loop_depth:
             self.fail(TileSyntaxError, "'break' outside loop")
-        self.break_scopes[-1].append(dict(self.scope))
+        self.loop_exits[-1].append(("break", dict(self.scope)))
         self.scope["$break"] = True
 
     def stmt_Continue(self, s):
@@ -465,7 +468,7 @@ class Lowerer:
         decided at compile time."""
         outer = {f: self.scope.get(f, False) for f in ("$break", "$continue")}
         self.loop_depth += 1
-        self.break_scopes.append([])
+        self.loop_exits.append([])
         try:
             for item in iterable:
                 self.scope["$break"] = self.scope["$continue"] = False
@@ -478,7 +481,7 @@ class Lowerer:
                     break
         finally:
             self.loop_depth -= 1
-            self.break_scopes.pop()
+            self.loop_exits.pop()
         self.scope.update(outer)
 
     def loop_state(self, s, exclude=()):
@@ -488,12 +491,15 @@ class Lowerer:
         carried = [n for n in sorted(assigned) if n in self.scope and not isinstance(self.scope[n], _Undefined)]
         initial = [self.scope[n] for n in carried]
         if _exits(s.body, ast.Return):
-            if self.call_stack:
+            if self.call_stack and not self.trial and (isinstance(s, ast.For) or "$retval" not in self.scope):
                 loop = "a for" if isinstance(s, ast.For) else "a while"
-                self.fail(TileSyntaxError, f"Returning from {loop} loop is not supported in a helper function; "
-                                           f"assign the result and break")
+                self.fail(TileSyntaxError, f"Returning from {loop} loop is not supported in a helper function "
+                                           f"(only from a `while True` loop); assign the result and break")
             carried.append("$return")
             initial.append(self.scope.get("$return", False))
+            if self.call_stack and "$retval" in self.scope:
+                carried.append("$retval")
+                initial.append(self.scope["$retval"])
         if isinstance(s, ast.For) and _exits(s.body, ast.Break):
             carried.append("$break")
             initial.append(False)
@@ -510,7 +516,7 @@ class Lowerer:
     def loop_region(self, s, block: Block, carried, shapes, walk, bind=None) -> tuple:
         """Walk a loop body into `block` (its last arguments are the carried values' leaves; `bind`
         names others) with `walk`; return the carried leaves at the end of the body, the body's
-        scope and the scopes at its `break`s."""
+        scope and its exits (see loop_exits)."""
         if s.orelse:
             self.fail(TileSyntaxError, f"{type(s).__name__.lower()}-else is not supported")
         if self.combining:
@@ -522,12 +528,12 @@ class Lowerer:
             args = iter(leaves)
             scope.update({name: _tree_build(shapes[name], args) for name in carried}, **(bind or {}))
         self.loop_depth += 1
-        self.break_scopes.append([])
+        self.loop_exits.append([])
         try:
             body_scope = self.walk_region(s.body, block, prelude, walk)
         finally:
             self.loop_depth -= 1
-            breaks = self.break_scopes.pop()
+            exits = self.loop_exits.pop()
         yielded, args = [], iter(leaves)
         for name in carried:
             new = body_scope.get(name, _MISSING)
@@ -543,7 +549,7 @@ class Lowerer:
                     self.fail(TileTypeError, f"Variable {name} has changed its type inside a loop from {arg.type} to "
                                              f"{coerce.describe(leaf)}")
                 yielded.append(leaf)
-        return yielded, body_scope, breaks
+        return yielded, body_scope, exits
 
     def loop_results(self, op, assigned, carried, shapes):
         results = iter([] if not carried else ([op] if isinstance(op, Value) else op.results))
@@ -587,16 +593,62 @@ class Lowerer:
 
     def stmt_While(self, s):
         """`while test: body` is a `while` op whose body evaluates the test, runs the user's body when
-        it holds, and yields whether to go on (the test held and nothing broke or returned)."""
+        it holds, and yields whether to go on (the test held and nothing broke or returned).
+
+        `while True` ends only at a break or a return, so what every break agrees on holds after
+        it: a name first assigned in the body and defined at every break is defined after the
+        loop, and a name holding one constant at every break is that constant; in a helper, what
+        its returns return is the helper's result."""
+        test = None if _assigned_names([s]) & _loaded_names(s.test) else self.constant_test(s.test)
+        if test is True:
+            self.seed_break_values(s)
+        exits = self.while_loop(s)
+        if test is True:
+            breaks = [scope for kind, scope in exits if kind == "break"]
+            for name in self.scope:
+                first = breaks[0].get(name, _MISSING) if breaks else _MISSING
+                if not name.startswith("$") and coerce.is_const(first) and \
+                        all(_same_const(b.get(name, _MISSING), first) for b in breaks[1:]):
+                    self.scope[name] = first
+
+    def constant_test(self, node):
+        """A loop test's value when it is a compile-time constant (True for any true one), else None."""
+        value = self.expr(node)
+        return None if isinstance(value, Value) else bool(value)
+
+    def seed_break_values(self, s):
+        """Before a `while True` loop: give the names its body first assigns and every break
+        defines (and a helper's return value) a value of the type they hold there, so that the
+        loop carries them. A first walk of the loop, into a block that is thrown away, finds them."""
+        undefined = [n for n in sorted(_assigned_names(s.body))
+                     if n not in self.scope or isinstance(self.scope[n], _Undefined)]
+        returns = bool(self.call_stack) and _exits(s.body, ast.Return)
+        if not undefined and not returns:
+            return
+        saved = self.builder.block, self.scope, self.trial
+        self.builder.block, self.scope, self.trial = Block(), dict(self.scope), True
+        try:
+            exits = self.while_loop(s)
+        finally:
+            self.builder.block, self.scope, self.trial = saved
+        breaks = [scope for kind, scope in exits if kind == "break"]
+        candidates = [(n, [b.get(n, _MISSING) for b in breaks]) for n in undefined if breaks]
+        if returns:
+            candidates.append(("$retval", [scope.get("$retval") for kind, scope in exits if kind == "return"]))
+        for name, values in candidates:
+            if values and all(_same_type(v, values[0]) for v in values):
+                self.scope[name] = self.filler(values[0])
+
+    def while_loop(self, s) -> list:
+        """Emit the `while` op of loop `s`; return its exits."""
         assigned, carried, shapes, init = self.loop_state(s)
         body = Block(args=_carried_args(carried, shapes, init))
-        go_on, tests = [], []
+        go_on = []
 
         def walk(stmts):
             if "$return" in carried:  # the loop ends when a return is taken: none is at an iteration's start
                 self.scope["$return"] = False
             test = self.expr(s.test)
-            tests.append(test)
             if isinstance(test, Value):
                 test = self.condition(test)
                 self.runtime_if(test, stmts, [])
@@ -611,16 +663,11 @@ class Lowerer:
                 go_on.append(self.emit("bitwise_and", [test, keep]) if isinstance(test, Value) else keep)
             else:
                 go_on.append(test if isinstance(test, Value) else coerce.constant(self, True, bool_))
-        yielded, _, breaks = self.loop_region(s, body, carried, shapes, walk)
+        yielded, _, exits = self.loop_region(s, body, carried, shapes, walk)
         self.in_block(body, lambda: self.emit("yield", go_on + yielded))
         op = self.emit("while", init, {"result_types": [v.type for v in init]}, regions=[body])
         self.loop_results(op, assigned, carried, shapes)
-        if breaks and not isinstance(tests[0], Value) and tests[0]:
-            # `while True` ends at a break only: a name holding one constant at every break holds it after
-            for name in (n for n in carried if not n.startswith("$")):
-                first = breaks[0].get(name, _MISSING)
-                if coerce.is_const(first) and all(_same_const(b.get(name, _MISSING), first) for b in breaks[1:]):
-                    self.scope[name] = first
+        return exits
 
     def combine_region(self, func, dtypes, what: str) -> Block:
         """The region of a custom reduce/scan: `func` inlined over two groups of scalars
@@ -1158,6 +1205,20 @@ def _exits(stmts, kind) -> bool:
 
 def _same_const(a, b) -> bool:
     return type(a) is type(b) and (a is b or a == b)
+
+
+def _same_type(a, b) -> bool:
+    """Whether a and b (values a name holds) are tuples of the same structure whose leaves are
+    tiles of one type or constants of one Python type; arrays are not carried this way."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        return isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) and all(map(_same_type, a, b))
+    if isinstance(a, Value) and isinstance(b, Value):
+        return not a.is_array and a.type == b.type
+    return coerce.is_const(a) and type(a) is type(b)
+
+
+def _loaded_names(node) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _bind(pyfunc, args, kwargs) -> dict:
