@@ -128,7 +128,7 @@ def broadcast(lw, v: Value, shape) -> Value:
     if v.shape == shape:
         return v
     if not broadcasts_to(v.shape, shape):
-        lw.fail(TileTypeError, f"Cannot broadcast tile of shape {v.shape} to {shape}")
+        lw.fail(TileTypeError, f"Shape {v.shape} is not broadcastable to {shape}")
     if len(v.shape) < len(shape):
         v = lw.emit("reshape", [v], {"shape": (1,) * (len(shape) - len(v.shape)) + v.shape})
     return lw.emit("broadcast", [v], {"shape": shape})
