@@ -630,7 +630,7 @@ def wanted_layout(plan: LayoutPlan, op: Op, operand: Value):
         return None
     if op.name in ELEMENTWISE and op.result.shape:
         return plan.of(op.result)
-    if op.name in ROW_REDUCTIONS and isinstance(plan.of(op.result), RowLayout):
+    if op.name in ROW_REDUCTIONS and isinstance(plan.of(op.results[0]), RowLayout):  # (a tuple: several results)
         return MmaLayout(plan.of(op.result).wm, 1)
     if op.name == "broadcast" and isinstance(plan.of(op.result), MmaLayout) and operand.type.size > 1:
         return RowLayout(plan.of(op.result).wm) if plan.of(op.result).wn == 1 and operand.shape[-1] == 1 else None
