@@ -599,7 +599,7 @@ class Lowerer:
         it: a name first assigned in the body and defined at every break is defined after the
         loop, and a name holding one constant at every break is that constant; in a helper, what
         its returns return is the helper's result."""
-        test = None if _assigned_names([s]) & _loaded_names(s.test) else self.constant_test(s.test)
+        test = self.constant_test(s)
         if test is True:
             self.seed_break_values(s)
         exits = self.while_loop(s)
@@ -611,10 +611,13 @@ class Lowerer:
                         all(_same_const(b.get(name, _MISSING), first) for b in breaks[1:]):
                     self.scope[name] = first
 
-    def constant_test(self, node):
-        """A loop test's value when it is a compile-time constant (True for any true one), else None."""
-        value = self.expr(node)
-        return None if isinstance(value, Value) else bool(value)
+    def constant_test(self, s):
+        """Whether loop `s`'s test is a constant (`True`, `1`, a constant name the loop leaves
+        alone) that holds, or None when it is not such a constant; read without emitting anything."""
+        if isinstance(s.test, ast.Name) and s.test.id not in _assigned_names(s.body) or isinstance(s.test, ast.Constant):
+            value = self.expr(s.test)
+            return None if isinstance(value, Value) else bool(value)
+        return None
 
     def seed_break_values(self, s):
         """Before a `while True` loop: give the names its body first assigns and every break
@@ -1215,10 +1218,6 @@ def _same_type(a, b) -> bool:
     if isinstance(a, Value) and isinstance(b, Value):
         return not a.is_array and a.type == b.type
     return coerce.is_const(a) and type(a) is type(b)
-
-
-def _loaded_names(node) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _bind(pyfunc, args, kwargs) -> dict:
