@@ -7,7 +7,6 @@ the array parameters themselves (for memory ops). `launch_on(fn, *arrays)` runs 
 parameters for its side effects (stores, scatters).
 """
 import inspect
-import math
 
 import ml_dtypes
 import numpy as np
@@ -710,12 +709,17 @@ def test_transpose_with_the_same_axis_twice_is_the_identity():
     np.testing.assert_array_equal(compute(lambda t: ct.transpose(t, 1, 1), X248, dtype=ct.int32, shape=(2, 4, 8)), X248)
 
 
-@pytest.mark.parametrize("shape, message", [((2, 4, 8), "`axes` must be specified"), ((8,), "fewer than 2 dimensions"),
-                                            ((), "fewer than 2 dimensions")])
-def test_transpose_without_axes_is_refused_unless_2d(shape, message):
-    with pytest.raises(ct.TileTypeError, match=message):
-        compute(lambda t: ct.transpose(t.reshape(shape)), arange((max(1, math.prod(shape)),)), dtype=ct.int32,
-                shape=shape)
+@pytest.mark.parametrize("shape", [(2, 4, 8), (2, 4, 2, 2)])
+def test_transpose_without_axes_swaps_the_first_two_dims_of_any_rank(shape):
+    x = arange(shape)
+    expected = np.swapaxes(x, 0, 1)
+    np.testing.assert_array_equal(compute(lambda t: ct.transpose(t), x, dtype=ct.int32, shape=expected.shape), expected)
+
+
+def test_transpose_of_rank_below_2_is_unchanged():
+    x = arange((8,))
+    np.testing.assert_array_equal(compute(lambda t: ct.transpose(t), x, dtype=ct.int32, shape=(8,)), x)
+    assert compute(lambda t: ct.transpose(t.reshape(())), np.array([4], np.int32), dtype=ct.int32, shape=()) == 4
 
 
 def test_transpose_with_one_axis_is_refused():

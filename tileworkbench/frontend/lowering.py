@@ -614,11 +614,9 @@ def transpose(lw, x, axis0, axis1):
     ndim = x.type.ndim
     if (axis0 is None) != (axis1 is None):
         lw.fail(TileTypeError, "transpose axes must either both be specified or both be None")
-    if ndim < 2:
-        lw.fail(TileTypeError, f"Cannot transpose a tile with fewer than 2 dimensions, got shape {x.shape}")
     if axis0 is None:
-        if ndim > 2:
-            lw.fail(TileTypeError, f"`axes` must be specified for tile with more than 2 dimensions, got shape {x.shape}")
+        if ndim < 2:  # the tile-operations spec: rank < 2 is returned unchanged
+            return x
         axis0, axis1 = 0, 1
     a, b = normalize_axis(lw, axis0, ndim), normalize_axis(lw, axis1, ndim)
     axes = list(range(ndim))
