@@ -1,12 +1,21 @@
-"""pytest plugin for the conformance runner's --cpu: cuTile's tests on a machine without a GPU.
+"""cuTile programs on a machine without a GPU: their CUDA tensors in host memory.
 
-cuTile's tests make their tensors with device="cuda" and pass torch.cuda.current_stream(); here
-those tensors are made in host memory instead (torch's factories, make_tensor, .cuda() and
-.to("cuda") are redirected) and the stream calls answer None, so that with
-TILEWORKBENCH_INTERPRET=1 each launch runs on the interpreter over host tensors. Tests that need a
-real device (CUDA graphs, streams, device properties) still fail, and say so.
+cuTile's tests and samples make their tensors with device="cuda", pass
+torch.cuda.current_stream() and time with CUDA events. Here those tensors are made in host memory
+instead (torch's factories, make_tensor, .cuda() and .to("cuda") are redirected) and still say
+they are CUDA tensors (`is_cuda`, which the samples check), the stream calls answer None, events
+read the host clock and the device reports compute capability 9.0 (the H100 the programs are
+tuned for), so that with TILEWORKBENCH_INTERPRET=1 each launch runs on the interpreter over host
+tensors. Programs that need a real device (CUDA graphs, streams, device properties) still fail,
+and say so.
+
+    pytest -p cutile_cpu_torch ...                                  # cuTile's tests (conformance runner)
+    python benchmarks/cutile_cpu_torch.py SCRIPT [ARGS...]          # a script, through the cuda.tile alias
 """
 import functools
+import runpy
+import sys
+import time
 
 import torch
 import torch.testing
@@ -14,6 +23,7 @@ import torch.testing
 _FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor", "arange", "as_tensor",
               "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
               "linspace", "eye", "randperm", "empty_strided", "normal")
+CAPABILITY = (9, 0)
 
 
 def _host(device):
@@ -39,12 +49,50 @@ def _to(original):
     return to
 
 
-def pytest_load_initial_conftests(early_config, parser, args):
+class HostEvent:
+    """torch.cuda.Event on the host clock (every host launch has finished when it returns)."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.seconds = None
+
+    def record(self, stream=None):
+        self.seconds = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end) -> float:
+        return (end.seconds - self.seconds) * 1e3
+
+
+def redirect_to_host() -> None:
+    """Make this process's CUDA tensors host tensors (see the module's docstring)."""
     for name in _FACTORIES:
         setattr(torch, name, _on_host(getattr(torch, name)))
     torch.testing.make_tensor = _on_host(torch.testing.make_tensor)
     torch.Tensor.to = _to(torch.Tensor.to)
     torch.Tensor.cuda = lambda self, *args, **kwargs: self
+    torch.Tensor.is_cuda = property(lambda self: self.device.type in ("cpu", "cuda"))
     torch.cuda.current_stream = lambda *args, **kwargs: None
     torch.cuda.synchronize = lambda *args, **kwargs: None
     torch.cuda.is_available = lambda: True
+    torch.cuda.get_device_capability = lambda *args, **kwargs: CAPABILITY
+    torch.cuda.Event = HostEvent
+
+
+def pytest_load_initial_conftests(early_config, parser, args):
+    redirect_to_host()
+
+
+def run_script(argv: list[str]) -> None:
+    """Run `SCRIPT ARGS...` with its CUDA tensors on the host and `import cuda.tile` on tileworkbench."""
+    redirect_to_host()
+    sys.argv = ["tileworkbench.cutile_alias", *argv]
+    runpy.run_module("tileworkbench.cutile_alias", run_name="__main__")
+
+
+if __name__ == "__main__":
+    run_script(sys.argv[1:])
