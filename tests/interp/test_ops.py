@@ -1753,6 +1753,22 @@ def test_atomic_cas_succeeds_for_the_first_block_only():
     assert lock.tolist() == [1] and winners.tolist() == [0, 1, 1, 1]
 
 
+@ct.kernel
+def add_under_a_lock(total, lock, order):
+    while ct.atomic_cas(lock, 0, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+        pass
+    count = ct.load(total, (0,), (1,))
+    ct.scatter(order, ct.bid(0), ct.sum(count))
+    ct.store(total, (0,), count + 1)
+    ct.atomic_xchg(lock, 0, 0, memory_order=ct.MemoryOrder.RELEASE)
+
+
+def test_blocks_spinning_on_a_lock_each_get_it_in_grid_order():
+    total, lock, order = np.zeros(1, np.int32), np.zeros(1, np.int32), np.full(6, -1, np.int32)
+    run(add_under_a_lock, (6,), (total, lock, order))
+    assert total.tolist() == [6] and lock.tolist() == [0] and order.tolist() == [0, 1, 2, 3, 4, 5]
+
+
 @pytest.mark.parametrize("fn, dtype, expected", [
     (ct.atomic_xchg, np.float32, [7.0, 7.0, 7.0, 7.0]), (ct.atomic_max, np.int64, [7, 9, 7, 7]),
     (ct.atomic_min, np.uint32, [5, 7, 0, 3]), (ct.atomic_and, np.int32, [5, 1, 0, 3]),

@@ -4,7 +4,10 @@ Blocks run together as a batch: every value carries a leading axis over the bloc
 1 when it is the same everywhere). Where control flow diverges, the batch splits: an `if` runs
 each branch on the blocks that take it and merges the results; a `for` whose trip count differs
 between blocks runs each iteration on the blocks still looping. Large grids run in chunks so a
-batch never holds more than about 2^22 elements per value.
+batch never holds more than about 2^22 elements per value. A kernel whose blocks wait for each other
+(a `while` loop around an atomic: a spin lock or a flag) runs one block at a time, in grid order, so
+that a block holding a lock finishes before the next one asks for it; run together, the waiting
+blocks would never let the holder go on.
 """
 from __future__ import annotations
 
@@ -108,6 +111,12 @@ def _elements_per_block(fn: Function) -> int:
     return biggest
 
 
+def _blocks_wait_for_each_other(fn: Function) -> bool:
+    """Whether a `while` loop of the kernel spins on an atomic (the way blocks wait for one another)."""
+    return any(op.name == "while" and any(inner.name.startswith("atomic_") for inner in walk_block(op.regions[0]))
+               for op in fn.walk())
+
+
 def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
     """Block coordinates of linear block ids start..stop-1 (axis 0 fastest, as CUDA numbers them)."""
     linear = np.arange(start, stop, dtype=np.int64)
@@ -135,7 +144,7 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
                                       for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"},
                steps=steps) if trace else None
     total = grid[0] * grid[1] * grid[2]
-    chunk = max(1, BATCH_ELEMENTS // _elements_per_block(fn))
+    chunk = 1 if _blocks_wait_for_each_other(fn) else max(1, BATCH_ELEMENTS // _elements_per_block(fn))
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
         for start in range(0, total, chunk):
             ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr,
