@@ -59,3 +59,14 @@ def test_the_interpreter_switch_follows_the_environment_as_it_changes(monkeypatc
     assert interpret_requested()
     monkeypatch.delenv("TILEWORKBENCH_INTERPRET")
     assert not interpret_requested()
+
+
+def test_with_the_switch_device_tensors_that_require_grad_are_read_and_written(monkeypatch):
+    """As on the GPU: a tensor that requires grad (its __cuda_array_interface__ raises) is an array
+    argument; here host tensors stand for device tensors (they say they are on CUDA)."""
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", "1")
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    x = torch.arange(8, dtype=torch.float32, requires_grad=True)
+    y = torch.zeros(8, requires_grad=True)
+    ct.launch(None, (1,), scale_into, (x, y, torch.ones(8), 8))
+    assert y.tolist() == [0, 2, 4, 6, 8, 10, 12, 14] and y.requires_grad

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import is_torch_tensor
 from ..ir.types import to_dtype
 
 _WRITES = ("store", "scatter", "store_adv")
@@ -34,7 +35,7 @@ def _to_host(obj):
         if not obj.is_cuda:
             return _torch_numpy(obj), None
         host = _torch_numpy(obj.detach().cpu())
-        return host, lambda: obj.copy_(_from_numpy_like(host, obj))
+        return host, lambda: obj.detach().copy_(_from_numpy_like(host, obj))  # grad tensors too, as on the GPU
     import cupy
     device = obj if isinstance(obj, cupy.ndarray) else \
         cupy.asarray(obj) if hasattr(obj, "__cuda_array_interface__") else cupy.from_dlpack(obj)
@@ -52,6 +53,8 @@ def _from_numpy_like(host: np.ndarray, like):
 
 
 def _is_array(obj) -> bool:
+    if is_torch_tensor(obj):  # before the protocols: a tensor that requires grad raises on __cuda_array_interface__
+        return True
     return isinstance(obj, np.ndarray) or not isinstance(obj, np.generic) and (
         hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"))
 
