@@ -164,3 +164,18 @@ def test_cutile_names_for_its_error_classes_are_the_same_classes(tmp_path):
     (tmp_path / "p.py").write_text(code)
     done = run_python(["-m", "tileworkbench.cutile_alias", str(tmp_path / "p.py")], tmp_path)
     assert done.stdout.split() == ["True", "True", "True"], done.stderr
+
+
+def test_the_tuner_imports_as_cutile_s_public_module(tmp_path):
+    code = textwrap.dedent("""
+        import tileworkbench.cutile_alias as alias
+        alias.install()
+        import cuda.tile as ct
+        from cuda.tile.tune import exhaustive_search, TuningResult
+        import tileworkbench.tile.tune
+        assert exhaustive_search is ct.tune.exhaustive_search is tileworkbench.tile.tune.exhaustive_search
+        print(TuningResult.__name__)
+    """)
+    done = run_python(["-c", code], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "TuningResult"

@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from tileworkbench.errors import TileCompilerExecutionError
+import tileworkbench.tile as ct
+from tileworkbench.errors import TileCompilerExecutionError, TileCompilerTimeoutError
 from tileworkbench.runtime import nvrtc
 from tileworkbench.runtime.nvrtc import (
     Diagnostic,
@@ -141,3 +142,28 @@ def test_ctrl_c_ends_the_wait_for_a_compile_at_once(monkeypatch):
     finally:
         release.set()
         ctrl_c.join()
+
+
+def test_a_compile_past_the_compiler_timeout_raises_and_the_setting_is_restored(monkeypatch):
+    release = threading.Event()
+
+    def endless_compile(*args):  # stands in for a slow NVRTC compile
+        release.wait()
+        return "", b"", "", {}
+    monkeypatch.setattr(nvrtc, "_compile", endless_compile)
+    monkeypatch.delenv(nvrtc.TIMEOUT_ENV, raising=False)
+    try:
+        with ct.compiler_timeout(0.2):
+            assert nvrtc.compile_timeout_s() == 0.2
+            with pytest.raises(TileCompilerTimeoutError, match="within 0.2 s"):
+                compile_cuda('extern "C" __global__ void k() {}', arch="sm_80")
+    finally:
+        release.set()
+    assert nvrtc.compile_timeout_s() is None
+
+
+@pytest.mark.parametrize("seconds", [0, -1, "10", True])
+def test_compiler_timeout_needs_a_positive_number_of_seconds(seconds):
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        with ct.compiler_timeout(seconds):
+            pass

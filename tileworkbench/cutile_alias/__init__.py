@@ -15,10 +15,11 @@ CUDA Python bindings) import as usual.
 
 cuTile's public modules map to tileworkbench's: `cuda.tile` (the language), `cuda.tile._exception`
 (the error classes), `cuda.tile._numeric_semantics` (RoundingMode, PaddingMode),
-`cuda.tile._datatype` (the dtypes). Other submodules are cuTile's internals (its bytecode writer,
-compiler driver, C extension): importing one raises ModuleNotFoundError naming it, unless
-install(internals="placeholders"), which the conformance runner uses so that cuTile's test
-helpers import: placeholders are inert stand-ins (see _Placeholder), never used by tileworkbench.
+`cuda.tile._datatype` (the dtypes), `cuda.tile.tune` (the autotuner). Other submodules are cuTile's
+internals (its bytecode writer, compiler driver, C extension): importing one raises
+ModuleNotFoundError naming it, unless install(internals="placeholders"), which the conformance
+runner uses so that cuTile's test helpers import: placeholders are inert stand-ins (see
+_Placeholder), never used by tileworkbench.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ PUBLIC_MODULES = {
     "cuda.tile._numeric_semantics": "tileworkbench.tile._stubs",
     "cuda.tile._memory_model": "tileworkbench.tile._stubs",
     "cuda.tile._datatype": "tileworkbench.ir.types",
+    "cuda.tile.tune": "tileworkbench.tile.tune",
 }
 
 # cuTile's `_exception` module also names its error classes by their older names: the same classes.

@@ -81,7 +81,7 @@ def device_peaks() -> DevicePeaks:
     return DevicePeaks(props["name"].decode(), arch, sms, clock_mhz, bandwidth, tensor, fp32)
 
 
-def _l2_flusher():
+def l2_flusher():
     import cupy
     size = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
     buffer = cupy.empty(max(size * 2, 1 << 20) // 4, cupy.int32)
@@ -92,7 +92,7 @@ def time_launches(run, *, repetitions: int = 100, warmup: int = 10, flush_l2: bo
     """Time `run()` (which launches on `stream`) with CUDA events."""
     import cupy
     stream = stream or cupy.cuda.get_current_stream()
-    flush = _l2_flusher() if flush_l2 else (lambda: None)
+    flush = l2_flusher() if flush_l2 else (lambda: None)
     for _ in range(warmup):
         run()
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()

@@ -9,22 +9,25 @@ compile, not on import: importing this module stays cheap and works where they a
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import re
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from ..errors import ArgumentValueError, TileCompilerExecutionError
+from ..errors import ArgumentValueError, TileCompilerExecutionError, TileCompilerTimeoutError
 from .cubin import Resources, read_resources, resources_from_ptxas_log
 
 INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime"
 # Always passed: -lineinfo lets profilers map SASS to source lines; ptxas -v is where spill counts
 # come from (the cubin does not record them).
 BASE_OPTIONS = ("-lineinfo", "--std=c++17", "--ptxas-options=-v")
+TIMEOUT_ENV = "CUDA_TILE_COMPILER_TIMEOUT_SEC"  # cuTile's name; `ct.compiler_timeout(s)` sets it for a block
 
 
 class NvrtcUnavailableError(RuntimeError):
@@ -180,17 +183,49 @@ def compile_cuda(source: str, *, arch: str = "sm_90", options=(), name: str = "k
     nvrtc = _load()
     _check_arch(arch)
     options = (f"-arch={arch}", *BASE_OPTIONS, *(f"--include-path={p}" for p in include_paths), *options)
-    ptx, cubin, log, lowered = _interruptible(lambda: _compile(nvrtc, source, arch, options, name, name_expressions))
+    ptx, cubin, log, lowered = _interruptible(lambda: _compile(nvrtc, source, arch, options, name, name_expressions),
+                                              timeout_s=compile_timeout_s())
     return CompiledModule(
         source=source, arch=arch, options=options, ptx=ptx, cubin=cubin, log=log,
         nvrtc_version=nvrtc_version(), kernels=_with_spills(read_resources(cubin), log), lowered_names=lowered)
 
 
-def _interruptible(work):
-    """`work()` on a worker thread, waited for so that Ctrl-C (KeyboardInterrupt) ends the wait at once.
-    NVRTC releases the GIL but cannot be stopped: an interrupted compile runs on in the background,
-    owning its program, and its result is dropped."""
+def compile_timeout_s() -> float | None:
+    """The longest a compile may take (CUDA_TILE_COMPILER_TIMEOUT_SEC), or None: no limit."""
+    value = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise ArgumentValueError(f"{TIMEOUT_ENV}={value!r} is not a number of seconds") from None
+
+
+@contextlib.contextmanager
+def compiler_timeout(seconds: float):
+    """`with ct.compiler_timeout(10): ...`: compiles started inside take at most `seconds` each
+    (TileCompilerTimeoutError beyond). Sets CUDA_TILE_COMPILER_TIMEOUT_SEC for the block, so not
+    thread-safe, as cuTile's."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ArgumentValueError(f"compiler_timeout needs a positive number of seconds, got {seconds!r}")
+    before = os.environ.get(TIMEOUT_ENV)
+    os.environ[TIMEOUT_ENV] = str(seconds)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TIMEOUT_ENV, None)
+        else:
+            os.environ[TIMEOUT_ENV] = before
+
+
+def _interruptible(work, timeout_s: float | None = None):
+    """`work()` on a worker thread, waited for so that Ctrl-C (KeyboardInterrupt) ends the wait at once,
+    and at most `timeout_s` seconds (TileCompilerTimeoutError). NVRTC releases the GIL but cannot be
+    stopped: an interrupted or late compile runs on in the background, owning its program, and its
+    result is dropped."""
     outcome, done = {}, threading.Event()
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
 
     def run():
         try:
@@ -201,7 +236,9 @@ def _interruptible(work):
             done.set()
     threading.Thread(target=run, name="nvrtc compile", daemon=True).start()
     while not done.wait(0.1):  # an Event, not Thread.join: an interrupted join marks a running thread stopped
-        pass
+        if deadline is not None and time.monotonic() > deadline:
+            raise TileCompilerTimeoutError(f"NVRTC did not finish compiling within {timeout_s:g} s "
+                                           f"(the compiler timeout, ct.compiler_timeout or {TIMEOUT_ENV})")
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

@@ -17,6 +17,8 @@ from ._evaluate import evaluate
 from ._kernel import ByTarget, Constant, ConstantAnnotation, Kernel, ScalarInt64, function, kernel, launch
 from ._stubs import *  # noqa: F401,F403 - the tile functions
 from ._stubs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, Slice
+from ..runtime.nvrtc import compiler_timeout
+from . import tune
 
 
 class Array:
