@@ -4,8 +4,8 @@ cuTile's tests and samples make their tensors with device="cuda", pass
 torch.cuda.current_stream() and time with CUDA events. Here those tensors are made in host memory
 instead (torch's factories, make_tensor, .cuda() and .to("cuda") are redirected) and still say
 they are CUDA tensors (`is_cuda`, which the samples check), the stream calls answer None, events
-read the host clock and the device reports compute capability 9.0 (the H100 the programs are
-tuned for), so that with TILEWORKBENCH_INTERPRET=1 each launch runs on the interpreter over host
+read the host clock and the device reports itself as an H100 (compute capability 9.0, 132 SMs:
+what the programs are tuned for), attention may fall back to the math backend (cuDNN's is CUDA's), so that with TILEWORKBENCH_INTERPRET=1 each launch runs on the interpreter over host
 tensors. Programs that need a real device (CUDA graphs, streams, device properties) still fail,
 and say so.
 
@@ -16,14 +16,18 @@ import functools
 import runpy
 import sys
 import time
+import types
 
 import torch
+import torch.nn.attention
 import torch.testing
 
 _FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor", "arange", "as_tensor",
               "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
               "linspace", "eye", "randperm", "empty_strided", "normal")
 CAPABILITY = (9, 0)
+DEVICE = types.SimpleNamespace(name="host (standing for an H100)", major=9, minor=0, multi_processor_count=132,
+                               total_memory=80 << 30)
 
 
 def _host(device):
@@ -68,6 +72,16 @@ class HostEvent:
         return (end.seconds - self.seconds) * 1e3
 
 
+def _with_the_math_backend(sdpa_kernel):
+    """sdpa_kernel that also allows the math backend: the CUDA-only attention backends (cuDNN) a
+    program asks for do not exist on the host."""
+    @functools.wraps(sdpa_kernel)
+    def choose(backends, *args, **kwargs):
+        backends = list(backends) if isinstance(backends, (list, tuple)) else [backends]
+        return sdpa_kernel(backends + [torch.nn.attention.SDPBackend.MATH], *args, **kwargs)
+    return choose
+
+
 def redirect_to_host() -> None:
     """Make this process's CUDA tensors host tensors (see the module's docstring)."""
     for name in _FACTORIES:
@@ -80,7 +94,9 @@ def redirect_to_host() -> None:
     torch.cuda.synchronize = lambda *args, **kwargs: None
     torch.cuda.is_available = lambda: True
     torch.cuda.get_device_capability = lambda *args, **kwargs: CAPABILITY
+    torch.cuda.get_device_properties = lambda *args, **kwargs: DEVICE
     torch.cuda.Event = HostEvent
+    torch.nn.attention.sdpa_kernel = _with_the_math_backend(torch.nn.attention.sdpa_kernel)
 
 
 def pytest_load_initial_conftests(early_config, parser, args):
