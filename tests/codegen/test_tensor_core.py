@@ -7,7 +7,7 @@ import pytest
 from tileworkbench.codegen import generate
 from tileworkbench.kernels import matmul
 
-from ..gpu.cases import BF16
+from ..gpu.cases import BF16, batched_matmul
 from .test_compile import _nvrtc_missing, runtime
 
 
@@ -97,3 +97,20 @@ def test_a_lone_block_per_sm_keeps_one_wgmma_group_in_flight():
     assert loop.index("tw::wgmma_wait_all(acc_1);") < loop.index("convert_layout")
     # two blocks per SM (128 x 128 accumulators): the other block fills the gaps, no group stays in flight
     assert "wgmma_async" not in generate(_matmul(BF16, tiles=(128, 128, 64)), arch="sm_90").source
+
+
+
+def _batched(tiles):
+    tm, tn, tk = tiles
+    a, b, c = np.zeros((2, tm, tk * 2), np.float16), np.zeros((2, tk * 2, tn), np.float16), np.zeros((2, tm, tn), np.float16)
+    return batched_matmul.specialize((a, b, c, *tiles))
+
+
+def test_mma_operand_buffers_that_do_not_fit_twice_in_shared_memory_become_one():
+    def buffer_bytes(tm, tn, tk):
+        return ((tm * (tk + 8) + tk * (tn + 8)) * 2 + 127) // 128 * 128
+    small = generate(_batched((64, 64, 32)), arch="sm_90")
+    assert "TW_MMA_BUFFERS" not in small.source and small.smem_bytes >= 2 * buffer_bytes(64, 64, 32)
+    large = generate(_batched((128, 256, 128)), arch="sm_90")  # two buffers: 200 KB, with the result's layout change too much
+    assert "#define TW_MMA_BUFFERS 1" in large.source
+    assert buffer_bytes(128, 256, 128) <= large.smem_bytes <= 227 * 1024 < large.smem_bytes + buffer_bytes(128, 256, 128)

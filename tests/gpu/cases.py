@@ -479,6 +479,25 @@ for _dt in (np.float16, BF16):
 
 
 @ct.kernel
+def batched_matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """3-D loads reshaped to 2-D operands: the register-operand tensor-core path (not pipelined)."""
+    batch, bm, bn = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[2], TK)):
+        a = ct.reshape(ct.load(A, (batch, bm, k), (1, TM, TK), padding_mode=ct.PaddingMode.ZERO), (TM, TK))
+        b = ct.reshape(ct.load(B, (batch, k, bn), (1, TK, TN), padding_mode=ct.PaddingMode.ZERO), (TK, TN))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (batch, bm, bn), ct.reshape(acc.astype(C.dtype), (1, TM, TN)))
+
+
+# 128x128 and 128x256 float16 operands: two alternating operand buffers and the result's layout
+# change need more than the 227 KB of an sm_90 block, one buffer fits.
+case("batched-matmul-float16-one-mma-operand-buffer", batched_matmul, (2, 1, 1),
+     lambda: (random_array((2, 128, 256), np.float16), random_array((2, 256, 256), np.float16),
+              np.zeros((2, 128, 256), np.float16), 128, 256, 128))
+
+
+@ct.kernel
 def matmul_operator(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     bm, bn = ct.bid(0), ct.bid(1)
     acc = ct.zeros((TM, TN), ct.float32)

@@ -1025,6 +1025,9 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
             params.append((p.name, "scalar", p.type.dtype, 0))
     e.block(fn.body.ops)
     consts = ", ".join(f"{p.name}={p.value!r}" for p in fn.params if p.kind == "constant")
+    one_mma_buffer = e.mma_smem and e.smem + e.mma_smem > shared_budget(arch, 1)
+    if one_mma_buffer:  # two alternating operand buffers would not fit: one, with a barrier before each refill
+        e.mma_smem //= 2
     smem = e.smem + e.mma_smem
     bounds = f"{threads}, {plan.blocks_per_sm}" if plan.blocks_per_sm > 1 else f"{threads}"
     head = [
@@ -1035,7 +1038,8 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
         + (f", {e.mma_smem} for tensor-core mma operands." if e.mma_smem else "."),
         f"#define TW_THREADS {threads}",
         f"#define TW_VEC {vec}",
-    ] + ([f"#define TW_MMA_SMEM_BASE {e.smem}"] if e.mma_smem else []) + [
+    ] + ([f"#define TW_MMA_SMEM_BASE {e.smem}"] if e.mma_smem else []) + (
+        ["#define TW_MMA_BUFFERS 1"] if one_mma_buffer else []) + [
         "#include <tileworkbench/tile.cuh>",
         "",
     ] + [

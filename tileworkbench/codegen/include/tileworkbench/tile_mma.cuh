@@ -12,13 +12,17 @@
 // padded by 16 bytes (so the 8 row addresses of an ldmatrix hit distinct banks), then each warp
 // reads its fragments with ldmatrix (A) and ldmatrix.trans (B, stored K-major). Two operand
 // buffers alternate between calls, so a K loop needs one barrier per step; they sit above every
-// other shared-memory use (TW_MMA_SMEM_BASE), so no other op's staging can race with them.
+// other shared-memory use (TW_MMA_SMEM_BASE), so no other op's staging can race with them. Where two
+// do not fit in the block's shared memory, TW_MMA_BUFFERS 1 keeps one, refilled after a barrier.
 #pragma once
 
 namespace tw {
 
 #ifndef TW_MMA_SMEM_BASE
 #define TW_MMA_SMEM_BASE 0
+#endif
+#ifndef TW_MMA_BUFFERS
+#define TW_MMA_BUFFERS 2
 #endif
 
 template <int WM, int WN>
@@ -217,8 +221,9 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(const tile<T, shape<
   constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
   static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
   constexpr int stage_bytes = (mma_stage_bytes<T, M, N, K>() + 127) / 128 * 128;
-  T* abuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ & 1) * stage_bytes);
+  T* abuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * stage_bytes);
   T* bbuf = abuf + M * (K + 8);
+  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operands
   to_padded_smem(a, abuf);
   to_padded_smem(b, bbuf);
   __syncthreads();
@@ -253,7 +258,8 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M
   constexpr int WTM = M / WM, MI = WTM / 16, NI = N / 8, KI = K / 8;
   static_assert(M % (16 * WM) == 0 && N % 8 == 0 && K % 16 == 0, "shape does not fit the warps");
   constexpr int stage_bytes = (K * (N + 8) * int(sizeof(T)) + 127) / 128 * 128;
-  T* bbuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ & 1) * stage_bytes);
+  T* bbuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * stage_bytes);
+  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operand
   to_padded_smem(b, bbuf);
   __syncthreads();
   const int lane = threadIdx.x % 32;
