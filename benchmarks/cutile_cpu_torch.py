@@ -9,8 +9,15 @@ what the programs are tuned for), attention may fall back to the math backend (c
 tensors. Programs that need a real device (CUDA graphs, streams, device properties) still fail,
 and say so.
 
+Scripts (not cuTile's tests) also get their torch references computed as accurately as on CUDA:
+half-precision matmuls summed exactly, float32 matmuls from TF32 inputs under
+set_float32_matmul_precision("high"), 16-bit layer_norm in float32. torch's CPU kernels sum in
+other orders and precisions than CUDA's, by more than the samples' tolerances (1e-5 for float16
+matmuls), so the check would otherwise measure the CPU reference, not the kernel.
+
     pytest -p cutile_cpu_torch ...                                  # cuTile's tests (conformance runner)
     python benchmarks/cutile_cpu_torch.py SCRIPT [ARGS...]          # a script, through the cuda.tile alias
+    python benchmarks/cutile_cpu_torch.py --compile-for sm_90 SCRIPT [ARGS...]   # and NVRTC-compile its kernels
 """
 import functools
 import runpy
@@ -20,6 +27,7 @@ import types
 
 import torch
 import torch.nn.attention
+import torch.nn.functional
 import torch.testing
 
 _FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor", "arange", "as_tensor",
@@ -82,6 +90,45 @@ def _with_the_math_backend(sdpa_kernel):
     return choose
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _tf32(x):
+    """float32 values rounded to TF32's 10 mantissa bits (to nearest, ties to even), as CUDA's
+    tensor cores take them."""
+    bits = x.contiguous().view(torch.int32).to(torch.int64)
+    rounded = (bits + 0xFFF + ((bits >> 13) & 1)) & ~0x1FFF
+    return torch.where(torch.isfinite(x), rounded.to(torch.int32).view(torch.float32), x)
+
+
+def _as_on_cuda_matmul(matmul):
+    """A matmul reference as accurate as CUDA's: half-precision products summed exactly and rounded
+    once (the CPU's own sum order differs from the GPU's by more than the programs' 1e-5 tolerance),
+    float32 products from TF32 inputs unless torch's float32 matmul precision is "highest"."""
+    @functools.wraps(matmul)
+    def as_on_cuda(a, b, *args, **kwargs):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.dtype != b.dtype or args or kwargs:
+            return matmul(a, b, *args, **kwargs)
+        if a.dtype in _HALF:
+            return matmul(a.double(), b.double()).to(a.dtype)
+        if a.dtype == torch.float32 and torch.get_float32_matmul_precision() != "highest":
+            return matmul(_tf32(a).double(), _tf32(b).double()).float()
+        return matmul(a, b)
+    return as_on_cuda
+
+
+def _as_on_cuda_layer_norm(layer_norm):
+    """layer_norm accumulating in float32 for 16-bit inputs, as CUDA's kernels do (the CPU's sums
+    bfloat16 weight gradients in bfloat16)."""
+    @functools.wraps(layer_norm)
+    def as_on_cuda(x, shape, weight=None, bias=None, eps=1e-5):
+        if x.dtype not in _HALF:
+            return layer_norm(x, shape, weight, bias, eps)
+        wide = [t.float() if t is not None else None for t in (weight, bias)]
+        return layer_norm(x.float(), shape, *wide, eps).to(x.dtype)
+    return as_on_cuda
+
+
 def redirect_to_host() -> None:
     """Make this process's CUDA tensors host tensors (see the module's docstring)."""
     for name in _FACTORIES:
@@ -99,16 +146,60 @@ def redirect_to_host() -> None:
     torch.nn.attention.sdpa_kernel = _with_the_math_backend(torch.nn.attention.sdpa_kernel)
 
 
+def compute_references_as_on_cuda() -> None:
+    """The programs' torch references computed with CUDA's accuracy (matmul, layer_norm): see above."""
+    torch.matmul = _as_on_cuda_matmul(torch.matmul)
+    torch.Tensor.__matmul__ = _as_on_cuda_matmul(torch.Tensor.__matmul__)
+    torch.nn.functional.layer_norm = _as_on_cuda_layer_norm(torch.nn.functional.layer_norm)
+
+
 def pytest_load_initial_conftests(early_config, parser, args):
     redirect_to_host()
 
 
-def run_script(argv: list[str]) -> None:
+SHARED_MEMORY_LIMIT = {"sm_80": 163 << 10, "sm_90": 227 << 10}  # opt-in dynamic shared memory per block
+
+
+def compile_launched_kernels(arch: str) -> None:
+    """Also compile (NVRTC, no GPU) every kernel specialization the program launches, for `arch`,
+    printing one `[compile ARCH] ...` line each to stderr: what the GPU would run, checked offline."""
+    from tileworkbench.runtime.launch import build
+    from tileworkbench.tile import _kernel
+    interpret, compiled = _kernel.run_anywhere, set()
+
+    def interpret_and_compile(kernel, grid, args):
+        interpret(kernel, grid, args)
+        fn = kernel.specialize(args)
+        if fn.fingerprint() in compiled:
+            return
+        compiled.add(fn.fingerprint())
+        try:
+            generated, module = build(fn, arch)
+        except Exception as e:
+            print(f"[compile {arch}] {fn.name}: failed: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
+            return
+        resources = module.kernels[generated.name]
+        smem = generated.smem_bytes + resources.shared_static_bytes
+        verdict = "ok" if smem <= SHARED_MEMORY_LIMIT.get(arch, smem) else \
+            f"failed: needs {smem} bytes of shared memory, more than {arch}'s {SHARED_MEMORY_LIMIT[arch]}"
+        print(f"[compile {arch}] {fn.name}: {verdict} ({generated.threads} threads, {resources.registers} registers, "
+              f"{smem} bytes of shared memory)", file=sys.stderr)
+    _kernel.run_anywhere = interpret_and_compile
+
+
+def run_script(argv: list[str], compile_for: str | None = None) -> None:
     """Run `SCRIPT ARGS...` with its CUDA tensors on the host and `import cuda.tile` on tileworkbench."""
     redirect_to_host()
+    compute_references_as_on_cuda()
+    if compile_for:
+        compile_launched_kernels(compile_for)
     sys.argv = ["tileworkbench.cutile_alias", *argv]
     runpy.run_module("tileworkbench.cutile_alias", run_name="__main__")
 
 
 if __name__ == "__main__":
-    run_script(sys.argv[1:])
+    arguments = sys.argv[1:]
+    arch = None
+    if arguments[:1] == ["--compile-for"]:
+        arch, arguments = arguments[1], arguments[2:]
+    run_script(arguments, arch)
