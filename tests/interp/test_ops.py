@@ -1753,6 +1753,16 @@ def test_atomic_cas_succeeds_for_the_first_block_only():
     assert lock.tolist() == [1] and winners.tolist() == [0, 1, 1, 1]
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_mma_sums_its_products_and_accumulator_exactly_before_rounding(dtype):
+    # 2**24 + 1 - 2**24: a float32 product loses the 1 before the accumulator is added
+    x, y = np.array([[4096, 1]], dtype), np.array([[4096], [1]], dtype)
+    out = np.zeros((1, 1), np.float32)
+    launch_on(lambda a, b, c: ct.store(c, (0, 0), ct.mma(ct.load(a, (0, 0), (1, 2)), ct.load(b, (0, 0), (2, 1)),
+                                                          ct.full((1, 1), -2.0 ** 24, ct.float32))), x, y, out)
+    assert out.tolist() == [[1.0]]
+
+
 @ct.kernel
 def add_under_a_lock(total, lock, order):
     while ct.atomic_cas(lock, 0, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:

@@ -322,8 +322,10 @@ def round_tf32(x, mode="RN"):
 
 @rule("mma")
 def mma(ctx, op, x, y, acc):
+    """acc + x @ y summed in float64 and rounded once to the accumulator's dtype: the reference any
+    summation order (the GPU's is its own) is measured against, without float32 rounding of its own."""
     acc_dtype = op.result.dtype
-    wide = np.float64 if acc_dtype.numpy == np.float64 else np.int64 if acc_dtype.is_integral else np.float32
+    wide = np.int64 if acc_dtype.is_integral else np.float64
     if op.operands[0].dtype.name == "tfloat32":
         x, y = round_tf32(x), round_tf32(y)
     product = np.matmul(x.astype(wide), y.astype(wide))
