@@ -20,6 +20,7 @@ matmuls), so the check would otherwise measure the CPU reference, not the kernel
     python benchmarks/cutile_cpu_torch.py --compile-for sm_90 SCRIPT [ARGS...]   # and NVRTC-compile its kernels
 """
 import functools
+import os
 import runpy
 import sys
 import time
@@ -164,6 +165,7 @@ def compile_launched_kernels(arch: str) -> None:
     """Also compile (NVRTC, no GPU) every kernel specialization the program launches, for `arch`,
     printing one `[compile ARCH] ...` line each to stderr: what the GPU would run, checked offline."""
     from tileworkbench.runtime.launch import build
+    from tileworkbench.runtime.nvrtc import TIMEOUT_ENV
     from tileworkbench.tile import _kernel
     interpret, compiled = _kernel.run_anywhere, set()
 
@@ -173,17 +175,22 @@ def compile_launched_kernels(arch: str) -> None:
         if fn.fingerprint() in compiled:
             return
         compiled.add(fn.fingerprint())
+        limit = os.environ.pop(TIMEOUT_ENV, None)  # an offline check: the program's compiler timeout is for its launches
         try:
             generated, module = build(fn, arch)
         except Exception as e:
             print(f"[compile {arch}] {fn.name}: failed: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
             return
+        finally:
+            if limit is not None:
+                os.environ[TIMEOUT_ENV] = limit
         resources = module.kernels[generated.name]
         smem = generated.smem_bytes + resources.shared_static_bytes
         verdict = "ok" if smem <= SHARED_MEMORY_LIMIT.get(arch, smem) else \
             f"failed: needs {smem} bytes of shared memory, more than {arch}'s {SHARED_MEMORY_LIMIT[arch]}"
+        spills = f", {resources.spill_stores} bytes of spill stores" if resources.spill_stores else ""
         print(f"[compile {arch}] {fn.name}: {verdict} ({generated.threads} threads, {resources.registers} registers, "
-              f"{smem} bytes of shared memory)", file=sys.stderr)
+              f"{smem} bytes of shared memory{spills})", file=sys.stderr)
     _kernel.run_anywhere = interpret_and_compile
 
 
