@@ -164,10 +164,10 @@ SHARED_MEMORY_LIMIT = {"sm_80": 163 << 10, "sm_90": 227 << 10}  # opt-in dynamic
 def compile_launched_kernels(arch: str) -> None:
     """Also compile (NVRTC, no GPU) every kernel specialization the program launches, for `arch`,
     printing one `[compile ARCH] ...` line each to stderr: what the GPU would run, checked offline."""
+    from tileworkbench.interp import host
     from tileworkbench.runtime.launch import build
     from tileworkbench.runtime.nvrtc import TIMEOUT_ENV
-    from tileworkbench.tile import _kernel
-    interpret, compiled = _kernel.run_anywhere, set()
+    interpret, compiled = host.run_anywhere, set()
 
     def interpret_and_compile(kernel, grid, args):
         interpret(kernel, grid, args)
@@ -191,7 +191,7 @@ def compile_launched_kernels(arch: str) -> None:
         spills = f", {resources.spill_stores} bytes of spill stores" if resources.spill_stores else ""
         print(f"[compile {arch}] {fn.name}: {verdict} ({generated.threads} threads, {resources.registers} registers, "
               f"{smem} bytes of shared memory{spills})", file=sys.stderr)
-    _kernel.run_anywhere = interpret_and_compile
+    host.run_anywhere = interpret_and_compile
 
 
 def run_script(argv: list[str], compile_for: str | None = None) -> None:

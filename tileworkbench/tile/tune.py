@@ -21,8 +21,7 @@ from typing import Any, Callable, Generic, Sequence, TypeVar
 
 import numpy as np
 
-from ..arguments import normalize_grid
-from ..interp.host import interpret_requested, is_host_tensor
+from ..arguments import interpret_requested, is_host_tensor, normalize_grid
 from ._kernel import Kernel, launch
 
 T = TypeVar("T")
