@@ -17,7 +17,6 @@ from ._evaluate import evaluate
 from ._kernel import ByTarget, Constant, ConstantAnnotation, Kernel, ScalarInt64, function, kernel, launch
 from ._stubs import *  # noqa: F401,F403 - the tile functions
 from ._stubs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, Slice
-from ..runtime.nvrtc import compiler_timeout
 from . import tune
 
 
@@ -31,3 +30,10 @@ class Tile:
 
 class Scalar:
     """Annotation for scalars."""
+
+
+def compiler_timeout(seconds: float):
+    """`with ct.compiler_timeout(10): ...`: each compile started inside takes at most `seconds`
+    (TileCompilerTimeoutError beyond); see tileworkbench.runtime.nvrtc.compiler_timeout."""
+    from ..runtime.nvrtc import compiler_timeout as limit  # imported on use: the language loads no GPU layer
+    return limit(seconds)
