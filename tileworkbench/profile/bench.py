@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..runtime.device import l2_flusher
 from .occupancy import Occupancy, theoretical_occupancy
 from .work import Work, launch_work
 
@@ -79,13 +80,6 @@ def device_peaks() -> DevicePeaks:
     tensor = rates[0] * sms * clock_mhz * 1e6 / 1e12 if rates else None
     fp32 = rates[2] * sms * clock_mhz * 1e6 / 1e12 if rates else None
     return DevicePeaks(props["name"].decode(), arch, sms, clock_mhz, bandwidth, tensor, fp32)
-
-
-def l2_flusher():
-    import cupy
-    size = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
-    buffer = cupy.empty(max(size * 2, 1 << 20) // 4, cupy.int32)
-    return lambda: buffer.fill(0)
 
 
 def time_launches(run, *, repetitions: int = 100, warmup: int = 10, flush_l2: bool = True, stream=None) -> Timing:

@@ -123,7 +123,7 @@ def _device_timer(stream):
     """Time one launch on `stream` with CUDA events, the L2 cache flushed first."""
     import cupy
 
-    from ..profile.bench import l2_flusher
+    from ..runtime.device import l2_flusher
     from ..runtime.arrays import stream_handle
     on = cupy.cuda.ExternalStream(stream_handle(stream))
     flush = l2_flusher()
