@@ -584,7 +584,7 @@ def _combine(e, op):
         keep = _keepdims_shape(x, (axis,))
         passes, staged = reduction_passes(x, e.threads, e.vec, element_bytes) if math.prod(keep) > 1 else (1, 0)
         if not isinstance(e.plan.of(op.results[0]), RowLayout):  # rows of an accumulator reduce in registers
-            e.need_smem(staged + (e.threads // 32 + 1) * element_bytes + math.prod(keep) * 8 + 64)
+            e.need_smem(staged + (e.threads // 32 + 1) * element_bytes + math.prod(keep) * max(8, element_bytes) + 64)
         expr = f"tw::reduce<{shape_type(keep)}, {passes}>({operand}, {identity}, {combine})"
     if packed:
         folded = e.define(Value(x), f"{base}_folded")

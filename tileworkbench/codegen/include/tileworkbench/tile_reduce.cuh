@@ -248,16 +248,21 @@ __device__ tile<T, S> scan(const tile<T, S>& x) {
 // A pack holds one element of each tile; zip makes a tile of packs (blocked tiles of one shape hold
 // the same elements in the same registers), which reduce and scan fold like any element, with a
 // combine function over packs; unzip takes one tile back out.
+// The last member holds no empty pack: sizeof(pack<float, int>) is 8, as the code generator's
+// shared-memory sizes assume (at most the member count times the widest member).
 template <class... T> struct pack;
-template <> struct pack<> {};
-template <class H, class... T> struct pack<H, T...> {
+template <class H> struct pack<H> {
   H head;
-  pack<T...> rest;
+};
+template <class H, class N, class... T> struct pack<H, N, T...> {
+  H head;
+  pack<N, T...> rest;
 };
 
-__device__ inline pack<> make_pack() { return {}; }
-template <class H, class... T>
-__device__ pack<H, T...> make_pack(H head, T... rest) { return {head, make_pack(rest...)}; }
+template <class H>
+__device__ pack<H> make_pack(H head) { return {head}; }
+template <class H, class N, class... T>
+__device__ pack<H, N, T...> make_pack(H head, N next, T... rest) { return {head, make_pack(next, rest...)}; }
 
 template <int I, class H, class... T>
 __device__ auto get(const pack<H, T...>& p) {
@@ -265,9 +270,10 @@ __device__ auto get(const pack<H, T...>& p) {
   else return get<I - 1>(p.rest);
 }
 
-__device__ inline pack<> shuffle_xor(pack<> p, int) { return p; }
-template <class H, class... T>
-__device__ pack<H, T...> shuffle_xor(const pack<H, T...>& p, int mask) {
+template <class H>
+__device__ pack<H> shuffle_xor(const pack<H>& p, int mask) { return {shuffle_xor(p.head, mask)}; }
+template <class H, class N, class... T>
+__device__ pack<H, N, T...> shuffle_xor(const pack<H, N, T...>& p, int mask) {
   return {shuffle_xor(p.head, mask), shuffle_xor(p.rest, mask)};
 }
 
