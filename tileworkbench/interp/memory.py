@@ -109,12 +109,17 @@ def _check_padding(ctx, op, array_name, array_shape, coords, padded):
     """Strict padding: a load that reads UNDETERMINED padding is an error (its values are unspecified)."""
     if not ctx.strict_padding or op.attrs["padding"].name != "UNDETERMINED" or not padded.any():
         return
-    lane = np.unravel_index(int(np.argmax(padded.reshape(-1))), padded.shape)
-    block = tuple(int(b) for b in ctx.bids[lane[0] if ctx.bids.shape[0] > 1 else 0])
-    element = tuple(int(_full(c, padded.shape)[lane]) for c in coords)
+    block, element = _first_lane(ctx, coords, padded)
     raise TileUndeterminedPaddingError(
         f"{op.name} from `{array_name}` reads UNDETERMINED padding: block {block} reads element {element} outside "
         f"an array of shape {tuple(array_shape)}; pass padding_mode= to say what it should read", op.loc)
+
+
+def _first_lane(ctx, coords, mask) -> tuple[tuple, tuple]:
+    """(block, array element) of the first lane where `mask` holds, for an error message."""
+    lane = np.unravel_index(int(np.argmax(mask.reshape(-1))), mask.shape)
+    block = tuple(int(b) for b in ctx.bids[lane[0] if ctx.bids.shape[0] > 1 else 0])
+    return block, tuple(int(_full(c, mask.shape)[lane]) for c in coords)
 
 
 def _full(x, shape):
@@ -152,9 +157,7 @@ def _check(ctx, op, array_name, array_shape, coords, bad, what):
     """Checked mode: an out-of-bounds lane of an op with check_bounds=False is an error, not UB."""
     if not ctx.checked or not bad.any():
         return
-    lane = np.unravel_index(int(np.argmax(bad.reshape(-1))), bad.shape)
-    block = tuple(int(b) for b in ctx.bids[lane[0] if ctx.bids.shape[0] > 1 else 0])
-    element = tuple(int(_full(c, bad.shape)[lane]) for c in coords)
+    block, element = _first_lane(ctx, coords, bad)
     raise TileOutOfBoundsError(
         f"{op.name} {what} `{array_name}` with check_bounds=False goes outside the array: block {block} "
         f"touches element {element} of an array of shape {tuple(array_shape)}", op.loc)
