@@ -271,13 +271,19 @@ export class InspectorPanel extends Widget {
 
   /** Scroll to the kernel's section in the panel (from a record's output). */
   reveal(kernel: string): void {
+    this._flashing = kernel;
     this.render();
-    const section = this.node.querySelector(`section[data-kernel="${CSS.escape(kernel)}"]`);
-    if (section) {
-      section.classList.add('tw-flash');
-      section.scrollIntoView({ block: 'nearest' });
-      window.setTimeout(() => section.classList.remove('tw-flash'), 1200);
-    }
+    this._section(kernel)?.scrollIntoView({ block: 'nearest' });
+    window.setTimeout(() => {
+      if (this._flashing === kernel) {
+        this._flashing = null;
+        this._section(kernel)?.classList.remove('tw-flash');
+      }
+    }, 1200);
+  }
+
+  private _section(kernel: string): Element | null {
+    return this.node.querySelector(`section[data-kernel="${CSS.escape(kernel)}"]`);
   }
 
   render(): void {
@@ -294,6 +300,9 @@ export class InspectorPanel extends Widget {
       ? h('p', { class: 'tw-untimed' }, 'No timings yet: --bench on a GPU measures a kernel.')
       : null;
     this.node.replaceChildren(...[title, untimed, body].filter((e): e is HTMLElement => e !== null));
+    if (this._flashing) {  // a re-render while a revealed kernel flashes keeps the flash
+      this._section(this._flashing)?.classList.add('tw-flash');
+    }
   }
 
   /** A CUDA <details> that stays open across re-renders once the user opened it. */
@@ -360,6 +369,7 @@ export class InspectorPanel extends Widget {
   private _tracker: INotebookTracker;
   private _panel: NotebookPanel | null = null;
   private _pending: number | null = null;
+  private _flashing: string | null = null;  // the kernel reveal() highlights, until its flash ends
   private _watched = new WeakSet<NotebookPanel>();
   private _watchedCells = new WeakSet<object>();
   private _openCode = new Set<string>();
