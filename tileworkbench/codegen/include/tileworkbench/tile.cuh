@@ -75,13 +75,16 @@ struct shape {
     constexpr int d[] = {Ns..., 0};
     return d[i];
   }
-  // C-order coordinates of flat index e
+  // C-order coordinates of flat index e (never negative: unsigned, so powers of two are shifts and masks)
   __device__ static void unflatten(int e, int* coord) {
+    unsigned u = unsigned(e);
     for (int i = rank - 1; i >= 0; --i) {
-      coord[i] = e % dim(i);
-      e /= dim(i);
+      coord[i] = int(u % unsigned(dim(i)));
+      u /= unsigned(dim(i));
     }
   }
+  // elements between neighbours along axis i (C order)
+  __host__ __device__ static constexpr int stride(int i) { return i + 1 < rank ? dim(i + 1) * stride(i + 1) : 1; }
   __device__ static int flatten(const int* coord) {
     int e = 0;
     for (int i = 0; i < rank; ++i) e = e * dim(i) + coord[i];
@@ -106,6 +109,9 @@ struct blocked {
   // whether this thread writes its elements back (each element has exactly one owner)
   template <class S> __device__ static bool owner() { return S::size >= TW_THREADS || int(threadIdx.x) < S::size; }
 };
+
+template <class L> constexpr bool is_blocked = false;
+template <> constexpr bool is_blocked<blocked> = true;
 
 template <class T, class S, class L = blocked>
 struct tile {
@@ -518,20 +524,48 @@ __device__ inline unsigned char* smem() {
 // Skew shared-memory indices by one element every 32 so power-of-two strides spread over banks.
 __device__ inline int skew(int i) { return i + (i >> 5); }
 
-template <class T, class S, class L>
-__device__ void to_smem(const tile<T, S, L>& x, T* buf, int offset = 0) {
-  if (x.owner()) {
+// Write x to shared memory at element Offset on (skewed).
+template <int Offset = 0, class T, class S, class L>
+__device__ void to_smem(const tile<T, S, L>& x, T* buf) {
+  using Tile = tile<T, S, L>;
+  constexpr int V = Tile::V;
+  if (!x.owner()) return;
+  if constexpr (is_blocked<L> && V > 1 && S::size >= TW_THREADS && 32 % V == 0 && Offset % V == 0) {
+    // a chunk starts at a multiple of V, so the skew moves it whole: one address per chunk
 #pragma unroll
-    for (int r = 0; r < tile<T, S, L>::R; ++r) buf[skew(offset + x.elem(r))] = x.v[r];
+    for (int r0 = 0; r0 < Tile::R; r0 += V) {
+      T* run = buf + skew(Offset + x.elem(r0));
+#pragma unroll
+      for (int j = 0; j < V; ++j) run[j] = x.v[r0 + j];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < Tile::R; ++r) buf[skew(Offset + x.elem(r))] = x.v[r];
   }
 }
 
-// out[e] = source element src(e) of the tiles written to shared memory
-template <class S2, class L2 = blocked, class T, class F>
+// out[e] = source element src(e) of the tiles written to shared memory. A Step > 0 says src
+// advances by Step along a row of S2; then a blocked chunk (which stays in its row) computes its
+// address once when the skew keeps the steps even (Step 1 inside 32 elements, or a multiple of 32).
+template <class S2, class L2 = blocked, int Step = 0, class T, class F>
 __device__ tile<T, S2, L2> from_smem(const T* buf, F src) {
-  tile<T, S2, L2> out;
+  using Out = tile<T, S2, L2>;
+  constexpr int V = Out::V;
+  constexpr bool runs = Step > 0 && V > 1 && S2::size >= TW_THREADS && S2::dim(S2::rank - 1) % V == 0 &&
+                        (Step == 1 ? 32 % V == 0 : Step % 32 == 0);
+  Out out;
+  if constexpr (runs && is_blocked<L2>) {
+    constexpr int skewed_step = Step + Step / 32;
 #pragma unroll
-  for (int r = 0; r < tile<T, S2, L2>::R; ++r) out.v[r] = buf[skew(src(tile<T, S2, L2>::elem(r)))];
+    for (int r0 = 0; r0 < Out::R; r0 += V) {
+      const T* run = buf + skew(src(Out::elem(r0)));
+#pragma unroll
+      for (int j = 0; j < V; ++j) out.v[r0 + j] = run[j * skewed_step];
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < Out::R; ++r) out.v[r] = buf[skew(src(Out::elem(r)))];
+  }
   return out;
 }
 
@@ -549,11 +583,13 @@ __device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) {
 template <int... Axes, class T, class S>
 __device__ auto permute(const tile<T, S>& x) {
   using S2 = shape<S::dim(Axes)...>;
+  constexpr int axes[] = {Axes..., 0};
+  constexpr int step = S::rank > 0 ? S::stride(axes[S::rank > 0 ? S::rank - 1 : 0]) : 0;  // input stride along the output's rows
   T* buf = reinterpret_cast<T*>(smem());
   __syncthreads();
   to_smem(x, buf);
   __syncthreads();
-  return from_smem<S2>(buf, [](int e) {
+  return from_smem<S2, blocked, step>(buf, [](int e) {
     int out[S::rank > 0 ? S::rank : 1], in[S::rank > 0 ? S::rank : 1];
     S2::unflatten(e, out);
     constexpr int axes[] = {Axes..., 0};
@@ -602,7 +638,7 @@ __device__ auto cat(const tile<T, S>& x, const tile<T, S1>& y) {
   T* buf = reinterpret_cast<T*>(smem());
   __syncthreads();
   to_smem(x, buf);
-  to_smem(y, buf, S::size);
+  to_smem<S::size>(y, buf);
   __syncthreads();
   return from_smem<S2>(buf, [](int e) {
     int c[S2::rank];

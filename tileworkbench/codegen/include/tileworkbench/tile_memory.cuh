@@ -103,8 +103,12 @@ __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, t
     }
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
-      out.v[r0 + j] = q.inside(a, 0) ? a.ptr[q.offset] : pad;
+      if constexpr (rows_of_chunks) {  // element j is j steps along the chunk's row
+        out.v[r0 + j] = p.inside(a, j) ? a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] : pad;
+      } else {
+        chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
+        out.v[r0 + j] = q.inside(a, 0) ? a.ptr[q.offset] : pad;
+      }
     }
   }
   return out;
@@ -126,8 +130,12 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
     }
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
-      if (q.inside(a, 0)) a.ptr[q.offset] = x.v[r0 + j];
+      if constexpr (rows_of_chunks) {
+        if (p.inside(a, j)) a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] = x.v[r0 + j];
+      } else {
+        chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
+        if (q.inside(a, 0)) a.ptr[q.offset] = x.v[r0 + j];
+      }
     }
   }
 }
