@@ -77,10 +77,9 @@ struct shape {
   }
   // C-order coordinates of flat index e (never negative: unsigned, so powers of two are shifts and masks)
   __device__ static void unflatten(int e, int* coord) {
-    unsigned u = unsigned(e);
     for (int i = rank - 1; i >= 0; --i) {
-      coord[i] = int(u % unsigned(dim(i)));
-      u /= unsigned(dim(i));
+      coord[i] = e % dim(i);
+      e /= dim(i);
     }
   }
   // elements between neighbours along axis i (C order)

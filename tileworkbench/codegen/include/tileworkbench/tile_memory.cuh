@@ -130,12 +130,8 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
     }
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      if constexpr (rows_of_chunks) {
-        if (p.inside(a, j)) a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] = x.v[r0 + j];
-      } else {
-        chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
-        if (q.inside(a, 0)) a.ptr[q.offset] = x.v[r0 + j];
-      }
+      chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
+      if (q.inside(a, 0)) a.ptr[q.offset] = x.v[r0 + j];
     }
   }
 }
