@@ -1,31 +1,40 @@
-"""tileworkbench against cuTile, Triton, CuPy and PyTorch (cuBLAS) on one GPU, in one command:
+"""tileworkbench against cuTile, Triton, CuPy and PyTorch (cuBLAS, SDPA) on one GPU, in one command:
 
-    source .cutile/setup.sh                 # cuTile's toolchain (made by benchmarks/prepare_cutile.sh)
-    python3 benchmarks/peers.py --out DIR [--quick] [--only softmax,matmul] [--impl cutile,triton]
+    bash benchmarks/prepare_cutile.sh; source .cutile/setup.sh    # cuTile, and its samples in .cutile/samples
+    bash benchmarks/prepare_triton_tutorials.sh                    # Triton's tutorials in .triton_tutorials
+    python3 benchmarks/peers.py --out DIR [--quick] [--only attention,matmul] [--impl cutile,triton]
+    python3 benchmarks/peers.py --dry-run                          # no GPU: every path that can run without one
 
-Cases: device-to-device copy (the ceiling), vector add f32 2^28, transpose 16384^2 f32 and bf16, row
-gather (an embedding lookup of random rows), row softmax 32768 x {1024, 4096, 16384} f32, layernorm
-forward (bf16 in and out, f32 statistics), matmul bf16 4096^3 and 8192^3 (f32 accumulate), and two
-of CuPy's user-defined kernels (an ElementwiseKernel squared difference f32 2^28 and a ReductionKernel
-L2 norm of 32768 rows x 4096 f32) run by CuPy and, from the same definitions, by tileworkbench
-(tileworkbench.ElementwiseKernel / ReductionKernel, its tile sizes tried and the fastest kept); then
-compile latency (cold, disk-cache hit in a new process, same-process hit) and the host overhead of
-launching an empty kernel.
+Every peer runs its own project's published kernel for a case: Triton's tutorials (02 fused softmax,
+03 matrix multiplication autotuned, 05 layer norm forward, 06 fused attention forward), loaded from
+--triton-tutorials (they are not in Triton's wheel); cuTile's samples unchanged, from
+--cutile-samples, under cuTile and, through tileworkbench's `cuda.tile` binding, under tileworkbench;
+torch's operators (cuBLAS matmul, SDPA with the flash backend). Beside them, kernels written here in
+each peer's language ("peers.py" in the name), kept where they beat the published one: e.g. cuTile's
+matmul without the sample's padded loads. A published kernel whose folder is missing is a skipped row.
+
+Cases: device-to-device copy (the ceiling), vector add, transposes (f32, bf16, f16), row gather, row
+softmax, layernorm forward bf16, matmul f16 and bf16 at 4096^3 and 8192^3, attention forward
+(B=4, H=16, S=4096; d 64 and 128; causal or not; f16 and bf16), the rest of cuTile's single-GPU
+samples (vector add plain and by gather, batch matmul, layernorm backward, FFT, MoE), CuPy's
+user-defined kernels run by CuPy and by tileworkbench; then compile latency (cold, disk-cache hit,
+same-process hit), host launch overhead and a new process's first launch (benchmarks/launch_overhead.py).
 
 Method: every implementation is checked on fresh random inputs against a float32/float64 torch
 reference (its output poisoned with NaN first) before it is timed; one that fails or raises is
 reported with its reason and not timed. Where an implementation has a few configurations (tile
-shapes, compiler hints) each is checked and briefly timed and the fastest is kept (Triton's matmul
-autotunes itself). Timing: CUDA events around each launch after warm-up, the L2 flushed before each,
-the implementations of a case interleaved over rounds; median and p10/p90. GPU clocks, temperature
-and power are logged before, per case and after (never changed).
+shapes, compiler hints) each is checked and briefly timed and the fastest is kept (Triton's
+autotuned kernels tune themselves). Timing: CUDA events around each launch after warm-up, the L2
+flushed before each, the implementations of a case interleaved over rounds; median and p10/p90.
+GPU clocks, temperature and power are logged before, per case and after (never changed).
 
 Results, in --out: DATE-DEVICE-peers.json (`validate` checks its shape), .txt (the printed table:
-ms, GB/s or TFLOP/s; ratios to the copy's bandwidth, to cuBLAS, to the case's fastest) and .png.
+ms, GB/s or TFLOP/s; ratios to the copy's bandwidth, cuBLAS, SDPA, cuTile and the case's fastest;
+then the targets, each with its measured ratio and PASS or MISS) and .png.
 
-Sections: results (pure: statistics, ratios, table, names), cases, measuring, the implementations
-(one table, IMPLEMENTATIONS, from a case's op to each library's function), latency, the system, the
-chart, the command.
+Sections: results (pure: statistics, ratios, targets, table, names), cases, measuring, the
+implementations (one table, IMPLEMENTATIONS, from a case's op to each library's function), latency,
+the system, the chart, the command.
 """
 from __future__ import annotations
 
@@ -57,9 +66,12 @@ import tileworkbench.tile as tw  # noqa: E402
 
 # ---- results: plain data, no GPU ------------------------------------------------------------------
 
-SCHEMA = "tileworkbench-peers/2"
-KINDS = ("copy", "memory", "matmul")
+SCHEMA = "tileworkbench-peers/3"
+KINDS = ("copy", "memory", "matmul", "attention", "sample")
 CUBLAS = "torch.matmul (cuBLAS)"  # the implementation matmul ratios are taken against
+SDPA = "torch SDPA (flash backend)"  # and attention ratios
+CUTILE_SAMPLE, ON_TILEWORKBENCH = "cuTile sample ", "tileworkbench, "  # "cuTile sample MatMul.py" and its twin
+TRITON_TUTORIAL = "Triton tutorial "
 
 
 def summarize(samples: list[float]) -> dict:
@@ -82,29 +94,100 @@ def _timed(case: dict) -> list[dict]:
     return [r for r in case["results"] if r["status"] == "ok"]
 
 
+def _fastest(rows: list[dict]) -> float | None:
+    return min((r["ms"] for r in rows), default=None)
+
+
 def add_ratios(cases: list[dict]) -> None:
-    """Throughput and ratios of every timed result, in place: GB/s (memory-bound and copy cases) and
-    `x_copy` against the fastest copy; TFLOP/s and `x_cublas` against cuBLAS (matmul); `x_best`
-    against the fastest implementation of the case (1 = fastest)."""
+    """Throughput and ratios of every timed result, in place: GB/s (cases that give their bytes) and
+    `x_copy` against the fastest copy (memory-bound cases); TFLOP/s (cases that give their flops);
+    `x_cublas` (matmul) and `x_sdpa` (attention) against torch; `x_cutile` against the case's fastest
+    cuTile result; `x_best` against the case's fastest result (1 = fastest). A ratio above 1 is faster."""
     for case in cases:
         for r in _timed(case):
-            if case["kind"] != "matmul":
+            if case["bytes"] and case["kind"] in ("copy", "memory", "sample"):
                 r["gbs"] = case["bytes"] / r["ms"] / 1e6
             if case["flops"]:
                 r["tflops"] = case["flops"] / r["ms"] / 1e9
     copy_gbs = max((r["gbs"] for c in cases if c["kind"] == "copy" for r in _timed(c)), default=None)
     for case in cases:
         timed = _timed(case)
-        if not timed:
-            continue
-        best = min(r["ms"] for r in timed)
-        cublas = next((r["ms"] for r in timed if r["impl"] == CUBLAS), None)
+        references = {"x_best": _fastest(timed), "x_cutile": _fastest([r for r in timed if r["family"] == "cuTile"]),
+                      "x_cublas": _fastest([r for r in timed if r["impl"] == CUBLAS]),
+                      "x_sdpa": _fastest([r for r in timed if r["impl"] == SDPA])}
         for r in timed:
-            r["x_best"] = best / r["ms"]
-            if case["kind"] != "matmul" and copy_gbs:
+            r.update({key: ms / r["ms"] for key, ms in references.items() if ms})
+            if case["kind"] in ("copy", "memory") and copy_gbs and "gbs" in r:
                 r["x_copy"] = r["gbs"] / copy_gbs
-            if case["kind"] == "matmul" and cublas:
-                r["x_cublas"] = cublas / r["ms"]
+
+
+# ---- targets: what tileworkbench must reach, each measured in the same run ---------------------------
+
+@dataclass(frozen=True)
+class Target:
+    """tileworkbench's fastest result in each case `applies` to must be at least `at_least` times as
+    fast as the fastest of the rows `versus` picks there, or, where `versus` is None, reach `at_least`
+    times the copy's bandwidth."""
+    name: str
+    applies: Callable          # (case) -> bool
+    versus: Callable | None    # (row) -> bool
+    at_least: float
+
+
+TARGETS = (
+    Target("attention >= 0.9x SDPA (flash)", lambda c: c["kind"] == "attention", lambda r: r["impl"] == SDPA, 0.9),
+    Target("attention >= 1.0x cuTile", lambda c: c["kind"] == "attention",
+           lambda r: r["impl"] == CUTILE_SAMPLE + "AttentionFMHA.py", 1.0),
+    Target("matmul >= 0.9x cuBLAS", lambda c: c["kind"] == "matmul", lambda r: r["impl"] == CUBLAS, 0.9),
+    Target("matmul >= 1.0x Triton's tutorial (autotuned)", lambda c: c["kind"] == "matmul",
+           lambda r: r["impl"].startswith(TRITON_TUTORIAL), 1.0),
+    Target("layernorm bf16, 16-bit transposes >= 0.95x copy",
+           lambda c: c["key"] in ("layernorm", "transpose_bf16", "transpose_f16"), None, 0.95),
+)
+FIRST_LAUNCH_LIMIT_MS = 60.0
+
+
+def _target_row(name: str, where: str, measured: float | None, at_least: float, shown: str | None = None) -> dict:
+    verdict = "not measured" if measured is None else "PASS" if measured >= at_least else "MISS"
+    return {"target": name, "case": where, "measured": measured,
+            "shown": shown or ("-" if measured is None else f"{measured:.2f}x"),
+            "verdict": verdict}
+
+
+def _case_targets(case: dict) -> list[dict]:
+    timed, rows = _timed(case), []
+    own = [r for r in timed if r["family"] == "tileworkbench"]
+    for target in TARGETS:
+        if not target.applies(case):
+            continue
+        if target.versus is None:
+            measured = max((r["x_copy"] for r in own if "x_copy" in r), default=None)
+        else:
+            versus, mine = _fastest([r for r in timed if target.versus(r)]), _fastest(own)
+            measured = versus / mine if versus and mine else None
+        rows.append(_target_row(target.name, case["title"], measured, target.at_least))
+    for r in case["results"]:  # each cuTile sample: under tileworkbench at least as fast as under cuTile
+        if r["family"] == "cuTile" and r["impl"].startswith(CUTILE_SAMPLE):
+            twin = [t["ms"] for t in timed if t["impl"] == ON_TILEWORKBENCH + r["impl"]]
+            measured = r["ms"] / twin[0] if twin and r["status"] == "ok" else None
+            rows.append(_target_row(f"{r['impl'][len(CUTILE_SAMPLE):]} >= 1.0x cuTile", case["title"], measured, 1.0))
+    return rows
+
+
+def targets(doc: dict) -> list[dict]:
+    """Every target of every case it applies to, with tileworkbench's measured ratio and PASS, MISS or
+    'not measured' (a side failed or did not run); then the launch targets. Needs add_ratios first."""
+    rows = [row for case in doc["cases"] for row in _case_targets(case)]
+    latency = {(r["measure"], r["impl"].split(",")[0]): r["ms"] for r in doc["latency"] if r["status"] == "ok"}
+    own, cutile = latency.get((OVERHEAD, "tileworkbench")), latency.get((OVERHEAD, "cuTile"))
+    rows.append(_target_row("host launch overhead <= cuTile's", "empty kernel, back to back",
+                            cutile / own if own and cutile else None, 1.0,
+                            f"{own * 1e3:.1f} us vs {cutile * 1e3:.1f} us" if own and cutile else "-"))
+    first = latency.get((FIRST_LAUNCH, "tileworkbench"))
+    rows.append(_target_row(f"first launch, warm disk cache, import included <= {FIRST_LAUNCH_LIMIT_MS:.0f} ms",
+                            "new process", FIRST_LAUNCH_LIMIT_MS / first if first else None, 1.0,
+                            f"{first:.1f} ms" if first else "-"))
+    return rows
 
 
 def versus_best_peer(case: dict, family: str = "tileworkbench") -> tuple[float, str] | None:
@@ -144,7 +227,7 @@ def validate(doc: dict) -> list[str]:
         if r.get("status") == "ok":
             for key in numbers:
                 need(r, key, (int, float), where)
-        elif r.get("status") == "failed":
+        elif r.get("status") in ("failed", "skipped"):
             need(r, "error", str, where)
         else:
             problems.append(f"{where}.status: {r.get('status')!r}")
@@ -173,40 +256,55 @@ def _number(value, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
+RATIO_COLUMNS = (("x_copy", "xcopy"), ("x_cublas", "xcuBLAS"), ("x_sdpa", "xSDPA"), ("x_cutile", "xcuTile"),
+                 ("x_best", "xbest"))
+
+
 def format_table(doc: dict) -> str:
-    """The printed report: environment, clocks, every case's results with ratios, and latency."""
+    """The printed report: environment, clocks, every case's results with ratios, latency, targets."""
     env = doc["environment"]
     lines = [f"{env.get('device', '?')}  driver {env.get('driver', '?')}  CUDA {env.get('cuda_driver', '?')}  "
              f"{doc['date']}{'  (quick)' if doc['quick'] else ''}",
              "  ".join(f"{k} {env[k]}" for k in ("torch", "triton", "cupy", "cuda.tile", "tileiras",
                                                  "tileworkbench commit") if k in env),
+             "  ".join(f"{k}: {env[k]}" for k in ("Triton tutorials", "cuTile samples") if k in env),
              f"GPU before: {doc['gpu_state'].get('before')}",
-             f"GPU after:  {doc['gpu_state'].get('after')}", ""]
-    head = (f"{'implementation':32} {'config':28} {'ms':>9} {'p10-p90':>17} {'GB/s':>6} {'TFLOP/s':>7} "
-            f"{'xcopy':>5} {'xcuBLAS':>7} {'xbest':>5}")
+             f"GPU after:  {doc['gpu_state'].get('after')}",
+             "Names: 'Triton tutorial F' and 'cuTile sample F' run the peer's published kernel (file F, unchanged); "
+             "'tileworkbench, cuTile sample F' runs that sample on tileworkbench; '(peers.py)' marks a kernel "
+             "written here in the peer's language. Ratios: > 1 is faster than the reference.", ""]
+    head = (f"{'implementation':44} {'config':24} {'ms':>9} {'p10-p90':>17} {'GB/s':>6} {'TFLOP/s':>7} "
+            + " ".join(f"{title:>{max(5, len(title))}}" for _, title in RATIO_COLUMNS))
     for case in doc["cases"]:
         lines += [f"== {case['title']} ({case['kind']})", head]
         for r in case["results"]:
-            name = f"{r['impl'][:32]:32} {(r.get('config') or '')[:28]:28}"
+            name = f"{r['impl'][:44]:44} {(r.get('config') or '')[:24]:24}"
             if r["status"] != "ok":
-                lines.append(f"{name} failed: {r['error'][:150]}")
+                lines.append(f"{name} {r['status']}: {r['error'][:150]}")
                 continue
+            ratios = " ".join(f"{_number(r.get(key), '.2f'):>{max(5, len(title))}}" for key, title in RATIO_COLUMNS)
             lines.append(f"{name} {r['ms']:9.4f} {r['p10']:8.4f}-{r['p90']:<8.4f} {_number(r.get('gbs'), '6.0f'):>6} "
-                         f"{_number(r.get('tflops'), '7.1f'):>7} {_number(r.get('x_copy'), '5.2f'):>5} "
-                         f"{_number(r.get('x_cublas'), '7.2f'):>7} {_number(r.get('x_best'), '5.2f'):>5}")
+                         f"{_number(r.get('tflops'), '7.1f'):>7} {ratios}")
         against = versus_best_peer(case)
         if against:
             lines.append(f"   tileworkbench / best peer ({against[1]}): {against[0]:.2f}x")
         lines.append("")
     if doc["latency"]:
         lines += ["== compile, cache and launch latency (ms; median of the samples)",
-                  f"{'measure':54} {'implementation':16} {'ms':>10}  samples"]
+                  f"{'measure':60} {'implementation':36} {'ms':>10}  samples"]
         for r in doc["latency"]:
             if r["status"] != "ok":
-                lines.append(f"{r['measure']:54} {r['impl']:16} failed: {r['error'][:120]}")
+                lines.append(f"{r['measure']:60} {r['impl']:36} {r['status']}: {r['error'][:120]}")
             else:
                 samples = " ".join(f"{s:.4g}" for s in r.get("values", []))
-                lines.append(f"{r['measure']:54} {r['impl']:16} {r['ms']:10.4f}  {samples}")
+                lines.append(f"{r['measure']:60} {r['impl']:36} {r['ms']:10.4f}  {samples}")
+        lines.append("")
+    rows = targets(doc)
+    lines += ["== targets (tileworkbench's fastest result in the case against the reference)",
+              f"{'target':56} {'case':44} {'measured':>24}  verdict"]
+    lines += [f"{t['target'][:56]:56} {t['case'][:44]:44} {t['shown']:>24}  {t['verdict']}" for t in rows]
+    counts = {v: sum(t["verdict"] == v for t in rows) for v in ("PASS", "MISS", "not measured")}
+    lines.append(", ".join(f"{n} {v}" for v, n in counts.items()))
     return "\n".join(lines) + "\n"
 
 
@@ -236,8 +334,9 @@ class Case:
 
 
 def selected(key: str, words: list[str]) -> bool:
-    """Whether `--only` words select a key: the key itself or its first part ("softmax")."""
-    return not words or any(w == key or key.split("_")[0] == w for w in words)
+    """Whether `--only` words select a key: the key itself or a prefix of whole parts ("softmax",
+    "attention_d128")."""
+    return not words or any(w == key or key.startswith(w + "_") for w in words)
 
 
 def _randn(*shape, dtype="float32"):
@@ -260,8 +359,11 @@ def add_case(n: int) -> Case:
                 lambda: Problem(a=_randn(n), b=_randn(n), y=_nan(n)), lambda p: p.a + p.b)
 
 
+SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
 def transpose_case(s: int, dtype: str) -> Case:
-    short = {"float32": "f32", "bfloat16": "bf16"}[dtype]
+    short = SHORT[dtype]
     return Case(f"transpose_{short}", f"transpose {s}^2 {short}", "memory", "transpose", {"s": s},
                 2 * s * s * (4 if short == "f32" else 2), 0, 0,
                 lambda: Problem(x=_randn(s, s, dtype=dtype), y=_nan(s, s, dtype=dtype)), lambda p: p.x.t())
@@ -297,12 +399,39 @@ def layernorm_case(rows: int, cols: int) -> Case:
                 {"rows": rows, "cols": cols}, 2 * rows * cols * 2 + 4 * cols, 0, 1e-2, make, reference)
 
 
-def matmul_case(key: str, s: int) -> Case:
+def matmul_case(s: int, dtype: str, size: int) -> Case:
+    """A square matmul of side `s`, keyed by the full-size side `size` (the same key when quick)."""
     def make():
-        bf16 = "bfloat16"
-        return Problem(a=_randn(s, s, dtype=bf16), b=_randn(s, s, dtype=bf16), y=_nan(s, s, dtype=bf16))
-    return Case(key, f"matmul {s}^3 bf16 (f32 accumulate)", "matmul", "matmul", {"s": s}, 3 * s * s * 2,
-                2 * s ** 3, 1e-2, make, lambda p: p.a.double() @ p.b.double())
+        return Problem(a=_randn(s, s, dtype=dtype), b=_randn(s, s, dtype=dtype), y=_nan(s, s, dtype=dtype))
+    return Case(f"matmul_{SHORT[dtype]}_{size}", f"matmul {s}^3 {SHORT[dtype]} (f32 accumulate)", "matmul", "matmul",
+                {"s": s, "dtype": dtype}, 3 * s * s * 2, 2 * s ** 3, 1e-2, make, lambda p: p.a.double() @ p.b.double())
+
+
+def attention_reference(p):
+    """softmax(q k^T / sqrt(d), causal mask) v in float64, one batch at a time (the scores are S x S)."""
+    import torch
+    out = torch.empty(p.q.shape, dtype=torch.float64, device=p.q.device)
+    seq = p.q.shape[2]
+    mask = torch.ones(seq, seq, dtype=torch.bool, device=p.q.device).tril() if p.causal else None
+    for b in range(p.q.shape[0]):
+        scores = p.q[b].double() @ p.k[b].double().transpose(-1, -2) * p.scale
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        out[b] = torch.softmax(scores, dim=-1) @ p.v[b].double()
+    return out
+
+
+def attention_case(batch: int, heads: int, seq: int, d: int, dtype: str, causal: bool) -> Case:
+    def make():
+        shape = (batch, heads, seq, d)
+        return Problem(q=_randn(*shape, dtype=dtype), k=_randn(*shape, dtype=dtype), v=_randn(*shape, dtype=dtype),
+                       causal=causal, scale=1 / math.sqrt(d), y=_nan(*shape, dtype=dtype))
+    name = f"d{d}_{SHORT[dtype]}" + ("_causal" if causal else "")
+    flops = 4 * batch * heads * seq * seq * d // (2 if causal else 1)
+    return Case(f"attention_{name}", f"attention B={batch} H={heads} S={seq} d={d} {SHORT[dtype]}"
+                + (" causal" if causal else ""), "attention", "attention",
+                {"batch": batch, "heads": heads, "seq": seq, "d": d, "dtype": dtype, "causal": causal},
+                4 * batch * heads * seq * d * 2, flops, 1e-2, make, attention_reference)
 
 
 def cupy_elementwise_case(n: int) -> Case:
@@ -320,14 +449,99 @@ def cupy_reduction_case(rows: int, cols: int) -> Case:
                 lambda: Problem(x=_randn(rows, cols), y=_nan(rows)), reference)
 
 
-def all_cases(quick: bool) -> list[Case]:
-    """Every case at full size (they fill an H100), or small for a smoke test (the same keys)."""
-    n, s, rows = (1 << 22, 2048, 2048) if quick else (1 << 28, 16384, 32768)
-    return [copy_case(n), add_case(n), transpose_case(s, "float32"), transpose_case(s, "bfloat16"),
-            gather_case(1 << 12, 256, 1 << 14) if quick else gather_case(1 << 18, 256, 1 << 20),
-            *(softmax_case(rows, cols) for cols in (1024, 4096, 16384)), layernorm_case(rows, 4096),
-            matmul_case("matmul_4096", 1024 if quick else 4096), matmul_case("matmul_8192", 2048 if quick else 8192),
-            cupy_elementwise_case(n), cupy_reduction_case(rows, 4096)]
+def _layernorm_backward_reference(p):
+    import torch
+    from torch.nn.functional import layer_norm
+    x = p.x.float().requires_grad_()
+    layer_norm(x, (x.shape[1],), p.w.float(), p.b.float(), 1e-5).backward(p.dy.float())
+    return x.grad
+
+
+def _moe_problem(tokens: int) -> Problem:
+    """The MoE sample's own inputs (hidden 512, 64 experts, intermediate 1024, top 8, bf16), `tokens` tokens."""
+    import torch
+    hidden, experts, intermediate, topk = 512, 64, 1024, 8
+    bf16 = "bfloat16"
+    return Problem(h=_randn(tokens, hidden, dtype=bf16) * 0.5, w1=_randn(experts, 2 * intermediate, hidden, dtype=bf16)
+                   * 0.1, w2=_randn(experts, hidden, intermediate, dtype=bf16) * 0.1,
+                   ids=torch.stack([torch.randperm(experts, device="cuda")[:topk] for _ in range(tokens)]),
+                   weights=torch.softmax(_randn(tokens, topk), dim=-1).to(torch.bfloat16),
+                   y=_nan(tokens, hidden, dtype=bf16))
+
+
+def _moe_reference(p):
+    """The MoE sample's own torch reference (needs the samples folder)."""
+    return published_module("cuTile", "MoE.py", ("torch_moe",), "cuTile").torch_moe(p.h, p.w1, p.w2, p.weights, p.ids)
+
+
+def _fft_reference(p):
+    import torch
+    return torch.view_as_real(torch.fft.fft(p.x.to(torch.complex128), dim=-1))
+
+
+def sample_cases(z: dict) -> list[Case]:
+    """The cases of cuTile's samples not already among the others (matmul, attention, layernorm forward
+    and transpose cases run their samples too); each sample's wrapper on inputs of its own kind."""
+    n, (batch, side), rows, ffts, tokens = z["n"], z["bmm"], z["ln"], z["fft"], z["moe"]
+
+    def vectors():
+        return Problem(a=_randn(n), b=_randn(n), y=_nan(n))
+
+    def matrices():
+        f16 = "float16"
+        return Problem(a=_randn(batch, side, side, dtype=f16), b=_randn(batch, side, side, dtype=f16),
+                       y=_nan(batch, side, side, dtype=f16))
+
+    def layernorm():
+        bf16 = "bfloat16"
+        return Problem(x=_randn(rows, 4096, dtype=bf16), w=_randn(4096, dtype=bf16), b=_randn(4096, dtype=bf16),
+                       dy=_randn(rows, 4096, dtype=bf16), y=_nan(rows, 4096, dtype=bf16))
+    power = n.bit_length() - 1
+    return [
+        Case("sample_vector_add", f"VectorAddition f32 2^{power}", "sample", "sample_vector_add", {"n": n}, 12 * n, 0,
+             0, vectors, lambda p: p.a + p.b),
+        Case("sample_vector_add_gather", f"VectorAddition by gather f32 2^{power}", "sample",
+             "sample_vector_add_gather", {"n": n}, 12 * n, 0, 0, vectors, lambda p: p.a + p.b),
+        Case("sample_batch_matmul", f"BatchMatMul {batch} x {side}^3 f16", "sample", "sample_batch_matmul",
+             {"batch": batch, "s": side}, 0, 2 * batch * side ** 3, 1e-2, matrices,
+             lambda p: p.a.double() @ p.b.double()),
+        Case("sample_layernorm_backward", f"LayerNorm backward (dx) {rows} x 4096 bf16", "sample",
+             "sample_layernorm_backward", {"rows": rows, "cols": 4096}, 3 * rows * 4096 * 2, 0, 2e-2, layernorm,
+             _layernorm_backward_reference),
+        Case("sample_fft", f"FFT {ffts} x 8 complex64", "sample", "sample_fft", {"batch": ffts, "n": 8},
+             2 * ffts * 8 * 8, 0, 1e-5,
+             lambda: Problem(x=_randn(ffts, 8, dtype="complex64"), y=_nan(ffts, 8, 2)), _fft_reference),
+        Case("sample_moe", f"MoE {tokens} tokens, 64 experts, top 8, bf16", "sample", "sample_moe",
+             {"tokens": tokens}, 0, 0, 5e-2, lambda: _moe_problem(tokens), _moe_reference),
+    ]
+
+
+# sizes: "full" fills an H100; "quick" is a smoke test on a GPU; "dry" runs on the interpreter, no GPU
+SIZES = {
+    "full": {"n": 1 << 28, "s": 16384, "rows": 32768, "gather": (1 << 18, 256, 1 << 20), "matmul": (4096, 8192),
+             "attention": (4, 16, 4096), "samples": {"n": 1 << 26, "bmm": (8, 2048), "ln": 8192, "fft": 1 << 16,
+                                                     "moe": 512}},
+    "quick": {"n": 1 << 22, "s": 2048, "rows": 2048, "gather": (1 << 12, 256, 1 << 14), "matmul": (1024, 2048),
+              "attention": (1, 4, 1024), "samples": {"n": 1 << 22, "bmm": (2, 1024), "ln": 1024, "fft": 1 << 10,
+                                                     "moe": 64}},
+    "dry": {"n": 1 << 13, "s": 256, "rows": 4, "gather": (16, 256, 64), "matmul": (256, 256),
+            "attention": (1, 1, 256), "samples": {"n": 1 << 12, "bmm": (1, 256), "ln": 4, "fft": 4, "moe": 8}},
+}
+
+
+def all_cases(size: str = "full") -> list[Case]:
+    """Every case at `size` (a key of SIZES); the keys do not depend on the size."""
+    z = SIZES[size]
+    n, s, rows = z["n"], z["s"], z["rows"]
+    batch, heads, seq = z["attention"]
+    return [copy_case(n), add_case(n), *(transpose_case(s, t) for t in ("float32", "bfloat16", "float16")),
+            gather_case(*z["gather"]), *(softmax_case(rows, cols) for cols in (1024, 4096, 16384)),
+            layernorm_case(rows, 4096),
+            *(matmul_case(side, dtype, full) for side, full in zip(z["matmul"], SIZES["full"]["matmul"])
+              for dtype in ("float16", "bfloat16")),
+            *(attention_case(batch, heads, seq, d, dtype, causal) for d in (64, 128) for dtype in ("float16", "bfloat16")
+              for causal in (False, True)),
+            *sample_cases(z["samples"]), cupy_elementwise_case(n), cupy_reduction_case(rows, 4096)]
 
 
 # ---- measuring: check every configuration, keep the fastest correct one, time round-robin ---------
@@ -344,6 +558,7 @@ class Entry:
     samples: list = field(default_factory=list)
     run: Callable | None = None
     problem: Problem | None = None
+    skipped: bool = False  # its published kernel is not here (see Skipped)
 
     def result(self) -> dict:
         row = {"impl": self.impl, "family": self.family}
@@ -352,7 +567,7 @@ class Entry:
         if len(self.tuning) > 1 or any(isinstance(v, str) for v in self.tuning.values()):
             row["tuning"] = self.tuning
         if self.error or not self.samples:
-            row.update(status="failed", error=self.error or "not timed")
+            row.update(status="skipped" if self.skipped else "failed", error=self.error or "not timed")
         else:
             row.update(status="ok", **summarize(self.samples))
         return row
@@ -368,7 +583,7 @@ class Timer:
 
     def __init__(self):
         import torch
-        l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+        l2 = getattr(torch.cuda.get_device_properties(), "L2_cache_size", 0)
         self.scrub = torch.empty(max(2 * l2, 1 << 20), dtype=torch.uint8, device="cuda")
         self.start, self.stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
@@ -414,6 +629,9 @@ def prepare(entry: Entry, case: Case, timer, *, tune_reps: int, warmup: int) -> 
         offered = entry.offer(problem)
         offered = offered if isinstance(offered, dict) else {"": offered}
         expected = case.reference(problem)
+    except Skipped as e:
+        entry.error, entry.skipped = str(e), True
+        return
     except Exception as e:  # a peer that cannot run here is reported, not fatal
         entry.error = describe(e)
         return
@@ -466,6 +684,86 @@ def _stream():
     return torch.cuda.current_stream()
 
 
+# -- the peers' published kernels: Triton's tutorials and cuTile's samples, loaded from their files
+#    (benchmarks/published.py) in folders named on the command line
+
+PUBLISHED = {"Triton": os.path.join(REPO, ".triton_tutorials"), "cuTile": os.path.join(REPO, ".cutile", "samples")}
+HOW_TO_GET = {"Triton": "--triton-tutorials DIR (bash benchmarks/prepare_triton_tutorials.sh makes .triton_tutorials)",
+              "cuTile": "--cutile-samples DIR (bash benchmarks/prepare_cutile.sh makes .cutile/samples)"}
+
+
+class Skipped(Exception):
+    """A published kernel's file is not here: its row is skipped, with how to get it."""
+
+
+@functools.cache
+def published_module(source: str, file: str, names: tuple, cuda_tile: str = "cuTile"):
+    """`names` of the file `file` in the folder of `source`'s published kernels (PUBLISHED), loaded with
+    `cuda.tile` as cuTile or bound to tileworkbench."""
+    from benchmarks.published import load
+    path = os.path.join(PUBLISHED[source] or "", file)
+    if not PUBLISHED[source] or not os.path.isfile(path):
+        raise Skipped(f"no {file} in {PUBLISHED[source]}: {HOW_TO_GET[source]}")
+    return load(path, list(names), cuda_tile=cuda_tile)
+
+
+def _published(source, file, function, call, cuda_tile="cuTile", grad=False):
+    """An implementation running `function` of a published file: run() sets p.y = call(function, p)."""
+    def offer(p):
+        import torch
+        fn = getattr(published_module(source, file, (function,), cuda_tile), function)
+
+        def run():
+            with torch.set_grad_enabled(grad):
+                p.y = call(fn, p)
+        return run
+    return offer
+
+
+def cutile_sample(file, function, call, grad=False) -> list[tuple]:
+    """The IMPLEMENTATIONS rows of one cuTile sample: under cuTile, and under tileworkbench."""
+    name = CUTILE_SAMPLE + file
+    return [(ON_TILEWORKBENCH + name, "tileworkbench", _published("cuTile", file, function, call, "tileworkbench", grad)),
+            (name, "cuTile", _published("cuTile", file, function, call, "cuTile", grad))]
+
+
+def triton_tutorial(file, function, call) -> tuple:
+    """The IMPLEMENTATIONS row of one Triton tutorial's wrapper (forward only: no autograd)."""
+    return (TRITON_TUTORIAL + file.removesuffix(".py"), "Triton", _published("Triton", file, function, call))
+
+
+def _layernorm_backward(f, p):
+    """The LayerNorm sample's autograd function, forward then backward: dx."""
+    x = p.x.detach().requires_grad_()
+    f(x, p.w, p.b, 1e-5).backward(p.dy)
+    return x.grad
+
+
+PUBLISHED_CALLS = {  # op -> the rows of the published kernels
+    "transpose": cutile_sample("Transpose.py", "cutile_transpose", lambda f, p: f(p.x)),
+    "softmax": [triton_tutorial("02-fused-softmax.py", "softmax", lambda f, p: f(p.x))],
+    "layernorm": [triton_tutorial("05-layer-norm.py", "layer_norm", lambda f, p: f(p.x, (p.x.shape[1],), p.w, p.b,
+                                                                                   1e-5)),
+                  *cutile_sample("LayerNorm.py", "cutile_layer_norm", lambda f, p: f(p.x, p.w, p.b, 1e-5))],
+    "matmul": [triton_tutorial("03-matrix-multiplication.py", "matmul", lambda f, p: f(p.a, p.b)),
+               *cutile_sample("MatMul.py", "cutile_matmul", lambda f, p: f(p.a, p.b))],
+    "attention": [triton_tutorial("06-fused-attention.py", "attention", lambda f, p: f(p.q, p.k, p.v, p.causal,
+                                                                                       p.scale)),
+                  *cutile_sample("AttentionFMHA.py", "cutile_fmha", lambda f, p: f(p.q, p.k, p.v, causal=p.causal))],
+    "sample_vector_add": cutile_sample("VectorAddition.py", "vec_add", lambda f, p: f(p.a, p.b)),
+    "sample_vector_add_gather": cutile_sample("VectorAddition.py", "vec_add", lambda f, p: f(p.a, p.b, use_gather=True)),
+    "sample_batch_matmul": cutile_sample("BatchMatMul.py", "bmm", lambda f, p: f(p.a, p.b, p.a.dtype)),
+    "sample_layernorm_backward": cutile_sample("LayerNorm.py", "cutile_layer_norm", _layernorm_backward, grad=True),
+    "sample_fft": cutile_sample("FFT.py", "cutile_fft", lambda f, p: _real_view(f(p.x, (2, 2, 2), 2))),
+    "sample_moe": cutile_sample("MoE.py", "cutile_moe", lambda f, p: f(p.h, p.w1, p.w2, p.weights, p.ids, 128, 128, 64)),
+}
+
+
+def _real_view(t):
+    import torch
+    return torch.view_as_real(t)
+
+
 # -- PyTorch's own operators (cuBLAS for matmul); those returning a new tensor store it in p.y
 
 def torch_copy(p):
@@ -506,6 +804,17 @@ def torch_layernorm(p):
 def torch_matmul(p):
     import torch
     return lambda: torch.matmul(p.a, p.b, out=p.y)
+
+
+def torch_sdpa(p):
+    """scaled_dot_product_attention with the flash backend forced (an error where it cannot run)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention
+
+    def run():
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            p.y = scaled_dot_product_attention(p.q, p.k, p.v, is_causal=p.causal, scale=p.scale)
+    return run
 
 
 # -- tileworkbench's own kernels (tileworkbench/kernels.py), a few tile shapes where they take one
@@ -635,12 +944,8 @@ def triton_kernels() -> SimpleNamespace:
         mask = (cm[:, None] < M) & (cn[None, :] < N)
         tl.store(c + cm[:, None] * N + cn[None, :], acc.to(c.dtype.element_ty), mask=mask)
 
-    @triton.jit
-    def empty(x):
-        pass
-
     return SimpleNamespace(add=add, transpose=transpose, gather=gather, softmax=softmax, layernorm=layernorm,
-                           matmul=matmul, empty=empty)
+                           matmul=matmul)
 
 
 def _row_warps(cols):
@@ -763,7 +1068,9 @@ def layernorm(x, w, b, y, N: ConstInt):
 @ct.kernel
 def matmul(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, GROUP: ConstInt):
     """C = A @ B, f32 accumulate, one (TM, TN) tile of C per block. Grid: 1-D, C's tile count; the
-    blocks walk C in groups of GROUP tile rows so that neighbours share A and B tiles in L2."""
+    blocks walk C in groups of GROUP tile rows so that neighbours share A and B tiles in L2. Unlike
+    cuTile's MatMul sample, no padded loads: the shapes are multiples of the tiles, and padding costs
+    cuTile most of its speed."""
     tiles_m, tiles_n = ct.cdiv(A.shape[0], TM), ct.cdiv(B.shape[1], TN)
     bid = ct.bid(0)
     first = bid // (GROUP * tiles_n) * GROUP
@@ -772,15 +1079,11 @@ def matmul(A, B, C, TM: ConstInt, TN: ConstInt, TK: ConstInt, GROUP: ConstInt):
     bn = bid % (GROUP * tiles_n) // height
     acc = ct.zeros((TM, TN), ct.float32)
     for k in range(ct.num_tiles(A, 1, (TM, TK))):
-        a = ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        a = ct.load(A, (bm, k), (TM, TK))
+        b = ct.load(B, (k, bn), (TK, TN))
         acc = ct.mma(a, b, acc)
     ct.store(C, (bm, bn), acc.astype(C.dtype))
 
-
-@ct.kernel
-def empty(x):
-    pass
 '''
 
 # On sm_90 (tileiras 13.4) none of these spills; 128x256x64 and 256x128x64 without a hint do, heavily
@@ -826,7 +1129,7 @@ def _occupancies(cols):
 
 def _sms():
     import torch
-    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+    return torch.cuda.get_device_properties().multi_processor_count
 
 
 def cutile_add(p):
@@ -1008,9 +1311,6 @@ extern "C" __global__ void transpose(const ELEMENT* __restrict__ x, ELEMENT* __r
 }
 """
 
-CUDA_EMPTY = r'extern "C" __global__ void empty(float* x) {}'
-
-
 def macros(**values) -> tuple[str, ...]:
     """NVRTC options defining the macros: macros(COLS=4096) == ("-DCOLS=4096",)."""
     return tuple(f"-D{k}={v}" for k, v in values.items())
@@ -1082,7 +1382,7 @@ def cupy_layernorm(p):
 
 
 def cupy_matmul(p):
-    """cupy.matmul (cuBLAS) on float16 copies of the bfloat16 inputs (exact for these values)."""
+    """cupy.matmul (cuBLAS); bfloat16 inputs as float16 copies (exact for these values; CuPy has no bfloat16)."""
     import cupy
     import torch
     p.a16, p.b16 = p.a.half(), p.b.half()
@@ -1130,32 +1430,37 @@ def cupy_own_reduction(p):
     return lambda: kernel(x, y, axis=1)
 
 
-# op -> (implementation, library, function), one row per op: what --impl filters and the cases run
-IMPLEMENTATIONS = {
+# op -> (implementation, library, function), one row per op: what --impl filters and the cases run:
+# the published kernels (PUBLISHED_CALLS) first, then the libraries' operators and the kernels written
+# here in each peer's language ("(peers.py)").
+MINE = " (peers.py)"
+OWN = {
     "copy": [("CuPy copyto", "CuPy", cupy_copy), ("torch copy_", "torch", torch_copy)],
-    "add": [("tileworkbench", "tileworkbench", tw_add), ("cuTile", "cuTile", cutile_add),
-            ("Triton", "Triton", triton_add), ("CuPy ElementwiseKernel", "CuPy", cupy_add),
+    "add": [("tileworkbench", "tileworkbench", tw_add), ("cuTile" + MINE, "cuTile", cutile_add),
+            ("Triton" + MINE, "Triton", triton_add), ("CuPy ElementwiseKernel", "CuPy", cupy_add),
             ("torch.add", "torch", torch_add)],
-    "transpose": [("tileworkbench", "tileworkbench", tw_transpose), ("cuTile", "cuTile", cutile_transpose),
-                  ("Triton", "Triton", triton_transpose), ("CuPy", "CuPy", cupy_transpose),
+    "transpose": [("tileworkbench", "tileworkbench", tw_transpose), ("cuTile" + MINE, "cuTile", cutile_transpose),
+                  ("Triton" + MINE, "Triton", triton_transpose), ("CuPy", "CuPy", cupy_transpose),
                   ("torch copy_(x.t())", "torch", torch_transpose)],
-    "gather": [("tileworkbench", "tileworkbench", tw_gather), ("cuTile", "cuTile", cutile_gather),
-               ("Triton", "Triton", triton_gather), ("CuPy take", "CuPy", cupy_gather),
+    "gather": [("tileworkbench", "tileworkbench", tw_gather), ("cuTile" + MINE, "cuTile", cutile_gather),
+               ("Triton" + MINE, "Triton", triton_gather), ("CuPy take", "CuPy", cupy_gather),
                ("torch index_select", "torch", torch_gather)],
-    "softmax": [("tileworkbench", "tileworkbench", tw_softmax), ("cuTile", "cuTile", cutile_softmax),
-                ("Triton", "Triton", triton_softmax), ("CuPy RawKernel", "CuPy", cupy_softmax),
+    "softmax": [("tileworkbench", "tileworkbench", tw_softmax), ("cuTile" + MINE, "cuTile", cutile_softmax),
+                ("Triton" + MINE, "Triton", triton_softmax), ("CuPy RawKernel", "CuPy", cupy_softmax),
                 ("torch.softmax", "torch", torch_softmax)],
-    "layernorm": [("tileworkbench", "tileworkbench", tw_layernorm), ("cuTile", "cuTile", cutile_layernorm),
-                  ("Triton", "Triton", triton_layernorm), ("CuPy RawKernel", "CuPy", cupy_layernorm),
+    "layernorm": [("tileworkbench", "tileworkbench", tw_layernorm), ("cuTile" + MINE, "cuTile", cutile_layernorm),
+                  ("Triton" + MINE, "Triton", triton_layernorm), ("CuPy RawKernel", "CuPy", cupy_layernorm),
                   ("torch layer_norm", "torch", torch_layernorm)],
-    "matmul": [("tileworkbench", "tileworkbench", tw_matmul), ("cuTile", "cuTile", cutile_matmul),
-               ("Triton (autotuned)", "Triton", triton_matmul),
-               ("CuPy matmul (f16: no bf16 in CuPy)", "CuPy", cupy_matmul), (CUBLAS, "torch", torch_matmul)],
+    "matmul": [("tileworkbench", "tileworkbench", tw_matmul), ("cuTile" + MINE + ", unpadded", "cuTile", cutile_matmul),
+               ("Triton" + MINE + ", autotuned", "Triton", triton_matmul),
+               ("CuPy matmul (bf16 as f16)", "CuPy", cupy_matmul), (CUBLAS, "torch", torch_matmul)],
+    "attention": [(SDPA, "torch", torch_sdpa)],
     "cupy_elementwise": [("tileworkbench ElementwiseKernel", "tileworkbench", tw_cupy_elementwise),
                          ("CuPy ElementwiseKernel", "CuPy", cupy_own_elementwise)],
     "cupy_reduction": [("tileworkbench ReductionKernel", "tileworkbench", tw_cupy_reduction),
                        ("CuPy ReductionKernel", "CuPy", cupy_own_reduction)],
 }
+IMPLEMENTATIONS = {op: PUBLISHED_CALLS.get(op, []) + OWN.get(op, []) for op in {**PUBLISHED_CALLS, **OWN}}
 FAMILIES = ("tileworkbench", "cuTile", "Triton", "CuPy", "torch")
 
 
@@ -1169,6 +1474,7 @@ COLD, DISK, MEMORY = ("cold compile: first launch, empty caches, new process",
                       "disk-cache hit: first launch, new process",
                       "same-process cache hit: second launch")
 OVERHEAD = "host launch overhead, empty kernel, back to back"
+FIRST_LAUNCH = "first launch, new process, warm disk cache, import included"
 
 _TIME_TWO_LAUNCHES = """
 import json, time
@@ -1258,56 +1564,29 @@ def compile_latency(repo: str, samples: int, impls: list[str] | None = None) -> 
     return rows
 
 
-def _empty_launchers(families: list[str] | None) -> dict:
-    """family -> a function making run() that launches that library's empty kernel on a small tensor."""
-    import torch
-    x = torch.zeros(128, device="cuda")
-
-    def tileworkbench():
-        stream = torch.cuda.current_stream()
-        return lambda: tw.launch(stream, (1,), _tw_empty, (x,))
-
-    def cutile():
-        import cuda.tile as ct
-        empty, stream = cutile_kernels().empty, torch.cuda.current_stream()
-        return lambda: ct.launch(stream, (1,), empty, (x,))
-
-    def triton():
-        empty = triton_kernels().empty
-        return lambda: empty[(1,)](x)
-
-    def cupy():
-        import cupy
-        kernel, cx = cupy.RawKernel(CUDA_EMPTY, "empty"), cupy.asarray(x)
-        return lambda: kernel((1,), (32,), (cx,))
-    makers = {"tileworkbench": tileworkbench, "cuTile": cutile, "Triton": triton, "CuPy RawKernel": cupy}
-    return {k: v for k, v in makers.items() if not families or any(k.lower().startswith(f.lower()) for f in families)}
-
-
-@tw.kernel
-def _tw_empty(x):
-    pass
-
-
-def launch_overhead(launches: int, families: list[str] | None = None) -> list[dict]:
-    """Host milliseconds per launch of an empty kernel (one array argument), best of 3 rounds."""
-    import torch
-    rows = []
-    for impl, make in _empty_launchers(families).items():
+def launch_latency(launches: int, samples: int, families: list[str] | None = None) -> list[dict]:
+    """Host milliseconds per back-to-back launch of an empty kernel, and a new process's first launch
+    of tileworkbench from a warm disk cache, import included: benchmarks/launch_overhead.py's measures."""
+    from benchmarks import launch_overhead as lo
+    rows, cases = [], []
+    for source, make in (("tileworkbench", lambda: lo.tileworkbench_cases(mock=False)), ("CuPy, cuTile", lo.peer_cases)):
         try:
-            run = make()
-            run()
-            torch.cuda.synchronize()
-            rounds = []
-            for _ in range(3):
-                t = time.perf_counter()
-                for _ in range(launches):
-                    run()
-                torch.cuda.synchronize()
-                rounds.append((time.perf_counter() - t) * 1e3 / launches)
-            rows.append({"measure": OVERHEAD, "impl": impl, "status": "ok", "ms": min(rounds), "values": rounds})
-        except Exception as e:
+            cases += list(make())
+        except Exception as e:  # noqa: BLE001 - recorded, not fatal
+            rows.append(_row(OVERHEAD, source, error=describe(e)))
+    for impl, launch, synchronize in cases:
+        if families and not any(impl.lower().startswith(f.lower()) for f in families):
+            continue
+        try:
+            rows.append(_row(OVERHEAD, impl, [lo.per_launch_us(launch, synchronize, launches) / 1e3]))
+        except Exception as e:  # noqa: BLE001
             rows.append(_row(OVERHEAD, impl, error=describe(e)))
+    if not families or "tileworkbench" in families:
+        try:
+            rows.append(_row(FIRST_LAUNCH, "tileworkbench",
+                             [lo.first_launch(samples, mock=False)["warm disk cache: total_ms"]]))
+        except Exception as e:  # noqa: BLE001
+            rows.append(_row(FIRST_LAUNCH, "tileworkbench", error=describe(e)))
     return rows
 
 
@@ -1360,16 +1639,31 @@ def _version(module: str) -> str:
         return f"unavailable ({type(e).__name__}: {' '.join(str(e).split())[:120]})"
 
 
+def published_sources() -> dict:
+    """Where the published kernels come from: the folders, and the tutorials' recorded origin."""
+    def describe_folder(source):
+        folder = PUBLISHED[source]
+        if not folder or not os.path.isdir(folder):
+            return f"absent ({HOW_TO_GET[source]})"
+        try:  # written by benchmarks/prepare_triton_tutorials.sh
+            with open(os.path.join(folder, "SOURCE")) as f:
+                return f"{folder}, from {f.read().strip()}"
+        except OSError:
+            return folder
+    return {"Triton tutorials": describe_folder("Triton"), "cuTile samples": describe_folder("cuTile")}
+
+
 def environment(repo: str) -> dict:
     import torch
-    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    props = torch.cuda.get_device_properties()
     env = {"device": props.name, "compute capability": f"{props.major}.{props.minor}",
            "sms": props.multi_processor_count,
-           "memory GiB": round(props.total_memory / 2 ** 30, 1), "l2 MiB": round(props.L2_cache_size / 2 ** 20, 1),
+           "memory GiB": round(props.total_memory / 2 ** 30, 1),
+           "l2 MiB": round(getattr(props, "L2_cache_size", 0) / 2 ** 20, 1),
            "driver": _run("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"),
            "python": sys.version.split()[0], "torch": torch.__version__, "cuda (torch)": torch.version.cuda,
            "triton": _version("triton"), "cupy": _version("cupy"), "cuda.tile": _version("cuda.tile"),
-           "tileworkbench commit": commit(repo)}
+           "tileworkbench commit": commit(repo), **published_sources()}
     try:
         import cupy
         v = cupy.cuda.runtime.driverGetVersion()
@@ -1450,28 +1744,40 @@ def draw_chart(doc: dict, path: str) -> None:
 # ---- the command ----------------------------------------------------------------------------------
 
 LATENCY_KEYS = ("compile", "launch")
-FULL = {"rounds": 5, "repetitions": 10, "matmul_repetitions": 4, "warmup": 5, "tune_repetitions": 5,
-        "compile_samples": 2, "launches": 20000}
-QUICK = {"rounds": 2, "repetitions": 3, "matmul_repetitions": 2, "warmup": 2, "tune_repetitions": 2,
-         "compile_samples": 1, "launches": 2000}
+SETTINGS = {  # by size (SIZES); "heavy_repetitions": matmul and attention cases
+    "full": {"rounds": 5, "repetitions": 10, "heavy_repetitions": 4, "warmup": 5, "tune_repetitions": 5,
+             "compile_samples": 2, "launches": 20000, "first_launch_samples": 3},
+    "quick": {"rounds": 2, "repetitions": 3, "heavy_repetitions": 2, "warmup": 2, "tune_repetitions": 2,
+              "compile_samples": 1, "launches": 2000, "first_launch_samples": 1},
+    "dry": {"rounds": 1, "repetitions": 1, "heavy_repetitions": 1, "warmup": 0, "tune_repetitions": 1},
+}
 
 
 def parser() -> argparse.ArgumentParser:
-    keys = [c.key for c in all_cases(quick=False)] + list(LATENCY_KEYS)
+    keys = [c.key for c in all_cases()] + list(LATENCY_KEYS)
     ap = argparse.ArgumentParser(
         prog="python3 benchmarks/peers.py",
-        description="Time tileworkbench against cuTile, Triton, CuPy and PyTorch (cuBLAS) on this GPU, each "
-                    "implementation checked on fresh random inputs before it is timed. Writes "
-                    "DATE-DEVICE-peers.{json,txt,png} to --out. For cuTile, first `source .cutile/setup.sh` "
-                    "(made by benchmarks/prepare_cutile.sh).")
+        description="Time tileworkbench against cuTile, Triton, CuPy and PyTorch (cuBLAS, SDPA) on this GPU, each "
+                    "implementation checked on fresh random inputs before it is timed, each peer's published "
+                    "kernels beside kernels written here. Writes DATE-DEVICE-peers.{json,txt,png} to --out. For "
+                    "cuTile, first `source .cutile/setup.sh` (made by benchmarks/prepare_cutile.sh).")
     ap.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the results (default: $OUT, else .)")
     ap.add_argument("--quick", action="store_true", help="small sizes and few repetitions: a smoke test")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU: tiny sizes, torch's CUDA tensors in host memory, tileworkbench on its interpreter; "
+                         "every case, check, table and target is made (peers without a GPU fail with their reason)")
     ap.add_argument("--only", default="", metavar="CASE[,CASE]",
-                    help=f"cases to run, by key or its first part (softmax = every softmax case): {', '.join(keys)}; "
-                         "memory-bound cases bring the copy case along (their ratios' ceiling)")
+                    help=f"cases to run, by key or a prefix of whole parts (attention, attention_d128, sample): "
+                         f"{', '.join(keys)}; memory-bound cases bring the copy case along (their ratios' ceiling)")
     ap.add_argument("--impl", default="", metavar="IMPL[,IMPL]",
-                    help=f"libraries to run: {', '.join(FAMILIES)} (any case); the copy case and cuBLAS matmul "
+                    help=f"libraries to run: {', '.join(FAMILIES)} (any case); the copy case, cuBLAS matmul and SDPA "
                          "always run, as the references of the ratios")
+    ap.add_argument("--triton-tutorials", default=PUBLISHED["Triton"], metavar="DIR",
+                    help="folder of Triton's tutorials 02, 03, 05, 06 (default .triton_tutorials; made by "
+                         "benchmarks/prepare_triton_tutorials.sh); without it their rows are skipped")
+    ap.add_argument("--cutile-samples", default=PUBLISHED["cuTile"], metavar="DIR",
+                    help="cuTile's samples/ folder (default .cutile/samples; made by benchmarks/prepare_cutile.sh); "
+                         "without it their rows are skipped")
     ap.add_argument("--rounds", type=int, help="round-robin rounds per case (default 5; quick 2)")
     return ap
 
@@ -1483,7 +1789,7 @@ def words(text: str) -> list[str]:
 def entries_for(case: Case, families: list[str]) -> list[Entry]:
     """The case's implementations that run: those of `families` (all if empty) and the references."""
     return [Entry(name, family, offer) for name, family, offer in IMPLEMENTATIONS[case.op]
-            if not families or family.lower() in families or case.kind == "copy" or name == CUBLAS]
+            if not families or family.lower() in families or case.kind == "copy" or name in (CUBLAS, SDPA)]
 
 
 def run_case(case: Case, families: list[str], timer: Timer, settings: dict) -> dict:
@@ -1493,7 +1799,7 @@ def run_case(case: Case, families: list[str], timer: Timer, settings: dict) -> d
     state = gpu_state()
     for entry in entries:
         prepare(entry, case, timer, tune_reps=settings["tune_repetitions"], warmup=settings["warmup"])
-    reps = settings["matmul_repetitions" if case.kind == "matmul" else "repetitions"]
+    reps = settings["heavy_repetitions" if case.kind in ("matmul", "attention") else "repetitions"]
     time_round_robin(entries, timer, rounds=settings["rounds"], repetitions=reps)
     results = [entry.result() for entry in entries]
     del entries
@@ -1531,25 +1837,38 @@ def write_results(doc: dict, out: str) -> list[str]:
     return written
 
 
+def on_the_host() -> None:
+    """--dry-run: torch's CUDA tensors made in host memory (benchmarks/cutile_cpu_torch.py) and every
+    tileworkbench launch on its interpreter."""
+    from benchmarks.cutile_cpu_torch import redirect_to_host
+    redirect_to_host()
+    os.environ["TILEWORKBENCH_INTERPRET"] = "1"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     only, families = words(args.only), [f.lower() for f in words(args.impl)]
     unknown = [f for f in families if f not in {x.lower() for x in FAMILIES}]
     if unknown:
         parser().error(f"unknown --impl {', '.join(unknown)}; choose from {', '.join(FAMILIES)}")
+    PUBLISHED.update({"Triton": args.triton_tutorials, "cuTile": args.cutile_samples})
+    size = "dry" if args.dry_run else "quick" if args.quick else "full"
+    if args.dry_run:
+        on_the_host()
     import torch
     if not torch.cuda.is_available():
-        print("benchmarks/peers.py needs a CUDA GPU (and PyTorch, CuPy)", file=sys.stderr)
+        print("benchmarks/peers.py needs a CUDA GPU (and PyTorch, CuPy); --dry-run runs without one", file=sys.stderr)
         return 2
-    settings = dict(QUICK if args.quick else FULL, **({"rounds": args.rounds} if args.rounds else {}))
+    settings = dict(SETTINGS[size], size=size, **({"rounds": args.rounds} if args.rounds else {}))
     started = time.perf_counter()
     doc = {"schema": SCHEMA, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "command": " ".join(sys.argv), "quick": args.quick, "settings": settings,
+           "command": " ".join(sys.argv), "quick": size != "full", "settings": settings,
            "gpu_state": {"before": gpu_state()}, "environment": environment(REPO), "cases": [], "latency": []}
     print(f"# {json.dumps(doc['environment'])}", flush=True)
-    chosen = [c for c in all_cases(args.quick) if selected(c.key, only)]
+    cases = all_cases(size)
+    chosen = [c for c in cases if selected(c.key, only)]
     if chosen and chosen[0].kind != "copy" and any(c.kind == "memory" for c in chosen):
-        chosen.insert(0, all_cases(args.quick)[0])
+        chosen.insert(0, cases[0])
     timer = Timer()
     for case in chosen:
         try:
@@ -1559,14 +1878,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {case.title}: done at {time.perf_counter() - started:.0f} s", flush=True)
     latency_families = [f for f in families if f != "torch"]  # torch compiles nothing of its own here
     measures = {"compile": lambda: compile_latency(REPO, settings["compile_samples"], latency_families),
-                "launch": lambda: launch_overhead(settings["launches"], latency_families)}
+                "launch": lambda: launch_latency(settings["launches"], settings["first_launch_samples"],
+                                                 latency_families)}
     for key, measure in measures.items():
-        if selected(key, only) and (latency_families or not families):
-            try:
-                doc["latency"] += measure()
-            except Exception as e:  # noqa: BLE001 - e.g. a CUDA context lost earlier: recorded, not fatal
-                traceback.print_exc()
-                doc["latency"].append({"measure": key, "impl": "every", "status": "failed", "error": describe(e)})
+        if not selected(key, only) or (families and not latency_families):
+            continue
+        if args.dry_run:
+            doc["latency"].append(_row(key, "every", error="--dry-run: no GPU") | {"status": "skipped"})
+            continue
+        try:
+            doc["latency"] += measure()
+        except Exception as e:  # noqa: BLE001 - e.g. a CUDA context lost earlier: recorded, not fatal
+            traceback.print_exc()
+            doc["latency"].append(_row(key, "every", error=describe(e)))
     doc["gpu_state"]["after"] = gpu_state()
     doc["seconds"] = round(time.perf_counter() - started, 1)
     add_ratios(doc["cases"])
