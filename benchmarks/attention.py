@@ -11,48 +11,18 @@ case is checked against torch's SDPA (flash backend), then timed with CUDA event
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib.util
 import json
 import math
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 
 def kernel_module(samples: Path):
-    """The sample file's kernel, its constants and imports only (not its tuning or benchmark code),
-    as a module in a temporary file, so that tile code has a real source file."""
-    source = (samples / "AttentionFMHA.py").read_text()
-    tree = ast.parse(source)
-    keep = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names = {a.name for a in node.names}
-            if isinstance(node, ast.ImportFrom) and node.module and not node.module.startswith(("cuda.tile", "numpy")):
-                continue
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("cuda.tile.") and \
-                    node.module != "cuda.tile":
-                if names != {"RoundingMode"}:
-                    continue
-            keep.append(node)
-        elif isinstance(node, ast.Assign) or (isinstance(node, ast.FunctionDef) and node.name == "fmha_kernel"):
-            keep.append(node)
-    text = "import math\n" + "\n\n".join(ast.get_source_segment(source, n) if not isinstance(n, ast.FunctionDef)
-                                         else _with_decorators(source, n) for n in keep) + "\n"
-    path = Path(tempfile.mkdtemp()) / "fmha_sample_kernel.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("fmha_sample_kernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _with_decorators(source: str, node: ast.FunctionDef) -> str:
-    lines = source.splitlines()
-    first = min([d.lineno for d in node.decorator_list] + [node.lineno])
-    return "\n".join(lines[first - 1:node.end_lineno])
+    """The sample file's kernel and what it needs (not its tuning or benchmark code): benchmarks/published.py."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from published import load
+    return load(samples / "AttentionFMHA.py", ["fmha_kernel"])
 
 
 def launch(ct, torch, kernel, q, k, v, causal: bool, tile_m: int = 128, tile_n: int = 128):

@@ -273,12 +273,12 @@ def format_table(doc: dict) -> str:
              "Names: 'Triton tutorial F' and 'cuTile sample F' run the peer's published kernel (file F, unchanged); "
              "'tileworkbench, cuTile sample F' runs that sample on tileworkbench; '(peers.py)' marks a kernel "
              "written here in the peer's language. Ratios: > 1 is faster than the reference.", ""]
-    head = (f"{'implementation':44} {'config':24} {'ms':>9} {'p10-p90':>17} {'GB/s':>6} {'TFLOP/s':>7} "
+    head = (f"{'implementation':50} {'config':24} {'ms':>9} {'p10-p90':>17} {'GB/s':>6} {'TFLOP/s':>7} "
             + " ".join(f"{title:>{max(5, len(title))}}" for _, title in RATIO_COLUMNS))
     for case in doc["cases"]:
         lines += [f"== {case['title']} ({case['kind']})", head]
         for r in case["results"]:
-            name = f"{r['impl'][:44]:44} {(r.get('config') or '')[:24]:24}"
+            name = f"{r['impl'][:50]:50} {(r.get('config') or '')[:24]:24}"
             if r["status"] != "ok":
                 lines.append(f"{name} {r['status']}: {r['error'][:150]}")
                 continue
@@ -457,10 +457,10 @@ def _layernorm_backward_reference(p):
     return x.grad
 
 
-def _moe_problem(tokens: int) -> Problem:
-    """The MoE sample's own inputs (hidden 512, 64 experts, intermediate 1024, top 8, bf16), `tokens` tokens."""
+def _moe_problem(tokens: int, experts: int, topk: int) -> Problem:
+    """The MoE sample's own kind of inputs (hidden 512, intermediate 1024, bf16)."""
     import torch
-    hidden, experts, intermediate, topk = 512, 64, 1024, 8
+    hidden, intermediate = 512, 1024
     bf16 = "bfloat16"
     return Problem(h=_randn(tokens, hidden, dtype=bf16) * 0.5, w1=_randn(experts, 2 * intermediate, hidden, dtype=bf16)
                    * 0.1, w2=_randn(experts, hidden, intermediate, dtype=bf16) * 0.1,
@@ -482,7 +482,7 @@ def _fft_reference(p):
 def sample_cases(z: dict) -> list[Case]:
     """The cases of cuTile's samples not already among the others (matmul, attention, layernorm forward
     and transpose cases run their samples too); each sample's wrapper on inputs of its own kind."""
-    n, (batch, side), rows, ffts, tokens = z["n"], z["bmm"], z["ln"], z["fft"], z["moe"]
+    n, (batch, side), rows, ffts, (tokens, experts, topk) = z["n"], z["bmm"], z["ln"], z["fft"], z["moe"]
 
     def vectors():
         return Problem(a=_randn(n), b=_randn(n), y=_nan(n))
@@ -505,27 +505,28 @@ def sample_cases(z: dict) -> list[Case]:
         Case("sample_batch_matmul", f"BatchMatMul {batch} x {side}^3 f16", "sample", "sample_batch_matmul",
              {"batch": batch, "s": side}, 0, 2 * batch * side ** 3, 1e-2, matrices,
              lambda p: p.a.double() @ p.b.double()),
-        Case("sample_layernorm_backward", f"LayerNorm backward (dx) {rows} x 4096 bf16", "sample",
-             "sample_layernorm_backward", {"rows": rows, "cols": 4096}, 3 * rows * 4096 * 2, 0, 2e-2, layernorm,
+        Case("sample_layernorm_backward", f"LayerNorm forward + backward (dx) {rows} x 4096 bf16", "sample",
+             "sample_layernorm_backward", {"rows": rows, "cols": 4096}, 5 * rows * 4096 * 2, 0, 2e-2, layernorm,
              _layernorm_backward_reference),
         Case("sample_fft", f"FFT {ffts} x 8 complex64", "sample", "sample_fft", {"batch": ffts, "n": 8},
              2 * ffts * 8 * 8, 0, 1e-5,
              lambda: Problem(x=_randn(ffts, 8, dtype="complex64"), y=_nan(ffts, 8, 2)), _fft_reference),
-        Case("sample_moe", f"MoE {tokens} tokens, 64 experts, top 8, bf16", "sample", "sample_moe",
-             {"tokens": tokens}, 0, 0, 5e-2, lambda: _moe_problem(tokens), _moe_reference),
+        Case("sample_moe", f"MoE {tokens} tokens, {experts} experts, top {topk}, bf16", "sample", "sample_moe",
+             {"tokens": tokens, "experts": experts, "topk": topk}, 0, 0, 5e-2,
+             lambda: _moe_problem(tokens, experts, topk), _moe_reference),
     ]
 
 
 # sizes: "full" fills an H100; "quick" is a smoke test on a GPU; "dry" runs on the interpreter, no GPU
-SIZES = {
+SIZES = {  # samples: vector length, batch matmul (batch, side), layernorm rows, FFTs, MoE (tokens, experts, top k)
     "full": {"n": 1 << 28, "s": 16384, "rows": 32768, "gather": (1 << 18, 256, 1 << 20), "matmul": (4096, 8192),
-             "attention": (4, 16, 4096), "samples": {"n": 1 << 26, "bmm": (8, 2048), "ln": 8192, "fft": 1 << 16,
-                                                     "moe": 512}},
+             "attention": (4, 16, 4096),
+             "samples": {"n": 1 << 26, "bmm": (8, 2048), "ln": 8192, "fft": 1 << 16, "moe": (512, 64, 8)}},
     "quick": {"n": 1 << 22, "s": 2048, "rows": 2048, "gather": (1 << 12, 256, 1 << 14), "matmul": (1024, 2048),
-              "attention": (1, 4, 1024), "samples": {"n": 1 << 22, "bmm": (2, 1024), "ln": 1024, "fft": 1 << 10,
-                                                     "moe": 64}},
-    "dry": {"n": 1 << 13, "s": 256, "rows": 4, "gather": (16, 256, 64), "matmul": (256, 256),
-            "attention": (1, 1, 256), "samples": {"n": 1 << 12, "bmm": (1, 256), "ln": 4, "fft": 4, "moe": 8}},
+              "attention": (1, 4, 1024),
+              "samples": {"n": 1 << 22, "bmm": (2, 1024), "ln": 1024, "fft": 1 << 10, "moe": (64, 64, 8)}},
+    "dry": {"n": 1 << 13, "s": 256, "rows": 4, "gather": (16, 256, 64), "matmul": (256, 256), "attention": (1, 1, 256),
+            "samples": {"n": 1 << 12, "bmm": (1, 256), "ln": 4, "fft": 4, "moe": (4, 4, 2)}},
 }
 
 

@@ -59,3 +59,24 @@ def test_the_commit_comes_from_the_environment_first(monkeypatch):
 def test_gpu_state_without_nvidia_smi_says_so(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     assert gpu_state() == {"error": "nvidia-smi gave nothing"}
+
+
+def test_a_dry_run_makes_every_selected_case_its_table_and_targets_without_a_gpu(tmp_path):
+    done = subprocess.run([sys.executable, "benchmarks/peers.py", "--dry-run", "--out", str(tmp_path),
+                           "--only", "softmax_1024,attention_d64_f16,sample_fft,launch",
+                           "--triton-tutorials", str(tmp_path / "none")],
+                          cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert done.returncode == 0, done.stderr[-3000:]
+    [path] = [p for p in tmp_path.iterdir() if p.suffix == ".json"]
+    doc = json.loads(path.read_text())
+    assert validate(doc) == []
+    assert [c["key"] for c in doc["cases"]] == ["copy", "softmax_1024", "attention_d64_f16",
+                                                "attention_d64_f16_causal", "sample_fft"]
+    results = {c["key"]: {r["impl"]: r for r in c["results"]} for c in doc["cases"]}
+    assert results["softmax_1024"]["tileworkbench"]["status"] == "ok"  # on the interpreter, checked
+    assert results["softmax_1024"]["Triton tutorial 02-fused-softmax"]["status"] == "skipped"
+    assert results["attention_d64_f16"]["torch SDPA (flash backend)"]["status"] == "ok"
+    assert doc["latency"][0]["status"] == "skipped"
+    text = (tmp_path / path.name.replace(".json", ".txt")).read_text()
+    assert "== targets" in text and "attention >= 0.9x SDPA (flash)" in text

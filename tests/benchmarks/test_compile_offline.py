@@ -34,8 +34,7 @@ def _cutile_jobs(ct):
     f32, bf16, i32 = (ct.float32, 2), (ct.bfloat16, 2), (ct.int32, 1)
     jobs = [("add", {}, ((ct.float32, 1),) * 3 + (4096,)), ("row_load", {}, (f32, i32, f32, 256)),
             ("rows_gather", {}, (f32, i32, f32, 8, 256)), ("rows_indexed", {}, (f32, i32, f32, 8, 256)),
-            ("layernorm", {"occupancy": 4}, (bf16, (ct.bfloat16, 1), (ct.bfloat16, 1), bf16, 4096)),
-            ("empty", {}, ((ct.float32, 1),))]
+            ("layernorm", {"occupancy": 4}, (bf16, (ct.bfloat16, 1), (ct.bfloat16, 1), bf16, 4096))]
     jobs += [("transpose", {}, (d, d, 64)) for d in (f32, bf16)]
     jobs += [(name, {"occupancy": o}, (f32, f32, cols)) for cols in (1024, 4096, 16384)
              for name in ("softmax", "softmax_persistent") for o in peers._occupancies(cols)]
