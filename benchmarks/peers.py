@@ -708,7 +708,7 @@ def published_module(source: str, file: str, names: tuple, cuda_tile: str = "cuT
     return load(path, list(names), cuda_tile=cuda_tile)
 
 
-def _published(source, file, function, call, cuda_tile="cuTile", grad=False):
+def _published(source, file, function, call, cuda_tile="cuTile", grad=False, label=""):
     """An implementation running `function` of a published file: run() sets p.y = call(function, p)."""
     def offer(p):
         import torch
@@ -717,7 +717,7 @@ def _published(source, file, function, call, cuda_tile="cuTile", grad=False):
         def run():
             with torch.set_grad_enabled(grad):
                 p.y = call(fn, p)
-        return run
+        return {label: run}
     return offer
 
 
@@ -728,9 +728,11 @@ def cutile_sample(file, function, call, grad=False) -> list[tuple]:
             (name, "cuTile", _published("cuTile", file, function, call, "cuTile", grad))]
 
 
-def triton_tutorial(file, function, call) -> tuple:
-    """The IMPLEMENTATIONS row of one Triton tutorial's wrapper (forward only: no autograd)."""
-    return (TRITON_TUTORIAL + file.removesuffix(".py"), "Triton", _published("Triton", file, function, call))
+def triton_tutorial(file, function, call, label) -> tuple:
+    """The IMPLEMENTATIONS row of one Triton tutorial's wrapper (forward only: no autograd); `label`
+    says what its wrapper does besides launching (the timing includes it)."""
+    return (TRITON_TUTORIAL + file.removesuffix(".py"), "Triton",
+            _published("Triton", file, function, call, label=label))
 
 
 def _layernorm_backward(f, p):
@@ -742,14 +744,15 @@ def _layernorm_backward(f, p):
 
 PUBLISHED_CALLS = {  # op -> the rows of the published kernels
     "transpose": cutile_sample("Transpose.py", "cutile_transpose", lambda f, p: f(p.x)),
-    "softmax": [triton_tutorial("02-fused-softmax.py", "softmax", lambda f, p: f(p.x))],
-    "layernorm": [triton_tutorial("05-layer-norm.py", "layer_norm", lambda f, p: f(p.x, (p.x.shape[1],), p.w, p.b,
-                                                                                   1e-5)),
+    "softmax": [triton_tutorial("02-fused-softmax.py", "softmax", lambda f, p: f(p.x), "warmup() lookup per call")],
+    "layernorm": [triton_tutorial("05-layer-norm.py", "layer_norm",
+                                  lambda f, p: f(p.x, (p.x.shape[1],), p.w, p.b, 1e-5), "forward"),
                   *cutile_sample("LayerNorm.py", "cutile_layer_norm", lambda f, p: f(p.x, p.w, p.b, 1e-5))],
-    "matmul": [triton_tutorial("03-matrix-multiplication.py", "matmul", lambda f, p: f(p.a, p.b)),
+    "matmul": [triton_tutorial("03-matrix-multiplication.py", "matmul", lambda f, p: f(p.a, p.b),
+                               "autotuned, f16 out"),
                *cutile_sample("MatMul.py", "cutile_matmul", lambda f, p: f(p.a, p.b))],
-    "attention": [triton_tutorial("06-fused-attention.py", "attention", lambda f, p: f(p.q, p.k, p.v, p.causal,
-                                                                                       p.scale)),
+    "attention": [triton_tutorial("06-fused-attention.py", "attention",
+                                  lambda f, p: f(p.q, p.k, p.v, p.causal, p.scale), "forward, autotuned"),
                   *cutile_sample("AttentionFMHA.py", "cutile_fmha", lambda f, p: f(p.q, p.k, p.v, causal=p.causal))],
     "sample_vector_add": cutile_sample("VectorAddition.py", "vec_add", lambda f, p: f(p.a, p.b)),
     "sample_vector_add_gather": cutile_sample("VectorAddition.py", "vec_add", lambda f, p: f(p.a, p.b, use_gather=True)),
@@ -1780,6 +1783,8 @@ def parser() -> argparse.ArgumentParser:
                     help="cuTile's samples/ folder (default .cutile/samples; made by benchmarks/prepare_cutile.sh); "
                          "without it their rows are skipped")
     ap.add_argument("--rounds", type=int, help="round-robin rounds per case (default 5; quick 2)")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="no measuring: one document, table and targets of these runs' results (runs split by --only)")
     return ap
 
 
@@ -1821,7 +1826,7 @@ def _release_memory() -> None:
         pass
 
 
-def write_results(doc: dict, out: str) -> list[str]:
+def write_results(doc: dict, out: str, chart: bool = True) -> list[str]:
     """The JSON document, the printed table and the chart, named by date and device, in `out`."""
     os.makedirs(out, exist_ok=True)
     stem = os.path.join(out, result_stem(doc["date"], doc["environment"].get("device", "gpu"), doc["quick"]))
@@ -1830,12 +1835,28 @@ def write_results(doc: dict, out: str) -> list[str]:
     with open(stem + ".txt", "w") as f:
         f.write(format_table(doc))
     written = [stem + ".json", stem + ".txt"]
+    if not chart:
+        return written
     try:
         draw_chart(doc, stem + ".png")
         written.append(stem + ".png")
     except Exception:  # noqa: BLE001 - the numbers are written; a chart problem is only reported
         traceback.print_exc()
     return written
+
+
+def merge(docs: list[dict]) -> dict:
+    """One results document of several runs (e.g. one device command each, with --only): the first
+    run's environment, each case once (from the first run that has it), every latency row."""
+    merged = dict(docs[0], cases=[], latency=[], command=" + ".join(d["command"] for d in docs),
+                  seconds=sum(d.get("seconds", 0) for d in docs),
+                  gpu_state={"before": docs[0]["gpu_state"].get("before"), "after": docs[-1]["gpu_state"].get("after")})
+    keys = set()
+    for doc in docs:
+        merged["cases"] += [c for c in doc["cases"] if c["key"] not in keys]
+        keys |= {c["key"] for c in doc["cases"]}
+        merged["latency"] += doc["latency"]
+    return merged
 
 
 def on_the_host() -> None:
@@ -1853,6 +1874,17 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser().error(f"unknown --impl {', '.join(unknown)}; choose from {', '.join(FAMILIES)}")
     PUBLISHED.update({"Triton": args.triton_tutorials, "cuTile": args.cutile_samples})
+    if args.merge:
+        docs = []
+        for path in args.merge:
+            with open(path) as f:
+                docs.append(json.load(f))
+        doc = merge(docs)
+        add_ratios(doc["cases"])
+        written = write_results(doc, args.out)
+        print(format_table(doc))
+        print(f"# written: {', '.join(written)}")
+        return 0
     size = "dry" if args.dry_run else "quick" if args.quick else "full"
     if args.dry_run:
         on_the_host()
@@ -1877,6 +1909,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001 - one case's trouble must not lose the others
             traceback.print_exc()
         print(f"# {case.title}: done at {time.perf_counter() - started:.0f} s", flush=True)
+        add_ratios(doc["cases"])
+        write_results(doc, args.out, chart=False)  # what a run stopped early had measured is kept
     latency_families = [f for f in families if f != "torch"]  # torch compiles nothing of its own here
     measures = {"compile": lambda: compile_latency(REPO, settings["compile_samples"], latency_families),
                 "launch": lambda: launch_latency(settings["launches"], settings["first_launch_samples"],

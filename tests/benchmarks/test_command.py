@@ -80,3 +80,24 @@ def test_a_dry_run_makes_every_selected_case_its_table_and_targets_without_a_gpu
     assert doc["latency"][0]["status"] == "skipped"
     text = (tmp_path / path.name.replace(".json", ".txt")).read_text()
     assert "== targets" in text and "attention >= 0.9x SDPA (flash)" in text
+
+
+def test_runs_split_by_only_merge_into_one_document_with_each_case_once(doc, tmp_path):
+    import copy
+    first, second = copy.deepcopy(doc), copy.deepcopy(doc)
+    first["cases"], first["latency"] = first["cases"][:2], []
+    second["cases"] = [second["cases"][0], second["cases"][2]]
+    second["cases"][0]["results"][1]["ms"] = 99.0  # the second run's copy is not the one kept
+    second["command"] = "python3 benchmarks/peers.py --only matmul,launch"
+    paths = []
+    for i, part in enumerate((first, second)):
+        paths.append(str(tmp_path / f"part{i}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump(part, f)
+    assert main(["--merge", *paths, "--out", str(tmp_path / "merged")]) == 0
+    [merged] = [p for p in (tmp_path / "merged").iterdir() if p.suffix == ".json"]
+    result = json.loads(merged.read_text())
+    assert validate(result) == []
+    assert [c["key"] for c in result["cases"]] == ["copy", "softmax_4096", "matmul_4096"]
+    assert result["cases"][0]["results"][1]["ms"] == 2.0 and len(result["latency"]) == 2
+    assert "--only matmul,launch" in result["command"]
