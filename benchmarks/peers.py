@@ -1,6 +1,6 @@
 """tileworkbench against cuTile, Triton, CuPy and PyTorch (cuBLAS, SDPA) on one GPU, in one command:
 
-    bash benchmarks/prepare_cutile.sh; source .cutile/setup.sh    # cuTile, and its samples in .cutile/samples
+    bash benchmarks/prepare_cutile.sh; source .cutile/setup.sh    # cuTile (its samples/ folder: .cutile/samples)
     bash benchmarks/prepare_triton_tutorials.sh                    # Triton's tutorials in .triton_tutorials
     python3 benchmarks/peers.py --out DIR [--quick] [--only attention,matmul] [--impl cutile,triton]
     python3 benchmarks/peers.py --dry-run                          # no GPU: every path that can run without one
@@ -690,7 +690,7 @@ def _stream():
 
 PUBLISHED = {"Triton": os.path.join(REPO, ".triton_tutorials"), "cuTile": os.path.join(REPO, ".cutile", "samples")}
 HOW_TO_GET = {"Triton": "--triton-tutorials DIR (bash benchmarks/prepare_triton_tutorials.sh makes .triton_tutorials)",
-              "cuTile": "--cutile-samples DIR (bash benchmarks/prepare_cutile.sh makes .cutile/samples)"}
+              "cuTile": "--cutile-samples DIR (the samples/ folder of a clone of github.com/NVIDIA/cutile-python)"}
 
 
 class Skipped(Exception):
@@ -1780,8 +1780,8 @@ def parser() -> argparse.ArgumentParser:
                     help="folder of Triton's tutorials 02, 03, 05, 06 (default .triton_tutorials; made by "
                          "benchmarks/prepare_triton_tutorials.sh); without it their rows are skipped")
     ap.add_argument("--cutile-samples", default=PUBLISHED["cuTile"], metavar="DIR",
-                    help="cuTile's samples/ folder (default .cutile/samples; made by benchmarks/prepare_cutile.sh); "
-                         "without it their rows are skipped")
+                    help="cuTile's samples/ folder, from a clone of github.com/NVIDIA/cutile-python (default "
+                         ".cutile/samples); without it their rows are skipped")
     ap.add_argument("--rounds", type=int, help="round-robin rounds per case (default 5; quick 2)")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="no measuring: one document, table and targets of these runs' results (runs split by --only)")
