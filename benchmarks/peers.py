@@ -178,8 +178,8 @@ def targets(doc: dict) -> list[dict]:
     """Every target of every case it applies to, with tileworkbench's measured ratio and PASS, MISS or
     'not measured' (a side failed or did not run); then the launch targets. Needs add_ratios first."""
     rows = [row for case in doc["cases"] for row in _case_targets(case)]
-    latency = {(r["measure"], r["impl"].split(",")[0]): r["ms"] for r in doc["latency"] if r["status"] == "ok"}
-    own, cutile = latency.get((OVERHEAD, "tileworkbench")), latency.get((OVERHEAD, "cuTile"))
+    latency = {(r["measure"], r["impl"]): r["ms"] for r in doc["latency"] if r["status"] == "ok"}
+    own, cutile = (latency.get((OVERHEAD, f"{family}, 1 PyTorch tensor")) for family in ("tileworkbench", "cuTile"))
     rows.append(_target_row("host launch overhead <= cuTile's", "empty kernel, back to back",
                             cutile / own if own and cutile else None, 1.0,
                             f"{own * 1e3:.1f} us vs {cutile * 1e3:.1f} us" if own and cutile else "-"))
@@ -1704,8 +1704,10 @@ def speed_bars(doc: dict) -> tuple[list[str], dict[str, list[float]]]:
 def latency_bars(doc: dict) -> tuple[list[str], dict[str, list[float]]]:
     """(measures, family -> its median ms per measure, 0 where none): the right panel's data."""
     measures = list(dict.fromkeys(r["measure"] for r in doc["latency"]))
-    families = list(dict.fromkeys(r["impl"].split()[0] for r in doc["latency"]))
-    bars = {f: [next((r["ms"] for r in doc["latency"] if r["measure"] == m and r["impl"].split()[0] == f
+    def family(impl):  # "CuPy RawKernel, 1 CuPy array" -> "CuPy"
+        return impl.split(",")[0].split()[0]
+    families = list(dict.fromkeys(family(r["impl"]) for r in doc["latency"]))
+    bars = {f: [next((r["ms"] for r in doc["latency"] if r["measure"] == m and family(r["impl"]) == f
                       and r["status"] == "ok"), 0) for m in measures] for f in families}
     return measures, bars
 
