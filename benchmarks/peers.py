@@ -263,7 +263,7 @@ def format_table(doc: dict) -> str:
     """The printed report: environment, clocks, every case's results with ratios, latency, targets."""
     env = doc["environment"]
     lines = [f"{env.get('device', '?')}  driver {env.get('driver', '?')}  CUDA {env.get('cuda_driver', '?')}  "
-             f"{doc['date']}{'  (quick)' if doc['quick'] else ''}",
+             f"{doc['date']}{'  (' + doc['settings'].get('size', 'quick') + ' sizes)' if doc['quick'] else ''}",
              "  ".join(f"{k} {env[k]}" for k in ("torch", "triton", "cupy", "cuda.tile", "tileiras",
                                                  "tileworkbench commit") if k in env),
              "  ".join(f"{k}: {env[k]}" for k in ("Triton tutorials", "cuTile samples") if k in env),

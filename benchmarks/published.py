@@ -93,17 +93,14 @@ def extract(source: str, names: list[str]) -> str:
 def _tileworkbench_import(name, globals=None, locals=None, fromlist=(), level=0):
     """`__import__` with `cuda.tile` and its public submodules resolved to tileworkbench's modules."""
     from tileworkbench.cutile_alias import PACKAGE, PUBLIC_MODULES
-    if level == 0 and (name == PACKAGE or name.startswith(PACKAGE + ".") or (name == "cuda" and fromlist
-                                                                                  and "tile" in fromlist)):
-        if name == "cuda":
-            return types.SimpleNamespace(tile=importlib.import_module(PUBLIC_MODULES[PACKAGE]))
-        if name not in PUBLIC_MODULES:
-            raise ModuleNotFoundError(f"{name} is one of cuTile's internals; tileworkbench has no equivalent")
-        module = importlib.import_module(PUBLIC_MODULES[name])
-        if fromlist:
-            return module
+    wanted = name == PACKAGE or name.startswith(PACKAGE + ".") or (name == "cuda" and "tile" in (fromlist or ()))
+    if level or not wanted:
+        return builtins.__import__(name, globals, locals, fromlist, level)
+    if name != "cuda" and name not in PUBLIC_MODULES:
+        raise ModuleNotFoundError(f"{name} is one of cuTile's internals; tileworkbench has no equivalent")
+    if name == "cuda" or not fromlist:  # `from cuda import tile`, `import cuda.tile as ct`: the package `cuda`
         return types.SimpleNamespace(tile=importlib.import_module(PUBLIC_MODULES[PACKAGE]))
-    return builtins.__import__(name, globals, locals, fromlist, level)
+    return importlib.import_module(PUBLIC_MODULES[name])
 
 
 def load(path: Path, names: list[str], cuda_tile: str = "cuTile") -> types.ModuleType:
