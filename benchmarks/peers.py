@@ -539,8 +539,8 @@ def all_cases(size: str = "full") -> list[Case]:
             layernorm_case(rows, 4096),
             *(matmul_case(side, dtype, full) for side, full in zip(z["matmul"], SIZES["full"]["matmul"])
               for dtype in ("float16", "bfloat16")),
-            *(attention_case(batch, heads, seq, d, dtype, causal) for d in (64, 128) for dtype in ("float16", "bfloat16")
-              for causal in (False, True)),
+            *(attention_case(batch, heads, seq, d, dtype, causal) for d in (64, 128)
+              for dtype in ("float16", "bfloat16") for causal in (False, True)),
             *sample_cases(z["samples"]), cupy_elementwise_case(n), cupy_reduction_case(rows, 4096)]
 
 
@@ -723,7 +723,8 @@ def _published(source, file, function, call, cuda_tile="cuTile", grad=False, lab
 def cutile_sample(file, function, call, grad=False) -> list[tuple]:
     """The IMPLEMENTATIONS rows of one cuTile sample: under cuTile, and under tileworkbench."""
     name = CUTILE_SAMPLE + file
-    return [(ON_TILEWORKBENCH + name, "tileworkbench", _published("cuTile", file, function, call, "tileworkbench", grad)),
+    return [(ON_TILEWORKBENCH + name, "tileworkbench",
+             _published("cuTile", file, function, call, "tileworkbench", grad)),
             (name, "cuTile", _published("cuTile", file, function, call, "cuTile", grad))]
 
 
@@ -754,11 +755,13 @@ PUBLISHED_CALLS = {  # op -> the rows of the published kernels
                                   lambda f, p: f(p.q, p.k, p.v, p.causal, p.scale), "forward, autotuned"),
                   *cutile_sample("AttentionFMHA.py", "cutile_fmha", lambda f, p: f(p.q, p.k, p.v, causal=p.causal))],
     "sample_vector_add": cutile_sample("VectorAddition.py", "vec_add", lambda f, p: f(p.a, p.b)),
-    "sample_vector_add_gather": cutile_sample("VectorAddition.py", "vec_add", lambda f, p: f(p.a, p.b, use_gather=True)),
+    "sample_vector_add_gather": cutile_sample("VectorAddition.py", "vec_add",
+                                              lambda f, p: f(p.a, p.b, use_gather=True)),
     "sample_batch_matmul": cutile_sample("BatchMatMul.py", "bmm", lambda f, p: f(p.a, p.b, p.a.dtype)),
     "sample_layernorm_backward": cutile_sample("LayerNorm.py", "cutile_layer_norm", _layernorm_backward, grad=True),
     "sample_fft": cutile_sample("FFT.py", "cutile_fft", lambda f, p: _real_view(f(p.x, (2, 2, 2), 2))),
-    "sample_moe": cutile_sample("MoE.py", "cutile_moe", lambda f, p: f(p.h, p.w1, p.w2, p.weights, p.ids, 128, 128, 64)),
+    "sample_moe": cutile_sample("MoE.py", "cutile_moe",  # the tile sizes of the sample's own run
+                                lambda f, p: f(p.h, p.w1, p.w2, p.weights, p.ids, 128, 128, 64)),
 }
 
 
@@ -1435,12 +1438,12 @@ def cupy_own_reduction(p):
 
 # op -> (implementation, library, function), one row per op: what --impl filters and the cases run:
 # the published kernels (PUBLISHED_CALLS) first, then the libraries' operators and the kernels written
-# here in each peer's language ("(peers.py)").
+# here in each peer's language ("(peers.py)"; after which published kernel, where one corresponds).
 MINE = " (peers.py)"
 OWN = {
     "copy": [("CuPy copyto", "CuPy", cupy_copy), ("torch copy_", "torch", torch_copy)],
     "add": [("tileworkbench", "tileworkbench", tw_add), ("cuTile" + MINE, "cuTile", cutile_add),
-            ("Triton" + MINE, "Triton", triton_add), ("CuPy ElementwiseKernel", "CuPy", cupy_add),
+            ("Triton" + MINE + ": tutorial 01", "Triton", triton_add), ("CuPy ElementwiseKernel", "CuPy", cupy_add),
             ("torch.add", "torch", torch_add)],
     "transpose": [("tileworkbench", "tileworkbench", tw_transpose), ("cuTile" + MINE, "cuTile", cutile_transpose),
                   ("Triton" + MINE, "Triton", triton_transpose), ("CuPy", "CuPy", cupy_transpose),
@@ -1449,13 +1452,16 @@ OWN = {
                ("Triton" + MINE, "Triton", triton_gather), ("CuPy take", "CuPy", cupy_gather),
                ("torch index_select", "torch", torch_gather)],
     "softmax": [("tileworkbench", "tileworkbench", tw_softmax), ("cuTile" + MINE, "cuTile", cutile_softmax),
-                ("Triton" + MINE, "Triton", triton_softmax), ("CuPy RawKernel", "CuPy", cupy_softmax),
+                ("Triton" + MINE + ": tutorial 02, one row a program", "Triton", triton_softmax),
+                ("CuPy RawKernel", "CuPy", cupy_softmax),
                 ("torch.softmax", "torch", torch_softmax)],
     "layernorm": [("tileworkbench", "tileworkbench", tw_layernorm), ("cuTile" + MINE, "cuTile", cutile_layernorm),
-                  ("Triton" + MINE, "Triton", triton_layernorm), ("CuPy RawKernel", "CuPy", cupy_layernorm),
+                  ("Triton" + MINE + ": tutorial 05, row in registers", "Triton", triton_layernorm),
+                  ("CuPy RawKernel", "CuPy", cupy_layernorm),
                   ("torch layer_norm", "torch", torch_layernorm)],
-    "matmul": [("tileworkbench", "tileworkbench", tw_matmul), ("cuTile" + MINE + ", unpadded", "cuTile", cutile_matmul),
-               ("Triton" + MINE + ", autotuned", "Triton", triton_matmul),
+    "matmul": [("tileworkbench", "tileworkbench", tw_matmul),
+               ("cuTile" + MINE + ": MatMul.py unpadded", "cuTile", cutile_matmul),
+               ("Triton" + MINE + ": tutorial 03, more configs", "Triton", triton_matmul),
                ("CuPy matmul (bf16 as f16)", "CuPy", cupy_matmul), (CUBLAS, "torch", torch_matmul)],
     "attention": [(SDPA, "torch", torch_sdpa)],
     "cupy_elementwise": [("tileworkbench ElementwiseKernel", "tileworkbench", tw_cupy_elementwise),
@@ -1572,7 +1578,8 @@ def launch_latency(launches: int, samples: int, families: list[str] | None = Non
     of tileworkbench from a warm disk cache, import included: benchmarks/launch_overhead.py's measures."""
     from benchmarks import launch_overhead as lo
     rows, cases = [], []
-    for source, make in (("tileworkbench", lambda: lo.tileworkbench_cases(mock=False)), ("CuPy, cuTile", lo.peer_cases)):
+    for source, make in (("tileworkbench", lambda: lo.tileworkbench_cases(mock=False)),
+                         ("CuPy, cuTile", lo.peer_cases)):
         try:
             cases += list(make())
         except Exception as e:  # noqa: BLE001 - recorded, not fatal
