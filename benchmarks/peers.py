@@ -1758,7 +1758,7 @@ def draw_chart(doc: dict, path: str) -> None:
 LATENCY_KEYS = ("compile", "launch")
 SETTINGS = {  # by size (SIZES); "heavy_repetitions": matmul and attention cases
     "full": {"rounds": 5, "repetitions": 10, "heavy_repetitions": 4, "warmup": 5, "tune_repetitions": 5,
-             "compile_samples": 2, "launches": 20000, "first_launch_samples": 3},
+             "compile_samples": 1, "launches": 20000, "first_launch_samples": 3},
     "quick": {"rounds": 2, "repetitions": 3, "heavy_repetitions": 2, "warmup": 2, "tune_repetitions": 2,
               "compile_samples": 1, "launches": 2000, "first_launch_samples": 1},
     "dry": {"rounds": 1, "repetitions": 1, "heavy_repetitions": 1, "warmup": 0, "tune_repetitions": 1},
