@@ -54,6 +54,7 @@ _CPP_RESERVED = set(keyword.kwlist) | {
     "protected", "reinterpret_cast", "requires", "static_assert", "static_cast", "thread_local", "throw",
     "typeid", "typename", "using", "virtual", "wchar_t", "assert", "offsetof",
     "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
+    "stage", "use", "load_stage",  # the pipelined loop's own variables
 }
 
 
@@ -86,6 +87,19 @@ class GeneratedKernel:
     # (kernel source line, what the generator did there that costs time, and why): the mma paths
     # taken and the layout changes through shared memory, for the launch report
     notes: list = field(default_factory=list)
+    # CUtensorMap parameters, after the others, that the launcher encodes for the arrays (TMA loads)
+    tensor_maps: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TensorMapParam:
+    """A tensor map kernel parameter: for the array argument at `array` (its position among the
+    kernel's runtime parameters, Function.runtime_params), a box of `box` elements in the array's axis order, with the 128/64/32-byte
+    swizzle of `swizzle` bytes (tile_tma.cuh)."""
+
+    array: int
+    box: tuple
+    swizzle: int
 
 
 def tile_type(t: TileType | ArrayType, layout: MmaLayout | RowLayout | None = None) -> str:
@@ -177,6 +191,7 @@ class _Emitter:
         self.current: dict[Value, MmaLayout] = {}  # hoisted values: the layout their name now holds
         self.loops = 0  # how many loops enclose the op being emitted
         self.notes: dict = {}  # (line, text) -> None, in emission order
+        self.tensor_maps: dict[Op, tuple[str, TensorMapParam]] = {}  # TMA load -> its parameter
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -617,7 +632,8 @@ def _mma_note(e, op) -> str:
     registers = "; A from registers" if op in e.plan.register_a else ""
     if pipeline is not None:
         kind = "wgmma" if op in e.plan.wgmma else "mma.sync"
-        text = (f"mma on tensor cores ({kind}){registers}, operands copied by cp.async {pipeline.ahead} "
+        engine = "TMA (mbarrier stages)" if pipeline.tma else "cp.async"
+        text = (f"mma on tensor cores ({kind}){registers}, operands copied by {engine} {pipeline.ahead} "
                 f"iteration{'s' if pipeline.ahead > 1 else ''} ahead into {pipeline.stages} shared-memory stages")
         return text + (f"; {why}" if why else "")
     return (f"mma on tensor cores (mma.sync){registers}; its operands are copied to shared memory at every call, "
@@ -844,14 +860,17 @@ def _while(e, op):
 
 
 def _pipelined_loop(e, op, pipeline, i):
-    """The loop with its operand loads issued `stages - 1` iterations ahead through cp.async."""
+    """The loop with its operand loads issued `ahead` iterations ahead into `stages` shared-memory
+    stages: by cp.async (every thread, a barrier per iteration) or by TMA (one thread, the stages
+    guarded by full/empty mbarriers)."""
     lo, hi, step = (e[v] for v in op.operands[:3])
     body, stages, ahead = op.regions[0], pipeline.stages, pipeline.ahead
     loc, first_line = e.loc, len(e.lines)
     operand_names = {load: mma.operands[k].name for (mma, k), (load, _) in pipeline.operands.items()}
+    engine = "TMA" if pipeline.tma else "cp.async"
     e.emit(f"// software pipeline: the loads of {' and '.join(l.result.name or operand_names[l] or 'an operand' for l in pipeline.loads)} "
-           f"run {ahead} iteration{'s' if ahead > 1 else ''} ahead, copied by cp.async into {stages} "
-           f"shared-memory stages")
+           f"run {ahead} iteration{'s' if ahead > 1 else ''} ahead, copied by {engine} into {stages} "
+           f"shared-memory stages" + (" (full/empty mbarriers)" if pipeline.tma else ""))
     offset = 0
     for load in pipeline.loads:
         rows, cols = pipeline.stage_shape(load)
@@ -869,6 +888,46 @@ def _pipelined_loop(e, op, pipeline, i):
                f"{{tw::smem() + PIPELINE_BASE + {offset}}};  // loaded once, before the loop")
         offset += (load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024
         e.stage_views[load.result] = name
+    if pipeline.tma:
+        barriers = e.define(Value(TileType(bool_, ())), "stage_barriers")
+        e.emit(f"const tw::stage_barriers<{stages}> {barriers}{{(uint64_t*)(tw::smem() + PIPELINE_BASE + {offset})}};")
+        offset += 16 * stages
+        _tma_load_stage(e, pipeline, i, barriers)
+    else:
+        _cp_async_load_stage(e, pipeline, i)
+    e.loc = loc
+    e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
+    for load in pipeline.invariant:  # by cp.async, the oldest copy group: the first wait covers it too
+        e.loc = load.loc
+        e.emit(f"tw::load_async({e.stage_views[load.result]}, {_load_async_operands(e, load)});")
+        e.emit("tw::cp_async_commit();")
+    e.loc = loc
+    if pipeline.tma:
+        _tma_loop(e, op, pipeline, i, barriers)
+    else:
+        _cp_async_loop(e, op, pipeline, i)
+    outer_smem, e.smem = e.smem, 0
+    _region(e, body, [e[r] for r in op.results], [e.plan.of(r) for r in op.results])
+    if pipeline.tma:  # the stage is free once the wgmma group reading it has completed
+        e.emit(f"  if (use > 0) {barriers}.release(use - 1);" if pipeline.in_flight else f"  {barriers}.release(use);")
+    base = (e.smem + 1023) // 1024 * 1024  # above what the loop body's own ops stage, if any
+    e.smem = max(outer_smem, e.smem)
+    e.need_smem(base + offset)
+    e.emit("}")
+    if pipeline.in_flight:
+        e.emit(f"tw::wgmma_wait_all({e[op.results[0]]});  // the last wgmma group")
+    if pipeline.tma:
+        e.emit("__syncthreads();  // every thread is past its last barrier wait")
+        e.emit(f"if (threadIdx.x == 0) {barriers}.invalidate();")
+    else:
+        e.emit("tw::cp_async_wait<0>();")
+    e.emit("__syncthreads();  // the stages are free for the ops after the loop")
+    e.lines[first_line:] = [re.sub(r"PIPELINE_BASE \+ (\d+)", lambda m: str(base + int(m.group(1))), line)
+                            for line in e.lines[first_line:]]
+
+
+def _cp_async_load_stage(e, pipeline, i):
+    """load_stage(i, stage): every thread's share of iteration i's copies."""
     e.emit(f"const auto load_stage = [&](int32_t {i}, int stage) {{  // the loads of iteration {i}")
     e.indent += "  "
     for load in pipeline.loads:
@@ -877,13 +936,13 @@ def _pipelined_loop(e, op, pipeline, i):
     e.loc = None
     e.indent = e.indent[:-2]
     e.emit("};")
-    e.loc = loc
-    e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
-    for load in pipeline.invariant:  # the oldest copy group: the first stage_ready waits for it too
-        e.loc = load.loc
-        e.emit(f"tw::load_async({e.stage_views[load.result]}, {_load_async_operands(e, load)});")
-        e.emit("tw::cp_async_commit();")
-    e.loc = loc
+
+
+def _cp_async_loop(e, op, pipeline, i):
+    """The prologue's copy groups and the loop head: wait for this iteration's stage, then a barrier
+    (every thread is done with the stage the next copies overwrite), then issue them."""
+    lo, hi, step = (e[v] for v in op.operands[:3])
+    stages, ahead = pipeline.stages, pipeline.ahead
     e.emit(f"for (int stage = 0; stage < {ahead}; ++stage) {{")
     e.emit(f"  if ({_affine(lo, 'stage', step)} < {hi}) load_stage({_affine(lo, 'stage', step)}, stage);")
     e.emit("  tw::cp_async_commit();")
@@ -894,22 +953,58 @@ def _pipelined_loop(e, op, pipeline, i):
     e.emit(f"  if ({_affine(i, ahead, step)} < {hi}) load_stage({_affine(i, ahead, step)}, "
            f"stage + {ahead} < {stages} ? stage + {ahead} : stage - {stages - ahead});")
     e.emit("  tw::cp_async_commit();")
-    outer_smem, e.smem = e.smem, 0
-    _region(e, body, [e[r] for r in op.results], [e.plan.of(r) for r in op.results])
-    base = (e.smem + 1023) // 1024 * 1024  # above what the loop body's own ops stage, if any
-    e.smem = max(outer_smem, e.smem)
-    e.need_smem(base + offset)
-    e.emit("}")
-    if pipeline.in_flight:
-        e.emit(f"tw::wgmma_wait_all({e[op.results[0]]});  // the last wgmma group")
-    e.emit("tw::cp_async_wait<0>();")
-    e.emit("__syncthreads();  // the stages are free for the ops after the loop")
-    e.lines[first_line:] = [re.sub(r"PIPELINE_BASE \+ (\d+)", lambda m: str(base + int(m.group(1))), line)
-                            for line in e.lines[first_line:]]
+
+
+def _tma_load_stage(e, pipeline, i, barriers):
+    """load_stage(i, use), run by one thread: wait until the stage of `use` is released, announce
+    its bytes to its full barrier, and issue iteration i's tensor copies into it."""
+    stages = pipeline.stages
+    views = {load: f"{e.stage_rings[load]}[use % {stages}]" for load in pipeline.loads}
+    total = " + ".join(f"tw::stage_copy_bytes<decltype({views[load]})>::value" for load in pipeline.loads)
+    e.emit(f"const auto load_stage = [&](int32_t {i}, int use) {{  // the loads of iteration {i}, by one thread")
+    e.indent += "  "
+    e.emit(f"{barriers}.acquire(use, {total});")
+    for load in pipeline.loads:
+        e.loc = load.loc
+        array, *_ = load.operands
+        rows, cols = pipeline.stage_shape(load)
+        panel = min(128, cols * load.result.dtype.itemsize)
+        box = (1,) * (len(load.result.shape) - 2) + (rows, panel // load.result.dtype.itemsize)
+        name = e.define(Value(array.type), f"{e[array]}_tma")
+        e.tensor_maps[load] = (name, TensorMapParam(e.fn.body.args.index(array), box, panel))
+        e.emit(f"tw::load_tma({views[load]}, {name}, {_array_order_index(e, load)}, {barriers}.full(use));")
+    e.loc = None
+    e.indent = e.indent[:-2]
+    e.emit("};")
+
+
+def _tma_loop(e, op, pipeline, i, barriers):
+    """Barrier setup, the prologue's copies and the loop head: wait for this iteration's stage to
+    land, then (one thread) issue the copies `ahead` iterations on."""
+    lo, hi, step = (e[v] for v in op.operands[:3])
+    stages, ahead = pipeline.stages, pipeline.ahead
+    if pipeline.invariant:
+        e.emit("tw::cp_async_wait<0>();")
+        e.emit("tw::fence_proxy_async();")
+    e.emit(f"if (threadIdx.x == 0) {barriers}.init();")
+    e.emit("__syncthreads();  // the barriers are ready" + (" and the stage loaded once has landed"
+                                                              if pipeline.invariant else ""))
+    e.emit(f"for (int use = 0; threadIdx.x == 0 && use < {ahead}; ++use)")
+    e.emit(f"  if ({_affine(lo, 'use', step)} < {hi}) load_stage({_affine(lo, 'use', step)}, use);")
+    e.emit(f"for (int32_t {i} = {lo}, use = 0; {i} < {hi}; {i} += {step}, ++use) {{")
+    e.emit(f"  const int stage = use % {stages};")
+    e.emit(f"  {barriers}.wait_full(use);  // this iteration's stage has landed")
+    e.emit(f"  if (threadIdx.x == 0 && {_affine(i, ahead, step)} < {hi}) "
+           f"load_stage({_affine(i, ahead, step)}, use + {ahead});")
 
 
 def _load_async_operands(e, load: Op) -> str:
     """array, index (in the array's axis order) and padding of a staged load."""
+    return f"{e[load.operands[0]]}, {_array_order_index(e, load)}, {_pad(load)}"
+
+
+def _array_order_index(e, load: Op) -> str:
+    """A staged load's tile index in the array's axis order."""
     array, *index = load.operands
     for v in index:  # a constant index defined in the loop body is written in place, here too
         if v not in e.names and v.owner is not None and v.owner.name == "constant":
@@ -918,7 +1013,7 @@ def _load_async_operands(e, load: Op) -> str:
     in_array_order = [None] * len(order)  # tile axis k walks array axis order[k]
     for k, d in enumerate(order):
         in_array_order[d] = index[k]
-    return f"{e[array]}, {e.at(in_array_order)}, {_pad(load)}"
+    return e.at(in_array_order)
 
 
 def _affine(start: str, count, step: str) -> str:
@@ -969,9 +1064,11 @@ def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
     return threads
 
 
-def generate(fn: Function, *, threads: int | None = None, arch: str | None = None) -> GeneratedKernel:
+def generate(fn: Function, *, threads: int | None = None, arch: str | None = None, tma: bool = True) -> GeneratedKernel:
     """CUDA C++ source for one kernel specialization. `arch` tunes it for one GPU (pipeline depth by
-    its shared memory; wgmma on sm_90, which then needs the sm_90a target: GeneratedKernel.arch)."""
+    its shared memory; wgmma on sm_90, which then needs the sm_90a target: GeneratedKernel.arch).
+    `tma=False` keeps the stages of sm_90 pipelines on cp.async (the launcher's variant for arrays a
+    tensor map cannot describe)."""
     for op in fn.walk():
         for v in op.results:
             if isinstance(v.type, TileType) and v.type.size > MAX_GPU_TILE_ELEMENTS:
@@ -985,7 +1082,7 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
     # the blocks per SM the plan aims for, take fewer stages, then one block per SM.
     attempts = [(stages, None) for stages in (4, 3, 2)] + [(stages, 1) for stages in (4, 3, 2)]
     for max_stages, blocks_per_sm in attempts:
-        plan = plan_layouts(fn, threads, arch, max_stages=max_stages, blocks_per_sm=blocks_per_sm)
+        plan = plan_layouts(fn, threads, arch, max_stages=max_stages, blocks_per_sm=blocks_per_sm, tma=tma)
         kernel = _emit(fn, plan, threads, vec, arch)
         if not plan.pipelines or kernel.smem_bytes <= shared_budget(arch, plan.blocks_per_sm):
             break
@@ -1024,6 +1121,7 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
             signature.append(f"const {p.type.dtype.ctype} {name}")
             params.append((p.name, "scalar", p.type.dtype, 0))
     e.block(fn.body.ops)
+    signature += [f"const __grid_constant__ tw::tensor_map {name}" for name, _ in e.tensor_maps.values()]
     consts = ", ".join(f"{p.name}={p.value!r}" for p in fn.params if p.kind == "constant")
     one_mma_buffer = e.mma_smem and e.smem + e.mma_smem > shared_budget(arch, 1)
     if one_mma_buffer:  # two alternating operand buffers would not fit: one, with a barrier before each refill
@@ -1050,4 +1148,5 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
     source = "\n".join(head + body + ["}", ""])
     # wgmma exists only in the arch-specific sm_90a target
     return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if plan.wgmma else None,
-                           line_map=e.line_map, vec=vec, notes=list(e.notes))
+                           line_map=e.line_map, vec=vec, notes=list(e.notes),
+                           tensor_maps=[param for _, param in e.tensor_maps.values()])

@@ -87,6 +87,7 @@ class Pipeline:
     invariant: list = field(default_factory=list)  # loads before the loop staged once (an A operand)
     stages: int = 0  # shared-memory buffers per operand
     in_flight: bool = False  # wgmma accumulating in place, one group left running: loads run one less ahead
+    tma: bool = False  # the loads copied by TMA into stages guarded by mbarriers (tile_tma.cuh), not cp.async
 
     @property
     def ahead(self) -> int:
@@ -190,9 +191,10 @@ def _arrangement(m: int, n: int, warps: int) -> MmaLayout | None:
 
 
 def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = None, *, max_stages: int = 4,
-                 blocks_per_sm: int | None = None) -> LayoutPlan:
+                 blocks_per_sm: int | None = None, tma: bool = True) -> LayoutPlan:
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
-    propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma."""
+    propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma, its
+    stages filled by TMA where the loads allow it (and `tma` does)."""
     shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
     why_not = {op: _tensor_core_refusal(op) for op in fn.walk() if op.name == "mma" and op not in shapes}
     coupled = _row_coupled(fn, shapes)
@@ -255,6 +257,10 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                 # with two blocks per SM the other block fills those gaps and the deeper prefetch wins.
                 pipeline.in_flight = (blocks_per_sm == 1 and pipeline.stages >= 3
                                       and _accumulates_in_place(pipeline))
+                refusal = "the kernel was generated without TMA" if not tma else _tma_refusal(fn, pipeline)
+                pipeline.tma = refusal is None
+                if refusal:
+                    why_not.update((op, f"cp.async, not TMA: {refusal}") for op in pipeline.mmas)
     cheap = _cheap_anywhere(fn)
     changed = True
     while changed:
@@ -492,6 +498,27 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
             pipeline.loads = sorted(loads, key=body.ops.index)
             found[loop] = pipeline
     return found
+
+
+# padding modes whose value is the zero TMA fills elements outside the array with
+TMA_PADDING = ("ZERO", "UNDETERMINED")
+
+
+def _tma_refusal(fn: Function, pipeline: Pipeline) -> str | None:
+    """Why the pipeline's loads cannot be copied by TMA (None: they can). The host encodes a tensor
+    map per load for an array argument of up to 5 axes; a box has at most 256 rows."""
+    for load in pipeline.loads:
+        array, name = load.operands[0], load.operands[0].name or "an array"
+        if array not in fn.body.args:
+            return f"`{name}` is not a kernel argument (tensor maps are made for arguments)"
+        if load.attrs["padding"].name not in TMA_PADDING:
+            return f"the load of `{name}` pads with {load.attrs['padding'].name} (TMA fills with zeros)"
+        if array.type.ndim > 5:
+            return f"`{name}` has {array.type.ndim} axes (a tensor map at most 5)"
+        rows, _ = Pipeline.stage_shape(load)
+        if rows > 256:
+            return f"the load of `{name}` has {rows} rows (a TMA box at most 256)"
+    return None
 
 
 def _unstageable(v: Value, body, uses: dict, iv: Value, inside: set) -> str:

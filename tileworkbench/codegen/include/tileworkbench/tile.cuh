@@ -516,7 +516,8 @@ __device__ tile<T, S2> reshape(const tile<T, S>& x) {
 // ---- moving elements between threads, through shared memory -----------------------------------------
 
 __device__ inline unsigned char* smem() {
-  extern __shared__ __align__(16) unsigned char tw_dynamic_smem[];
+  // 1024: the period of the 128-byte swizzle that pipeline stages (TMA, wgmma descriptors) assume
+  extern __shared__ __align__(1024) unsigned char tw_dynamic_smem[];
   return tw_dynamic_smem;
 }
 
@@ -691,3 +692,4 @@ __device__ tile<T, S> insert(const tile<T, S>& x, const tile<T, S2>& value, cons
 #include "tile_mma.cuh"
 #include "tile_wgmma.cuh"
 #include "tile_pipeline.cuh"
+#include "tile_tma.cuh"
