@@ -27,7 +27,7 @@ def test_chained_mmas_on_sm_90_run_as_pipelined_wgmma_with_p_from_registers():
     notes = dict(_notes(attention_rows, _attention_args()))
     qk = notes[_line_of(attention_rows, "s = ct.mma(q, k")]
     pv = notes[_line_of(attention_rows, "acc = ct.mma(p.astype")]
-    assert qk.startswith("mma on tensor cores (wgmma), operands copied by cp.async")
+    assert qk.startswith("mma on tensor cores (wgmma), operands copied by TMA (mbarrier stages)")
     assert pv.startswith("mma on tensor cores (wgmma); A from registers")
 
 

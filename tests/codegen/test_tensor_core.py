@@ -82,14 +82,14 @@ def test_sm90_matmul_runs_on_wgmma_from_the_pipeline_stages(tiles, n, tmp_path, 
     generated, module = runtime.build(_matmul(BF16, tiles=tiles), "sm_90")
     assert generated.arch == "sm_90a" and module.arch == "sm_90a"
     assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in module.ptx
-    assert "mma.sync" not in module.ptx and "fence.proxy.async" in module.ptx
+    assert "mma.sync" not in module.ptx and "cp.async.bulk.tensor.2d" in module.ptx
     assert generated.threads == tiles[0] // 16 * 32  # one warpgroup per 64 rows
     assert not module.kernels["matmul"].spill_stores
     assert "C7514" not in module.log  # ptxas did not have to serialize the wgmmas
 
 
 def test_a_lone_block_per_sm_keeps_one_wgmma_group_in_flight():
-    source = generate(_matmul(BF16, tiles=(128, 256, 64)), arch="sm_90").source
+    source = generate(_matmul(BF16, tiles=(128, 256, 64)), arch="sm_90", tma=False).source
     assert "the loads of a and b run 2 iterations ahead, copied by cp.async into 4 shared-memory stages" in source
     loop = source[source.index("for (int32_t k = 0, stage = 0;"):]
     assert "tw::wgmma_async(a_stages[stage], b_stages[stage], acc_1);" in loop
@@ -97,6 +97,16 @@ def test_a_lone_block_per_sm_keeps_one_wgmma_group_in_flight():
     assert loop.index("tw::wgmma_wait_all(acc_1);") < loop.index("convert_layout")
     # two blocks per SM (128 x 128 accumulators): the other block fills the gaps, no group stays in flight
     assert "wgmma_async" not in generate(_matmul(BF16, tiles=(128, 128, 64)), arch="sm_90").source
+
+
+def test_with_a_group_in_flight_a_tma_stage_is_released_one_iteration_late():
+    source = generate(_matmul(BF16, tiles=(128, 256, 64)), arch="sm_90").source
+    assert "the loads of a and b run 2 iterations ahead, copied by TMA into 4 shared-memory stages" in source
+    loop = source[source.index("for (int32_t k = 0, use = 0;"):]
+    assert "if (threadIdx.x == 0 && k + 2 < v) load_stage(k + 2, use + 2);" in loop
+    assert loop.index("stage_barriers.wait_full(use);") < loop.index("tw::wgmma_async(a_stages[stage], b_stages[stage]")
+    assert loop.index("tw::wgmma_async(") < loop.index("if (use > 0) stage_barriers.release(use - 1);")
+    assert loop.index("tw::wgmma_wait_all(acc_1);") < loop.index("stage_barriers.invalidate();")
 
 
 

@@ -54,7 +54,7 @@ def test_pipelined_mma_sync_path_matches_interpreter_on_any_gpu(case, monkeypatc
     which sm_80-sm_89 GPUs run (an sm_90 GPU would otherwise take wgmma)."""
     from tileworkbench.runtime import launch
     real_generate = launch.generate
-    monkeypatch.setattr(launch, "generate", lambda fn, threads=None, arch=None: real_generate(fn, threads=threads))
+    monkeypatch.setattr(launch, "generate", lambda fn, threads=None, arch=None, **options: real_generate(fn, threads=threads))
     monkeypatch.setattr(launch, "_loaded", {})
     monkeypatch.setattr(case.kernel, "launchers", {})
     test_gpu_matches_interpreter(case)

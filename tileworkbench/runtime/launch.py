@@ -9,6 +9,7 @@ to cuLaunchKernel (see Launcher).
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 import threading
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ import numpy as np
 from ..arguments import is_cupy_array, is_torch_tensor
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate, line_file
 from ..ir.core import Function
-from . import driver
+from . import driver, tensor_maps
 from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
 
@@ -32,6 +33,7 @@ class GpuKernel:
     generated: GeneratedKernel
     module: object   # the NVRTC result: source, ptx, cubin, resources
     function: driver.Function
+    arch: str | None = None  # the GPU it was built for
 
     @property
     def resources(self):
@@ -57,11 +59,18 @@ def cuda_include_dirs() -> tuple[str, ...]:
     raise RuntimeError("CUDA headers (cuda_fp16.h) not found: pip install nvidia-cuda-runtime, or set CUDA_HOME")
 
 
-def build(fn: Function, arch: str, threads: int | None = None):
+def tma_enabled() -> bool:
+    """Whether sm_90 pipelines may fill their stages by TMA: yes unless TILEWORKBENCH_NO_TMA is set
+    (to 1, say), which keeps them on cp.async. Read when a kernel is loaded."""
+    return not os.environ.get("TILEWORKBENCH_NO_TMA")
+
+
+def build(fn: Function, arch: str, threads: int | None = None, tma: bool | None = None):
     """Generate and compile (through the cache) one specialization for `arch`; no GPU needed.
-    A compile error is raised at the kernel source line it comes from."""
+    A compile error is raised at the kernel source line it comes from. `tma` (default:
+    `tma_enabled()`) lets sm_90 pipelines fill their stages by TMA."""
     from .cache import compile_cached
-    generated = generate(fn, threads=threads, arch=arch)
+    generated = generate(fn, threads=threads, arch=arch, tma=tma_enabled() if tma is None else tma)
     try:
         module = compile_cached(generated.source, arch=generated.arch or arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
                                 include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
@@ -93,14 +102,15 @@ def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel)
 _loaded: dict = {}
 
 
-def load(fn: Function, arch: str | None = None) -> GpuKernel:
+def load(fn: Function, arch: str | None = None, tma: bool | None = None) -> GpuKernel:
     arch = arch or driver.device_arch()
-    key = (fn.fingerprint(), arch, driver.current_device())
+    tma = tma_enabled() if tma is None else tma
+    key = (fn.fingerprint(), arch, driver.current_device(), tma)
     kernel = _loaded.get(key)
     if kernel is None:
-        generated, module = build(fn, arch)
+        generated, module = build(fn, arch, tma=tma)
         function = driver.load_function(module.cubin, generated.name, generated.smem_bytes)
-        kernel = _loaded[key] = GpuKernel(generated, module, function)
+        kernel = _loaded[key] = GpuKernel(generated, module, function, arch)
     return kernel
 
 
@@ -159,8 +169,10 @@ class Launcher:
         self.threads = gpu.generated.threads
         self.smem = gpu.generated.smem_bytes
         self.function = int(gpu.function.ptr)  # the CUfunction
+        self.fallback = None  # the launcher of the cp.async variant, for arrays no tensor map describes
         names = [f"a{k}" for k in range(len(args))]
         env, checks, values, codes = {}, [], [], []
+        arrays = {}  # runtime parameter position -> (dtype name, pointer, shape and stride expressions)
         for k, (p, value, name) in enumerate(zip(fn.params, args, names)):
             env[f"type_{name}"] = type(value)
             checks.append(f"type({name}) is type_{name}")
@@ -172,10 +184,18 @@ class Launcher:
                 checks += array_checks
                 values += expressions
                 codes += ["Q"] + ["i"] * (2 * p.type.ndim)
+                arrays[fn.runtime_params.index(p)] = (p.type.dtype.name, expressions)
             else:
                 code, expression = _scalar_expression(name, p.type.dtype, env)
                 values.append(expression)
                 codes.append(code)
+        maps = []  # one expression per tensor map parameter: its bytes, or None
+        for m, param in enumerate(gpu.generated.tensor_maps):
+            dtype, (ptr, *rest) = arrays[param.array]
+            ndim = len(rest) // 2
+            maps.append(f"encode({dtype!r}, {ptr}, ({', '.join(rest[:ndim])},), ({', '.join(rest[ndim:])},), "
+                        f"{param.box!r}, {param.swizzle})")
+            codes.append(f"{tensor_maps.TENSOR_MAP_BYTES}s")
         self.struct, self.buffer, params = _parameter_buffer(codes)
         arguments = ", ".join(names) + ("," if len(names) == 1 else "")
         legend = ", ".join(f"{name}: {p.name}" for name, p in zip(names, fn.params))
@@ -188,16 +208,21 @@ class Launcher:
                    launch_kernel=driver.launch_kernel_function(), function=ctypes.c_void_p(self.function),
                    get_device=driver.current_device, device=device, stream_handle=stream_handle,
                    c_void_p=ctypes.c_void_p, failed=self._failed,
-                   CudaDriverError=driver.CudaDriverError)
+                   CudaDriverError=driver.CudaDriverError, encode=tensor_maps.encode, fallback=self._fallback)
         unpack = f"    if len(args) != {len(names)}:\n        return False\n" + (f"    {arguments} = args\n" if names else "")
+        # tensor maps, encoded (or found in the cache) at each launch: an array none describes
+        # launches the cp.async variant instead
+        encoding = (f"    maps = ({', '.join(maps)},)\n"
+                    f"    if None in maps:\n        return fallback(stream, grid, args)\n") if maps else ""
         self.source = (
             f"# {fn.name}({legend})\n"
             f"def matches(args):\n{unpack}    return ({conditions})\n\n"
             f"def relaunch(stream, grid, args):\n{unpack}"
             f"    if not ({conditions}):\n        return False\n"
+            f"{encoding}"
             f"    if type(stream) is not int:\n        stream = stream_handle(stream)\n"
             f"    try:\n        with lock:  # one parameter buffer: pack and launch as one step\n"
-            f"            pack_into(buffer, 0, {', '.join(values)})\n"
+            f"            pack_into(buffer, 0, {', '.join(values + ['*maps'] if maps else values)})\n"
             f"            status = {launch_call}\n"
             f"            if status == {driver.CUDA_ERROR_INVALID_CONTEXT}:  # a thread that has not used CUDA yet\n"
             f"                get_device()  # makes the device's primary context current\n"
@@ -212,6 +237,12 @@ class Launcher:
     def __call__(self, stream, grid, args):
         if not self.relaunch(stream, grid, args):
             raise TypeError(f"Arguments do not fit this launcher of `{self.fn.name}` (or another device is current)")
+
+    def _fallback(self, stream, grid, args) -> bool:
+        """Launch the kernel's cp.async variant (loaded on first need) with these arguments."""
+        if self.fallback is None:
+            self.fallback = Launcher(self.fn, load(self.fn, self.gpu.arch, tma=False), args, self.device)
+        return self.fallback.relaunch(stream, grid, args)
 
     def _failed(self, error: Exception, grid):
         """A launch that raised: an argument too big for its parameter, or the driver refusing."""
@@ -236,7 +267,7 @@ def _parameter_buffer(codes: list[str]):
     fmt, offsets, end = "=", [], 0
     for code in codes:
         size = struct.calcsize("=" + code)
-        pad = -end % size
+        pad = -end % (64 if code.endswith("s") else size)  # a tensor map (bytes) is 64-byte aligned
         fmt += "x" * pad + code
         offsets.append(end + pad)
         end += pad + size
