@@ -787,6 +787,64 @@ for _dt in (np.float16, BF16):
                  random_array((m, k), dt), random_array((n, k), dt), np.zeros((m, n), dt), *tiles))
 
 
+# ---- TMA pipeline stages (sm_90) and the loads that keep cp.async ------------------------------
+
+def small_integers(shape, dtype):
+    """Integers in [-3, 3]: products and sums of them are exact in float32 (with a float32 C, the
+    tensor cores and NumPy agree bit for bit whatever order they add in)."""
+    return RNG.integers(-3, 4, shape).astype(dtype)
+
+
+@ct.kernel
+def batched_matmul_staged(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """Operands straight from 3-D loads with a unit leading axis: staged (a 3-D tensor map on sm_90)."""
+    batch, bm, bn = ct.bid(0), ct.bid(1), ct.bid(2)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[2], TK)):
+        a = ct.reshape(ct.load(A, (batch, bm, k), (1, TM, TK), padding_mode=ct.PaddingMode.ZERO), (TM, TK))
+        b = ct.reshape(ct.load(B, (batch, k, bn), (1, TK, TN), padding_mode=ct.PaddingMode.ZERO), (TK, TN))
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (batch, bm, bn), ct.reshape(acc, (1, TM, TN)))
+
+
+@ct.kernel
+def matmul_nan_padded(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """A's rows past the edge read NaN (only rows of C outside the array see them): TMA would read
+    zeros, so these stages stay on cp.async."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(A, 1, (TM, TK))):
+        a = ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.NAN)
+        b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b, acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+@ct.kernel
+def matmul_transposed_a(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C = A^T @ B with A given as (K, M): wgmma reads A K-major only, so this runs as mma.sync."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[0], TK)):
+        a = ct.load(A, (k, bm), (TK, TM), padding_mode=ct.PaddingMode.ZERO)
+        b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(ct.transpose(a), b, acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+for _dt in (np.float16, BF16):
+    _name = np.dtype(_dt).name
+    case(f"tma-batched-matmul-staged-{_name}", batched_matmul_staged, (2, 2, 2),
+         lambda dt=_dt: (small_integers((2, 130, 96), dt), small_integers((2, 96, 200), dt),
+                         np.zeros((2, 130, 200), np.float32), 128, 128, 64), exact=True)
+    case(f"tma-matmul-nan-padded-{_name}", matmul_nan_padded, (2, 2),
+         lambda dt=_dt: (small_integers((200, 128), dt), small_integers((128, 256), dt),
+                         np.zeros((200, 256), np.float32), 128, 128, 64), exact=True)
+    case(f"tma-matmul-transposed-a-{_name}", matmul_transposed_a, (2, 2),
+         lambda dt=_dt: (small_integers((136, 200), dt), small_integers((136, 256), dt),
+                         np.zeros((200, 256), np.float32), 128, 128, 64), exact=True)
+
+
 @ct.kernel
 def mma_row_reductions(A, B, S, I, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     """Row reductions of an mma result that feeds another mma: sum/min without keepdims, argmax,

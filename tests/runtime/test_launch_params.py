@@ -101,9 +101,59 @@ def launches(monkeypatch):
 
 def _launcher(args):
     fn = _scaled_copy.specialize(args)
-    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k"),
+    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k", tensor_maps=[]),
                                 function=types.SimpleNamespace(ptr=1))
     return Launcher(fn, gpu, args, device=0)
+
+
+def _matmul_launcher(args, monkeypatch, maps):
+    """A launcher of the sm_90 matmul (two TMA loads) whose tensor maps are `maps(call)`, the
+    arguments of each tensor_maps.encode call recorded in `calls`."""
+    from tileworkbench.codegen import generate
+    from tileworkbench.kernels import matmul
+    from tileworkbench.runtime import tensor_maps
+    calls = []
+    monkeypatch.setattr(tensor_maps, "encode", lambda *call: calls.append(call) or maps(call))
+    fn = matmul.specialize(args)
+    gpu = types.SimpleNamespace(generated=generate(fn, arch="sm_90"), function=types.SimpleNamespace(ptr=1),
+                                arch="sm_90")
+    return Launcher(fn, gpu, args, device=0), calls
+
+
+def test_tensor_maps_are_packed_after_the_other_parameters_64_byte_aligned(launches, monkeypatch):
+    a, b, c = _CupyArray((256, 192), np.float16, 0x1000), _CupyArray((192, 512), np.float16, 0x2000), \
+        _CupyArray((256, 512), np.float16, 0x3000)
+    args = (a, b, c, 128, 256, 64)
+    launcher, calls = _matmul_launcher(args, monkeypatch, lambda call: bytes([call[1] >> 12]) * 128)
+    launcher(0, (2, 2, 1), args)
+    assert calls == [("float16", 0x1000, (256, 192), (192, 1), (128, 64), 128),
+                     ("float16", 0x2000, (192, 512), (512, 1), (64, 64), 128)]
+    base = ctypes.addressof(launcher.buffer)
+    *_, map_a, map_b = [p - base for p in launcher.params]
+    assert map_a % 64 == 0 and map_b % 64 == 0 and map_a >= struct.calcsize("=" + "Qiiii" * 3)
+    assert launcher.buffer.raw[map_a:map_a + 128] == b"\x01" * 128
+    assert launcher.buffer.raw[map_b:map_b + 128] == b"\x02" * 128
+    assert len(launches) == 1
+
+
+def test_arrays_no_tensor_map_describes_launch_the_variant_without_tma(launches, monkeypatch):
+    from tileworkbench.runtime import launch
+    loaded = []
+
+    def load(fn, arch, tma):
+        loaded.append((arch, tma))
+        gpu = types.SimpleNamespace(generated=launch.generate(fn, arch=arch, tma=tma),
+                                    function=types.SimpleNamespace(ptr=2), arch=arch)
+        return gpu
+    monkeypatch.setattr(launch, "load", load)
+    a, b, c = _CupyArray((256, 130), np.float16), _CupyArray((130, 512), np.float16), _CupyArray((256, 512), np.float16)
+    args = (a, b, c, 128, 256, 64)
+    launcher, _ = _matmul_launcher(args, monkeypatch, lambda call: None)
+    launcher(0, (2, 2, 1), args)
+    launcher(0, (2, 2, 1), args)
+    assert loaded == [("sm_90", False)]  # loaded once, on first need
+    assert not launcher.fallback.gpu.generated.tensor_maps
+    assert [call[0].value for call in launches] == [2, 2]  # both launches ran the variant
 
 
 def test_launcher_packs_pointer_shape_strides_and_scalars_in_parameter_order(launches):
