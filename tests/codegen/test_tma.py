@@ -4,6 +4,7 @@ with UTMALDG, mbarrier SYNCS and HGMMA, no local memory). No GPU needed."""
 import numpy as np
 import pytest
 
+import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 from tileworkbench.codegen.cuda import TensorMapParam
 from tileworkbench.kernels import matmul
@@ -76,6 +77,24 @@ def test_a_load_padding_with_nan_keeps_cp_async_and_the_note_says_why():
     (note,) = _mma_notes(fn)
     assert "copied by cp.async" in note and note.endswith("cp.async, not TMA: the load of `A` pads with NAN "
                                                           "(TMA fills with zeros)")
+
+
+@ct.kernel
+def matmul_of_a_slice(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    bm, bn = ct.bid(0), ct.bid(1)
+    rows = A.slice(axis=0, start=64, stop=A.shape[0])
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(rows, 1, (TM, TK))):
+        a = ct.load(rows, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
+def test_a_load_from_an_array_slice_keeps_cp_async_and_the_note_says_why():
+    fn = _matmul(matmul_of_a_slice)
+    assert not generate(fn, arch="sm_90").tensor_maps
+    (note,) = _mma_notes(fn)
+    assert note.endswith("cp.async, not TMA: `rows` is not a kernel argument (tensor maps are made for arguments)")
 
 
 def test_without_tma_or_before_sm_90_the_stages_stay_on_cp_async():

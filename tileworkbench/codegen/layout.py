@@ -287,7 +287,7 @@ def _cheap_anywhere(fn: Function) -> set:
     it is applied in, instead of being converted whole."""
     cheap = set()
     for op in fn.walk():
-        if len(op.results) != 1 or not op.result.shape:
+        if len(op.results) != 1 or op.result.is_array or not op.result.shape:
             continue
         if op.name in ("constant", "broadcast") or (
                 op.name in ELEMENTWISE and all(not v.shape or v in cheap for v in op.operands)):
