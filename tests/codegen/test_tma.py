@@ -11,7 +11,8 @@ from tileworkbench.kernels import matmul
 from tileworkbench.runtime import sass
 from tileworkbench.runtime.launch import build
 
-from ..gpu.cases import BF16, attention_rows, batched_matmul_staged, matmul_nan_padded, matmul_transposed_b
+from ..gpu.cases import (BF16, attention_rows, batched_matmul_staged, matmul_nan_padded, matmul_transposed_a,
+                         matmul_transposed_b)
 from .test_compile import _nvrtc_missing
 
 compiles = pytest.mark.skipif(_nvrtc_missing() is not None or sass.find_nvdisasm() is None,
@@ -95,6 +96,14 @@ def test_a_load_from_an_array_slice_keeps_cp_async_and_the_note_says_why():
     assert not generate(fn, arch="sm_90").tensor_maps
     (note,) = _mma_notes(fn)
     assert note.endswith("cp.async, not TMA: `rows` is not a kernel argument (tensor maps are made for arguments)")
+
+
+def test_a_transposed_a_operand_is_not_staged_and_the_note_says_why():
+    a = np.zeros((256, 512), np.float16)
+    fn = matmul_transposed_a.specialize((a, a, np.zeros((512, 512), np.float32), 128, 128, 64))
+    (note,) = _mma_notes(fn)
+    assert note.startswith("mma on tensor cores (mma.sync); its operands are copied to shared memory at every call")
+    assert note.endswith("not pipelined: its A operand is loaded transposed (a staged A is read K-major)")
 
 
 def test_without_tma_or_before_sm_90_the_stages_stay_on_cp_async():

@@ -822,7 +822,8 @@ def matmul_nan_padded(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: c
 
 @ct.kernel
 def matmul_transposed_a(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """C = A^T @ B with A given as (K, M): wgmma reads A K-major only, so this runs as mma.sync."""
+    """C = A^T @ B with A given as (K, M): stages are read with A's K axis contiguous, so this one
+    takes the register-operand path (mma.sync)."""
     bm, bn = ct.bid(0), ct.bid(1)
     acc = ct.zeros((TM, TN), ct.float32)
     for k in range(ct.cdiv(A.shape[0], TK)):

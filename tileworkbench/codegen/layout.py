@@ -106,8 +106,6 @@ class Pipeline:
         where the same stage read with A staged was right, so such loops keep mma.sync."""
         for m in self.mmas:
             if (m, 0) in self.operands:
-                if self.operands[m, 0][1]:
-                    return "its A operand is loaded transposed (wgmma reads A K-major)"
                 continue
             load, transposed = self.operands[m, 1]
             rows, cols = self.stage_shape(load)
@@ -475,6 +473,12 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
             sources = {k: _staged_source(mma.operands[k], body.ops, uses) for k in (0, 1)}
             if any(src and not can_run_ahead(src[0]) for src in sources.values()):
                 sources = {k: None for k in sources}
+            if sources[0] is not None and sources[0][1]:  # stages are read with A's K axis contiguous only
+                sources[0] = None
+                if not a_in_registers:
+                    if why_not is not None:
+                        why_not[mma] = "not pipelined: its A operand is loaded transposed (a staged A is read K-major)"
+                    continue
             if sources[0] is None and sources[1] is not None:  # an A operand loaded before the loop: staged once
                 outside = [op for op in fn.walk() if not any(r is not None and _inside(loop, r) for r in op.results)]
                 sources[0] = _staged_source(mma.operands[0], outside, uses)
