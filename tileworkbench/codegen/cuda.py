@@ -985,7 +985,7 @@ def _tma_loop(e, op, pipeline, i, barriers):
     stages, ahead = pipeline.stages, pipeline.ahead
     if pipeline.invariant:
         e.emit("tw::cp_async_wait<0>();")
-        e.emit("tw::fence_proxy_async();")
+    e.emit("tw::fence_proxy_async();  // this thread's earlier shared-memory writes come before the tensor copies'")
     e.emit(f"if (threadIdx.x == 0) {barriers}.init();")
     e.emit("__syncthreads();  // the barriers are ready" + (" and the stage loaded once has landed"
                                                               if pipeline.invariant else ""))
