@@ -99,14 +99,18 @@ def test_a_lone_block_per_sm_keeps_one_wgmma_group_in_flight():
     assert "wgmma_async" not in generate(_matmul(BF16, tiles=(128, 128, 64)), arch="sm_90").source
 
 
-def test_with_a_group_in_flight_a_tma_stage_is_released_one_iteration_late():
+def test_with_a_group_in_flight_tma_copies_refill_the_stage_released_at_the_end_of_the_iteration():
     source = generate(_matmul(BF16, tiles=(128, 256, 64)), arch="sm_90").source
-    assert "the loads of a and b run 2 iterations ahead, copied by TMA into 4 shared-memory stages" in source
+    assert "the loads of a and b run 3 iterations ahead, copied by TMA into 4 shared-memory stages" in source
     loop = source[source.index("for (int32_t k = 0, use = 0;"):]
-    assert "if (threadIdx.x == 0 && k + 2 < v) load_stage(k + 2, use + 2);" in loop
-    assert loop.index("stage_barriers.wait_full(use);") < loop.index("tw::wgmma_async(a_stages[stage], b_stages[stage]")
-    assert loop.index("tw::wgmma_async(") < loop.index("if (use > 0) stage_barriers.release(use - 1);")
-    assert loop.index("tw::wgmma_wait_all(acc_1);") < loop.index("stage_barriers.invalidate();")
+    order = ["stage_barriers.wait_full(use);", "tw::wgmma_async(a_stages[stage], b_stages[stage], acc_1);",
+             "if (use > 0) stage_barriers.release(use - 1);",
+             "if (threadIdx.x == 0 && k + 3 < v) load_stage(k + 3, use + 3);",
+             "tw::wgmma_wait_all(acc_1);", "stage_barriers.invalidate();"]
+    assert [loop.index(line) for line in order] == sorted(loop.index(line) for line in order)
+    # each group waited for (two blocks per SM): the copies are requested at the top of the iteration
+    loop = generate(_matmul(BF16, tiles=(128, 128, 64)), arch="sm_90").source
+    assert loop.index("load_stage(k + 2, use + 2);") < loop.index("tw::wgmma(") < loop.index("stage_barriers.release(use);")
 
 
 

@@ -908,8 +908,11 @@ def _pipelined_loop(e, op, pipeline, i):
         _cp_async_loop(e, op, pipeline, i)
     outer_smem, e.smem = e.smem, 0
     _region(e, body, [e[r] for r in op.results], [e.plan.of(r) for r in op.results])
-    if pipeline.tma:  # the stage is free once the wgmma group reading it has completed
-        e.emit(f"  if (use > 0) {barriers}.release(use - 1);" if pipeline.in_flight else f"  {barriers}.release(use);")
+    if pipeline.tma and pipeline.in_flight:  # the previous stage is free now that its wgmma group has completed
+        e.emit(f"  if (use > 0) {barriers}.release(use - 1);")
+        e.emit(f"  {_tma_issue(e, op, pipeline, i)}")
+    elif pipeline.tma:
+        e.emit(f"  {barriers}.release(use);  // its wgmma groups have completed")
     base = (e.smem + 1023) // 1024 * 1024  # above what the loop body's own ops stage, if any
     e.smem = max(outer_smem, e.smem)
     e.need_smem(base + offset)
@@ -994,8 +997,15 @@ def _tma_loop(e, op, pipeline, i, barriers):
     e.emit(f"for (int32_t {i} = {lo}, use = 0; {i} < {hi}; {i} += {step}, ++use) {{")
     e.emit(f"  const int stage = use % {stages};")
     e.emit(f"  {barriers}.wait_full(use);  // this iteration's stage has landed")
-    e.emit(f"  if (threadIdx.x == 0 && {_affine(i, ahead, step)} < {hi}) "
-           f"load_stage({_affine(i, ahead, step)}, use + {ahead});")
+    if not pipeline.in_flight:  # (with a group in flight, at the end of the iteration: see _pipelined_loop)
+        e.emit(f"  {_tma_issue(e, op, pipeline, i)}")
+
+
+def _tma_issue(e, op, pipeline, i) -> str:
+    """Thread 0 requests the tiles `ahead` iterations on (into the stage released last)."""
+    hi, step = e[op.operands[1]], e[op.operands[2]]
+    at = _affine(i, pipeline.ahead, step)
+    return f"if (threadIdx.x == 0 && {at} < {hi}) load_stage({at}, use + {pipeline.ahead});"
 
 
 def _load_async_operands(e, load: Op) -> str:

@@ -91,9 +91,10 @@ class Pipeline:
 
     @property
     def ahead(self) -> int:
-        """How many iterations ahead the loads run: every stage but the one read now (and the one
-        the wgmma group still running reads)."""
-        return self.stages - 1 - self.in_flight
+        """How many iterations ahead the loads run: every stage but the one read now (and, with
+        cp.async, the one the wgmma group still running reads: TMA copies are issued after that
+        group completes, at the end of the iteration)."""
+        return self.stages - 1 - (self.in_flight and not self.tma)
 
     @property
     def mmas(self) -> list:
