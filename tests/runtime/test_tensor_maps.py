@@ -62,3 +62,9 @@ def test_a_map_the_driver_refuses_is_none(recorded, monkeypatch):
     monkeypatch.setattr(driver, "library", lambda: refuse)
     tensor_maps._encode_function.cache_clear()
     assert tensor_maps.encode("float16", 0x10000, (256, 256), (256, 1), (64, 64), 128) is None
+
+
+def test_a_driver_without_tensor_maps_gets_none(recorded, monkeypatch):
+    monkeypatch.setattr(driver, "library", lambda: types.SimpleNamespace())
+    tensor_maps._encode_function.cache_clear()
+    assert tensor_maps.encode("float16", 0x10000, (256, 256), (256, 1), (64, 64), 128) is None

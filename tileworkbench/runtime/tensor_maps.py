@@ -7,8 +7,9 @@ swizzle; the result depends on nothing else, so it is cached by those values (an
 another allocated at the same address with the same shape gets a map that is right for it too).
 
 An array a tensor map cannot describe (an address or a stride not a multiple of 16 bytes, a last
-axis that is not contiguous, an empty axis) gets None: the launcher then runs the kernel's cp.async
-variant, which reads any array.
+axis that is not contiguous, an empty axis), or one the driver refuses to encode (or a driver
+without tensor maps), gets None: the launcher then runs the kernel's cp.async variant, which reads
+any array.
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def encode(dtype: str, ptr: int, shape: tuple, strides: tuple, box: tuple, swizz
     """The tensor map of a `dtype` array (shape and strides in elements, in its own axis order) read
     in boxes of `box` elements with the `swizzle`-byte swizzle; None where no map can describe it."""
     itemsize = 2
-    if dtype not in _DATA_TYPES or not describable(ptr, shape, strides, itemsize):
+    encode_tiled = _encode_function()
+    if encode_tiled is None or dtype not in _DATA_TYPES or not describable(ptr, shape, strides, itemsize):
         return None
     rank = len(shape)
     u64, u32 = ctypes.c_uint64, ctypes.c_uint32
@@ -49,7 +51,7 @@ def encode(dtype: str, ptr: int, shape: tuple, strides: tuple, box: tuple, swizz
     boxes = (u32 * rank)(*reversed(box))
     element_strides = (u32 * rank)(*([1] * rank))
     tensor_map = ctypes.create_string_buffer(TENSOR_MAP_BYTES)
-    status = _encode_function()(tensor_map, _DATA_TYPES[dtype], rank, ctypes.c_void_p(ptr), dims, byte_strides,
+    status = encode_tiled(tensor_map, _DATA_TYPES[dtype], rank, ctypes.c_void_p(ptr), dims, byte_strides,
                                 boxes, element_strides, _INTERLEAVE_NONE, _SWIZZLE[swizzle], _L2_PROMOTION_256B,
                                 _OOB_FILL_ZEROS)
     return tensor_map.raw if status == driver.CUDA_SUCCESS else None
@@ -57,7 +59,10 @@ def encode(dtype: str, ptr: int, shape: tuple, strides: tuple, box: tuple, swizz
 
 @functools.cache
 def _encode_function():
-    function = driver.library().cuTensorMapEncodeTiled
+    """cuTensorMapEncodeTiled with its argument types; None from a driver older than CUDA 12."""
+    function = getattr(driver.library(), "cuTensorMapEncodeTiled", None)
+    if function is None:
+        return None
     c_int, u32, p = ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p
     function.argtypes = [p, c_int, u32, p, p, p, p, p, c_int, c_int, c_int, c_int]
     function.restype = c_int
