@@ -94,8 +94,8 @@ class GeneratedKernel:
 @dataclass(frozen=True)
 class TensorMapParam:
     """A tensor map kernel parameter: for the array argument at `array` (its position among the
-    kernel's runtime parameters, Function.runtime_params), a box of `box` elements in the array's axis order, with the 128/64/32-byte
-    swizzle of `swizzle` bytes (tile_tma.cuh)."""
+    kernel's runtime parameters, Function.runtime_params), a box of `box` elements in the array's
+    axis order, with the 128/64/32-byte swizzle of `swizzle` bytes (tile_tma.cuh)."""
 
     array: int
     box: tuple
@@ -863,7 +863,6 @@ def _pipelined_loop(e, op, pipeline, i):
     """The loop with its operand loads issued `ahead` iterations ahead into `stages` shared-memory
     stages: by cp.async (every thread, a barrier per iteration) or by TMA (one thread, the stages
     guarded by full/empty mbarriers)."""
-    lo, hi, step = (e[v] for v in op.operands[:3])
     body, stages, ahead = op.regions[0], pipeline.stages, pipeline.ahead
     loc, first_line = e.loc, len(e.lines)
     operand_names = {load: mma.operands[k].name for (mma, k), (load, _) in pipeline.operands.items()}
@@ -897,7 +896,7 @@ def _pipelined_loop(e, op, pipeline, i):
         _cp_async_load_stage(e, pipeline, i)
     e.loc = loc
     e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
-    for load in pipeline.invariant:  # by cp.async, the oldest copy group: the first wait covers it too
+    for load in pipeline.invariant:  # by cp.async, the oldest copy group (the first wait covers it too)
         e.loc = load.loc
         e.emit(f"tw::load_async({e.stage_views[load.result]}, {_load_async_operands(e, load)});")
         e.emit("tw::cp_async_commit();")

@@ -86,7 +86,7 @@ class Pipeline:
     chains: set = field(default_factory=set)  # reshape/permute ops between a staged load and its mma
     invariant: list = field(default_factory=list)  # loads before the loop staged once (an A operand)
     stages: int = 0  # shared-memory buffers per operand
-    in_flight: bool = False  # wgmma accumulating in place, one group left running: loads run one less ahead
+    in_flight: bool = False  # wgmma accumulating in place, one group left running (cp.async loads run one less ahead)
     tma: bool = False  # the loads copied by TMA into stages guarded by mbarriers (tile_tma.cuh), not cp.async
 
     @property

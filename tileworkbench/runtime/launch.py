@@ -190,7 +190,7 @@ class Launcher:
                 values.append(expression)
                 codes.append(code)
         maps = []  # one expression per tensor map parameter: its bytes, or None
-        for m, param in enumerate(gpu.generated.tensor_maps):
+        for param in gpu.generated.tensor_maps:
             dtype, (ptr, *rest) = arrays[param.array]
             ndim = len(rest) // 2
             maps.append(f"encode({dtype!r}, {ptr}, ({', '.join(rest[:ndim])},), ({', '.join(rest[ndim:])},), "

@@ -46,7 +46,6 @@ __device__ inline void mbarrier_wait(uint64_t* bar, int parity) {
 
 template <int STAGES>
 struct stage_barriers {
-  static constexpr int bytes = 2 * STAGES * 8;
   uint64_t* bar;  // full[STAGES], then empty[STAGES]; `use` counts the loop's iterations from 0
 
   __device__ uint64_t* full(int use) const { return bar + use % STAGES; }
