@@ -16,8 +16,9 @@ from .cases import BF16, RNG, matmul_transposed_b, small_integers
 
 pytestmark = pytest.mark.gpu
 
-TILES = [(64, 64, 32), (64, 128, 64), (64, 256, 64), (128, 64, 128), (128, 128, 64), (128, 256, 64),
-         (128, 256, 128), (128, 128, 256)]
+# every one pipelined on sm_90; rows of 32, 64 and 128 bytes and more (the 32/64/128-byte swizzles)
+TILES = [(64, 64, 16), (64, 64, 32), (64, 128, 64), (64, 256, 64), (128, 64, 128), (128, 128, 64), (128, 256, 64),
+         (128, 256, 128), (128, 64, 256)]
 SHAPES = [(256, 256, 512), (300, 200, 520)]  # (M, K, N): whole tiles, and ragged M, K and N
 
 
