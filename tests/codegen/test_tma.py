@@ -125,3 +125,14 @@ def test_attention_copies_k_and_v_by_tma_and_q_once_by_cp_async():
     counts, resources = _sass_counts(fn)
     # (the few local bytes left are Q's element-by-element edge copy, as on the cp.async path)
     assert counts["UTMALDG"] and counts["LDGSTS"] and counts["HGMMA"] and not resources.spill_stores
+
+
+@compiles
+def test_tileworkbench_no_tma_in_the_environment_builds_the_cp_async_variant(monkeypatch):
+    fn = _matmul(tiles=(128, 128, 64))
+    monkeypatch.setenv("TILEWORKBENCH_NO_TMA", "1")
+    generated, module = build(fn, "sm_90")
+    assert not generated.tensor_maps and "cp.async.cg.shared.global" in module.ptx
+    monkeypatch.delenv("TILEWORKBENCH_NO_TMA")
+    generated, module = build(fn, "sm_90")
+    assert generated.tensor_maps and "cp.async.bulk.tensor" in module.ptx
