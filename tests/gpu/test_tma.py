@@ -66,7 +66,7 @@ def test_tma_matmul_with_b_given_transposed_gives_exact_products(dtype, tiles):
     launcher = _exact_matmul(matmul_transposed_b, small_integers((300, 200), dtype), small_integers((520, 200), dtype),
                              tiles, b_transposed=True)
     if _on_sm90():
-        assert launcher.gpu.generated.tensor_maps[1].box == (tiles[1], 64) and launcher.fallback is None
+        assert launcher.gpu.generated.tensor_maps[1].box == (tiles[1], tiles[2]) and launcher.fallback is None
 
 
 # its own launchers: the variant a launcher falls back to is kept on it

@@ -360,6 +360,11 @@ template <class T, int M, int N, int K, int W>
 __device__ void wgmma_async(swizzled<T, M, K> a, swizzled<T, K, N> b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   wgmma_group<1, T, M, N, K>(a, b, acc);
 }
+template <class T, int M, int N, int K, int W>
+__device__ void wgmma_async(swizzled<T, M, K> a, transposed<swizzled<T, N, K>> b,
+                            tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
+  wgmma_group<1, T, M, N, K>(a, b, acc);
+}
 
 template <class Tile>
 __device__ void wgmma_wait_all(Tile& acc) {
