@@ -8,9 +8,9 @@ from tileworkbench.codegen import generate
 from ..gpu.cases import attention_rows, matmul_operator
 
 
-def _notes(kernel, args, arch="sm_90"):
+def _notes(kernel, args, arch="sm_90", **options):
     fn = kernel.specialize(args)
-    return {(line, text) for line, text in generate(fn, arch=arch).notes}
+    return {(line, text) for line, text in generate(fn, arch=arch, **options).notes}
 
 
 def _attention_args(k_as=0, d=64):
@@ -37,9 +37,15 @@ def test_the_same_kernel_for_sm_80_says_mma_sync():
     assert not any("wgmma" in t for t in texts)
 
 
-def test_a_128_row_n_major_b_with_a_in_registers_says_why_it_is_not_wgmma():
-    texts = [t for _, t in _notes(attention_rows, _attention_args(d=128))]
-    assert any("not wgmma: with A in registers" in t and "(this one is 128 x 128)" in t for t in texts)
+def test_a_128_row_n_major_b_with_a_in_registers_is_wgmma_where_tma_fills_its_stages():
+    texts = [t for _, t in _notes(attention_rows, _attention_args(d=128)) if t.startswith("mma on")]
+    assert texts and all(t.startswith("mma on tensor cores (wgmma)") for t in texts)
+
+
+def test_a_128_row_n_major_b_with_a_in_registers_on_cp_async_stages_says_why_it_is_not_wgmma():
+    texts = [t for _, t in _notes(attention_rows, _attention_args(d=128), tma=False)]
+    assert any("not wgmma: with A in registers and stages filled by cp.async" in t and "(this one is 128 x 128)" in t
+               for t in texts)
 
 
 @ct.kernel

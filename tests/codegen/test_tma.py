@@ -136,3 +136,4 @@ def test_tileworkbench_no_tma_in_the_environment_builds_the_cp_async_variant(mon
     monkeypatch.delenv("TILEWORKBENCH_NO_TMA")
     generated, module = build(fn, "sm_90")
     assert generated.tensor_maps and "cp.async.bulk.tensor" in module.ptx
+

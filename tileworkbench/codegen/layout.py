@@ -100,19 +100,22 @@ class Pipeline:
     def mmas(self) -> list:
         return list(dict.fromkeys(mma for mma, _ in self.operands))
 
-    def wgmma_refusal(self) -> str | None:
+    def wgmma_refusal(self, tma: bool) -> str | None:
         """Why these mmas cannot run as wgmma (None: they can). wgmma takes A staged as loaded
-        (K-major) or in registers. With A in registers, an N-major B of several 128-byte panels needs
-        them at most 8 KB apart: panels 16 KB apart (a 128-row stage) gave wrong results on the H100
-        where the same stage read with A staged was right, so such loops keep mma.sync."""
+        (K-major) or in registers. With A in registers and stages filled by cp.async, an N-major B of
+        several 128-byte panels needs them at most 8 KB apart: panels 16 KB apart (a 128-row stage)
+        gave wrong results on the H100 where the same stage read with A staged, or filled by TMA, was
+        right, so such loops keep mma.sync unless TMA fills their stages."""
         for m in self.mmas:
             if (m, 0) in self.operands:
+                if self.operands[m, 0][1]:
+                    return "its A operand is loaded transposed (wgmma reads A K-major)"
                 continue
             load, transposed = self.operands[m, 1]
             rows, cols = self.stage_shape(load)
-            if not transposed and cols * 2 > 128 and rows * 128 > 8192:
-                return (f"with A in registers, wgmma is used only where an N-major B stage has at most 64 rows "
-                        f"(this one is {rows} x {cols})")
+            if not tma and not transposed and cols * 2 > 128 and rows * 128 > 8192:
+                return (f"with A in registers and stages filled by cp.async, wgmma is used only where an N-major "
+                        f"B stage has at most 64 rows (this one is {rows} x {cols})")
         return None
 
     @staticmethod
@@ -200,7 +203,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     pipelines = _pipelines(fn, shapes, a_in_registers=coupled, why_not=why_not)
     pipelined = {op for p in pipelines.values() for op in p.mmas}
     wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
-    refusal = _wgmma_refusal(threads, arch, shapes, pipelined, pipelines, wgmma_rows)
+    refusal = _wgmma_refusal(fn, threads, arch, shapes, pipelined, pipelines, wgmma_rows, tma)
     use_wgmma = refusal is None
     if refusal and pipelined and (arch or "").startswith("sm_90"):
         why_not.update((op, f"mma.sync, not wgmma: {refusal}") for op in pipelined)
@@ -307,8 +310,9 @@ def _tensor_core_refusal(op: Op) -> str:
     return f"CUDA cores: {m} x {n} x {k} is not a multiple of 16 x 8 x 16"
 
 
-def _wgmma_refusal(threads, arch, shapes, pipelined, pipelines, wgmma_rows) -> str | None:
-    """Why the pipelined mmas do not run as sm_90 wgmma (None: they do)."""
+def _wgmma_refusal(fn, threads, arch, shapes, pipelined, pipelines, wgmma_rows, tma: bool) -> str | None:
+    """Why the pipelined mmas do not run as sm_90 wgmma (None: they do); `tma` whether TMA may fill
+    the stages (each pipeline's loads still have to allow it)."""
     if threads is not None:
         return "a thread count was requested"
     if arch is None or not arch.startswith("sm_90"):
@@ -316,7 +320,7 @@ def _wgmma_refusal(threads, arch, shapes, pipelined, pipelines, wgmma_rows) -> s
     if pipelined != set(shapes):
         return "every tensor-core mma of the kernel must be pipelined"
     for p in pipelines.values():
-        if (reason := p.wgmma_refusal()) is not None:
+        if (reason := p.wgmma_refusal(tma and _tma_refusal(fn, p) is None)) is not None:
             return reason
     if len(wgmma_rows) != 1 or not wgmma_rows <= {64, 128}:
         return f"wgmma here takes 64 or 128 rows, not {sorted(wgmma_rows)}"
