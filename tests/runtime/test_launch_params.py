@@ -99,8 +99,8 @@ def launches(monkeypatch):
     return calls
 
 
-def _launcher(args):
-    fn = _scaled_copy.specialize(args)
+def _launcher(args, kernel=_scaled_copy):
+    fn = kernel.specialize(args)
     gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k", tensor_maps=[]),
                                 function=types.SimpleNamespace(ptr=1))
     return Launcher(fn, gpu, args, device=0)
@@ -192,10 +192,7 @@ def _sum_list(arrays, out):
 def _list_launcher(args, monkeypatch, capturing=False):
     from tileworkbench.runtime import driver
     monkeypatch.setattr(driver, "stream_is_capturing", lambda stream: capturing)
-    fn = _sum_list.specialize(args)
-    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=32, smem_bytes=0, name="k"),
-                                function=types.SimpleNamespace(ptr=1))
-    return Launcher(fn, gpu, args, device=0)
+    return _launcher(args, _sum_list)
 
 
 def test_a_list_argument_packs_each_array_as_its_own_parameters(launches, monkeypatch):
@@ -229,10 +226,7 @@ def _scaled_pair(pair, out, config):
 def test_a_tuple_argument_packs_its_arrays_and_scalars_in_order(launches):
     pair, out = (_CupyArray((16,), ptr=0x1000), _CupyArray((32,), ptr=0x2000)), _CupyArray((16,), ptr=0x3000)
     args = (pair, out, ((2.5, 7), 0.5))
-    fn = _scaled_pair.specialize(args)
-    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=32, smem_bytes=0, name="k"),
-                                function=types.SimpleNamespace(ptr=1))
-    launcher = Launcher(fn, gpu, args, device=0)
+    launcher = _launcher(args, _scaled_pair)
     launcher(0, (1, 1, 1), args)
     fields = struct.unpack(launcher.struct.format, launcher.buffer.raw[:launcher.struct.size])
     assert fields == (0x1000, 16, 1, 0x2000, 32, 1, 0x3000, 16, 1, 2.5, 7, 0.5)
