@@ -127,13 +127,16 @@ class ParamSpec:
     """How one argument specializes the kernel."""
 
     name: str
-    kind: str          # 'array', 'scalar', 'constant'
+    kind: str          # 'array', 'scalar', 'constant', 'list' (of arrays), 'tuple'
     type: Any = None
     value: Any = None
+    items: tuple = ()  # a list or tuple: each item's spec, named `As[0]`, `As[1]`, ...
 
     def key(self):
         if self.kind == "constant":
             return ("constant", type(self.value).__name__, self.value)
+        if self.kind in ("list", "tuple"):
+            return (self.kind, tuple(item.key() for item in self.items))
         return (self.kind, str(self.type))
 
 
@@ -148,6 +151,12 @@ def param_spec(name: str, value, position: int, *, constant: bool, int64_scalar:
         return ParamSpec(name, "constant", value=value)
     if is_array_like(value):
         return ParamSpec(name, "array", ArrayType(_argument_dtype(array_dtype(value), name, position), value.ndim))
+    if isinstance(value, list):
+        return _list_spec(name, value, position)
+    if isinstance(value, tuple):  # its items are arguments of their own, indexed by constants in the kernel
+        return ParamSpec(name, "tuple", items=tuple(param_spec(f"{name}[{i}]", item, position, constant=False,
+                                                               int64_scalar=int64_scalar)
+                                                    for i, item in enumerate(value)))
     if isinstance(value, (bool, np.bool_)):
         return ParamSpec(name, "scalar", scalar(bool_))
     if isinstance(value, int):
@@ -161,9 +170,37 @@ def param_spec(name: str, value, position: int, *, constant: bool, int64_scalar:
         return ParamSpec(name, "scalar", scalar(_argument_dtype(value.dtype, name, position)))
     if isinstance(value, float):
         return ParamSpec(name, "scalar", scalar(float32))
-    hint = "; pass a NumPy array" if isinstance(value, (list, tuple)) else ""
     raise ArgumentTypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not "
-                            f"supported. (parameter {name}{hint})")
+                            f"supported. (parameter {name})")
+
+
+def _list_spec(name: str, items: list, position: int) -> ParamSpec:
+    """A list of arrays: one dtype and one rank (the kernel indexes it at run time), any shapes and strides."""
+    def refuse(what: str):
+        raise ArgumentTypeError(f"Invalid kernel argument #{position}: {what} (parameter {name})")
+    if not items:
+        refuse("Empty lists are not supported as kernel arguments")
+    specs = []
+    for i, item in enumerate(items):
+        if not is_array_like(item):
+            refuse(f"Expected list items to be arrays, got {type(item).__name__} (item #{i})")
+        spec = ParamSpec(f"{name}[{i}]", "array", ArrayType(_argument_dtype(array_dtype(item), name, position),
+                                                             item.ndim))
+        if specs and spec.type.dtype is not specs[0].type.dtype:
+            refuse(f"Arrays in list vary in data type ({specs[0].type.dtype} and {spec.type.dtype} at item #{i})")
+        if specs and spec.type.ndim != specs[0].type.ndim:
+            refuse(f"Arrays in list vary in rank ({specs[0].type.ndim} and {spec.type.ndim} at item #{i})")
+        specs.append(spec)
+    return ParamSpec(name, "list", items=tuple(specs))
+
+
+def argument_leaves(args) -> tuple:
+    """The arguments with lists and tuples opened, in the order of a specialization's parameters
+    (`Function.params`: each array or scalar of a list or tuple argument is one of them)."""
+    if not any(isinstance(value, (list, tuple)) for value in args):
+        return args
+    return tuple(leaf for value in args
+                 for leaf in (argument_leaves(value) if isinstance(value, (list, tuple)) else (value,)))
 
 
 def _argument_dtype(dtype, name: str, position: int):
@@ -175,11 +212,18 @@ def _argument_dtype(dtype, name: str, position: int):
 
 
 def profile_key(constant_mask, args) -> tuple:
-    """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values."""
-    return tuple((type(value), value) if constant else
-                 (type(value),) if type(value) in _PYTHON_SCALARS else  # no getattr that raises inside
-                 (type(value), getattr(value, "dtype", None), getattr(value, "ndim", None))
+    """What selects a specialization, cheaply: array dtypes and ranks, scalar types, Constant values,
+    the items of lists and tuples likewise."""
+    return tuple((type(value), value) if constant else _argument_key(value)
                  for constant, value in zip(constant_mask, args))
+
+
+def _argument_key(value) -> tuple:
+    if type(value) in _PYTHON_SCALARS:  # no getattr that raises inside
+        return (type(value),)
+    if isinstance(value, (list, tuple)):
+        return type(value), tuple(map(_argument_key, value))
+    return type(value), getattr(value, "dtype", None), getattr(value, "ndim", None)
 
 
 _PYTHON_SCALARS = frozenset({bool, int, float})

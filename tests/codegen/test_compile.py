@@ -60,6 +60,26 @@ def test_vector_add_moves_16_byte_vectors_without_spills():
     assert resources.local_bytes == 0 and not resources.spill_stores
 
 
+def test_a_list_indexed_at_run_time_selects_its_array_in_registers():
+    case = next(c for c in CASES if c.id == "list-sum-differing-lengths-float32")
+    generated, module = runtime.build(case.kernel.specialize(case.args()), "sm_90")
+    assert "float* __restrict__ arrays_3_ptr" in generated.source
+    assert "tw::list_item(k, arrays_0, arrays_1, arrays_2, arrays_3)" in generated.source
+    assert module.kernels[generated.name].local_bytes == 0
+
+
+@ct.kernel
+def _first_of_list(arrays, out):
+    ct.store(out, (0,), ct.load(arrays[0], (0,), (4,)))
+
+
+def test_a_list_too_long_for_the_kernel_parameters_is_refused_naming_it():
+    x = np.zeros(4, np.float32)
+    generate(_first_of_list.specialize(([x] * 2000, x)))  # 32016 bytes: they fit
+    with pytest.raises(ct.TileUnsupportedFeatureError, match=r"need 33616 bytes .* fewer arrays in `arrays`"):
+        generate(_first_of_list.specialize(([x] * 2100, x)))
+
+
 def test_generated_source_points_back_to_kernel_lines():
     x = np.zeros(4096, np.float32)
     source = generate(vector_add.specialize((x, x, x, 1024))).source

@@ -325,3 +325,35 @@ def test_float_of_a_typed_constant_is_a_loose_constant():
     y = np.zeros(1, np.float16)
     launch(float_of_a_typed_constant, y)
     assert y[0] == 5
+
+
+@ct.kernel
+def typed_constants_fold(out, n: ct.Constant[int]):
+    t = n + ct.int16(2)  # a loose int meets a typed one: int16
+    ct.static_assert(t == 7)
+    ct.static_assert(ct.int8(100) + ct.int8(100) == -56)  # wraps in its dtype, as on the GPU
+    ct.static_assert(ct.float16(1.0) + ct.float16(0.0001) == 1.0)  # rounds in float16
+    u = ct.int16(5) + ct.int32(7)  # promoted as tiles are
+    ct.static_assert(u == 12)
+    ct.static_eval(u.dtype == ct.int32)
+    ct.static_assert(ct.int32(-7) // 2 == -4)
+    ct.static_assert(ct.int32(-7) % 2 == 1)
+    ct.static_assert(ct.float32(1.0) / 4 == 0.25)
+    b = ct.arange(4, dtype=ct.int8) + t  # a typed constant promotes: int16
+    ct.static_assert(b.dtype == ct.int16)
+    ct.scatter(out, ct.arange(4, dtype=ct.int32), b)
+
+
+def test_arithmetic_and_comparisons_of_typed_constants_fold_in_their_dtype():
+    out = np.zeros(4, np.int32)
+    launch(typed_constants_fold, out, 5)
+    assert out.tolist() == [7, 8, 9, 10]
+
+
+@ct.kernel
+def static_assert_of_a_tile(x):
+    ct.static_assert(ct.load(x, (0,), (16,)).sum() > 0)
+
+
+def test_static_assert_of_a_value_computed_at_run_time_is_refused():
+    raises(ct.TileTypeError, "static_assert\\(\\) needs a compile-time condition", static_assert_of_a_tile, F32)

@@ -879,3 +879,76 @@ case("flush-to-zero-exp2-and-add", flush_to_zero_ops, (1,),
      lambda: (np.array([-130, -127.5, 1, -140, 0, -126, -126.5, 3.5], np.float32),
               np.array([_TINY / 4, -_TINY / 2, 0, _TINY, 1, -_TINY / 8, 2.5, _TINY / 2], np.float32),
               np.zeros(24, np.float32)))
+
+
+# ---- lists of arrays as arguments: a loop over the list, constant indexes, an index per block ----
+
+@ct.kernel
+def list_sum(arrays, out, T: ct.Constant[int]):
+    i = ct.bid(0)
+    acc = ct.zeros((T,), out.dtype)
+    for k in range(len(arrays)):
+        acc += ct.load(arrays[k], (i,), (T,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (i,), acc)
+
+
+for _dt in (np.float32, np.int16, BF16):
+    case(f"list-sum-differing-lengths-{np.dtype(_dt).name}", list_sum, (4,),
+         lambda dt=_dt: ([random_array(n, dt) for n in (100, 64, 37, 128)], np.zeros(128, dt), 32))
+
+
+@ct.kernel
+def list_constant_index(arrays, out):
+    t = ct.load(arrays[2], (0, 0), (8, 16)) - ct.load(arrays[0], (0, 0), (8, 16))
+    ct.store(out, (0, 0), t * len(arrays))
+
+
+case("list-constant-index", list_constant_index, (1,),
+     lambda: ([random_array((8, 16), np.int32), random_array((9, 20), np.int32), random_array((8, 16), np.int32)],
+              np.zeros((8, 16), np.int32)), exact=True)
+
+
+@ct.kernel
+def list_copy_by_block(src, dst, T: ct.Constant[int]):
+    k = ct.bid(0)
+    ct.store(dst[k], (0,), ct.load(src[k], (0,), (T,), padding_mode=ct.PaddingMode.NEG_INF))
+
+
+case("list-copy-by-block-index", list_copy_by_block, (3,),
+     lambda: ([random_array(n, np.float32) for n in (16, 5, 11)], [np.zeros(n, np.float32) for n in (16, 16, 3)],
+              16), exact=True)
+
+
+@ct.kernel
+def list_item_of_a_0d_index(arrays, out):
+    first = ct.full((), 0, dtype=ct.int32)
+    ct.store(out, (0, 0), ct.load(arrays[first + 1], (0, 0), (4, 8)) + ct.load(arrays[first], (0, 0), (4, 8)))
+
+
+case("list-item-of-0d-tile-index", list_item_of_a_0d_index, (1,),
+     lambda: ([random_array((4, 8), np.uint8), random_array((4, 8), np.uint8)], np.zeros((4, 8), np.uint8)),
+     exact=True)
+
+
+@ct.kernel
+def tuple_arguments(pair, out, config):
+    t = ct.load(pair[0], (0, 0), (4, 8)) * ct.load(pair[1], (0, 0), (4, 8))
+    (scale, shift), lists = config
+    ct.store(out, (0, 0), t * scale + shift + ct.load(lists[1], (0, 0), (4, 8)))
+
+
+case("tuple-of-arrays-scalars-and-a-list", tuple_arguments, (1,),
+     lambda: ((random_array((4, 8), np.float32), random_array((6, 9), np.float32)), np.zeros((4, 8), np.float32),
+              ((np.float32(0.5), 2.0), [random_array((4, 8), np.float32), random_array((5, 8), np.float32)])))
+
+
+@ct.kernel
+def list_item_shape_and_slice(arrays, out):
+    b = ct.bid(0)
+    a = arrays[b]  # each block its own array, of its own length
+    t = ct.load(a.slice(0, 0, 2), (0,), (4,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (b,), ct.full((4,), a.shape[0], ct.int32) + t)
+
+
+case("list-item-shape-and-slice", list_item_shape_and_slice, (3,),
+     lambda: ([random_array(n, np.int32) for n in (3, 7, 2)], np.zeros(12, np.int32)), exact=True)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
+from tileworkbench.arguments import argument_leaves
 from tileworkbench.interp import run
 
 from tileworkbench.profile.check import tolerance
@@ -16,13 +17,13 @@ from .cases import CASES
 def test_gpu_matches_interpreter(case):
     cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
     args = case.args()
-    host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    host = [_arrays(a, np.copy) for a in args]
     run(case.kernel, case.grid, tuple(host))
-    device = [to_device(a) for a in args]
+    device = [_arrays(a, to_device) for a in args]
     stream = cp.cuda.get_current_stream()
     ct.launch(stream, case.grid, case.kernel, tuple(device))
     stream.synchronize()
-    for k, (want, got) in enumerate(zip(host, device)):
+    for k, (want, got) in enumerate(zip(argument_leaves(host), argument_leaves(device))):
         if not isinstance(want, np.ndarray):
             continue
         got = to_host(got)
@@ -34,6 +35,13 @@ def test_gpu_matches_interpreter(case):
             tol = tolerance(want.dtype)
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
                                        err_msg=f"argument #{k}")
+
+
+def _arrays(arg, f):
+    """`f` of an array argument, of each array in a list or tuple argument; other arguments as they are."""
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_arrays(a, f) for a in arg)
+    return f(arg) if isinstance(arg, np.ndarray) else arg
 
 
 def test_matmul_interpreter_is_close_to_float64():

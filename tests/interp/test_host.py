@@ -30,6 +30,17 @@ def test_written_params_follow_slices_to_the_argument():
     assert written_params(scale_into.specialize((x, x, x, 5))) == {"y", "z"}
 
 
+@ct.kernel
+def copy_by_block(sources, targets):
+    b = ct.bid(0)
+    ct.store(targets[b], (0,), ct.load(sources[b], (0,), (4,)))
+
+
+def test_written_params_are_every_array_of_a_list_stored_through_at_a_run_time_index():
+    arrays = [np.zeros(4, np.float32)] * 2
+    assert written_params(copy_by_block.specialize((arrays, arrays))) == {"targets[0]", "targets[1]"}
+
+
 @pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("0", False), ("", False), ("off", False)])
 def test_the_interpreter_switch_reads_the_environment(monkeypatch, value, on):
     monkeypatch.setenv("TILEWORKBENCH_INTERPRET", value)

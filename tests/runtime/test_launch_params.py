@@ -99,8 +99,8 @@ def launches(monkeypatch):
     return calls
 
 
-def _launcher(args):
-    fn = _scaled_copy.specialize(args)
+def _launcher(args, kernel=_scaled_copy):
+    fn = kernel.specialize(args)
     gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k", tensor_maps=[]),
                                 function=types.SimpleNamespace(ptr=1))
     return Launcher(fn, gpu, args, device=0)
@@ -179,6 +179,61 @@ def test_launcher_matches_only_its_argument_profile(launches):
     assert not launcher.matches((x, y, 2, 16))  # an int is another scalar type
     assert not launcher.matches((x, y, 2.5))
     assert not launcher.relaunch(0, (1, 1, 1), (x, y, 2.5, 32)) and not launches  # nothing launched
+
+
+@ct.kernel
+def _sum_list(arrays, out):
+    acc = ct.zeros((16,), out.dtype)
+    for i in range(len(arrays)):
+        acc += ct.load(arrays[i], (0,), (16,))
+    ct.store(out, (0,), acc)
+
+
+def _list_launcher(args, monkeypatch, capturing=False):
+    from tileworkbench.runtime import driver
+    monkeypatch.setattr(driver, "stream_is_capturing", lambda stream: capturing)
+    return _launcher(args, _sum_list)
+
+
+def test_a_list_argument_packs_each_array_as_its_own_parameters(launches, monkeypatch):
+    items = [_CupyArray((16,), ptr=0x1000), _CupyArray((40,), ptr=0x2000)]
+    out = _CupyArray((16,), ptr=0x3000)
+    launcher = _list_launcher((items, out), monkeypatch)
+    launcher(0, (1, 1, 1), (items, out))
+    assert struct.unpack("=" + "Qii" * 3, launcher.buffer.raw[:launcher.struct.size]) == \
+        (0x1000, 16, 1, 0x2000, 40, 1, 0x3000, 16, 1)
+    assert launcher.matches(([_CupyArray((8,)), _CupyArray((8,))], out))  # shapes may change
+    assert not launcher.matches(([_CupyArray((8,))] * 3, out))  # another length: another specialization
+    assert not launcher.matches(([_CupyArray((8,)), _CupyArray((8,), np.float16)], out))
+    assert not launcher.matches((tuple(items), out))
+    assert "# _sum_list(a0: arrays, a1: out)" in launcher.source
+
+
+def test_a_list_argument_is_refused_in_cuda_graph_capture(launches, monkeypatch):
+    items, out = [_CupyArray((16,))], _CupyArray((16,))
+    launcher = _list_launcher((items, out), monkeypatch, capturing=True)
+    with pytest.raises(RuntimeError, match="List argument in CUDAGraph isn't supported yet"):
+        launcher(0x77, (1, 1, 1), (items, out))
+    assert not launches
+
+
+@ct.kernel
+def _scaled_pair(pair, out, config):
+    (alpha, n), beta = config
+    ct.store(out, (0,), ct.load(pair[0], (0,), (16,)) * alpha + ct.load(pair[1], (0,), (16,)) * beta + n)
+
+
+def test_a_tuple_argument_packs_its_arrays_and_scalars_in_order(launches):
+    pair, out = (_CupyArray((16,), ptr=0x1000), _CupyArray((32,), ptr=0x2000)), _CupyArray((16,), ptr=0x3000)
+    args = (pair, out, ((2.5, 7), 0.5))
+    launcher = _launcher(args, _scaled_pair)
+    launcher(0, (1, 1, 1), args)
+    fields = struct.unpack(launcher.struct.format, launcher.buffer.raw[:launcher.struct.size])
+    assert fields == (0x1000, 16, 1, 0x2000, 32, 1, 0x3000, 16, 1, 2.5, 7, 0.5)
+    assert launcher.matches(((pair[1], pair[0]), out, ((1.0, 1), 2.0)))
+    assert not launcher.matches(((pair[1], pair[0]), out, ((1.0, 1.5), 2.0)))  # a float for an int
+    assert not launcher.matches(([pair[1], pair[0]], out, ((1.0, 1), 2.0)))  # a list for a tuple
+    assert "# _scaled_pair(a0: pair, a1: out, a2: config)" in launcher.source
 
 
 def test_shapes_beyond_32_bits_are_refused_before_launching(launches):

@@ -10,6 +10,7 @@ Thread layout, shared-memory use and the lowering of mma are described in docs/a
 """
 from __future__ import annotations
 
+from collections import Counter
 import hashlib
 import keyword
 import math
@@ -43,6 +44,9 @@ HEADER_VERSION = _library_version()
 # A block holds its tiles in registers, and an SM has 65536 of them: a bigger tile cannot be resident
 # (and NVRTC's time grows steeply with the tile: about a second at this size, minutes at 2**20).
 MAX_GPU_TILE_ELEMENTS = 1 << 16
+# The most bytes of parameters a kernel launch takes (CUDA 12.1 and later, Volta and later GPUs):
+# a list argument passes every array's pointer, shape and strides.
+MAX_PARAMETER_BYTES = 32764
 
 _CPP_RESERVED = set(keyword.kwlist) | {
     "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
@@ -196,7 +200,7 @@ class _Emitter:
     # ---- names ----------------------------------------------------------------------------------
 
     def define(self, v: Value, hint: str = "") -> str:
-        base = (hint or v.name or "v").replace(".", "_")
+        base = re.sub(r"\[(\d+)\]", r"_\1", hint or v.name or "v").replace(".", "_")  # As[0]: an item of a list
         if not base.isidentifier():
             base = "v"
         base = name = cpp_identifier(base)
@@ -695,6 +699,12 @@ def _array_slice(e, op):
     e.emit(f"const auto {e.define(op.result)} = tw::slice({e[array]}, {op.attrs['axis']}, {e[start]}, {e[stop]});")
 
 
+@emits("list_item")
+def _list_item(e, op):
+    *items, index = op.operands
+    e.assign(op, f"tw::list_item({e[index]}, {', '.join(e[item] for item in items)})")
+
+
 @emits("num_tiles")
 def _num_tiles(e, op):
     axis, n = op.attrs["axis"], op.attrs["shape"][op.attrs["axis"]]
@@ -1085,6 +1095,7 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
                     f"A tile of shape {v.type.shape} ({v.type.size} elements) is too big for a GPU block: the CUDA "
                     f"backend takes tiles of at most {MAX_GPU_TILE_ELEMENTS} elements (2**16, the registers of one "
                     f"SM). Use smaller tiles and more blocks; the interpreter runs it as it is", op.loc)
+    _check_parameter_bytes(fn)
     itemsizes = [d.itemsize for d in _memory_dtypes(fn)] or [4]
     vec = max(1, 16 // min(itemsizes))
     # Pipeline stages are planned before the loop body's own staging is known: when both do not fit
@@ -1096,6 +1107,18 @@ def generate(fn: Function, *, threads: int | None = None, arch: str | None = Non
         if not plan.pipelines or kernel.smem_bytes <= shared_budget(arch, plan.blocks_per_sm):
             break
     return kernel
+
+
+def _check_parameter_bytes(fn: Function):
+    by_argument = Counter()  # `As[0]`, `As[1]`, ... count for `As`
+    for p in fn.runtime_params:  # an array: its pointer, shapes and strides; a scalar: 8 bytes at most, aligned
+        by_argument[p.name.split("[")[0]] += 8 + 8 * p.type.ndim if p.kind == "array" else 8
+    total = sum(by_argument.values())
+    if total > MAX_PARAMETER_BYTES:
+        raise TileUnsupportedFeatureError(
+            f"The arguments of kernel `{fn.name}` need {total} bytes of kernel parameters; a GPU launch takes at "
+            f"most {MAX_PARAMETER_BYTES} (each array of a list passes its pointer, shape and strides): pass fewer "
+            f"arrays in `{by_argument.most_common(1)[0][0]}`, or split the launch; the interpreter runs it as it is")
 
 
 def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: str | None) -> GeneratedKernel:

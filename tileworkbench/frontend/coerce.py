@@ -90,7 +90,7 @@ def describe(x) -> str:
     if isinstance(x, Value):
         return str(x.type)
     if isinstance(x, tuple):
-        return "a tuple"
+        return getattr(x, "described", "a tuple")  # a list argument says what it is
     return f"a {type(x).__name__}"
 
 

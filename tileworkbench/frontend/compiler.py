@@ -15,6 +15,7 @@ import enum
 import functools
 import math
 import operator
+import re
 import sys
 import types
 
@@ -51,6 +52,16 @@ class _Return(Exception):
         self.value, self.node = value, node
 
 
+class ArrayList(tuple):
+    """A list of arrays passed to the kernel: its length is part of the specialization, so `len()`,
+    iteration and constant indexes are resolved while compiling; an index known only at run time
+    (`As[i]` in a loop, `As[bid]`) becomes a `list_item` op."""
+
+    @property
+    def described(self) -> str:
+        return f"a list of {len(self)} arrays"
+
+
 class LocalFunction:
     """A `def` or `lambda` written inside tile code: inlined where it is called. Like Python, it
     reads the variables of the scope it was defined in when called, and its defaults as they were
@@ -82,18 +93,23 @@ def compile_kernel(pyfunc, specs, hints: dict | None = None) -> Function:
     """Build and verify the IR of one specialization of a kernel (`hints`: its options)."""
     source = source_of(pyfunc)
     params, args = [], []
-    for spec in specs:
+
+    def bind(spec):
+        """The value the kernel's code sees for a parameter; each array and scalar in it a Param."""
+        if spec.kind == "list":
+            return ArrayList(map(bind, spec.items))
+        if spec.kind == "tuple":
+            return tuple(map(bind, spec.items))
         params.append(Param(spec.name, spec.kind, spec.type, spec.value))
-        if spec.kind != "constant":
-            args.append(Value(spec.type, spec.name))
+        if spec.kind == "constant":
+            return spec.value
+        args.append(Value(spec.type, re.sub(r"\[(\d+)\]", r"_\1", spec.name)))  # As[0] prints as %As_0
+        return args[-1]
+    scope = {spec.name: bind(spec) for spec in specs}
     body = Block(args=args)
     fn = Function(pyfunc.__name__, params, body, "".join(source.lines), source.filename, source.line_offset + 1,
                   hints=dict(hints or {}))
     lowerer = Lowerer(source, Builder(body))
-    scope = {}
-    arg_iter = iter(args)
-    for spec in specs:
-        scope[spec.name] = spec.value if spec.kind == "constant" else next(arg_iter)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _FRAMES_PER_INLINE * MAX_INLINE_DEPTH + 2000))
     try:
@@ -814,6 +830,8 @@ class Lowerer:
     def expr_Subscript(self, node):
         obj = self.expr(node.value)
         index = self.expr(node.slice)
+        if isinstance(obj, ArrayList):
+            return self.list_item(obj, index)
         if isinstance(obj, Value):
             if obj.is_array:
                 self.fail(TileTypeError, "Arrays are not directly subscriptable. Use load() or gather() instead.")
@@ -824,6 +842,19 @@ class Lowerer:
             return obj[index]
         except Exception as e:  # a constant container indexed at compile time
             self.fail(TileTypeError, f"Cannot index {coerce.describe(obj)} with {index!r}: {e}")
+
+    def list_item(self, items: ArrayList, index):
+        """As[index]: an integer, or an integer scalar (a 0-d tile) computed at run time."""
+        if isinstance(index, Value):
+            if index.is_array or index.shape != () or not index.dtype.is_integral:
+                self.fail(TileTypeError, f"Index must be an integer scalar or 0D Tile, got {coerce.describe(index)}")
+            return self.emit("list_item", [*items, index])
+        if not isinstance(index, (int, np.integer)) or isinstance(index, (bool, np.bool_)):
+            self.fail(TileTypeError, f"Index must be an integer scalar or 0D Tile, got {coerce.describe(index)}")
+        if not 0 <= index < len(items):
+            self.fail(TileValueError, f"List index {index} is out of range for a list of {len(items)} arrays "
+                                      f"(list indexes are not wrapped: 0 <= index < {len(items)})")
+        return items[index]
 
     def expr_Slice(self, node):
         parts = [self.expr(p) if p is not None else None for p in (node.lower, node.upper, node.step)]

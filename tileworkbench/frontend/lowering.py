@@ -809,7 +809,42 @@ def lower_binary(lw, name, x, y, flush_to_zero=False, rounding_mode=None):
     check_flush_to_zero(lw, flush_to_zero, dtype)
     attrs = {**rounding_attrs(lw, name, rounding_mode, dtype), **_ftz_attrs(flush_to_zero, dtype)}
     a, b = unify(lw, x, y, dtype=dtype)
-    return lw.emit(name, [a, b], attrs)
+    folded = None if attrs else _folded(lw, name, a, b)
+    return folded if folded is not None else lw.emit(name, [a, b], attrs)
+
+
+# Ops on typed scalar constants (`ct.int16(2) + n` with n a Constant) are computed at compile
+# time, in the operands' dtype (wrapping as the GPU does), so that `ct.static_assert` can read them.
+_FOLDABLE = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+             "floordiv": np.floor_divide, "mod": np.mod, "bitwise_and": np.bitwise_and,
+             "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "eq": np.equal, "ne": np.not_equal,
+             "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+# floats floor their rounded quotient (interp/rules.py), and a division by zero is left to run time
+_INTEGER_DIVISIONS = ("floordiv", "mod")
+
+
+def constant_value(v):
+    """The Python value of a typed scalar constant (a Value; one promoted to a wider dtype too), else None."""
+    op = v.owner if isinstance(v, Value) and not v.is_array and not v.shape else None
+    if op is not None and op.name == "constant":
+        return op.attrs["value"]
+    if op is not None and op.name == "astype" and can_cast_implicitly(op.operands[0].dtype, v.dtype):
+        inner = constant_value(op.operands[0])
+        return None if inner is None else np.array(inner, op.operands[0].dtype.numpy).astype(v.dtype.numpy).item()
+    return None
+
+
+def _folded(lw, name, a: Value, b: Value) -> Value | None:
+    """`a <name> b` as a constant when both are typed scalar constants and the op folds."""
+    ufunc, x, y = _FOLDABLE.get(name), constant_value(a), constant_value(b)
+    if ufunc is None or x is None or y is None:
+        return None
+    if name in _INTEGER_DIVISIONS and (not a.dtype.is_integral or y == 0):
+        return None
+    with np.errstate(all="ignore"):
+        result = ufunc(np.array(x, a.dtype.numpy), np.array(y, b.dtype.numpy))
+    dtype = bool_ if result.dtype == np.bool_ else a.dtype
+    return lw.emit("constant", [], {"value": result.astype(dtype.numpy).item(), "dtype": dtype, "shape": ()})
 
 
 _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
@@ -1137,7 +1172,9 @@ def assert_(lw, condition, message):
 @lowers("static_assert")
 def static_assert(lw, condition, message):
     if isinstance(condition, Value):
-        lw.fail(TileTypeError, "static_assert() needs a compile-time condition")
+        condition = constant_value(condition)  # a comparison of typed constants folds to one
+        if condition is None:
+            lw.fail(TileTypeError, "static_assert() needs a compile-time condition")
     if not condition:
         lw.fail(TileStaticAssertionError, "Static assertion failed" + (f": {message}" if message is not None else ""))
 

@@ -8,7 +8,8 @@ from .trace import Event, InvalidTraceError, Status, Trace
 
 def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
         strict_padding: bool = False, values: bool = False, values_max_bytes: int = VALUES_MAX_BYTES) -> Trace | None:
-    """Run `kernel` on NumPy arrays over `grid` (a tuple of 1-3 ints); arrays are updated in place.
+    """Run `kernel` on NumPy arrays (lists and tuples of them too) over `grid` (a tuple of 1-3 ints); arrays are
+    updated in place.
 
     checked: an access outside an array made with check_bounds=False raises TileOutOfBoundsError
              (naming the op's line and the index) instead of being padded or dropped.
@@ -23,10 +24,10 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
     >>> trace.by_array("c")[0].counts()
     {'STORED': 64}
     """
-    from ..arguments import normalize_grid
+    from ..arguments import argument_leaves, normalize_grid
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
-    return execute(fn, grid, args, checked=checked, trace=trace, strict_padding=strict_padding,
+    return execute(fn, grid, argument_leaves(args), checked=checked, trace=trace, strict_padding=strict_padding,
                    values_max_bytes=values_max_bytes if values else None)
 
 

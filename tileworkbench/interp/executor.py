@@ -128,8 +128,10 @@ def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
 
 def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
             strict_padding: bool = False, values_max_bytes: int | None = None) -> Trace | None:
-    """Run specialization `fn` over `grid`; arrays in `args` are updated in place. With
-    `values_max_bytes` (which implies `trace`), the trace's `steps` also hold every op's tile."""
+    """Run specialization `fn` over `grid` with `args` in the order of `fn.params` (the arrays and
+    scalars of list and tuple arguments each in its place: `arguments.argument_leaves`); arrays are
+    updated in place. With `values_max_bytes` (which implies `trace`), the trace's `steps` also hold
+    every op's tile."""
     trace = trace or values_max_bytes is not None
     steps = StepLog(values_max_bytes) if values_max_bytes is not None else None
     arrays, env = {}, Env()

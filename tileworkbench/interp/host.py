@@ -79,7 +79,8 @@ def written_params(fn) -> set[str]:
 
 def _array_sources(fn) -> dict:
     """For each array value that is not a parameter, the values it may be: a slice's array, the
-    values both branches of an `if` yield, a loop's initial and yielded values."""
+    arrays of a list indexed at run time, the values both branches of an `if` yield, a loop's
+    initial and yielded values."""
     sources: dict = {}
 
     def add(v, *froms):
@@ -88,6 +89,8 @@ def _array_sources(fn) -> dict:
     for op in fn.walk():
         if op.name == "array_slice":
             add(op.result, op.operands[0])
+        elif op.name == "list_item":  # any array of the list
+            add(op.result, *op.operands[:-1])
         elif op.name == "if":
             for k, r in enumerate(op.results):
                 add(r, *(region.ops[-1].operands[k] for region in op.regions))
@@ -105,11 +108,11 @@ def _array_sources(fn) -> dict:
 def run_anywhere(kernel, grid, args) -> None:
     """Run a launch on the interpreter with host copies of its device arrays, copying back the
     arrays the kernel writes."""
-    from . import run
-    copies = [_to_host(a) if _is_array(a) else (a, None) for a in args]
-    host_args = tuple(h for h, _ in copies)
-    run(kernel, grid, host_args)
-    fn = kernel.specialize(host_args)
+    from ..arguments import argument_leaves, normalize_grid
+    from .executor import execute
+    fn = kernel.specialize(args)
+    copies = [_to_host(a) if _is_array(a) else (a, None) for a in argument_leaves(args)]
+    execute(fn, normalize_grid(grid), [h for h, _ in copies])
     written = written_params(fn)
     for p, (_, write_back) in zip(fn.params, copies):
         if write_back is not None and p.name in written:

@@ -332,3 +332,19 @@ def array_slice(ctx, op, array, start, stop):
     origin[axis] = view.origin[axis] + start
     extents[axis] = stop - start
     return ArrayView(view.base, origin, extents)
+
+
+@memory_rule("list_item")
+def list_item(ctx, op, *operands):
+    """The array each block picks from a list argument (an index past the end is undefined on the GPU)."""
+    *items, index = operands
+    index = index.astype(np.int64)
+    bad = (index < 0) | (index >= len(items))
+    if bad.any():
+        k = int(np.argmax(bad))
+        block = tuple(int(b) for b in ctx.bids[k if index.shape[0] > 1 else 0])
+        raise TileOutOfBoundsError(f"list index {int(index[k])} is out of range for a list of {len(items)} arrays "
+                                   f"(block {block})", op.loc)
+    if index.shape[0] == 1:
+        return items[int(index[0])]
+    return chosen([items[i] for i in index])

@@ -345,6 +345,19 @@ declare("array_slice", "a view of an array restricted to [start, stop) along an 
         "when both are constants)", _array_slice, Category.GRID)
 
 
+def _list_item(types, attrs):
+    *items, index = types
+    _check(items and all(isinstance(t, ArrayType) and t == items[0] for t in items),
+           "list_item: the items of a list are arrays of one dtype and rank")
+    _check(isinstance(index, TileType) and index.shape == () and index.dtype.is_integral,
+           "list_item: the index is an integer scalar")
+    return [items[0]]
+
+
+declare("list_item", "the array at a run-time index of a list argument (operands: the list's arrays, the index)",
+        _list_item, Category.GRID)
+
+
 # ---- memory -----------------------------------------------------------------------------------
 
 

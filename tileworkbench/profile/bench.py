@@ -121,14 +121,14 @@ def benchmark(kernel, grid, args, *, stream=None, repetitions: int = 100, warmup
     from ..runtime.arrays import device_array
     from ..runtime.launch import load
     from ..tile import launch
-    from ..arguments import normalize_grid
+    from ..arguments import argument_leaves, normalize_grid
     stream = stream or cupy.cuda.get_current_stream()
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
     gpu = load(fn)
     timing = time_launches(lambda: launch(stream, grid, kernel, args), repetitions=repetitions, warmup=warmup,
                            flush_l2=flush_l2, stream=stream)
-    runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
+    runtime_args = [a for p, a in zip(fn.params, argument_leaves(args)) if p.kind != "constant"]
     shapes = {p.name: device_array(a).shape for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}
     resources = gpu.resources
     peaks = device_peaks()

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..arguments import argument_leaves
 from ..errors import TileError
 from ..ir import specialization_label
 from ..runtime import device
@@ -309,7 +310,9 @@ class _Run:
         fn, grid = self.specialized[index]
         config, gpu = self.result.rows[index].config, self.plan.gpu
         try:
-            args = tuple(gpu.to_host(a) if p.kind == "array" else a for p, a in zip(fn.params, self.args_fn(config)))
+            # the arrays and scalars of list and tuple arguments each in its place, as the specialization has them
+            args = tuple(gpu.to_host(a) if p.kind == "array" else a
+                         for p, a in zip(fn.params, argument_leaves(tuple(self.args_fn(config)))))
             expected = self.reference(config) if self.reference is not None else None
         except Exception as e:
             return self.finish(index, "argument error", one_line(e))

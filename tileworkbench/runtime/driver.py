@@ -29,6 +29,7 @@ CUDA_ERROR_INVALID_CONTEXT = 201
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_STREAM_CAPTURE_STATUS_NONE = 0
 
 
 class CudaDriverError(RuntimeError):
@@ -126,3 +127,11 @@ def launch_kernel_function():
     """cuLaunchKernel(function, grid x, y, z, block x, y, z, shared bytes, stream, params, extra):
     handles, stream and params as c_void_p (or None), the rest as ints; returns the CUresult."""
     return library().cuLaunchKernel
+
+
+def stream_is_capturing(stream: int) -> bool:
+    """Whether work queued on `stream` (a CUstream handle; 0 is the legacy default stream) is being
+    captured into a CUDA graph."""
+    status = ctypes.c_int()
+    _call("cuStreamIsCapturing", ctypes.c_void_p(stream) if stream else None, ctypes.byref(status))
+    return status.value != CU_STREAM_CAPTURE_STATUS_NONE

@@ -126,35 +126,40 @@ _STRUCT_CODES = {"bool_": "?", "int8": "b", "int16": "h", "int32": "i", "int64":
                  "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
 
 
-def _scalar_expression(name: str, dtype, env: dict) -> tuple[str, str]:
-    """(struct code, Python expression of what it packs) for the scalar argument `name`."""
+def _scalar_expression(name: str, dtype, env: dict, read: str | None = None) -> tuple[str, str]:
+    """(struct code, Python expression of what it packs) for the scalar argument `name` (read as
+    `read`, an item of a tuple say)."""
+    read = read or name
     code = _STRUCT_CODES.get(dtype.name)
     if code is not None and (dtype.is_integral or dtype.name == "bool_"):
-        return code, name  # struct checks the range itself
+        return code, read  # struct checks the range itself
     if code is not None:  # rounded (and overflowing to inf) as NumPy does
         env[f"make_{name}"] = dtype.numpy.type
-        return code, f"make_{name}({name})"
+        return code, f"make_{name}({read})"
     bits = np.dtype(f"uint{dtype.bitwidth}")  # bfloat16, fp8: their bits
     env[f"bits_{name}"] = lambda value, numpy=dtype.numpy: np.array(value, dtype=numpy).view(bits).item()
-    return bits.char, f"bits_{name}({name})"
+    return bits.char, f"bits_{name}({read})"
 
 
-def _array_expressions(name: str, position: int, example, ndim: int, env: dict) -> tuple[list[str], list[str]]:
-    """(checks, expressions): what the argument `name` must be for this launcher, and its pointer,
-    shape and strides in elements, read the cheapest way its framework allows."""
+def _array_expressions(name: str, position: int, example, ndim: int, env: dict,
+                       read: str | None = None) -> tuple[list[str], list[str]]:
+    """(checks, expressions): what the argument `name` (read as `read`, an item of a list say) must be
+    for this launcher, and its pointer, shape and strides in elements, read the cheapest way its
+    framework allows."""
+    read = read or name
     env[f"dtype_{name}"] = example.dtype
-    checks = [f"{name}.dtype == dtype_{name}", f"{name}.ndim == {ndim}"]
+    checks = [f"{read}.dtype == dtype_{name}", f"{read}.ndim == {ndim}"]
     dims = range(ndim)
     if is_cupy_array(example):
         itemsize = example.itemsize
-        return checks, ([f"{name}.data.ptr"] + [f"{name}.shape[{d}]" for d in dims]
-                        + [f"{name}.strides[{d}] // {itemsize}" for d in dims])
+        return checks, ([f"{read}.data.ptr"] + [f"{read}.shape[{d}]" for d in dims]
+                        + [f"{read}.strides[{d}] // {itemsize}" for d in dims])
     if is_torch_tensor(example):
-        return checks + [f"{name}.is_cuda"], ([f"{name}.data_ptr()"] + [f"{name}.shape[{d}]" for d in dims]
-                                             + [f"{name}.stride({d})" for d in dims])
+        return checks + [f"{read}.is_cuda"], ([f"{read}.data_ptr()"] + [f"{read}.shape[{d}]" for d in dims]
+                                             + [f"{read}.stride({d})" for d in dims])
     env[f"describe_{name}"] = lambda value: device_array(value, position)
-    return checks, ([f"describe_{name}({name}).ptr"] + [f"describe_{name}({name}).shape[{d}]" for d in dims]
-                    + [f"describe_{name}({name}).strides[{d}]" for d in dims])
+    return checks, ([f"describe_{name}({read}).ptr"] + [f"describe_{name}({read}).shape[{d}]" for d in dims]
+                    + [f"describe_{name}({read}).strides[{d}]" for d in dims])
 
 
 class Launcher:
@@ -173,22 +178,40 @@ class Launcher:
         names = [f"a{k}" for k in range(len(args))]
         env, checks, values, codes = {}, [], [], []
         arrays = {}  # runtime parameter position -> (dtype name, pointer, shape and stride expressions)
-        for k, (p, value, name) in enumerate(zip(fn.params, args, names)):
-            env[f"type_{name}"] = type(value)
-            checks.append(f"type({name}) is type_{name}")
+        params, taken, lists = iter(fn.params), [], []
+
+        def add(value, key: str, read: str, position: int):
+            """What the argument read as `read` must be, and what of it is packed: a list or tuple
+            item by item, each array or scalar in it being the next of the specialization's params."""
+            env[f"type_{key}"] = type(value)
+            checks.append(f"type({read}) is type_{key}")
+            if isinstance(value, (list, tuple)):
+                if isinstance(value, list):
+                    lists.append(read)
+                checks.append(f"len({read}) == {len(value)}")
+                for i, item in enumerate(value):
+                    add(item, f"{key}_{i}", f"{read}[{i}]", position)
+                return
+            p = next(params)
+            taken.append(p)
             if p.kind == "constant":
-                env[f"value_{name}"] = value
-                checks.append(f"{name} == value_{name}")
+                env[f"value_{key}"] = value
+                checks.append(f"{read} == value_{key}")
             elif p.kind == "array":
-                array_checks, expressions = _array_expressions(name, k, value, p.type.ndim, env)
-                checks += array_checks
-                values += expressions
-                codes += ["Q"] + ["i"] * (2 * p.type.ndim)
+                array_checks, expressions = _array_expressions(key, position, value, p.type.ndim, env, read)
+                checks.extend(array_checks)
+                values.extend(expressions)
+                codes.extend(["Q"] + ["i"] * (2 * p.type.ndim))
                 arrays[fn.runtime_params.index(p)] = (p.type.dtype.name, expressions)
             else:
-                code, expression = _scalar_expression(name, p.type.dtype, env)
+                code, expression = _scalar_expression(key, p.type.dtype, env, read)
                 values.append(expression)
                 codes.append(code)
+        parameters = []  # the kernel's parameter names, for the legend
+        for k, (value, name) in enumerate(zip(args, names)):
+            first = len(taken)
+            add(value, name, name, k)
+            parameters.append(taken[first].name.split("[")[0] if len(taken) > first else "()")
         maps = []  # one expression per tensor map parameter: its bytes, or None
         for param in gpu.generated.tensor_maps:
             dtype, (ptr, *rest) = arrays[param.array]
@@ -198,7 +221,7 @@ class Launcher:
             codes.append(f"{tensor_maps.TENSOR_MAP_BYTES}s")
         self.struct, self.buffer, params = _parameter_buffer(codes)
         arguments = ", ".join(names) + ("," if len(names) == 1 else "")
-        legend = ", ".join(f"{name}: {p.name}" for name, p in zip(names, fn.params))
+        legend = ", ".join(f"{name}: {parameter}" for name, parameter in zip(names, parameters))
         # With one device every context is on it, and asking costs a driver call per launch
         device_check = ["get_device() == device"] if driver.device_count() > 1 else []
         conditions = " and\n            ".join(checks + device_check)
@@ -207,13 +230,16 @@ class Launcher:
         env.update(pack_into=self.struct.pack_into, buffer=self.buffer, lock=threading.Lock(), params=params,
                    launch_kernel=driver.launch_kernel_function(), function=ctypes.c_void_p(self.function),
                    get_device=driver.current_device, device=device, stream_handle=stream_handle,
-                   c_void_p=ctypes.c_void_p, failed=self._failed,
+                   c_void_p=ctypes.c_void_p, failed=self._failed, is_capturing=driver.stream_is_capturing,
                    CudaDriverError=driver.CudaDriverError, encode=tensor_maps.encode, fallback=self._fallback)
         unpack = f"    if len(args) != {len(names)}:\n        return False\n" + (f"    {arguments} = args\n" if names else "")
         # tensor maps, encoded (or found in the cache) at each launch: an array none describes
         # launches the cp.async variant instead
         encoding = (f"    maps = ({', '.join(maps)},)\n"
                     f"    if None in maps:\n        return fallback(stream, grid, args)\n") if maps else ""
+        # cuTile refuses lists in graph capture; refusing them here too keeps such programs portable
+        refuse_capture = (f"    if is_capturing(stream):\n        raise RuntimeError({_LIST_IN_GRAPH!r})\n"
+                          if lists else "")
         self.source = (
             f"# {fn.name}({legend})\n"
             f"def matches(args):\n{unpack}    return ({conditions})\n\n"
@@ -221,6 +247,7 @@ class Launcher:
             f"    if not ({conditions}):\n        return False\n"
             f"{encoding}"
             f"    if type(stream) is not int:\n        stream = stream_handle(stream)\n"
+            f"{refuse_capture}"
             f"    try:\n        with lock:  # one parameter buffer: pack and launch as one step\n"
             f"            pack_into(buffer, 0, {', '.join(values + ['*maps'] if maps else values)})\n"
             f"            status = {launch_call}\n"
@@ -259,6 +286,10 @@ class Launcher:
                   f"{self.smem} bytes of dynamic shared memory, {r.registers} registers per thread")
         hint = _HINTS.get(error.split(":")[0].strip(), "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing launch")
         return f"{error}\n  {config}\n  hint: {hint}"
+
+
+_LIST_IN_GRAPH = ("List argument in CUDAGraph isn't supported yet: a launch with a list of arrays cannot be "
+                  "captured into a CUDA graph; pass the arrays as separate arguments")
 
 
 def _parameter_buffer(codes: list[str]):

@@ -13,8 +13,8 @@ from typing import Annotated
 
 import numpy as np
 
-from ..arguments import (ParamSpec, interpret_requested, is_array_like, is_host_tensor, known_array_type,
-                         normalize_grid, param_spec, profile_key)
+from ..arguments import (ParamSpec, argument_leaves, interpret_requested, is_array_like, is_host_tensor,
+                         known_array_type, normalize_grid, param_spec, profile_key)
 from ..errors import ArgumentTypeError
 from ..ir import print_function
 
@@ -207,12 +207,13 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if last is not None and not interpret and last.relaunch(stream, grid, kernel_args):
         return
     # The interpreter is imported on first use: a program that launches on the GPU never loads it.
-    if interpret or any(map(is_host_tensor, kernel_args)):
+    leaves = argument_leaves(kernel_args)  # the arrays in list and tuple arguments count as arguments here
+    if interpret or any(map(is_host_tensor, leaves)):
         from ..interp.host import run_anywhere
         run_anywhere(kernel, grid, kernel_args)
         return
-    types = set(map(type, kernel_args))
-    if np.ndarray in types or not any(map(known_array_type, types)) and not any(map(is_array_like, kernel_args)):
+    types = set(map(type, leaves))
+    if np.ndarray in types or not any(map(known_array_type, types)) and not any(map(is_array_like, leaves)):
         _refuse_device_arrays(kernel, kernel_args)
         from ..interp import run
         run(kernel, grid, kernel_args)
@@ -223,7 +224,7 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
 def _refuse_device_arrays(kernel, args):
     """A NumPy launch runs on the interpreter, which cannot read device arrays."""
     for i, (p, value) in enumerate(zip(kernel._params, args)):
-        if not isinstance(value, np.ndarray) and is_array_like(value):
+        if any(not isinstance(v, np.ndarray) and is_array_like(v) for v in argument_leaves((value,))):
             raise ArgumentTypeError(f"Invalid kernel argument #{i}: a {type(value).__name__} device array among "
                                     f"NumPy arrays (parameter {p.name}); pass all arrays as NumPy (the interpreter) "
                                     f"or all as device arrays (the GPU)")

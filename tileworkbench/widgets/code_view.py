@@ -11,6 +11,7 @@ import html
 
 import numpy as np
 
+from ..arguments import argument_leaves
 from ._base import Data, View, static
 from .svg import clip, svg_document
 
@@ -23,7 +24,7 @@ def describe_args(kernel, args) -> str:
     """A short label for a specialization: its constants, and the arrays' dtypes and shapes."""
     fn = kernel.specialize(args)
     parts = []
-    for p, a in zip(fn.params, args):
+    for p, a in zip(fn.params, argument_leaves(args)):
         if p.kind == "constant":
             parts.append(f"{p.name}={p.value}")
         elif isinstance(a, np.ndarray) or hasattr(a, "shape") and hasattr(a, "dtype"):

@@ -76,13 +76,13 @@ def compile_report(kernel, grid, args, arch: str = "sm_90") -> CompileReport:
         >>> r.registers > 0, r.occupancy.limiter, r.timing
     """
     from ..runtime.launch import build
-    from ..arguments import normalize_grid
+    from ..arguments import argument_leaves, normalize_grid
     grid = normalize_grid(grid)
     fn = kernel.specialize(args)
     generated, module = build(fn, arch)
     r = module.kernels[generated.name]
     shared = generated.smem_bytes + r.shared_static_bytes
-    runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
+    runtime_args = [a for p, a in zip(fn.params, argument_leaves(args)) if p.kind != "constant"]
     shapes = {p.name: tuple(a.shape) for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}
     return CompileReport(fn.name, grid, generated.threads, shared, r.registers, r.local_bytes, r.spill_stores,
                          None, launch_work(fn, grid, shapes),

@@ -27,6 +27,18 @@ __device__ array<T, Rank> slice(const array<T, Rank>& a, int axis, int32_t start
   return view;
 }
 
+// As[index] of a list argument (its arrays, in order) at an index known at run time. Past either
+// end (undefined in cuTile) it is an empty array: loads read padding and stores write nothing.
+template <class T, int Rank, class... More>
+__device__ array<T, Rank> list_item(long long index, const array<T, Rank>& first, const More&... more) {
+  const array<T, Rank> items[] = {first, more...};
+  array<T, Rank> item{};
+#pragma unroll
+  for (int k = 0; k <= int(sizeof...(More)); ++k)  // a select per item: the list stays in registers
+    if (k == index) item = items[k];
+  return item;
+}
+
 // A tile-space index or a start position: tw::at(i, j)
 template <int Rank>
 struct coords {
