@@ -6,7 +6,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
-from tileworkbench.kernels import transpose
+from tileworkbench.kernels import row_gather, softmax, transpose
 from tileworkbench.profile.access import SECTOR, analyze, analyze_trace, blocked_lanes, l2_estimate
 
 from ..puzzles.solutions import grouped_matmul
@@ -98,11 +98,11 @@ def test_transpose_through_shared_memory_is_conflict_free_with_the_skew(kernel):
 
 def test_grouped_matmul_order_reuses_l2_better_than_row_order():
     # 256x64 @ 64x256 f32, 32x32 tiles, 64 blocks; per block: A panel 8 KB (256 sectors), B panel
-    # 256 sectors, C tile 128 sectors. With a 40 KB L2 (1280 sectors):
+    # 256 sectors, C tile 128 sectors (written: hits, but they take room). With a 40 KB L2 (1280 sectors):
     # row order: A_i stays (reused by the next block), B_j comes back only 8 blocks later (evicted):
-    #   misses = 8 * 256 (A) + 64 * 256 (B) + 64 * 128 (C) = 26624
+    #   read misses = 8 * 256 (A) + 64 * 256 (B) = 18432
     # grouped by 2 rows: A_2g and A_2g+1 stay, each B_j serves two consecutive blocks:
-    #   misses = 8 * 256 (A) + 4 * 8 * 256 (B) + 64 * 128 (C) = 18432
+    #   read misses = 8 * 256 (A) + 4 * 8 * 256 (B) = 10240
     rng = np.random.default_rng(0)
     a, b = rng.random((256, 64), dtype=np.float32), rng.random((64, 256), dtype=np.float32)
     estimates = []
@@ -111,9 +111,23 @@ def test_grouped_matmul_order_reuses_l2_better_than_row_order():
         estimates.append(l2_estimate(run(kernel, (64,), (a, b, c, 32, 32, 16, *extra), trace=True), 40 * 1024))
         np.testing.assert_allclose(c, a @ b, rtol=1e-4)
     row, grouped = estimates
-    assert row.accesses == grouped.accesses == 64 * 640
-    assert (row.misses, grouped.misses) == (26624, 18432)
-    assert grouped.dram_bytes < row.dram_bytes and grouped.hit_rate == pytest.approx(1 - 18432 / 40960)
+    assert row.accesses == grouped.accesses == 64 * 640 and row.writes == grouped.writes == 64 * 128
+    assert (row.misses, grouped.misses) == (18432, 10240)
+    assert grouped.dram_bytes < row.dram_bytes and grouped.hit_rate == pytest.approx(1 - 10240 / 40960)
+    assert row.dram_bytes == (18432 + 256 * 256 * 4 // SECTOR) * SECTOR   # misses read, C written back once
+
+
+def test_l2_starts_cold_reads_miss_once_and_writes_hit():
+    # a copy: every sector of x is read once (a miss), every sector of y written once (a hit): 50 %
+    x = np.arange(4096, dtype=np.float32)
+    estimate = l2_estimate(run(copy, (4,), (x, np.zeros_like(x), 1024), trace=True))
+    assert (estimate.accesses, estimate.misses, estimate.writes, estimate.hit_rate) == (1024, 512, 512, 0.5)
+    # a gather of rows 0, 1, 0, 1: each row's 8 sectors miss on the first read and hit on the second
+    table, rows = np.arange(8 * 64, dtype=np.float32).reshape(8, 64), np.array([0, 1, 0, 1], np.int32)
+    out = np.zeros((4, 64), np.float32)
+    estimate = l2_estimate(run(row_gather, (4,), (table, rows, out, 64), trace=True))
+    np.testing.assert_array_equal(out, table[rows])
+    assert (estimate.accesses, estimate.misses, estimate.writes) == (4 * 8 + 4 * 8 + 4, 2 * 8 + 1, 4 * 8)
 
 
 def test_summary_is_plain_numbers_per_op():

@@ -26,7 +26,8 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
-from .layout import LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, wanted_layout
+from .layout import (MMA_ROW_PADDING, LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, skewed,
+                     wanted_layout)
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
@@ -93,6 +94,8 @@ class GeneratedKernel:
     notes: list = field(default_factory=list)
     # CUtensorMap parameters, after the others, that the launcher encodes for the arrays (TMA loads)
     tensor_maps: list = field(default_factory=list)
+    # which layout every tile took and which mma path each mma took (the access analysis follows it)
+    plan: LayoutPlan | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -167,10 +170,6 @@ def _comment(text: str) -> str:
     """`text` as the body of a `//` comment that ends on its line: control characters become `?`,
     and no backslash is left at the end (it would splice the next line of C++ into the comment)."""
     return "".join(c if c.isprintable() else "?" for c in text).rstrip("\\ \t")
-
-
-def _skewed(n: int) -> int:
-    return n + n // 32
 
 
 class _Emitter:
@@ -478,7 +477,7 @@ def _reshape(e, op):
 
 def _staged(e, *tiles):
     """Shared memory for a layout change of these tiles (skewed to spread banks)."""
-    e.need_smem(sum(_skewed(t.size) * t.dtype.itemsize for t in tiles) + 64)
+    e.need_smem(sum(skewed(t.size) * t.dtype.itemsize for t in tiles) + 64)
 
 
 @emits("permute")
@@ -542,14 +541,22 @@ def reduction_passes(t: TileType, threads: int, vec: int, element_bytes: int | N
     return passes, staged(passes)
 
 
+def reduction_bytes(op) -> tuple[int, int]:
+    """(bytes of a staged element, bytes of an accumulator) of a reduction op in tile_reduce.cuh."""
+    if op.name in ("reduce", "scan"):  # a tuple of tiles is folded as one tile of packs
+        element = len(op.operands) * max(x.dtype.itemsize for x in op.operands)
+        return element, element
+    itemsize = op.operands[0].dtype.itemsize
+    acc = max(4, itemsize)  # 16-bit floats accumulate in float
+    return itemsize, 2 * acc if op.name in ("argmax", "argmin") else acc  # arg*: (value, index) pairs
+
+
 @emits("sum", "prod", "max", "min", "argmax", "argmin")
 def _reduce(e, op):
     (x,) = op.operands
     keep = _keepdims_shape(x.type, op.attrs["axes"])
     flags = ", true" if op.attrs.get("propagate_nan") else ""
-    acc = max(4, x.type.dtype.itemsize)  # 16-bit floats accumulate in float
-    if op.name in ("argmax", "argmin"):
-        acc *= 2  # (value, index) pairs
+    acc = reduction_bytes(op)[1]
     outputs = math.prod(keep)
     passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
     if not isinstance(e.plan.of(op.result), RowLayout):  # rows of an accumulator reduce in registers
@@ -571,7 +578,7 @@ def _combine(e, op):
     types = [x.dtype.ctype for x in tiles]
     packed = len(tiles) > 1
     element = f"tw::pack<{', '.join(types)}>" if packed else types[0]
-    element_bytes = len(tiles) * max(x.dtype.itemsize for x in tiles)  # a pack's members padded at most to the widest
+    element_bytes = reduction_bytes(op)[0]  # a pack's members padded at most to the widest
     base = op.results[0].name or op.name
     combine = e.define(Value(tiles[0].type), f"{base}_combine")
     args = [e.define(arg) for arg in region.args]
@@ -596,7 +603,7 @@ def _combine(e, op):
     operand = f"tw::zip({', '.join(e[x] for x in tiles)})" if packed else e[tiles[0]]
     x = tiles[0].type
     if op.name == "scan":
-        e.need_smem(_skewed(x.size) * element_bytes + 64)
+        e.need_smem(skewed(x.size) * element_bytes + 64)
         reverse = "true" if op.attrs["reverse"] else "false"
         expr, keep = f"tw::scan<{axis}, {reverse}>({operand}, {identity}, {combine})", x.shape
     else:
@@ -666,12 +673,12 @@ def _mma(e, op):
     if op in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
         a_rows = 0 if op in e.plan.register_a else m  # an A operand in registers needs no buffer
-        stage = (a_rows * (k + 8) + k * (n + 8)) * a.dtype.itemsize
+        stage = (a_rows * (k + MMA_ROW_PADDING) + k * (n + MMA_ROW_PADDING)) * a.dtype.itemsize
         e.mma_smem = max(e.mma_smem, 2 * ((stage + 127) // 128 * 128))
         e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]}, mma_stage)")
         return
-    e.need_smem((_skewed(a.type.size) * a.type.dtype.itemsize + 15) // 16 * 16
-                + _skewed(b.type.size) * b.type.dtype.itemsize + 64)
+    e.need_smem((skewed(a.type.size) * a.type.dtype.itemsize + 15) // 16 * 16
+                + skewed(b.type.size) * b.type.dtype.itemsize + 64)
     e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]})")
 
 
@@ -1181,4 +1188,4 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
     # wgmma exists only in the arch-specific sm_90a target
     return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if plan.wgmma else None,
                            line_map=e.line_map, vec=vec, notes=list(e.notes),
-                           tensor_maps=[param for _, param in e.tensor_maps.values()])
+                           tensor_maps=[param for _, param in e.tensor_maps.values()], plan=plan)

@@ -36,6 +36,16 @@ ELEMENTWISE = ops_in(Category.ELEMENTWISE)
 
 MAX_WARPS = 8
 
+# How the tile library addresses shared memory: the code generator sizes buffers by these and the
+# access analysis (profile/access.py) lays accesses on them; tests/codegen hold them to the headers.
+SKEW_PERIOD = 32     # tile.cuh skew(i) = i + i / 32: one element of padding every 32 spreads strides over banks
+MMA_ROW_PADDING = 8  # tile_mma.cuh: tensor-core operand rows are Cols + 8 elements apart (ldmatrix rows on distinct banks)
+
+
+def skewed(i):
+    """tile.cuh's skew(): where index `i` of a staged tile sits in shared memory (ints or NumPy arrays)."""
+    return i + i // SKEW_PERIOD
+
 
 @dataclass(frozen=True)
 class MmaLayout:

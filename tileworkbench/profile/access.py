@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..codegen.layout import skewed
 from ..interp import Status, Trace, run
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
@@ -91,8 +92,10 @@ class SharedAccess:
 class L2Estimate:
     l2_bytes: int
     order: str                # how blocks were ordered: "launch" (x fastest)
-    accesses: int             # sectors each block touches (counted once per block), summed
-    misses: int
+    accesses: int             # sectors each block reads and writes (each once per block), summed
+    misses: int               # reads of a sector not in L2 (writes never miss: see l2_estimate)
+    writes: int = 0           # of the accesses, writes
+    written: int = 0          # distinct sectors written (written back to DRAM in the end)
 
     @property
     def hits(self) -> int:
@@ -104,7 +107,8 @@ class L2Estimate:
 
     @property
     def dram_bytes(self) -> int:
-        return self.misses * SECTOR
+        """Read misses fetched, written sectors written back."""
+        return (self.misses + self.written) * SECTOR
 
 
 @dataclass
@@ -116,6 +120,7 @@ class AccessReport:
     global_ops: list[GlobalAccess]
     shared_ops: list[SharedAccess]
     l2: L2Estimate
+    unmodeled: list[str] = field(default_factory=list)   # "line N: what" for shared-memory staging left out
 
     def summary(self) -> dict:
         """Plain numbers for the launch report: totals and one row per op."""
@@ -169,8 +174,9 @@ def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = 
         elif event.op in STAGED and op is not None:
             itemsize = op.result.type.dtype.itemsize
             shared_ops += _staged(event, itemsize, threads, vec, skew, trace.grid)
-    return AccessReport(fn.name, trace.grid, threads, vec, global_ops, shared_ops,
-                        l2_estimate(trace, l2_bytes))
+    staging, unmodeled = _ir_staging(fn, trace, ops, generated, skew)
+    return AccessReport(fn.name, trace.grid, threads, vec, global_ops, shared_ops + staging,
+                        l2_estimate(trace, l2_bytes), unmodeled)
 
 
 # ---- the thread layout --------------------------------------------------------------------------
@@ -239,7 +245,7 @@ def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
 # ---- shared memory ------------------------------------------------------------------------------
 
 def _skewed(index: np.ndarray, skew: bool) -> np.ndarray:
-    return index + index // 32 if skew else index
+    return skewed(index) if skew else index
 
 
 def _executions(event, grid) -> int:
@@ -248,23 +254,32 @@ def _executions(event, grid) -> int:
     return len(event.blocks) if len(event.blocks) > 1 else int(np.prod(grid))
 
 
-def _phase(event, phase, itemsize, writes_or_reads, skew, executions) -> SharedAccess:
-    """Wavefronts of warp-wide shared accesses; writes_or_reads: (thread, register, element index in
-    the buffer) per access."""
-    thread, register, index = writes_or_reads
-    address = _skewed(index, skew) * itemsize
-    words_per_access = max(itemsize // BANK_BYTES, 1)
-    word = (address // BANK_BYTES)[:, None] + np.arange(words_per_access)
-    request = np.repeat((thread // WARP) * (int(register.max(initial=0)) + 1) + register, words_per_access)
-    word = word.reshape(-1)
+def _wavefronts(where, phase, executions, thread, request, address, access_bytes) -> SharedAccess:
+    """Warp-wide shared accesses: `request` numbers the instruction of each access within its warp
+    (thread // 32), `address` is its byte address, `access_bytes` its width. The banks (32 of 4
+    bytes) serve a request's distinct words in max over banks(distinct words in the bank)
+    wavefronts, the same word for several lanes once (a broadcast); the ideal is one wavefront per
+    128 bytes of distinct words. Nsight Compute's bank conflicts are the difference."""
+    op, line, source = where
+    words_per_access = max(access_bytes // BANK_BYTES, 1)
+    word = ((np.asarray(address) // BANK_BYTES)[:, None] + np.arange(words_per_access)).reshape(-1)
+    request = np.repeat((np.asarray(thread) // WARP) * (int(np.max(request, initial=0)) + 1) + request,
+                        words_per_access)
     distinct = np.unique(np.stack([request, word]), axis=1)
     per_bank = np.unique(np.stack([distinct[0], distinct[1] % BANKS]), axis=1, return_counts=True)
     requests, first = np.unique(per_bank[0][0], return_index=True)
     wavefronts = np.maximum.reduceat(per_bank[1], first).sum() if len(first) else 0
-    words = np.bincount(distinct[0].astype(np.int64) - distinct[0].min(initial=0)) if distinct.size else np.zeros(0)
-    ideal = int(np.ceil(words[words > 0] * BANK_BYTES / (BANKS * BANK_BYTES)).sum())
-    return SharedAccess(event.op, event.line, event.source, phase, executions, len(requests),
-                        int(wavefronts), ideal)
+    words = np.unique(distinct[0], return_counts=True)[1] if distinct.size else np.zeros(0, np.int64)
+    ideal = int(np.ceil(words * BANK_BYTES / (BANKS * BANK_BYTES)).sum())
+    return SharedAccess(op, line, source, phase, executions, len(requests), int(wavefronts), ideal)
+
+
+def _phase(event, phase, itemsize, writes_or_reads, skew, executions) -> SharedAccess:
+    """Scalar accesses of the tile library's to_smem/from_smem; writes_or_reads: (thread, register,
+    element index in the buffer) per access."""
+    thread, register, index = writes_or_reads
+    return _wavefronts((event.op, event.line, event.source), phase, executions, thread, register,
+                       _skewed(index, skew) * itemsize, itemsize)
 
 
 def _staged(event, itemsize, threads, tw_vec, skew, grid) -> list[SharedAccess]:
@@ -314,13 +329,215 @@ def _reordered(event, itemsize, threads, tw_vec, order, skew) -> list[SharedAcce
             _phase(event, "load", itemsize, read, skew, executions)]
 
 
+# ---- shared memory of ops the trace does not record: reductions and mma ----------------------------
+
+REDUCTIONS = {"sum", "prod", "max", "min", "argmax", "argmin", "reduce"}
+LOOPS = {"for", "while"}
+
+
+def _op_executions(fn, trace: Trace, ops: dict) -> dict:
+    """How often each op ran over the grid: an op outside loops once per block; one in a loop as often
+    as the traced memory ops of its loop body (the trace has a row per block and iteration). An op
+    whose loop body has no traced op is left out (its count is unknown)."""
+    loop_of = {}
+
+    def visit(block, loop):
+        for op in block.ops:
+            loop_of[op] = loop
+            for region in op.regions:
+                visit(region, op if op.name in LOOPS else loop)
+    visit(fn.body, None)
+    counts = {None: int(np.prod(trace.grid))}
+    for event in trace.events:
+        op = ops.get((event.op, event.line, event.col))
+        if event.array is not None and op is not None:
+            loop = loop_of[op]
+            counts[loop] = max(counts.get(loop, 0), event.status.shape[0])
+    return {op: counts[loop] for op, loop in loop_of.items() if loop in counts}
+
+
+def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[list[SharedAccess], list[str]]:
+    """The shared-memory phases of reductions and mma, laid out as tile_reduce.cuh and tile_mma.cuh
+    do, and (line: what) for staging the model leaves out."""
+    from ..codegen.layout import RowLayout
+    plan, threads, vec = generated.plan, generated.threads, generated.vec
+    executions = _op_executions(fn, trace, ops)
+    phases, unmodeled = [], []
+    for op in fn.walk():
+        if op.loc is None or (op.name not in REDUCTIONS and op.name not in ("mma", "scan", "cumsum", "cumprod")):
+            continue
+        where = (op.name, op.loc.line, _source_line(fn, op.loc.line))
+        if op.name in REDUCTIONS and isinstance(plan.of(op.results[0]), RowLayout):
+            continue   # rows of an accumulator reduce in registers
+        if op not in executions:
+            unmodeled.append(f"line {op.loc.line}: {op.name} in a loop whose trip count the trace does not show")
+        elif op.name in REDUCTIONS:
+            phases += _reduction(op, where, threads, vec, executions[op], skew)
+        elif op.name == "mma" and op in plan.pipelined:
+            unmodeled.append(f"line {op.loc.line}: mma operands staged by cp.async (and read by ldmatrix or wgmma)")
+        elif op.name == "mma" and op in plan.tensor_core:
+            phases += _tensor_core_mma(op, where, plan, threads, vec, executions[op])
+        elif op.name == "mma":
+            phases += _generic_mma(op, where, threads, vec, executions[op], skew)
+        else:
+            unmodeled.append(f"line {op.loc.line}: {op.name} (a scan's passes through shared memory)")
+    return phases, unmodeled
+
+
+def _source_line(fn, line: int) -> str:
+    lines = fn.source.splitlines()
+    k = line - fn.first_line
+    return lines[k].strip() if 0 <= k < len(lines) else ""
+
+
+def _reduced_positions(shape, axes) -> np.ndarray:
+    """(outputs, reduced) table of flat element indices: tile_reduce.cuh's reduced_element(o, j), output
+    o in C order over the kept axes, j in C order over the reduced ones."""
+    kept = [d for d in range(len(shape)) if d not in axes]
+    table = np.arange(int(np.prod(shape))).reshape(shape).transpose(kept + sorted(axes))
+    return table.reshape(int(np.prod([shape[d] for d in kept])), -1)
+
+
+def _reduction(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
+    """tw::reduce (tile_reduce.cuh). One output: each warp's lane 0 stores its partial, then every
+    thread reads all of them. Several outputs: the tile is staged in C order (skewed, in passes),
+    each output's group of threads reads its elements, then partials and results pass through
+    shared memory as the group size needs."""
+    from ..codegen.cuda import reduction_bytes, reduction_passes
+    x = op.operands[0].type
+    axes = sorted(op.attrs["axes"] if "axes" in op.attrs else (op.attrs["axis"],))
+    element, acc = reduction_bytes(op)
+    table = _reduced_positions(x.shape, axes)
+    outputs, reduced = table.shape
+    warps = max(threads // WARP, 1)
+    everyone = np.arange(threads)
+    if outputs == 1:   # the partials lie together at the buffer's 16-byte aligned start: NVRTC reads
+        leaders = np.arange(0, threads, WARP)   # them in the widest aligned vectors that tile them
+        width = next(w for w in (16, 8, 4, acc) if warps * acc % w == 0 and w >= acc)
+        chunks = warps * acc // width
+        return [_wavefronts(where, "store", executions, leaders, np.zeros_like(leaders), leaders // WARP * acc, acc),
+                _wavefronts(where, "load", executions, np.repeat(everyone, chunks), np.tile(np.arange(chunks), threads),
+                            np.tile(np.arange(chunks), threads) * width, width)]
+    passes, staged_bytes = reduction_passes(x, threads, vec, element)
+    per_pass = x.size // passes
+    thread, elem, register, _ = blocked_lanes(x.size, threads, vec, writes=True)
+    registers_per_pass = int(register.max()) // passes + 1
+    this_pass = register // registers_per_pass
+    phases = [_wavefronts(where, "store", executions, thread, register,
+                          _skewed(elem - this_pass * per_pass, skew) * element, element)]
+    by_thread = outputs >= threads
+    group = 1 if by_thread else threads // outputs
+    if by_thread:   # each thread folds its own outputs (registers k of the blocked result tile)
+        t, o, k, _ = blocked_lanes(outputs, threads, vec, writes=False)
+        j = np.tile(np.arange(reduced), len(t))
+        t, o, step = np.repeat(t, reduced), np.repeat(o, reduced), np.repeat(k, reduced) * reduced + j
+    else:           # `group` threads per output, thread t folds j = t % group, + group, ...
+        t = np.repeat(everyone, -(-reduced // group))
+        step = np.tile(np.arange(-(-reduced // group)), threads)
+        o, j = t // group, t % group + step * group
+        keep = j < reduced
+        t, o, j, step = t[keep], o[keep], j[keep], step[keep]
+    e = table[o, j]
+    phases.append(_wavefronts(where, "load", executions, t, (e // per_pass) * (int(step.max()) + 1) + step,
+                              _skewed(e % per_pass, skew) * element, element))
+    if not by_thread:
+        partial = staged_bytes   # partials sit after the staged slice, results after the partials
+        result = partial + (warps + 1) * acc
+        result_bytes = op.results[0].type.dtype.itemsize
+        if group > WARP:
+            leaders = np.arange(0, threads, WARP)
+            phases.append(_wavefronts(where, "store", executions, leaders, np.zeros_like(leaders),
+                                      partial + leaders // WARP * acc, acc))
+            w = np.tile(np.arange(group // WARP), threads)
+            reader = np.repeat(everyone, group // WARP)
+            phases.append(_wavefronts(where, "load", executions, reader, w,
+                                      partial + ((reader // group) * (group // WARP) + w) * acc, acc))
+        leaders = np.arange(0, threads, group)
+        phases += [_wavefronts(where, "store", executions, leaders, np.zeros_like(leaders),
+                               result + leaders // group * result_bytes, result_bytes),
+                   _wavefronts(where, "load", executions, everyone, np.zeros_like(everyone),
+                               result + everyone % outputs * result_bytes, result_bytes)]
+    return phases
+
+
+def _generic_mma(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
+    """The CUDA-core mma (tile_mma.cuh, generic path): A and B staged with to_smem (B after A, at a
+    16-byte boundary), then each result element reads its row of A and column of B, k by k."""
+    a, b = op.operands[0].type, op.operands[1].type
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    b_base = (int(skewed(a.size)) * a.dtype.itemsize + 15) // 16 * 16
+    phases = []
+    for base, t in ((0, a), (b_base, b)):
+        thread, elem, register, _ = blocked_lanes(t.size, threads, vec, writes=True)
+        phases.append(_wavefronts(where, "store", executions, thread, register,
+                                  base + _skewed(elem, skew) * t.dtype.itemsize, t.dtype.itemsize))
+    thread, elem, register, _ = blocked_lanes(op.result.type.size, threads, vec, writes=False)
+    batch, i, j = elem // (m * n), elem // n % m, elem % n
+    kk = np.arange(k)
+    thread, request = np.repeat(thread, k), (register[:, None] * k + kk).reshape(-1)
+    a_index = ((batch * m + i)[:, None] * k + kk).reshape(-1)
+    b_index = ((batch * k)[:, None] + kk).reshape(-1) * n + np.repeat(j, k)
+    phases += [_wavefronts(where, "load", executions, thread, request,
+                           _skewed(a_index, skew) * a.dtype.itemsize, a.dtype.itemsize),
+               _wavefronts(where, "load", executions, thread, request,
+                           b_base + _skewed(b_index, skew) * b.dtype.itemsize, b.dtype.itemsize)]
+    return phases
+
+
+def _tensor_core_mma(op, where, plan, threads, vec, executions) -> list[SharedAccess]:
+    """The tensor-core mma.sync path (tile_mma.cuh): the operands go to shared memory as whole
+    chunks into rows padded by MMA_ROW_PADDING elements (A unless it is already in registers, then
+    B), then each warp reads its fragments with ldmatrix ("ldsm": x4, or x2 for a last odd B
+    fragment), k step by k step."""
+    from ..codegen.layout import MMA_ROW_PADDING as PAD
+    a, b = op.operands[0].type, op.operands[1].type
+    (m, k), n = a.shape, b.shape[1]
+    size = a.dtype.itemsize
+    layout = plan.tensor_core[op]
+    in_registers = op in plan.register_a
+    b_base = 0 if in_registers else m * (k + PAD) * size
+    phases = []
+    for base, rows_of, t in ([] if in_registers else [(0, k, a)]) + [(b_base, n, b)]:
+        thread, elem, register, v = blocked_lanes(t.size, threads, vec, writes=True)
+        first = register % v == 0   # one access per chunk
+        address = base + (elem[first] // rows_of * (rows_of + PAD) + elem[first] % rows_of) * size
+        phases.append(_wavefronts(where, "store", executions, thread[first], register[first] // v, address,
+                                  min(v * size, 16)))
+    warp, lane = np.arange(threads) // WARP, np.arange(threads) % WARP
+    wtm, wtn = m // layout.wm, n // layout.wn
+    fragments_n = wtn // 8 if not in_registers else n // 8
+    addresses, requests, threads_of = [], [], []
+
+    def ldmatrix(address, lanes):
+        addresses.append(address[lanes])
+        threads_of.append(np.arange(threads)[lanes])
+        requests.append(np.full(int(lanes.sum()), len(requests)))
+    everyone, half = np.ones(threads, bool), lane < 16
+    for k0 in range(0, k, 16):
+        if not in_registers:
+            a_rows = (warp // layout.wn * wtm + lane % 16) * (k + PAD) + lane // 16 * 8
+            for i in range(wtm // 16):
+                ldmatrix((a_rows + i * 16 * (k + PAD) + k0) * size, everyone)
+        column = 0 if in_registers else warp % layout.wn * wtn
+        b_rows = b_base // size + (lane % 16) * (n + PAD) + column + lane // 16 * 8
+        for j in range(0, fragments_n, 2):
+            ldmatrix((b_rows + k0 * (n + PAD) + j * 8) * size, everyone if j + 1 < fragments_n else half)
+    phases.append(_wavefronts(where, "ldsm", executions, np.concatenate(threads_of), np.concatenate(requests),
+                              np.concatenate(addresses), 16))
+    return phases
+
+
 # ---- L2 -----------------------------------------------------------------------------------------
 
 def l2_estimate(trace: Trace, l2_bytes: int = H100_L2_BYTES) -> L2Estimate:
-    """Blocks in launch order (x fastest), each touching its sectors (every array it reads or writes,
-    once per block) in an LRU cache of `l2_bytes`: the misses estimate DRAM traffic. Blocks that run at
-    once are taken one after another, so this shows what a block order shares, not exact traffic."""
-    per_block: dict[int, list[np.ndarray]] = {}
+    """The L2 as Nsight Compute measures one launch (`lts__t_sector_hit_rate`): ncu flushes the caches
+    before it (--cache-control all, its default), so L2 starts cold. The blocks run in launch order
+    (x fastest); each touches its sectors once (its own repeated reads of a sector hit its SM's L1)
+    in an LRU cache of `l2_bytes`. A read misses where the sector is not in L2; a write hits: L2 is
+    write-back and takes a written sector without reading DRAM. Blocks that run at the same time are
+    taken one after another, so a sector that several running blocks read at once counts one miss
+    here, where the GPU may count a miss for each request that arrives before the data does."""
+    per_block: dict[int, list[tuple[np.ndarray, bool]]] = {}
     gx, gy, _ = trace.grid
     bases, base = {}, 0
     for name, info in trace.arrays.items():   # arrays laid out one after another, 256-byte aligned
@@ -339,20 +556,27 @@ def l2_estimate(trace: Trace, l2_bytes: int = H100_L2_BYTES) -> L2Estimate:
         sectors = (bases[event.array] + offset * itemsize) // SECTOR
         linear = (event.blocks[:, 2] * gy + event.blocks[:, 1]) * gx + event.blocks[:, 0]
         for row in range(rows):
-            per_block.setdefault(int(linear[row]), []).append(sectors[row][active[row]])
+            per_block.setdefault(int(linear[row]), []).append((sectors[row][active[row]], event.op in WRITES))
     cache: OrderedDict[int, None] = OrderedDict()
     capacity = l2_bytes // SECTOR
-    accesses = misses = 0
+    accesses = misses = writes = 0
+    written: set[int] = set()
     for block in sorted(per_block):
-        touched = np.concatenate(per_block[block])
-        _, first = np.unique(touched, return_index=True)
-        for s in touched[np.sort(first)].tolist():
+        touched = np.concatenate([s for s, _ in per_block[block]])
+        is_write = np.concatenate([np.full(len(s), w) for s, w in per_block[block]])
+        # each (sector, read or write) once per block, in the order the block first did it
+        _, first = np.unique(np.stack([touched, is_write]), axis=1, return_index=True)
+        first = np.sort(first)
+        for s, w in zip(touched[first].tolist(), is_write[first].tolist()):
             accesses += 1
+            writes += w
+            if w:
+                written.add(s)
             if s in cache:
                 cache.move_to_end(s)
                 continue
-            misses += 1
+            misses += not w
             cache[s] = None
             if len(cache) > capacity:
                 cache.popitem(last=False)
-    return L2Estimate(l2_bytes, "launch", accesses, misses)
+    return L2Estimate(l2_bytes, "launch", accesses, misses, writes, len(written))
