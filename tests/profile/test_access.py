@@ -1,6 +1,8 @@
 """The memory-access analysis against hand-computed cases: sectors per request of coalesced and
 strided reads, shared-memory wavefronts of a transpose with and without the skew, and the L2 reuse
 of a matmul grid in row order and in grouped order."""
+import re
+
 import numpy as np
 import pytest
 
@@ -135,4 +137,120 @@ def test_summary_is_plain_numbers_per_op():
     summary = analyze(copy, (4,), (x, np.zeros_like(x), 1024)).summary()
     assert summary["bytes_moved"] == 2 * 4096 * 4 and summary["global_sectors_per_request"] == 16.0
     assert summary["shared_bank_conflicts"] == 0 and summary["dram_bytes_estimate"] == 2 * 4096 * 4
-    assert [(o["op"], o["line"]) for o in summary["ops"]] == [("load", 18), ("store", 18)]
+    assert [(o["op"], o["line"]) for o in summary["ops"]] == [("load", 20), ("store", 20)]
+
+
+@ct.kernel
+def rows_sum(x, y):
+    ct.store(y, (0, 0), ct.sum(ct.load(x, (0, 0), (32, 128)), axis=1, keepdims=True))
+
+
+@ct.kernel
+def half_mma(a, b, c):
+    acc = ct.mma(ct.load(a, (0, 0), (64, 32)), ct.load(b, (0, 0), (32, 64)), ct.zeros((64, 64), ct.float32))
+    ct.store(c, (0, 0), acc)
+
+
+def _phases(report, op):
+    return [(s.phase, s.executions, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops if s.op == op]
+
+
+def test_block_reduction_stores_one_partial_per_warp_and_reads_them_as_one_broadcast_vector():
+    # softmax of 1024-element rows, 128 threads (4 warps): each reduction's lane 0 of every warp
+    # stores a float (one request per warp), then every thread reads the 4 partials as one 16-byte
+    # vector at the same address (a broadcast: one wavefront per warp); once per block, 8 blocks
+    x = np.random.default_rng(0).random((8, 1024), dtype=np.float32)
+    report = analyze(softmax, (8,), (x, np.zeros_like(x), 1024))
+    assert report.threads == 128 and report.unmodeled == []
+    for op in ("max", "sum"):
+        assert _phases(report, op) == [("store", 8, 4, 4, 0), ("load", 8, 4, 4, 0)]
+
+
+def test_row_sum_with_two_rows_per_warp_has_2_way_conflicts_that_the_skew_does_not_remove():
+    # (32, 128) f32 summed along rows by 512 threads: 16 threads per row. Staging: thread t writes
+    # elements 4t..4t+3 per register (skewed banks 4(t%8) + t/8: distinct; unskewed 4t % 32: 4-way).
+    # Folding: a warp holds rows o and o + 1, lane l reads element 128o + l + 16i, skewed bank
+    # 4o + l + c and 4(o + 1) + l + c: 12 banks get a word of each row (2-way); unskewed both rows
+    # read banks l + c (2-way). The 32 results: 16 threads store one each (a request per warp), all
+    # 512 read result[t % 32] (32 consecutive words).
+    x = np.random.default_rng(0).random((32, 128), dtype=np.float32)
+    args = (x, np.zeros((32, 1), np.float32))
+    trace = run(rows_sum, (1,), args, trace=True)
+    fn = rows_sum.specialize(args)
+    assert analyze_trace(fn, trace).threads == 512
+    assert _phases(analyze_trace(fn, trace), "sum") == [
+        ("store", 1, 128, 128, 0), ("load", 1, 128, 256, 128), ("store", 1, 16, 16, 0), ("load", 1, 16, 16, 0)]
+    assert _phases(analyze_trace(fn, trace, skew=False), "sum")[:2] == [("store", 1, 128, 512, 384),
+                                                                        ("load", 1, 128, 256, 128)]
+    np.testing.assert_allclose(args[1][:, 0], x.sum(axis=1), rtol=1e-5)
+
+
+def test_cuda_core_mma_stages_both_operands_and_reads_them_k_by_k_without_conflicts_thanks_to_the_skew():
+    # 64x32 @ 32x64 f32 in a K loop of 2 steps, 4 blocks of 512 threads (16 warps): A and B are
+    # written 4 floats per thread (4 requests per warp each); each of the 8 result registers then
+    # reads A[i, k] (2 rows per warp: skewed banks i + k and i + 1 + k) and B[k, j] (16 columns 4
+    # apart, with their skew: distinct banks) for k < 32: 256 requests per warp per operand, one
+    # wavefront each. Without the skew both rows of A sit in bank k, and columns j and j + 32 of B
+    # share a bank: 2-way.
+    rng = np.random.default_rng(0)
+    a, b = rng.random((128, 64), dtype=np.float32), rng.random((64, 128), dtype=np.float32)
+    args = (a, b, np.zeros((128, 128), np.float32), 64, 64, 32)
+    trace = run(row_matmul, (4,), args, trace=True)
+    fn = row_matmul.specialize(args)
+    skewed_phases = _phases(analyze_trace(fn, trace), "mma")
+    assert skewed_phases == [("store", 8, 64, 64, 0)] * 2 + [("load", 8, 4096, 4096, 0)] * 2
+    plain = _phases(analyze_trace(fn, trace, skew=False), "mma")
+    assert [p[3:] for p in plain[2:]] == [(8192, 4096), (8192, 4096)]
+
+
+def test_tensor_core_mma_writes_16_byte_chunks_into_padded_rows_and_ldmatrix_reads_without_conflicts():
+    # 64x32 @ 32x64 f16 on 2 warps (mma<1x2>), 8 halves per 16-byte chunk. A's rows are 40 halves
+    # (80 bytes) apart: a warp's 32 chunks start at 16-byte units 5 * row + col, 4 per bank group:
+    # 4 wavefronts (the ideal for 512 bytes). B's rows are 72 halves (144 bytes, 9 units) apart: the
+    # same. ldmatrix: per k step of 16, 4 A fragments (x4) and 2 B fragment pairs (x4.trans) per
+    # warp, each of 8-row matrices on 8 distinct bank groups: 4 wavefronts.
+    rng = np.random.default_rng(0)
+    a, b = rng.random((64, 32)).astype(np.float16), rng.random((32, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    report = analyze(half_mma, (1,), (a, b, c))
+    assert (report.threads, report.vec) == (64, 8)
+    assert _phases(report, "mma") == [("store", 1, 8, 32, 0), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
+
+
+def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
+    from tileworkbench.codegen import INCLUDE_DIR
+    from tileworkbench.codegen.layout import MMA_ROW_PADDING, SKEW_PERIOD
+    library = INCLUDE_DIR / "tileworkbench"
+    shift = re.search(r"int skew\(int i\) \{ return i \+ \(i >> (\d+)\); \}", (library / "tile.cuh").read_text())
+    assert shift and 1 << int(shift.group(1)) == SKEW_PERIOD
+    mma = (library / "tile_mma.cuh").read_text()
+    paddings = {int(p) for p in re.findall(r"\((?:Cols|K|N) \+ (\d+)\)", mma)}
+    assert paddings == {MMA_ROW_PADDING}
+
+
+SASS_CASES = {
+    "transpose": (transpose, lambda: (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), 32)),
+    "softmax": (softmax, lambda: (np.zeros((2, 1024), np.float32), np.zeros((2, 1024), np.float32), 1024)),
+    "cuda_core_mma": (row_matmul, lambda: (np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32),
+                                           np.zeros((128, 128), np.float32), 64, 64, 32)),
+}
+
+
+@pytest.mark.parametrize("case", SASS_CASES)
+def test_modelled_shared_requests_per_warp_are_the_compiled_kernels_sts_and_lds_instructions(case):
+    # the model's warp-wide requests per execution are the SASS shared loads and stores of that line
+    # (kernels whose shared accesses the compiler unrolls: the listing counts each instruction once)
+    from tileworkbench.runtime.sass import find_nvdisasm, sass_by_line
+    if find_nvdisasm() is None:
+        pytest.skip("nvdisasm is not installed")
+    kernel, make = SASS_CASES[case]
+    args = make()
+    report = analyze(kernel, (1,), args)
+    warps = report.threads // 32
+    sass = {line.line: line.counts for line in sass_by_line(kernel.specialize(args), arch="sm_90")}
+    lines = {s.line for s in report.shared_ops}
+    assert lines
+    for line in lines:
+        for phase, opcode in (("store", "STS"), ("load", "LDS")):
+            requests = sum(s.requests for s in report.shared_ops if s.line == line and s.phase == phase)
+            assert requests == sass[line][opcode] * warps, (line, phase)
