@@ -1,0 +1,30 @@
+"""The access-analysis-against-Nsight-Compute table's verdicts (benchmarks/access_vs_ncu.py): no GPU."""
+from benchmarks.access_vs_ncu import compare
+
+MODEL = {"ld_sectors_per_request": 16.0, "st_sectors_per_request": 4.0, "shared_ld_conflicts": 0,
+         "shared_st_conflicts": 0, "shared_ld_instructions": 1000, "shared_st_instructions": 1000,
+         "l2_hit_rate": 50.0}
+
+
+def _verdicts(ncu):
+    return {metric: (measured, source, allowed, verdict) for metric, _, measured, source, allowed, verdict
+            in compare(MODEL, ncu)}
+
+
+def test_conflicts_are_compared_per_instruction_where_ncu_has_those_counts():
+    rows = _verdicts({"shared_ld_conflicts": 300.0, "shared_ld_conflicts_sass": 0.0, "shared_ld_instructions": 2000,
+                      "shared_st_conflicts": 30.0})
+    assert rows["shared_ld_conflicts"] == (0.0, "ncu per instruction", 40.0, "agree")   # 2 % of ncu's 2000
+    # no per-instruction count: the L1 counter, against 2 % of the model's 1000 store instructions
+    assert rows["shared_st_conflicts"] == (30.0, "ncu L1 counter", 20.0, "DISAGREE")
+
+
+def test_sectors_within_1_percent_and_l2_within_10_points():
+    rows = _verdicts({"ld_sectors_per_request": 16.1, "st_sectors_per_request": 4.1, "l2_hit_rate": 59.5})
+    assert rows["ld_sectors_per_request"][3] == "agree" and rows["st_sectors_per_request"][3] == "DISAGREE"
+    assert rows["l2_hit_rate"] == (59.5, "ncu", 10.0, "agree")
+    assert _verdicts({"l2_hit_rate": 61.0})["l2_hit_rate"][3] == "DISAGREE"
+
+
+def test_a_metric_ncu_did_not_report_has_no_verdict():
+    assert _verdicts({})["ld_sectors_per_request"] == (None, "ncu", 0, "-")
