@@ -1,0 +1,81 @@
+"""The access analysis's shared-memory numbers against Nsight Compute's per-instruction counts on the
+GPU: instructions and bank conflicts of shared loads, stores and ldmatrix, exactly. Needs ncu permitted
+to read the counters (skipped otherwise). This file is also the program ncu profiles:
+`python test_access_ncu.py CASE` launches one case once."""
+import sys
+
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.kernels import softmax, transpose
+from tileworkbench.profile.access import analyze
+
+
+@ct.kernel
+def rows_sum(x, y):
+    ct.store(y, (ct.bid(0), 0), ct.sum(ct.load(x, (ct.bid(0), 0), (32, 128)), axis=1, keepdims=True))
+
+
+@ct.kernel
+def cuda_core_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(a, 1, (TM, TK))):
+        acc = ct.mma(ct.load(a, (i, k), (TM, TK)), ct.load(b, (k, j), (TK, TN)), acc)
+    ct.store(c, (i, j), acc)
+
+
+@ct.kernel
+def half_mma(a, b, c):
+    i = ct.bid(0)
+    acc = ct.mma(ct.load(a, (i, 0), (64, 32)), ct.load(b, (0, 0), (32, 64)), ct.zeros((64, 64), ct.float32))
+    ct.store(c, (i, 0), acc)
+
+
+def _rng(*shape, dtype=np.float32):
+    return np.random.default_rng(0).random(shape).astype(dtype)
+
+
+# name -> (kernel, grid, arguments)
+CASES = {
+    "transpose": (transpose, (8, 8), lambda: (_rng(256, 256), np.zeros((256, 256), np.float32), 32)),
+    "softmax": (softmax, (64,), lambda: (_rng(64, 1024), np.zeros((64, 1024), np.float32), 1024)),
+    "rows_sum": (rows_sum, (16,), lambda: (_rng(512, 128), np.zeros((512, 1), np.float32))),
+    "cuda_core_matmul": (cuda_core_matmul, (2, 2), lambda: (_rng(128, 256), _rng(256, 128),
+                                                             np.zeros((128, 128), np.float32), 64, 64, 32)),
+    "half_mma": (half_mma, (4,), lambda: (_rng(256, 32, dtype=np.float16), _rng(32, 64, dtype=np.float16),
+                                          np.zeros((256, 64), np.float32))),
+}
+
+
+def launch(name):
+    import cupy
+    kernel, grid, make = CASES[name]
+    args = tuple(cupy.asarray(a) if isinstance(a, np.ndarray) else a for a in make())
+    ct.launch(cupy.cuda.get_current_stream(), grid, kernel, args)
+    cupy.cuda.get_current_stream().synchronize()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", CASES)
+def test_shared_instructions_and_conflicts_are_what_ncu_counts_per_instruction(name):
+    from tileworkbench.profile.ncu import NcuUnavailable, collect
+    kernel, grid, make = CASES[name]
+    report = analyze(kernel, grid, make())
+    try:
+        (measured,) = collect([sys.executable, __file__, name], kernel=kernel.name, source_lines=False)
+    except NcuUnavailable as e:
+        pytest.skip(str(e))
+
+    def model(phase, field):
+        return sum(getattr(s, field) * s.executions for s in report.shared_ops if s.phase == phase)
+    assert (measured.shared_load_instructions, measured.shared_store_instructions) == \
+        (model("load", "requests"), model("store", "requests"))
+    assert (measured.shared_load_conflicts_sass, measured.shared_store_conflicts_sass) == \
+        (model("load", "conflicts"), model("store", "conflicts"))
+    assert (measured.ldmatrix_conflicts_sass or 0) == model("ldsm", "conflicts")
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1])
