@@ -146,8 +146,8 @@ def rows_sum(x, y):
 
 
 @ct.kernel
-def half_mma(a, b, c):
-    acc = ct.mma(ct.load(a, (0, 0), (64, 32)), ct.load(b, (0, 0), (32, 64)), ct.zeros((64, 64), ct.float32))
+def half_mma(a, b, c, K: ct.Constant[int]):
+    acc = ct.mma(ct.load(a, (0, 0), (64, K)), ct.load(b, (0, 0), (K, 64)), ct.zeros((64, 64), ct.float32))
     ct.store(c, (0, 0), acc)
 
 
@@ -212,9 +212,22 @@ def test_tensor_core_mma_writes_16_byte_chunks_into_padded_rows_and_ldmatrix_rea
     rng = np.random.default_rng(0)
     a, b = rng.random((64, 32)).astype(np.float16), rng.random((32, 64)).astype(np.float16)
     c = np.zeros((64, 64), np.float32)
-    report = analyze(half_mma, (1,), (a, b, c))
+    report = analyze(half_mma, (1,), (a, b, c, 32))
     assert (report.threads, report.vec) == (64, 8)
     assert _phases(report, "mma") == [("store", 1, 8, 32, 0), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
+
+
+def test_storing_a_tensor_core_accumulator_converts_it_through_shared_memory_with_4_way_conflicts():
+    # the 64x64 f32 accumulator of mma<1x2> goes to shared memory register by register (64 per
+    # thread): lane l of warp w writes (r + l / 4, c + 2 (l % 4)), skewed bank 2 (l / 4 + l % 4) + const:
+    # 11 banks for 32 words, up to 4 in one (4 wavefronts, 3 conflicts per request); the blocked
+    # tile then reads 4 consecutive floats per thread, conflict-free
+    rng = np.random.default_rng(0)
+    a, b = rng.random((64, 32)).astype(np.float16), rng.random((32, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    report = analyze(half_mma, (1,), (a, b, c, 32))
+    assert _phases(report, "convert_layout") == [("store", 1, 128, 512, 384), ("load", 1, 128, 128, 0)]
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
 
 
 def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
@@ -233,11 +246,14 @@ SASS_CASES = {
     "softmax": (softmax, lambda: (np.zeros((2, 1024), np.float32), np.zeros((2, 1024), np.float32), 1024)),
     "cuda_core_mma": (row_matmul, lambda: (np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32),
                                            np.zeros((128, 128), np.float32), 64, 64, 32)),
+    # one k step of 16 (the listing has the k loop's body once: it is not unrolled)
+    "tensor_core_mma": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
+                                           np.zeros((64, 64), np.float32), 16)),
 }
 
 
 @pytest.mark.parametrize("case", SASS_CASES)
-def test_modelled_shared_requests_per_warp_are_the_compiled_kernels_sts_and_lds_instructions(case):
+def test_modelled_shared_requests_per_warp_are_the_compiled_kernels_shared_instructions(case):
     # the model's warp-wide requests per execution are the SASS shared loads and stores of that line
     # (kernels whose shared accesses the compiler unrolls: the listing counts each instruction once)
     from tileworkbench.runtime.sass import find_nvdisasm, sass_by_line
@@ -251,6 +267,17 @@ def test_modelled_shared_requests_per_warp_are_the_compiled_kernels_sts_and_lds_
     lines = {s.line for s in report.shared_ops}
     assert lines
     for line in lines:
-        for phase, opcode in (("store", "STS"), ("load", "LDS")):
+        for phase, opcode in (("store", "STS"), ("load", "LDS"), ("ldsm", "LDSM")):
             requests = sum(s.requests for s in report.shared_ops if s.line == line and s.phase == phase)
             assert requests == sass[line][opcode] * warps, (line, phase)
+
+
+def test_mma_layout_elements_give_each_lane_the_fragment_places_tile_mma_describes():
+    from tileworkbench.codegen.layout import MmaLayout
+    thread, register, element = MmaLayout(2, 2).elements((64, 32))   # warps of 32x16: 2x2 fragments
+    assert sorted(element) == list(range(64 * 32)) and register.max() == 64 * 32 // 128 - 1
+    place = {(t, r): divmod(e, 32) for t, r, e in zip(thread, register, element)}
+    # lane 5 of warp 0, first fragment: (5 / 4, 2 (5 % 4) + {0, 1}), then 8 rows down
+    assert [place[5, r] for r in range(4)] == [(1, 2), (1, 3), (9, 2), (9, 3)]
+    assert place[5, 4] == (1, 10)                       # the next fragment to the right
+    assert place[32 + 5, 0] == (1, 18) and place[64 + 5, 0] == (33, 2)   # warp 1 right, warp 2 below

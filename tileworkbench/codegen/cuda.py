@@ -96,6 +96,8 @@ class GeneratedKernel:
     tensor_maps: list = field(default_factory=list)
     # which layout every tile took and which mma path each mma took (the access analysis follows it)
     plan: LayoutPlan | None = field(default=None, repr=False, compare=False)
+    # (source line, tile type, from layout, to layout) of each convert_layout (None: blocked)
+    conversions: list = field(default_factory=list, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ class _Emitter:
         self.loops = 0  # how many loops enclose the op being emitted
         self.notes: dict = {}  # (line, text) -> None, in emission order
         self.tensor_maps: dict[Op, tuple[str, TensorMapParam]] = {}  # TMA load -> its parameter
+        self.conversions: list = []  # (source line, tile type, from layout, to layout) of each convert_layout
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -296,6 +299,7 @@ class _Emitter:
                   f"({source.alias if source else 'blocked'} to {layout.alias if layout else 'blocked'}) through shared "
                   f"memory{' in every iteration' if self.loops else ''}")
         self.emit(f"const {tile_type(v.type, layout)} {name} = tw::convert_layout<{target}>({self[v]});")
+        self.conversions.append((self.loc.line if self.loc else None, v.type, source, layout))
         return name
 
     def assign(self, op: Op, expr: str):
@@ -1188,4 +1192,5 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
     # wgmma exists only in the arch-specific sm_90a target
     return GeneratedKernel(cpp_identifier(fn.name), source, threads, smem, params, arch="sm_90a" if plan.wgmma else None,
                            line_map=e.line_map, vec=vec, notes=list(e.notes),
-                           tensor_maps=[param for _, param in e.tensor_maps.values()], plan=plan)
+                           tensor_maps=[param for _, param in e.tensor_maps.values()], plan=plan,
+                           conversions=e.conversions)

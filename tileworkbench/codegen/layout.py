@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..ir.core import Function, Op, Value, walk_block
 from ..ir.ops import Category, ops_in
 from ..ir.types import bfloat16, float16, float32
@@ -61,6 +63,19 @@ class MmaLayout:
     @property
     def cpp(self) -> str:
         return f"tw::mma_layout<{self.wm}, {self.wn}>"
+
+    def elements(self, shape: tuple[int, int]):
+        """(thread, register, element) of every register of an (M, N) tile in this layout, as
+        mma_layout::elem computes them: warp w holds the (M / wm) x (N / wn) part at (w / wn, w % wn),
+        in 16x8 fragments in row-major order, lane l holding (l / 4 + {0, 8}, 2 (l % 4) + {0, 1})."""
+        m, n = shape
+        wtm, wtn = m // self.wm, n // self.wn
+        fragments_n = wtn // 8
+        thread, register = np.divmod(np.arange(m * n), m * n // (32 * self.wm * self.wn))
+        warp, lane, f, c = thread // 32, thread % 32, register // 4, register % 4
+        row = warp // self.wn * wtm + f // fragments_n * 16 + lane // 4 + c // 2 * 8
+        col = warp % self.wn * wtn + f % fragments_n * 8 + lane % 4 * 2 + c % 2
+        return thread, register, row * n + col
 
 
 @dataclass(frozen=True)

@@ -363,6 +363,13 @@ def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[lis
     plan, threads, vec = generated.plan, generated.threads, generated.vec
     executions = _op_executions(fn, trace, ops)
     phases, unmodeled = [], []
+    for line, tile, source, target in generated.conversions:
+        runs = [n for op, n in executions.items() if op.loc is not None and op.loc.line == line]
+        if isinstance(source, RowLayout) or isinstance(target, RowLayout) or not runs:
+            unmodeled.append(f"line {line}: a layout conversion of a {'x'.join(map(str, tile.shape))} tile")
+            continue
+        where = ("convert_layout", line, _source_line(fn, line))
+        phases += _conversion(where, tile, source, target, threads, vec, max(runs), skew)
     for op in fn.walk():
         if op.loc is None or (op.name not in REDUCTIONS and op.name not in ("mma", "scan", "cumsum", "cumprod")):
             continue
@@ -457,6 +464,20 @@ def _reduction(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
                                result + leaders // group * result_bytes, result_bytes),
                    _wavefronts(where, "load", executions, everyone, np.zeros_like(everyone),
                                result + everyone % outputs * result_bytes, result_bytes)]
+    return phases
+
+
+def _conversion(where, tile, source, target, threads, vec, executions, skew) -> list[SharedAccess]:
+    """tw::convert_layout (tile.cuh): to_smem in the source layout, from_smem in the target one (an
+    mma accumulator's registers as MmaLayout.elements gives them, a blocked tile's as blocked_lanes)."""
+    phases = []
+    for phase, layout in (("store", source), ("load", target)):
+        if layout is None:
+            thread, elem, register, _ = blocked_lanes(tile.size, threads, vec, writes=phase == "store")
+        else:
+            thread, register, elem = layout.elements(tile.shape)
+        phases.append(_wavefronts(where, phase, executions, thread, register,
+                                  _skewed(elem, skew) * tile.dtype.itemsize, tile.dtype.itemsize))
     return phases
 
 
