@@ -137,6 +137,7 @@ def test_summary_is_plain_numbers_per_op():
     summary = analyze(copy, (4,), (x, np.zeros_like(x), 1024)).summary()
     assert summary["bytes_moved"] == 2 * 4096 * 4 and summary["global_sectors_per_request"] == 16.0
     assert summary["shared_bank_conflicts"] == 0 and summary["dram_bytes_estimate"] == 2 * 4096 * 4
+    assert summary["l2_hit_rate"] == 0.5 and summary["shared_unmodeled"] == []
     assert [(o["op"], o["line"]) for o in summary["ops"]] == [("load", 20), ("store", 20)]
 
 

@@ -7,9 +7,12 @@ measures on the GPU (docs/access.md names the metric behind each number):
 
 - global memory: warp-wide requests, the 32-byte sectors each touches, coalescing efficiency, bytes
   moved per block and in total;
-- shared memory: the wavefronts (and so bank conflicts) of the layout changes that go through shared
-  memory (permutes and transposes, broadcasts, cat/extract/insert, loads and stores in another order);
-- L2: a least-recently-used model of an L2 of the device's size over the blocks in launch order.
+- shared memory: the wavefronts (and so bank conflicts) of what goes through shared memory, laid out
+  as the tile library does: layout changes (permutes and transposes, broadcasts, cat/extract/insert,
+  loads and stores in another order, the generator's layout conversions), block reductions, and the
+  operands of mma (CUDA cores; tensor cores: padded rows read by ldmatrix);
+- L2: the hit rate Nsight Compute measures for a launch, from an LRU cache of the device's size that
+  starts cold, over the blocks in launch order.
 
     report = analyze(matmul, (64,), (a, b, c, 32, 32, 16))
     report.global_ops[0].sectors_per_request, report.summary()
@@ -137,6 +140,7 @@ class AccessReport:
             "shared_wavefronts": sum(s.wavefronts * s.executions for s in self.shared_ops),
             "l2_hit_rate": self.l2.hit_rate,
             "dram_bytes_estimate": self.l2.dram_bytes,
+            "shared_unmodeled": list(self.unmodeled),
             "ops": [{"line": g.line, "op": g.op, "array": g.array, "requests": g.requests,
                      "sectors_per_request": g.sectors_per_request, "efficiency": g.efficiency,
                      "bytes_moved": g.bytes_moved} for g in self.global_ops]
