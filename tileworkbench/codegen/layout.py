@@ -49,6 +49,16 @@ def skewed(i):
     return i + i // SKEW_PERIOD
 
 
+def swizzled_chunk_offset(r, k, rows: int, cols: int):
+    """tile_pipeline.cuh swizzled::chunk_offset: the byte offset of the 16-byte chunk holding elements
+    (r, 8k .. 8k + 7) of a rows x cols 16-bit operand stage. Rows are cut into panels of
+    P = min(128, 2 cols) bytes; inside a panel, chunk c of row r sits at chunk c ^ (r P / 128 % (P / 16))."""
+    panel = min(128, 2 * cols)
+    per_panel = panel // 16
+    o = r * panel + k % per_panel * 16
+    return k // per_panel * (rows * panel) + (o ^ (((o >> 7) & (per_panel - 1)) << 4))
+
+
 @dataclass(frozen=True)
 class MmaLayout:
     """The accumulator layout of mma.sync m16n8k16 over wm x wn warps (tile_mma.cuh)."""

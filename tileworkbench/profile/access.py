@@ -385,7 +385,7 @@ def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[lis
         elif op.name in REDUCTIONS:
             phases += _reduction(op, where, threads, vec, executions[op], skew)
         elif op.name == "mma" and op in plan.pipelined:
-            unmodeled.append(f"line {op.loc.line}: mma operands staged by cp.async (and read by ldmatrix or wgmma)")
+            phases += _pipelined_mma(op, where, plan, threads, executions, fn)
         elif op.name == "mma" and op in plan.tensor_core:
             phases += _tensor_core_mma(op, where, plan, threads, vec, executions[op])
         elif op.name == "mma":
@@ -482,6 +482,56 @@ def _conversion(where, tile, source, target, threads, vec, executions, skew) -> 
             thread, register, elem = layout.elements(tile.shape)
         phases.append(_wavefronts(where, phase, executions, thread, register,
                                   _skewed(elem, skew) * tile.dtype.itemsize, tile.dtype.itemsize))
+    return phases
+
+
+def _pipelined_mma(op, where, plan, threads, executions, fn) -> list[SharedAccess]:
+    """A software-pipelined mma (tile_pipeline.cuh): each staged operand load copies its tile by
+    cp.async, thread t taking 16-byte chunks t, t + threads, ... into the swizzled stage ("ldgsts",
+    once per execution of the load); mma.sync then reads its fragments with ldmatrix from the stages
+    ("ldsm"). wgmma reads the stages through descriptors, not as shared loads: nothing to count."""
+    from ..codegen.layout import swizzled_chunk_offset as chunk_at
+    pipeline = plan.pipelined[op]
+    staged = {load: transposed for (mma, _), (load, transposed) in pipeline.operands.items() if mma is op}
+    phases = []
+    everyone = np.arange(threads)
+    for load in staged:
+        rows, cols = pipeline.stage_shape(load)
+        per_row, chunks = cols // 8, rows * cols // 8
+        q = np.arange(chunks)
+        phases.append(_wavefronts((load.name, load.loc.line, _source_line(fn, load.loc.line)), "ldgsts",
+                                  executions.get(load, 0), q % threads, q // threads,
+                                  chunk_at(q // per_row, q % per_row, rows, cols), 16))
+    if op in plan.wgmma:
+        return phases
+    a, b = op.operands[0].type, op.operands[1].type
+    (m, k), n = a.shape, b.shape[1]
+    layout = plan.tensor_core[op]
+    wtm, wtn = m // layout.wm, n // layout.wn
+    warp, lane = everyone // WARP, everyone % WARP
+    warp_row, warp_col = warp // layout.wn * wtm, warp % layout.wn * wtn
+    a_stage = pipeline.operands.get((op, 0))
+    b_load, b_transposed = pipeline.operands[(op, 1)]
+    addresses, requests, threads_of = [], [], []
+
+    def ldmatrix(address, lanes):
+        addresses.append(address[lanes])
+        threads_of.append(everyone[lanes])
+        requests.append(np.full(int(lanes.sum()), len(requests)))
+    for k0 in range(0, k, 16):
+        if a_stage is not None:
+            for i in range(wtm // 16):
+                ldmatrix(chunk_at(warp_row + i * 16 + lane % 16, k0 // 8 + lane // 16, m, k), lane >= 0)
+        fragments = wtn // 8
+        for j in range(0, fragments, 2):
+            pair, col = j + 1 < fragments, warp_col + j * 8
+            if b_transposed:
+                at = chunk_at(col + (lane // 16 * 8 if pair else 0) + lane % 8, k0 // 8 + lane // 8 % 2, n, k)
+            else:
+                at = chunk_at(k0 + lane % 16, col // 8 + (lane // 16 if pair else 0), k, n)
+            ldmatrix(at, lane >= 0 if pair else lane < 16)
+    phases.append(_wavefronts(where, "ldsm", executions[op], np.concatenate(threads_of), np.concatenate(requests),
+                              np.concatenate(addresses), 16))
     return phases
 
 

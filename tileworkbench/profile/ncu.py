@@ -38,6 +38,7 @@ METRICS = {
     "shared_load_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "shared_store_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "ldmatrix_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",
+    "cp_async_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
     "shared_load_instructions": "smsp__sass_inst_executed_op_shared_ld.sum",
     "shared_store_instructions": "smsp__sass_inst_executed_op_shared_st.sum",
     "duration_ns": "gpu__time_duration.sum",
