@@ -65,8 +65,9 @@ def launch(name):
 @pytest.mark.parametrize("name", CASES)
 def test_shared_instructions_and_conflicts_are_what_ncu_counts_per_instruction(name):
     from tileworkbench.profile.ncu import NcuUnavailable, collect
+    from tileworkbench.runtime.driver import device_arch
     kernel, grid, make = CASES[name]
-    report = analyze(kernel, grid, make())
+    report = analyze(kernel, grid, make(), arch=device_arch())   # the code the launch compiles for this GPU
     try:
         (measured,) = collect([sys.executable, __file__, name], kernel=kernel.name, source_lines=False)
     except NcuUnavailable as e:

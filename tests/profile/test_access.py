@@ -242,6 +242,21 @@ def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
     assert paddings == {MMA_ROW_PADDING}
 
 
+def test_model_uses_the_pipeline_stages_swizzle():
+    # swizzled::chunk_offset in tile_pipeline.cuh, and the Python twin on the chunks of a 128-byte-row stage:
+    # chunk c of row r at c ^ (r % 8)
+    from tileworkbench.codegen import INCLUDE_DIR
+    from tileworkbench.codegen.layout import swizzled_chunk_offset
+    pipeline = (INCLUDE_DIR / "tileworkbench" / "tile_pipeline.cuh").read_text()
+    assert "const int o = r * P + k % per_panel * 16;" in pipeline
+    assert "return k / per_panel * (R * P) + (o ^ ((o >> 7) & (per_panel - 1)) << 4);" in pipeline
+    rows, cols = np.meshgrid(np.arange(16), np.arange(8), indexing="ij")
+    assert np.array_equal(swizzled_chunk_offset(rows, cols, 16, 64), rows * 128 + (cols ^ rows % 8) * 16)
+    # rows of 64 bytes: panels of 64 bytes, the pattern changes every 2 rows
+    assert swizzled_chunk_offset(3, 1, 64, 32) == 3 * 64 + (1 ^ 1) * 16
+    assert swizzled_chunk_offset(0, 8, 64, 128) == 64 * 128   # 256-byte rows: the second panel of 128 bytes
+
+
 SASS_CASES = {
     "transpose": (transpose, lambda: (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), 32)),
     "softmax": (softmax, lambda: (np.zeros((2, 1024), np.float32), np.zeros((2, 1024), np.float32), 1024)),
@@ -299,6 +314,7 @@ def test_pipelined_mma_copies_chunks_into_swizzled_stages_and_ldmatrix_reads_the
     cp_async = [(s.phase, s.executions, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops
                 if s.phase == "ldgsts"]
     assert cp_async == [("ldgsts", 64, 256 // 32, 32, 0)] * 2    # 256 chunks per tile, 4 wavefronts each
+    assert [g.cp_async for g in report.global_ops] == [True, True, False]
     ldmatrix = [(s.requests, s.conflicts) for s in report.shared_ops if s.phase == "ldsm"]
     assert ldmatrix == ([(2 * 2 * (4 + 2), 0)] if arch == "sm_80" else [])   # per k step: 4 A x4, 2 B x4.trans
     store = [s for s in report.shared_ops if s.op == "convert_layout" and s.phase == "store"]

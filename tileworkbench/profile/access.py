@@ -53,6 +53,7 @@ class GlobalAccess:
     warp_requests: list[int] = field(default_factory=list)   # per warp of the block, over all executions
     warp_sectors: list[int] = field(default_factory=list)
     block_sectors: dict[tuple[int, ...], int] = field(default_factory=dict)   # block -> sectors it moved
+    cp_async: bool = False    # copied by cp.async into an mma operand stage (Nsight Compute: op_ldgsts, not op_ld)
 
     @property
     def sectors_per_request(self) -> float:
@@ -173,6 +174,7 @@ def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = 
         if event.array is not None:
             itemsize = np.dtype(trace.arrays[event.array]["dtype"]).itemsize
             global_ops.append(_global(event, trace, itemsize, threads, vec, order))
+            global_ops[-1].cp_async = op is not None and bool(op.results) and op.results[0] in generated.plan.staged
             if order is not None and tuple(order) != tuple(range(len(order))):
                 shared_ops += _reordered(event, itemsize, threads, vec, order, skew)
         elif event.op in STAGED and op is not None:
