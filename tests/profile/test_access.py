@@ -165,6 +165,7 @@ def test_block_reduction_stores_one_partial_per_warp_and_reads_them_as_one_broad
     assert report.threads == 128 and report.unmodeled == []
     for op in ("max", "sum"):
         assert _phases(report, op) == [("store", 8, 4, 4, 0), ("load", 8, 4, 4, 0)]
+    assert {s.source for s in report.shared_ops if s.op == "max"} == {"e = ct.exp(t - ct.max(t, axis=1, keepdims=True))"}
 
 
 def test_row_sum_with_two_rows_per_warp_has_2_way_conflicts_that_the_skew_does_not_remove():

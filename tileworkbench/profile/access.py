@@ -363,23 +363,24 @@ def _op_executions(fn, trace: Trace, ops: dict) -> dict:
 
 
 def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[list[SharedAccess], list[str]]:
-    """The shared-memory phases of reductions and mma, laid out as tile_reduce.cuh and tile_mma.cuh
-    do, and (line: what) for staging the model leaves out."""
+    """The shared-memory phases the trace does not record: the generator's layout conversions,
+    reductions and mma (tile.cuh, tile_reduce.cuh, tile_mma.cuh, tile_pipeline.cuh), and (line: what)
+    for staging the model leaves out."""
     from ..codegen.layout import RowLayout
     plan, threads, vec = generated.plan, generated.threads, generated.vec
     executions = _op_executions(fn, trace, ops)
     phases, unmodeled = [], []
     for line, tile, source, target in generated.conversions:
-        runs = [n for op, n in executions.items() if op.loc is not None and op.loc.line == line]
-        if isinstance(source, RowLayout) or isinstance(target, RowLayout) or not runs:
+        on_line = [op for op in executions if op.loc is not None and op.loc.line == line]
+        if isinstance(source, RowLayout) or isinstance(target, RowLayout) or not on_line:
             unmodeled.append(f"line {line}: a layout conversion of a {'x'.join(map(str, tile.shape))} tile")
             continue
-        where = ("convert_layout", line, _source_line(fn, line))
-        phases += _conversion(where, tile, source, target, threads, vec, max(runs), skew)
+        where = ("convert_layout", line, on_line[0].loc.source_line.strip())
+        phases += _conversion(where, tile, source, target, threads, vec, max(executions[op] for op in on_line), skew)
     for op in fn.walk():
         if op.loc is None or (op.name not in REDUCTIONS and op.name not in ("mma", "scan", "cumsum", "cumprod")):
             continue
-        where = (op.name, op.loc.line, _source_line(fn, op.loc.line))
+        where = (op.name, op.loc.line, op.loc.source_line.strip())
         if op.name in REDUCTIONS and isinstance(plan.of(op.results[0]), RowLayout):
             continue   # rows of an accumulator reduce in registers
         if op not in executions:
@@ -387,7 +388,7 @@ def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[lis
         elif op.name in REDUCTIONS:
             phases += _reduction(op, where, threads, vec, executions[op], skew)
         elif op.name == "mma" and op in plan.pipelined:
-            phases += _pipelined_mma(op, where, plan, threads, executions, fn)
+            phases += _pipelined_mma(op, where, plan, threads, executions)
         elif op.name == "mma" and op in plan.tensor_core:
             phases += _tensor_core_mma(op, where, plan, threads, vec, executions[op])
         elif op.name == "mma":
@@ -395,12 +396,6 @@ def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[lis
         else:
             unmodeled.append(f"line {op.loc.line}: {op.name} (a scan's passes through shared memory)")
     return phases, unmodeled
-
-
-def _source_line(fn, line: int) -> str:
-    lines = fn.source.splitlines()
-    k = line - fn.first_line
-    return lines[k].strip() if 0 <= k < len(lines) else ""
 
 
 def _reduced_positions(shape, axes) -> np.ndarray:
@@ -487,7 +482,7 @@ def _conversion(where, tile, source, target, threads, vec, executions, skew) -> 
     return phases
 
 
-def _pipelined_mma(op, where, plan, threads, executions, fn) -> list[SharedAccess]:
+def _pipelined_mma(op, where, plan, threads, executions) -> list[SharedAccess]:
     """A software-pipelined mma (tile_pipeline.cuh): each staged operand load copies its tile by
     cp.async, thread t taking 16-byte chunks t, t + threads, ... into the swizzled stage ("ldgsts",
     once per execution of the load); mma.sync then reads its fragments with ldmatrix from the stages
@@ -501,7 +496,7 @@ def _pipelined_mma(op, where, plan, threads, executions, fn) -> list[SharedAcces
         rows, cols = pipeline.stage_shape(load)
         per_row, chunks = cols // 8, rows * cols // 8
         q = np.arange(chunks)
-        phases.append(_wavefronts((load.name, load.loc.line, _source_line(fn, load.loc.line)), "ldgsts",
+        phases.append(_wavefronts((load.name, load.loc.line, load.loc.source_line.strip()), "ldgsts",
                                   executions.get(load, 0), q % threads, q // threads,
                                   chunk_at(q // per_row, q % per_row, rows, cols), 16))
     if op in plan.wgmma:
