@@ -116,7 +116,7 @@ CASES = {
     "mma_tensor_core": (half_mma, (1024,), lambda: (_f32(1024 * 64, 32).astype(np.float16),
                                                     _f32(32, 64).astype(np.float16),
                                                     np.zeros((1024 * 64, 64), np.float32))),
-    # K loop: operands by cp.async into swizzled stages, wgmma on the H100; the f16 accumulator's
+    # K loop: operands by TMA into swizzled stages, wgmma on the H100; the f16 accumulator's
     # conversion for its store (4-way conflicts on the stores)
     "matmul_f16_pipelined": (matmul, (16, 16), lambda: (_f32(1024, 1024).astype(np.float16),
                                                         _f32(1024, 1024).astype(np.float16),
@@ -147,7 +147,7 @@ def launch(name: str):
 def _model(report) -> dict:
     def per_request(kind):
         ops = [g for g in report.global_ops
-               if (g.op in ("store", "scatter", "store_adv")) == (kind == "st") and not g.cp_async]
+               if (g.op in ("store", "scatter", "store_adv")) == (kind == "st") and g.copied_by is None]
         requests = sum(g.requests for g in ops)
         return sum(g.sectors for g in ops) / requests if requests else None
 

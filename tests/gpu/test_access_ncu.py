@@ -46,7 +46,7 @@ CASES = {
                                                              np.zeros((128, 128), np.float32), 64, 64, 32)),
     "half_mma": (half_mma, (4,), lambda: (_rng(256, 32, dtype=np.float16), _rng(32, 64, dtype=np.float16),
                                           np.zeros((256, 64), np.float32))),
-    # cp.async stages and ldmatrix (sm_80 path) or wgmma (sm_90a); its loop also issues dummy shared
+    # cp.async stages and ldmatrix (sm_80) or TMA stages and wgmma (sm_90a); a cp.async loop also issues dummy shared
     # loads the model does not count (LDS RZ, [RZ]), so only its conflicts are compared
     "pipelined_matmul": (matmul, (4, 4), lambda: (_rng(256, 128, dtype=np.float16), _rng(128, 256, dtype=np.float16),
                                                   np.zeros((256, 256), np.float16), 64, 64, 32)),

@@ -302,22 +302,24 @@ def test_mma_layout_elements_give_each_lane_the_fragment_places_tile_mma_describ
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_pipelined_mma_copies_chunks_into_swizzled_stages_and_ldmatrix_reads_them_without_conflicts(arch):
-    # f16 matmul, 64x64x32 tiles, 16 blocks of 4 K steps. A's stage is 64 rows of 64 bytes: chunk c of
-    # row r at 16-byte unit 4r + (c ^ (r / 2 % 4)); a warp's 32 consecutive chunks fill 8 whole rows:
-    # 512 contiguous bytes, 4 wavefronts per cp.async (the ideal). ldmatrix reads 8 rows of one chunk
-    # column: units 4r + (c ^ (r / 2 % 4)) fall in 8 distinct bank groups. sm_90 takes wgmma, which
-    # reads the stages through descriptors (no shared loads). The accumulator (f16 after the cast) then
-    # goes through shared memory for the store, 4-way conflicted as for f32.
+    # f16 matmul, 64x64x32 tiles, 16 blocks of 4 K steps. sm_80: cp.async and mma.sync. A's stage is 64
+    # rows of 64 bytes: chunk c of row r at 16-byte unit 4r + (c ^ (r / 2 % 4)); a warp's 32
+    # consecutive chunks fill 8 whole rows: 512 contiguous bytes, 4 wavefronts per cp.async (the
+    # ideal). ldmatrix reads 8 rows of one chunk column: units 4r + (c ^ (r / 2 % 4)) fall in 8
+    # distinct bank groups. sm_90: TMA fills the stages and wgmma reads them through descriptors (no
+    # thread's shared access). Either way the accumulator (f16 after the cast) then goes through
+    # shared memory for the store, 4-way conflicted as for f32.
     rng = np.random.default_rng(0)
     a, b = rng.random((256, 128)).astype(np.float16), rng.random((128, 256)).astype(np.float16)
     c = np.zeros((256, 256), np.float16)
     report = analyze(matmul, (4, 4), (a, b, c, 64, 64, 32), arch=arch)
+    hopper = arch == "sm_90"
     cp_async = [(s.phase, s.executions, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops
                 if s.phase == "ldgsts"]
-    assert cp_async == [("ldgsts", 64, 256 // 32, 32, 0)] * 2    # 256 chunks per tile, 4 wavefronts each
-    assert [g.cp_async for g in report.global_ops] == [True, True, False]
+    assert cp_async == ([] if hopper else [("ldgsts", 64, 256 // 32, 32, 0)] * 2)  # 256 chunks per tile, 4 wavefronts each
+    assert [g.copied_by for g in report.global_ops] == ["tma" if hopper else "cp.async"] * 2 + [None]
     ldmatrix = [(s.requests, s.conflicts) for s in report.shared_ops if s.phase == "ldsm"]
-    assert ldmatrix == ([(2 * 2 * (4 + 2), 0)] if arch == "sm_80" else [])   # per k step: 4 A x4, 2 B x4.trans
+    assert ldmatrix == ([] if hopper else [(2 * 2 * (4 + 2), 0)])   # per warp and k step: 4 A x4, 2 B x4.trans
     store = [s for s in report.shared_ops if s.op == "convert_layout" and s.phase == "store"]
     assert [(s.requests, s.ways) for s in store] == [(64 * 64 // 32, 4.0)]   # a request per register per warp
     np.testing.assert_allclose(c, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16), rtol=2e-3)

@@ -53,7 +53,9 @@ class GlobalAccess:
     warp_requests: list[int] = field(default_factory=list)   # per warp of the block, over all executions
     warp_sectors: list[int] = field(default_factory=list)
     block_sectors: dict[tuple[int, ...], int] = field(default_factory=dict)   # block -> sectors it moved
-    cp_async: bool = False    # copied by cp.async into an mma operand stage (Nsight Compute: op_ldgsts, not op_ld)
+    # how an mma operand stage is filled: "cp.async" (Nsight Compute: op_ldgsts, not op_ld) or "tma"
+    # (no load instruction per thread at all); None: loaded into registers
+    copied_by: str | None = None
 
     @property
     def sectors_per_request(self) -> float:
@@ -174,7 +176,8 @@ def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = 
         if event.array is not None:
             itemsize = np.dtype(trace.arrays[event.array]["dtype"]).itemsize
             global_ops.append(_global(event, trace, itemsize, threads, vec, order))
-            global_ops[-1].cp_async = op is not None and bool(op.results) and op.results[0] in generated.plan.staged
+            pipeline = generated.plan.staged.get(op.results[0]) if op is not None and op.results else None
+            global_ops[-1].copied_by = None if pipeline is None else "tma" if pipeline.tma else "cp.async"
             if order is not None and tuple(order) != tuple(range(len(order))):
                 shared_ops += _reordered(event, itemsize, threads, vec, order, skew)
         elif event.op in STAGED and op is not None:
@@ -485,14 +488,15 @@ def _conversion(where, tile, source, target, threads, vec, executions, skew) -> 
 def _pipelined_mma(op, where, plan, threads, executions) -> list[SharedAccess]:
     """A software-pipelined mma (tile_pipeline.cuh): each staged operand load copies its tile by
     cp.async, thread t taking 16-byte chunks t, t + threads, ... into the swizzled stage ("ldgsts",
-    once per execution of the load); mma.sync then reads its fragments with ldmatrix from the stages
-    ("ldsm"). wgmma reads the stages through descriptors, not as shared loads: nothing to count."""
+    once per execution of the load), or by TMA (tile_tma.cuh: the copy engine writes the stage, no
+    thread does); mma.sync then reads its fragments with ldmatrix from the stages ("ldsm"). wgmma
+    reads the stages through descriptors, not as shared loads: nothing to count."""
     from ..codegen.layout import swizzled_chunk_offset as chunk_at
     pipeline = plan.pipelined[op]
     staged = {load: transposed for (mma, _), (load, transposed) in pipeline.operands.items() if mma is op}
     phases = []
     everyone = np.arange(threads)
-    for load in staged:
+    for load in [] if pipeline.tma else staged:
         rows, cols = pipeline.stage_shape(load)
         per_row, chunks = cols // 8, rows * cols // 8
         q = np.arange(chunks)
