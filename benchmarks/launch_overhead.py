@@ -5,13 +5,20 @@
 
 Back to back: microseconds per launch of an empty kernel (one array argument; also one with an array
 and float16/bfloat16/float32/int scalars), best of 5 rounds of --launches launches, the stream
-synchronized once per round. On a GPU tileworkbench runs with PyTorch tensors and with CuPy arrays,
-beside CuPy's RawKernel and, where `cuda.tile` imports, cuTile, on the same tensor.
+synchronized once per round (with --mock-driver timed on the thread's CPU clock). On a GPU
+tileworkbench runs with PyTorch tensors and with CuPy arrays, beside CuPy's RawKernel and, where
+`cuda.tile` imports, cuTile, on the same tensor. Two more rows
+split tileworkbench's time: the launcher with the driver call replaced by a Python no-op (its Python
+side on this machine, real tensors included), and the launcher's cuLaunchKernelEx alone through
+ctypes with the buffer as the last launch packed it (the floor of any ctypes launch).
 
 First launch: a new process (PyTorch imported and a tensor made before the clock, as a user's program
 has them) times `import tileworkbench.tile` and `tileworkbench.kernels`, then the first launch of
-vector_add up to a synchronize. It runs twice on one fresh cache folder; the second run is the
-warm-disk-cache first launch. Median of --samples pairs.
+vector_add up to a synchronize. Each sample runs it three times on a fresh kernel cache and a fresh
+bytecode cache (PYTHONPYCACHEPREFIX): cold (NVRTC compiles, Python compiles the package's source),
+warm (both read from disk: an installed package's state on its second run), and warm kernel cache
+without bytecode (PYTHONDONTWRITEBYTECODE, as in an environment that never writes .pyc files, where
+every import compiles the source). Medians of --samples.
 
 With --mock-driver nothing touches a GPU: stand-in `cupy` and `torch` modules answer the runtime's
 device questions, load nothing and launch nothing (the driver calls are no-ops), and arrays are
@@ -32,7 +39,6 @@ import tempfile
 import time
 import types
 
-import ml_dtypes
 import numpy as np
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
@@ -82,8 +88,8 @@ class StandInTorchTensor:
     def data_ptr(self):
         return self._ptr
 
-    def stride(self, d):
-        return self._strides[d]
+    def stride(self, d=None):
+        return self._strides if d is None else self._strides[d]
 
 
 class StandInStream:
@@ -129,7 +135,7 @@ class StandInDriver:
         function._obj.value = 0x2000
         return 0
 
-    def cuLaunchKernel(self, *args):  # the hot call: not recorded, as cheap as a Python call gets
+    def cuLaunchKernelEx(self, config, function, params, extra):  # the hot call: not recorded
         return 0
 
     def cuGetErrorName(self, status, name):
@@ -156,16 +162,19 @@ def install_stand_in_driver() -> StandInDriver:
 
 # ---- back to back -----------------------------------------------------------------------------------
 
-def per_launch_us(launch, synchronize, launches: int, rounds: int = 5) -> float:
+def per_launch_us(launch, synchronize, launches: int, rounds: int = 5, clock=time.perf_counter) -> float:
+    """Best of `rounds`, in microseconds per launch, on `clock` (the wall clock for a GPU, whose work
+    runs beside the host's; a stand-in driver's launches are all host work, so the thread's CPU clock
+    there, which other processes on a shared machine do not move)."""
     launch()
     synchronize()
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(launches):
             launch()
         synchronize()
-        best = min(best, (time.perf_counter() - start) / launches * 1e6)
+        best = min(best, (clock() - start) / launches * 1e6)
     return best
 
 
@@ -191,11 +200,43 @@ def tileworkbench_cases(mock: bool):
         import torch
         torch_x, stream, sync = torch.zeros(128, device="cuda"), torch.cuda.current_stream(), torch.cuda.synchronize
         cupy_x = cupy.asarray(torch_x)
+    import ml_dtypes  # here, not at the top: the first-launch probe imports this module and times the rest
     scalars = (torch_x, np.float16(1.5), ml_dtypes.bfloat16(1.5), 2.5, 7)
+    ct.launch(stream, (1,), empty, (torch_x,))
+    launcher = empty.last_launcher  # the PyTorch tensor's
     yield "tileworkbench, 1 PyTorch tensor", lambda: ct.launch(stream, (1,), empty, (torch_x,)), sync
     yield "tileworkbench, 1 CuPy array", lambda: ct.launch(stream, (1,), empty, (cupy_x,)), sync
     yield ("tileworkbench, tensor + f16, bf16, f32, int scalars",
            lambda: ct.launch(stream, (1,), empty_scalars, scalars), sync)
+    if not mock:  # with the stand-in driver the first row is the Python side already
+        yield "  of which Python: 1 PyTorch tensor, driver call a no-op", *python_side(empty, stream, torch_x, sync)
+        yield "  of which the driver: cuLaunchKernelEx via ctypes, prepacked", *driver_alone(launcher), sync
+
+
+def python_side(kernel, stream, x, sync):
+    """ct.launch of `kernel` by a launcher whose driver call is a Python no-op."""
+    import tileworkbench.tile as ct
+    from tileworkbench.runtime import driver, launch
+    real = driver.launch_kernel_function
+    driver.launch_kernel_function = lambda: lambda config, function, params, extra: 0
+    try:
+        fn = kernel.specialize((x,))
+        no_op = launch.Launcher(fn, launch.load(fn), (x,), 0)
+    finally:
+        driver.launch_kernel_function = real
+    twin = ct.kernel(kernel.__wrapped__)  # its own last launcher: the real one stays with `kernel`
+    twin.last_launcher = no_op
+    return (lambda: ct.launch(stream, (1,), twin, (x,))), sync
+
+
+def driver_alone(launcher):
+    """The launcher's own cuLaunchKernelEx call with its buffer as the last launch left it."""
+    import ctypes
+
+    from tileworkbench.runtime import driver
+    call, function = driver.launch_kernel_function(), ctypes.c_void_p(launcher.function)
+    buffer, params = launcher.buffer, launcher.params
+    return (lambda: call(buffer, function, params, None),)
 
 
 def peer_cases():
@@ -248,37 +289,50 @@ print(json.dumps({{"import_ms": (imported - start) * 1e3, "launch_ms": (done - i
 """
 
 
+# The runs of one sample, in order on one kernel cache: (name, whether Python writes and reads bytecode)
+_FIRST_LAUNCH_RUNS = (("cold (kernel and bytecode caches empty)", True),
+                      ("warm disk caches (kernel and bytecode)", True),
+                      ("warm kernel cache, no bytecode", False))
+
+
 def first_launch(samples: int, mock: bool) -> dict:
-    """Median (import ms, first-launch ms) of a new process, cold cache and warm disk cache."""
+    """Median (import ms, first-launch ms) of a new process in each run of _FIRST_LAUNCH_RUNS."""
     script = _FIRST_LAUNCH.format(repo=REPO, mock=mock, benchmarks=os.path.dirname(os.path.abspath(__file__)))
-    cold, warm = [], []
+    runs: dict = {name: [] for name, _ in _FIRST_LAUNCH_RUNS}
+    environment = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     for _ in range(samples):
-        with tempfile.TemporaryDirectory(prefix="launch_cache_") as cache:
-            env = dict(os.environ, TILEWORKBENCH_CACHE_DIR=cache)
-            for runs in (cold, warm):
+        with tempfile.TemporaryDirectory(prefix="launch_cache_") as cache, \
+                tempfile.TemporaryDirectory(prefix="launch_pyc_") as bytecode, \
+                tempfile.TemporaryDirectory(prefix="launch_no_pyc_") as no_bytecode:
+            for name, written in _FIRST_LAUNCH_RUNS:
+                env = dict(environment, TILEWORKBENCH_CACHE_DIR=cache,
+                           PYTHONPYCACHEPREFIX=bytecode if written else no_bytecode)
+                if not written:
+                    env["PYTHONDONTWRITEBYTECODE"] = "1"
                 done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                                       check=True)
-                runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-
-    def median(runs, field):
-        return statistics.median(r[field] for r in runs)
-    for run in cold + warm:
-        run["total_ms"] = run["import_ms"] + run["launch_ms"]
-    result = {f"{name}: {field}": median(runs, field) for name, runs in (("cold cache", cold), ("warm disk cache", warm))
-              for field in ("import_ms", "launch_ms", "total_ms")}
+                runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    result = {}
+    for name, state_runs in runs.items():
+        for run in state_runs:
+            run["total_ms"] = run["import_ms"] + run["launch_ms"]
+        for field in ("import_ms", "launch_ms", "total_ms"):
+            result[f"{name}: {field}"] = statistics.median(r[field] for r in state_runs)
     if not mock:  # which libraries a first launch imported (torch is the probe's own)
-        result["warm modules"] = sorted({m.split(".")[0] for m in warm[-1]["modules"]} & set(_WATCHED))
+        warm = runs["warm disk caches (kernel and bytecode)"][-1]
+        result["warm modules"] = sorted({m.split(".")[0] for m in warm["modules"]} & set(_WATCHED))
     return result
 
 
-_WATCHED = ("cupy", "torch", "IPython", "ipywidgets", "anywidget", "matplotlib", "cuda")
+_WATCHED = ("cupy", "torch", "ml_dtypes", "IPython", "ipywidgets", "anywidget", "matplotlib", "cuda")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mock-driver", action="store_true", help="no GPU: stand-in driver, Python side only")
     parser.add_argument("--launches", type=int, default=20000)
-    parser.add_argument("--samples", type=int, default=5, help="new-process first launches (pairs)")
+    parser.add_argument("--samples", type=int, default=5,
+                        help="new-process first launches (each: cold, warm, warm without bytecode)")
     args = parser.parse_args(argv)
     sys.path.insert(0, REPO)
     if args.mock_driver:
@@ -288,7 +342,8 @@ def main(argv=None) -> None:
     if not args.mock_driver:
         cases += list(peer_cases())
     for name, launch, synchronize in cases:
-        print(f"  {name:60s} {per_launch_us(launch, synchronize, args.launches):7.2f}")
+        clock = time.thread_time if args.mock_driver else time.perf_counter
+        print(f"  {name:60s} {per_launch_us(launch, synchronize, args.launches, clock=clock):7.2f}")
     print("first launch of a new process, ms (median):")
     for name, value in first_launch(args.samples, args.mock_driver).items():
         print(f"  {name:60s} {value if isinstance(value, list) else f'{value:7.1f}'}")

@@ -94,9 +94,13 @@ def normalize_grid(grid) -> tuple[int, int, int]:
     """A grid of 1-3 positive ints as (x, y, z)."""
     if type(grid) is tuple:  # launch loops repeat their grids
         known = _valid_grids.get(grid)
-        # (1.0,) and (True,) equal (1,) as dict keys: only plain ints may take the cached answer
-        if known is not None and _plain_ints(grid):
-            return known
+        if known is not None:
+            # (1.0,) and (True,) equal (1,) as dict keys: only plain ints may take the cached answer
+            for value in grid:  # inline, not a call: launches pass here every time
+                if type(value) is not int:
+                    break
+            else:
+                return known
     if not isinstance(grid, tuple):
         raise ArgumentTypeError(f"Grid must be a tuple, got {type(grid).__name__}")
     if len(grid) > 3:

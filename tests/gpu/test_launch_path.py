@@ -3,6 +3,7 @@ tensors), streams, scalars packed to their bits, and the driver's refusals."""
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -101,3 +102,63 @@ def test_a_thread_that_never_used_cuda_launches_a_kernel_launched_before():
     assert errors == []
     cupy.cuda.Device().synchronize()
     np.testing.assert_array_equal(c.get(), 2 * a.get())
+
+
+@ct.kernel
+def _copy_tiles(x, y, TILE: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (TILE, TILE)))
+
+
+@pytest.mark.gpu
+def test_one_launcher_reads_each_tensors_shape_and_strides_anew():
+    torch = pytest.importorskip("torch")
+    stream = torch.cuda.current_stream()
+    for rows, cols, transposed in ((64, 32, False), (32, 96, True), (128, 64, True), (16, 16, False)):
+        base = torch.randn(cols, rows, device="cuda") if transposed else torch.randn(rows, cols, device="cuda")
+        x = base.t() if transposed else base  # a transposed view: strides (1, rows)
+        y = torch.zeros(rows, cols, device="cuda")
+        ct.launch(stream, (rows // 16, cols // 16), _copy_tiles, (x, y, 16))
+        torch.cuda.synchronize()
+        assert torch.equal(y, x), (rows, cols, transposed)
+    assert len(_copy_tiles.launchers) == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("f", [float.fromhex("0x1.fffffefffffffp+127"), float.fromhex("0x1.ffffffp+127"), 1e-46,
+                               1.0 + 2.0**-24, np.float32(0.1), -0.0])
+def test_float_scalars_arrive_as_numpy_rounds_them_to_float32(f):
+    cupy = pytest.importorskip("cupy")
+    x = cupy.zeros(256, cupy.float32)
+    h, b = np.float16(0), ml_dtypes.bfloat16(0)
+    with np.errstate(over="ignore"):
+        expected = np.float32(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow warning, where it rounds to inf
+        ct.launch(0, (2,), _fill, (x, h, b, f, 0, 128))
+    np.testing.assert_array_equal(x.get(), np.full(256, expected, np.float32))
+
+
+@pytest.mark.gpu
+def test_threads_launching_one_kernel_at_once_each_launch_their_own_arguments():
+    import threading
+    torch = pytest.importorskip("torch")
+    inputs = [torch.full((4096,), float(k), device="cuda") for k in range(8)]
+    outputs = [torch.zeros(4096, device="cuda") for _ in range(8)]
+    ct.launch(0, (4,), vector_add, (inputs[0], inputs[0], outputs[0], 1024))
+    errors = []
+
+    def launch_many(k):
+        try:
+            for _ in range(300):
+                ct.launch(0, (4,), vector_add, (inputs[k], inputs[k], outputs[k], 1024))
+        except Exception as e:  # reported on the test's thread
+            errors.append(e)
+    threads = [threading.Thread(target=launch_many, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    torch.cuda.synchronize()
+    assert errors == []
+    assert all(torch.equal(out, 2 * inp) for inp, out in zip(inputs, outputs))

@@ -1,6 +1,7 @@
 """The driver layer and what a launch imports, without a GPU: libcuda is a stand-in that records
 its calls (benchmarks/launch_overhead.py's, which the benchmark's no-GPU mode uses too)."""
 import os
+import struct
 import subprocess
 import sys
 import types
@@ -84,20 +85,25 @@ def _launcher(libcuda, args):
     return Launcher(fn, gpu, args, device=0)
 
 
-def test_the_default_stream_goes_to_the_driver_as_a_null_pointer(libcuda):
+def _configuration(config) -> tuple:
+    """(grid x, y, z, block x, y, z, shared bytes, stream) of the CUlaunchConfig a launch passed."""
+    return struct.unpack_from("=7I4xQ", config)
+
+
+def test_the_launch_configuration_reaches_the_driver_with_the_stream_as_given(libcuda):
     launches = []
-    libcuda.cuLaunchKernel = lambda *call: launches.append(call) or 0
+    libcuda.cuLaunchKernelEx = lambda config, *call: launches.append((_configuration(config), *call)) or 0
     x = _DeviceArray(16)
     launcher = _launcher(libcuda, (x,))
     launcher(0, (2, 1, 1), (x,))
-    launcher(0x99, (2, 1, 1), (x,))
-    assert [call[8] for call in launches][0] is None and launches[1][8].value == 0x99
-    assert [call[1:8] for call in launches] == [(2, 1, 1, 64, 1, 1, 0)] * 2
+    launcher(0x99, (2, 3, 1), (x,))
+    assert [call[0] for call in launches] == [(2, 1, 1, 64, 1, 1, 0, 0), (2, 3, 1, 64, 1, 1, 0, 0x99)]
+    assert [(function.value, extra) for _, function, _, extra in launches] == [(0x2000, None)] * 2
 
 
 def test_with_one_device_a_thread_without_a_context_gets_one_and_launches(libcuda):
     results, contexts = [driver.CUDA_ERROR_INVALID_CONTEXT, 0], []
-    libcuda.cuLaunchKernel = lambda *call: results.pop(0)
+    libcuda.cuLaunchKernelEx = lambda *call: results.pop(0)
     libcuda.cuCtxGetDevice = lambda device: contexts.append(device) or 0
     x = _DeviceArray(16)
     launcher = _launcher(libcuda, (x,))
@@ -109,7 +115,7 @@ def test_with_one_device_a_thread_without_a_context_gets_one_and_launches(libcud
 def test_with_several_devices_a_launcher_takes_only_its_own(libcuda, monkeypatch):
     monkeypatch.setattr(driver, "device_count", lambda: 2)
     launches, current = [], [0]
-    libcuda.cuLaunchKernel = lambda *call: launches.append(call) or 0
+    libcuda.cuLaunchKernelEx = lambda *call: launches.append(call) or 0
     monkeypatch.setattr(driver, "current_device", lambda: current[0])
     x = _DeviceArray(16)
     launcher = _launcher(libcuda, (x,))
@@ -120,7 +126,7 @@ def test_with_several_devices_a_launcher_takes_only_its_own(libcuda, monkeypatch
 
 
 def test_a_launch_the_driver_refuses_names_the_error_and_the_configuration(libcuda):
-    libcuda.cuLaunchKernel = lambda *call: 1
+    libcuda.cuLaunchKernelEx = lambda *call: 1
     x = _DeviceArray(16)
     with pytest.raises(LaunchError, match=r"CUDA_ERROR_INVALID_VALUE(.|\n)*grid \(3, 1, 1\), 64 threads"):
         _launcher(libcuda, (x,))(0, (3, 1, 1), (x,))
@@ -132,9 +138,11 @@ def _python(code: str, **env) -> str:
                           check=True, cwd=REPO).stdout
 
 
-# What a GPU launch does not need: array frameworks, the notebook stack, the interpreter.
-_NOT_FOR_LAUNCHING = ("cupy", "torch", "IPython", "ipywidgets", "anywidget", "matplotlib", "tqdm",
-                      "tileworkbench.interp", "tileworkbench.widgets", "tileworkbench.profile", "tileworkbench.magic")
+# What a GPU launch does not need: array frameworks, the notebook stack, the interpreter, and (for
+# arrays of NumPy's own dtypes) ml_dtypes.
+_NOT_FOR_LAUNCHING = ("cupy", "torch", "ml_dtypes", "IPython", "ipywidgets", "anywidget", "matplotlib", "tqdm",
+                      "tileworkbench.interp", "tileworkbench.widgets", "tileworkbench.profile", "tileworkbench.magic",
+                      "tileworkbench.tile.tune")
 
 
 def _loaded(modules: str, prefixes) -> list[str]:

@@ -4,14 +4,17 @@ import ctypes
 import struct
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.ir.types import bfloat16, bool_, float16, float32, int8, int64, uint16
+from tileworkbench.errors import ArgumentValueError
+from tileworkbench.ir.types import bfloat16, bool_, float16, float32, float64, int8, int64, uint16
 from tileworkbench.runtime.arrays import stream_handle
-from tileworkbench.runtime.launch import Launcher, _parameter_buffer, _scalar_expression
+from tileworkbench.runtime.launch import (LAUNCH_CONFIG, LAUNCH_CONFIG_BYTES, Launcher, _launch_buffer,
+                                          _scalar_expression)
 
 CTYPES = {"Q": ctypes.c_uint64, "i": ctypes.c_int32, "e": ctypes.c_uint16, "H": ctypes.c_uint16,
           "q": ctypes.c_int64, "?": ctypes.c_bool, "b": ctypes.c_int8, "d": ctypes.c_double, "f": ctypes.c_float}
@@ -20,30 +23,51 @@ CTYPES = {"Q": ctypes.c_uint64, "i": ctypes.c_int32, "e": ctypes.c_uint16, "H": 
 @pytest.mark.parametrize("codes", [["Q", "i", "i"], ["Q", "i", "e", "q", "?", "Q", "i", "i", "i", "i"],
                                    ["b", "d", "H", "f", "Q"], ["?"]])
 def test_parameters_sit_where_a_c_struct_puts_them(codes):
-    """CUDA lays kernel parameters out at their natural alignment, as a C struct does."""
-    struct_, buffer, params = _parameter_buffer(codes)
+    """CUDA lays kernel parameters out at their natural alignment, as a C struct does; they follow
+    the launch configuration in the launcher's buffer."""
+    struct_, buffer, params = _launch_buffer(codes)
 
     class Params(ctypes.Structure):
         _fields_ = [(f"p{k}", CTYPES[c]) for k, c in enumerate(codes)]
-    base = ctypes.addressof(buffer)
+    base = ctypes.addressof(buffer) + LAUNCH_CONFIG_BYTES
     assert [p - base for p in params] == [getattr(Params, f"p{k}").offset for k in range(len(codes))]
-    assert struct_.size <= ctypes.sizeof(Params) <= len(buffer)
+    assert struct_.size - LAUNCH_CONFIG_BYTES <= ctypes.sizeof(Params) <= len(buffer) - LAUNCH_CONFIG_BYTES
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig as cuda.h declares it."""
+    _fields_ = [(name, ctypes.c_uint) for name in ("gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY",
+                                                  "blockDimZ", "sharedMemBytes")] + [
+        ("hStream", ctypes.c_void_p), ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
+
+
+def test_the_launch_configuration_is_laid_out_as_cuda_h_declares_it():
+    struct_, buffer, _ = _launch_buffer(["Q"])
+    buffer.raw = b"\xff" * len(buffer)  # the configuration's padding and attributes are written too
+    struct_.pack_into(buffer, 0, 7, 8, 9, 128, 1, 1, 4096, 0xABCDEF, 0x1234)
+    config = LaunchConfig.from_buffer(buffer)
+    assert ctypes.sizeof(LaunchConfig) == LAUNCH_CONFIG_BYTES == struct.calcsize("=" + LAUNCH_CONFIG)
+    assert [getattr(config, name) for name, _ in LaunchConfig._fields_] == [7, 8, 9, 128, 1, 1, 4096, 0xABCDEF,
+                                                                           None, 0]
 
 
 def test_packed_values_read_back_through_the_parameter_pointers():
-    struct_, buffer, params = _parameter_buffer(["Q", "i", "i", "q"])
-    struct_.pack_into(buffer, 0, 0xDEADBEEF000, 7, -3, -2**40)
+    struct_, buffer, params = _launch_buffer(["Q", "i", "i", "q"])
+    struct_.pack_into(buffer, 0, *CONFIG, 0xDEADBEEF000, 7, -3, -2**40)
     read = [ctypes.c_uint64.from_address(params[0]).value, ctypes.c_int32.from_address(params[1]).value,
             ctypes.c_int32.from_address(params[2]).value, ctypes.c_int64.from_address(params[3]).value]
     assert read == [0xDEADBEEF000, 7, -3, -2**40]
 
 
+CONFIG = (1, 1, 1, 32, 1, 1, 0, 0)  # grid, block, shared bytes, stream
+
+
 def _packed(dtype, value) -> bytes:
     env = {}
-    code, expression = _scalar_expression("x", dtype, env)
-    struct_, buffer, _ = _parameter_buffer([code])
-    struct_.pack_into(buffer, 0, eval(expression, env, {"x": value}))
-    return buffer.raw[:dtype.itemsize]
+    code, expression = _scalar_expression("x", dtype, value, env)
+    struct_, buffer, _ = _launch_buffer([code])
+    struct_.pack_into(buffer, 0, *CONFIG, eval(expression, env, {"x": value}))
+    return buffer.raw[LAUNCH_CONFIG_BYTES:LAUNCH_CONFIG_BYTES + dtype.itemsize]
 
 
 @pytest.mark.parametrize("dtype, value, bits", [
@@ -56,7 +80,37 @@ def test_float32_scalars_round_as_numpy_does():
     assert np.frombuffer(_packed(float32, 0.1), np.float32)[0] == np.float32(0.1)
     with pytest.warns(RuntimeWarning, match="overflow"):
         assert np.frombuffer(_packed(float32, 1e39), np.float32)[0] == np.inf
-    assert _scalar_expression("x", int64, {})[0] == "q"
+    assert _scalar_expression("x", int64, 5, {})[0] == "q"
+
+
+_FLOAT32_TIE = float.fromhex("0x1.ffffffp+127")  # halfway from the largest float32 to 2**128: rounds to inf
+_FLOAT32_EDGES = [_FLOAT32_TIE, np.nextafter(_FLOAT32_TIE, 0), np.nextafter(_FLOAT32_TIE, np.inf),
+                  float(np.finfo(np.float32).max), 1e39, 1e-46,
+                  1.0 + 2.0**-24, 1.0 + 3 * 2.0**-24, -0.0, float("nan"), float("inf")]
+
+
+@pytest.mark.parametrize("value", _FLOAT32_EDGES + [-v for v in _FLOAT32_EDGES])
+def test_python_floats_pack_to_the_float32_numpy_rounds_them_to(value):
+    with np.errstate(over="ignore"):
+        expected = np.float32(value).tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert _packed(float32, value) == expected
+
+
+def test_random_python_floats_pack_as_numpy_rounds_them():
+    values = np.random.default_rng(0).standard_normal(2000) * 2.0 ** np.random.default_rng(1).integers(-150, 129, 2000)
+    for value in values.tolist():
+        with np.errstate(over="ignore"):
+            assert _packed(float32, value) == np.float32(value).tobytes(), value
+
+
+@pytest.mark.parametrize("value", [np.float16(1.5), np.float16(-np.inf), np.float32(0.1), np.float32(np.nan),
+                                   np.float64(0.1), np.float64(-0.0)])
+def test_numpy_scalars_of_the_parameter_dtype_pack_unconverted(value):
+    dtype = {np.float16: float16, np.float32: float32, np.float64: float64}[type(value)]
+    assert _scalar_expression("x", dtype, value, {})[1] == "x"
+    assert _packed(dtype, value) == value.tobytes()
 
 
 class _Memory:
@@ -128,9 +182,11 @@ def test_tensor_maps_are_packed_after_the_other_parameters_64_byte_aligned(launc
     launcher(0, (2, 2, 1), args)
     assert calls == [("float16", 0x1000, (256, 192), (192, 1), (128, 64), 128),
                      ("float16", 0x2000, (192, 512), (512, 1), (64, 64), 128)]
-    base = ctypes.addressof(launcher.buffer)
-    *_, map_a, map_b = [p - base for p in launcher.params]
-    assert map_a % 64 == 0 and map_b % 64 == 0 and map_a >= struct.calcsize("=" + "Qiiii" * 3)
+    start = ctypes.addressof(launcher.buffer)
+    *_, map_a, map_b = [p - start for p in launcher.params]
+    first = LAUNCH_CONFIG_BYTES  # the parameters start after the launch configuration
+    assert (map_a - first) % 64 == 0 and (map_b - first) % 64 == 0
+    assert map_a - first >= struct.calcsize("=" + "Qiiii" * 3)
     assert launcher.buffer.raw[map_a:map_a + 128] == b"\x01" * 128
     assert launcher.buffer.raw[map_b:map_b + 128] == b"\x02" * 128
     assert len(launches) == 1
@@ -153,19 +209,21 @@ def test_arrays_no_tensor_map_describes_launch_the_variant_without_tma(launches,
     launcher(0, (2, 2, 1), args)
     assert loaded == [("sm_90", False)]  # loaded once, on first need
     assert not launcher.fallback.gpu.generated.tensor_maps
-    assert [call[0].value for call in launches] == [2, 2]  # both launches ran the variant
+    assert [call[1].value for call in launches] == [2, 2]  # both launches ran the variant
 
 
 def test_launcher_packs_pointer_shape_strides_and_scalars_in_parameter_order(launches):
     x, y = _CupyArray((64, 48), ptr=0x1000), _CupyArray((64, 48), ptr=0x2000)
     launcher = _launcher((x, y, 2.5, 16))
     launcher(0x77, (3, 1, 1), (x, y, 2.5, 16))
-    fields = struct.unpack("=" + "Qiiii" * 2 + "f", launcher.buffer.raw[:launcher.struct.size])
+    fields = struct.unpack_from("=" + "Qiiii" * 2 + "f", launcher.buffer, LAUNCH_CONFIG_BYTES)
     assert fields == (0x1000, 64, 48, 48, 1, 0x2000, 64, 48, 48, 1, 2.5)
     (call,) = launches
-    function, *dims, stream, params, extra = call
-    assert (function.value, *dims, stream.value) == (1, 3, 1, 1, 128, 1, 1, 0, 0x77)
-    assert params is launcher.params and extra is None
+    config, function, params, extra = call
+    launch = LaunchConfig.from_buffer(config)
+    assert (launch.gridDimX, launch.gridDimY, launch.gridDimZ, launch.blockDimX, launch.sharedMemBytes,
+            launch.hStream) == (3, 1, 1, 128, 0, 0x77)
+    assert function.value == 1 and params is launcher.params and extra is None
     assert "a0.data.ptr" in launcher.source
 
 
@@ -200,7 +258,7 @@ def test_a_list_argument_packs_each_array_as_its_own_parameters(launches, monkey
     out = _CupyArray((16,), ptr=0x3000)
     launcher = _list_launcher((items, out), monkeypatch)
     launcher(0, (1, 1, 1), (items, out))
-    assert struct.unpack("=" + "Qii" * 3, launcher.buffer.raw[:launcher.struct.size]) == \
+    assert struct.unpack_from("=" + "Qii" * 3, launcher.buffer, LAUNCH_CONFIG_BYTES) == \
         (0x1000, 16, 1, 0x2000, 40, 1, 0x3000, 16, 1)
     assert launcher.matches(([_CupyArray((8,)), _CupyArray((8,))], out))  # shapes may change
     assert not launcher.matches(([_CupyArray((8,))] * 3, out))  # another length: another specialization
@@ -228,7 +286,7 @@ def test_a_tuple_argument_packs_its_arrays_and_scalars_in_order(launches):
     args = (pair, out, ((2.5, 7), 0.5))
     launcher = _launcher(args, _scaled_pair)
     launcher(0, (1, 1, 1), args)
-    fields = struct.unpack(launcher.struct.format, launcher.buffer.raw[:launcher.struct.size])
+    fields = struct.unpack(launcher.struct.format, launcher.buffer.raw[:launcher.struct.size])[len(CONFIG):]
     assert fields == (0x1000, 16, 1, 0x2000, 32, 1, 0x3000, 16, 1, 2.5, 7, 0.5)
     assert launcher.matches(((pair[1], pair[0]), out, ((1.0, 1), 2.0)))
     assert not launcher.matches(((pair[1], pair[0]), out, ((1.0, 1.5), 2.0)))  # a float for an int
@@ -236,11 +294,11 @@ def test_a_tuple_argument_packs_its_arrays_and_scalars_in_order(launches):
     assert "# _scaled_pair(a0: pair, a1: out, a2: config)" in launcher.source
 
 
-def test_shapes_beyond_32_bits_are_refused_before_launching(launches):
+def test_shapes_beyond_32_bits_are_refused_before_launching_naming_the_parameter(launches):
     x, y = _CupyArray((64, 48)), _CupyArray((64, 48))
     launcher = _launcher((x, y, 2.5, 16))
     big = _CupyArray((2**31, 1))
-    with pytest.raises(OverflowError, match="does not fit"):
+    with pytest.raises(ArgumentValueError, match=r"argument #0: shape \(2147483648, 1\).*32 bits \(parameter x\)"):
         launcher(0, (1, 1, 1), (big, y, 2.5, 16))
     assert not launches
 

@@ -6,9 +6,9 @@ float with anything else is an error that asks for an explicit cast.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 
@@ -20,8 +20,17 @@ class DType:
     name: str
     bitwidth: int
     kind: str
-    numpy: np.dtype
+    scalar_type: type | str  # NumPy's scalar type, or the name of ml_dtypes' (imported on first use)
     ctype: str  # the CUDA C++ spelling
+
+    @functools.cached_property
+    def numpy(self) -> np.dtype:
+        """The NumPy dtype. ml_dtypes (bfloat16, fp8, fp4) is imported the first time one of its
+        dtypes is asked for: a program of float32 tensors never loads it."""
+        if isinstance(self.scalar_type, str):
+            import ml_dtypes
+            return np.dtype(getattr(ml_dtypes, self.scalar_type))
+        return np.dtype(self.scalar_type)
 
     def __repr__(self) -> str:
         return f"<DType '{self.name}'>"
@@ -53,8 +62,8 @@ class DType:
         return max(1, self.bitwidth // 8)
 
 
-def _dt(name, bits, kind, npdt, ctype):
-    return DType(name, bits, kind, np.dtype(npdt), ctype)
+def _dt(name, bits, kind, scalar_type, ctype):
+    return DType(name, bits, kind, scalar_type, ctype)
 
 
 bool_ = _dt("bool_", 8, "b", np.bool_, "bool")
@@ -67,21 +76,23 @@ uint16 = _dt("uint16", 16, "u", np.uint16, "uint16_t")
 uint32 = _dt("uint32", 32, "u", np.uint32, "uint32_t")
 uint64 = _dt("uint64", 64, "u", np.uint64, "uint64_t")
 float16 = _dt("float16", 16, "f", np.float16, "__half")
-bfloat16 = _dt("bfloat16", 16, "f", ml_dtypes.bfloat16, "__nv_bfloat16")
+bfloat16 = _dt("bfloat16", 16, "f", "bfloat16", "__nv_bfloat16")
 float32 = _dt("float32", 32, "f", np.float32, "float")
 float64 = _dt("float64", 64, "f", np.float64, "double")
 tfloat32 = _dt("tfloat32", 32, "r", np.float32, "float")
-float8_e4m3fn = _dt("float8_e4m3fn", 8, "r", ml_dtypes.float8_e4m3fn, "__nv_fp8_e4m3")
-float8_e5m2 = _dt("float8_e5m2", 8, "r", ml_dtypes.float8_e5m2, "__nv_fp8_e5m2")
-float8_e8m0fnu = _dt("float8_e8m0fnu", 8, "r", ml_dtypes.float8_e8m0fnu, "__nv_fp8_e8m0")
+float8_e4m3fn = _dt("float8_e4m3fn", 8, "r", "float8_e4m3fn", "__nv_fp8_e4m3")
+float8_e5m2 = _dt("float8_e5m2", 8, "r", "float8_e5m2", "__nv_fp8_e5m2")
+float8_e8m0fnu = _dt("float8_e8m0fnu", 8, "r", "float8_e8m0fnu", "__nv_fp8_e8m0")
 # 4-bit floats: one per byte in memory here (NumPy's and ml_dtypes' layout); loaded, stored and cast
-float4_e2m1fn = _dt("float4_e2m1fn", 4, "r", ml_dtypes.float4_e2m1fn, "__nv_fp4_e2m1")
+float4_e2m1fn = _dt("float4_e2m1fn", 4, "r", "float4_e2m1fn", "__nv_fp4_e2m1")
 
 ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn)
 _BY_NAME = {d.name: d for d in ALL_DTYPES} | {"bool": bool_}
-# NumPy dtypes map back to ours; tfloat32 has no NumPy type of its own, so float32 wins.
-_BY_NUMPY = {d.numpy: d for d in reversed(ALL_DTYPES) if d is not tfloat32}
+# NumPy dtypes map back to ours; tfloat32 has no NumPy type of its own, so float32 wins. ml_dtypes'
+# dtypes are found by name (an array of one means ml_dtypes is imported already).
+_BY_NUMPY = {d.numpy: d for d in reversed(ALL_DTYPES) if d is not tfloat32 and not isinstance(d.scalar_type, str)}
+_ML_DTYPES = {d.name: d for d in ALL_DTYPES if isinstance(d.scalar_type, str)}
 
 
 def dtype_named(name: str) -> DType:
@@ -97,9 +108,15 @@ def to_dtype(obj) -> DType:
     if type(obj).__module__.startswith("torch"):
         return _BY_NAME[{"bool": "bool_"}.get(str(obj).split(".")[-1], str(obj).split(".")[-1])]
     try:
-        return _BY_NUMPY[np.dtype(obj)]
-    except (TypeError, KeyError):
+        dtype = np.dtype(obj)
+    except TypeError:
         raise TypeError(f"Not a tile dtype: {obj!r}") from None
+    found = _BY_NUMPY.get(dtype)
+    if found is None:
+        found = _ML_DTYPES.get(dtype.name)
+        if found is None or found.numpy != dtype:
+            raise TypeError(f"Not a tile dtype: {obj!r}")
+    return found
 
 
 class PromotionError(Exception):

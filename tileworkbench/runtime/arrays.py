@@ -55,11 +55,18 @@ def device_array(obj, position: int = 0) -> DeviceArray:
 
 def stream_handle(stream) -> int:
     """The raw CUstream of what cuTile accepts: CuPy, PyTorch or Numba streams, a raw handle, or 0."""
+    known = _stream_attributes.get(type(stream))  # launches repeat their stream: skip the search
+    if known is not None:
+        handle = getattr(stream, known, None)
+        if type(handle) is int:
+            return handle
+    return _find_stream_handle(stream)
+
+
+def _find_stream_handle(stream) -> int:
     if type(stream) is int:
         return stream
-    known = _stream_attributes.get(type(stream))  # launches repeat their stream: skip the search
-    handle = getattr(stream, known, None) if known is not None else None
-    for attribute in ("ptr", "cuda_stream", "handle") if handle is None else ():  # cupy, torch, numba
+    for attribute in ("ptr", "cuda_stream", "handle"):  # cupy, torch, numba
         handle = getattr(stream, attribute, None)
         if handle is not None:
             _stream_attributes[type(stream)] = attribute

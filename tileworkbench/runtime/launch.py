@@ -4,7 +4,7 @@
 
 The cubin is loaded with the driver's cuModuleLoadData (`driver.py`), so any arch NVRTC can target
 (sm_90a included) works, and no array framework is imported to load or launch. Launches go straight
-to cuLaunchKernel (see Launcher).
+to cuLaunchKernelEx (see Launcher).
 """
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..arguments import is_cupy_array, is_torch_tensor
+from ..arguments import argument_leaves, is_cupy_array, is_torch_tensor, param_spec
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate, line_file
+from ..errors import ArgumentValueError
 from ..ir.core import Function
+from ..ir.types import int64
 from . import driver, tensor_maps
 from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
@@ -116,25 +118,30 @@ def load(fn: Function, arch: str | None = None, tma: bool | None = None) -> GpuK
 
 # ---- the launch fast path -------------------------------------------------------------------------
 #
-# A launch packs the arguments into one preallocated parameter buffer with a precompiled
-# struct.Struct and hands the array of pointers into it to cuLaunchKernel: one foreign call, no
-# per-argument objects.
+# A launch packs its configuration (grid, block, shared memory, stream) and its arguments into one
+# buffer allocated once, with one precompiled struct.Struct, and calls cuLaunchKernelEx with four
+# arguments that never change: no per-launch objects, and the cheapest foreign call ctypes makes.
 
 
 # struct codes of the scalar parameter types; bfloat16 and fp8 travel as their bits
 _STRUCT_CODES = {"bool_": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H",
                  "uint32": "I", "uint64": "Q", "float16": "e", "float32": "f", "float64": "d"}
+# Python floats strictly inside this bound round to a finite float32, which struct's "f" packs exactly
+# as NumPy rounds; at it or beyond (and for nan) NumPy converts, giving inf with its overflow warning.
+FLOAT32_FINITE = float.fromhex("0x1.ffffffp+127")
 
 
-def _scalar_expression(name: str, dtype, env: dict, read: str | None = None) -> tuple[str, str]:
+def _scalar_expression(name: str, dtype, example, env: dict, read: str | None = None) -> tuple[str, str]:
     """(struct code, Python expression of what it packs) for the scalar argument `name` (read as
-    `read`, an item of a tuple say)."""
+    `read`, an item of a tuple say), whose launches pass values of the type of `example`."""
     read = read or name
     code = _STRUCT_CODES.get(dtype.name)
-    if code is not None and (dtype.is_integral or dtype.name == "bool_"):
-        return code, read  # struct checks the range itself
+    if code is not None and (dtype.is_integral or dtype.name == "bool_" or type(example) is dtype.numpy.type):
+        return code, read  # struct checks an int's range; a NumPy scalar of the parameter's own dtype is exact
     if code is not None:  # rounded (and overflowing to inf) as NumPy does
-        env[f"make_{name}"] = dtype.numpy.type
+        env[f"make_{name}"], env["FLOAT32_FINITE"] = dtype.numpy.type, FLOAT32_FINITE
+        if dtype.name == "float32" and type(example) is float:
+            return code, f"({read} if -FLOAT32_FINITE < {read} < FLOAT32_FINITE else make_{name}({read}))"
         return code, f"make_{name}({read})"
     bits = np.dtype(f"uint{dtype.bitwidth}")  # bfloat16, fp8: their bits
     env[f"bits_{name}"] = lambda value, numpy=dtype.numpy: np.array(value, dtype=numpy).view(bits).item()
@@ -142,32 +149,34 @@ def _scalar_expression(name: str, dtype, env: dict, read: str | None = None) -> 
 
 
 def _array_expressions(name: str, position: int, example, ndim: int, env: dict,
-                       read: str | None = None) -> tuple[list[str], list[str]]:
-    """(checks, expressions): what the argument `name` (read as `read`, an item of a list say) must be
-    for this launcher, and its pointer, shape and strides in elements, read the cheapest way its
-    framework allows."""
+                       read: str | None = None) -> tuple[list[str], str, list[str]]:
+    """(checks, reads, expressions): what the argument `name` (read as `read`, an item of a list
+    say) must be for this launcher, a statement that reads what its values need, and its pointer,
+    shape and strides in elements, each read the cheapest way its framework allows (whole tuples
+    read once and indexed: a call with `*tuple` arguments costs as much as the pack itself)."""
     read = read or name
     env[f"dtype_{name}"] = example.dtype
     checks = [f"{read}.dtype == dtype_{name}", f"{read}.ndim == {ndim}"]
     dims = range(ndim)
-    if is_cupy_array(example):
-        itemsize = example.itemsize
-        return checks, ([f"{read}.data.ptr"] + [f"{read}.shape[{d}]" for d in dims]
-                        + [f"{read}.strides[{d}] // {itemsize}" for d in dims])
+    if is_cupy_array(example):  # its shape and strides are tuples built at each read
+        return (checks, f"shape_{name}, strides_{name} = {read}.shape, {read}.strides",
+                [f"{read}.data.ptr"] + [f"shape_{name}[{d}]" for d in dims]
+                + [f"strides_{name}[{d}] // {example.itemsize}" for d in dims])
     if is_torch_tensor(example):
-        return checks + [f"{read}.is_cuda"], ([f"{read}.data_ptr()"] + [f"{read}.shape[{d}]" for d in dims]
-                                             + [f"{read}.stride({d})" for d in dims])
+        return (checks + [f"{read}.is_cuda"], f"shape_{name}, stride_{name} = {read}.shape, {read}.stride()",
+                [f"{read}.data_ptr()"] + [f"shape_{name}[{d}]" for d in dims] + [f"stride_{name}[{d}]" for d in dims])
     env[f"describe_{name}"] = lambda value: device_array(value, position)
-    return checks, ([f"describe_{name}({read}).ptr"] + [f"describe_{name}({read}).shape[{d}]" for d in dims]
-                    + [f"describe_{name}({read}).strides[{d}]" for d in dims])
+    return (checks, f"described_{name} = describe_{name}({read})",
+            [f"described_{name}.ptr"] + [f"described_{name}.shape[{d}]" for d in dims]
+            + [f"described_{name}.strides[{d}]" for d in dims])
 
 
 class Launcher:
-    """One argument profile of a kernel, ready to launch: the loaded kernel, its parameter buffer,
-    and functions generated for the profile (as dataclasses generate theirs): `matches(args)`,
-    whether arguments have this profile, and `pack(args)`, which writes them into the buffer with
-    one precompiled struct. A later launch costs those two calls and one driver call.
-    `launcher.source` shows the generated functions."""
+    """One argument profile of a kernel, ready to launch: the loaded kernel, its launch buffer, and
+    functions generated for the profile (as dataclasses generate theirs): `matches(args)`, whether
+    arguments have this profile, and `relaunch(stream, grid, args)`, which checks the same, writes
+    the grid, the stream and the arguments into the buffer with one precompiled struct and launches,
+    or returns False. `launcher.source` shows the generated functions."""
 
     def __init__(self, fn: Function, gpu: GpuKernel, args, device: int):
         self.fn, self.gpu, self.device = fn, gpu, device
@@ -176,7 +185,7 @@ class Launcher:
         self.function = int(gpu.function.ptr)  # the CUfunction
         self.fallback = None  # the launcher of the cp.async variant, for arrays no tensor map describes
         names = [f"a{k}" for k in range(len(args))]
-        env, checks, values, codes = {}, [], [], []
+        env, checks, reads, values, codes = {}, [], [], [], []
         arrays = {}  # runtime parameter position -> (dtype name, pointer, shape and stride expressions)
         params, taken, lists = iter(fn.params), [], []
 
@@ -198,13 +207,15 @@ class Launcher:
                 env[f"value_{key}"] = value
                 checks.append(f"{read} == value_{key}")
             elif p.kind == "array":
-                array_checks, expressions = _array_expressions(key, position, value, p.type.ndim, env, read)
+                array_checks, array_read, expressions = _array_expressions(key, position, value, p.type.ndim, env,
+                                                                           read)
                 checks.extend(array_checks)
+                reads.append(array_read)
                 values.extend(expressions)
                 codes.extend(["Q"] + ["i"] * (2 * p.type.ndim))
                 arrays[fn.runtime_params.index(p)] = (p.type.dtype.name, expressions)
             else:
-                code, expression = _scalar_expression(key, p.type.dtype, env, read)
+                code, expression = _scalar_expression(key, p.type.dtype, value, env, read)
                 values.append(expression)
                 codes.append(code)
         parameters = []  # the kernel's parameter names, for the legend
@@ -219,43 +230,47 @@ class Launcher:
             maps.append(f"encode({dtype!r}, {ptr}, ({', '.join(rest[:ndim])},), ({', '.join(rest[ndim:])},), "
                         f"{param.box!r}, {param.swizzle})")
             codes.append(f"{tensor_maps.TENSOR_MAP_BYTES}s")
-        self.struct, self.buffer, params = _parameter_buffer(codes)
-        arguments = ", ".join(names) + ("," if len(names) == 1 else "")
+        self.struct, self.buffer, params = _launch_buffer(codes)
         legend = ", ".join(f"{name}: {parameter}" for name, parameter in zip(names, parameters))
         # With one device every context is on it, and asking costs a driver call per launch
         device_check = ["get_device() == device"] if driver.device_count() > 1 else []
-        conditions = " and\n            ".join(checks + device_check)
-        launch_call = (f"launch_kernel(function, grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, "
-                       f"c_void_p(stream) if stream else None, params, None)")
+        conditions = " and\n            ".join(checks + device_check) or "True"
+        configuration = f"grid[0], grid[1], grid[2], {self.threads}, 1, 1, {self.smem}, stream"
+        launch_call = "launch_kernel(buffer, function, params, None)"
         env.update(pack_into=self.struct.pack_into, buffer=self.buffer, lock=threading.Lock(), params=params,
                    launch_kernel=driver.launch_kernel_function(), function=ctypes.c_void_p(self.function),
                    get_device=driver.current_device, device=device, stream_handle=stream_handle,
-                   c_void_p=ctypes.c_void_p, failed=self._failed, is_capturing=driver.stream_is_capturing,
-                   CudaDriverError=driver.CudaDriverError, encode=tensor_maps.encode, fallback=self._fallback)
-        unpack = f"    if len(args) != {len(names)}:\n        return False\n" + (f"    {arguments} = args\n" if names else "")
+                   failed=self._failed, encode=tensor_maps.encode, fallback=self._fallback,
+                   is_capturing=driver.stream_is_capturing)
+        unpack = (f"    try:\n        {', '.join(names)}, = args\n    except ValueError:  # another count\n"
+                  f"        return False\n" if names else "    if args:\n        return False\n")
         # tensor maps, encoded (or found in the cache) at each launch: an array none describes
         # launches the cp.async variant instead
         encoding = (f"    maps = ({', '.join(maps)},)\n"
                     f"    if None in maps:\n        return fallback(stream, grid, args)\n") if maps else ""
         # cuTile refuses lists in graph capture; refusing them here too keeps such programs portable
-        refuse_capture = (f"    if is_capturing(stream):\n        raise RuntimeError({_LIST_IN_GRAPH!r})\n"
+        refuse_capture = (f"        if is_capturing(stream):\n            raise RuntimeError({_LIST_IN_GRAPH!r})\n"
                           if lists else "")
+        packed = [configuration] + values + [f"maps[{k}]" for k in range(len(maps))]
         self.source = (
             f"# {fn.name}({legend})\n"
             f"def matches(args):\n{unpack}    return ({conditions})\n\n"
             f"def relaunch(stream, grid, args):\n{unpack}"
             f"    if not ({conditions}):\n        return False\n"
-            f"{encoding}"
-            f"    if type(stream) is not int:\n        stream = stream_handle(stream)\n"
+            + "".join(f"    {read}\n" for read in reads)
+            + f"{encoding}"
+            f"    lock.acquire()  # one buffer: pack and launch as one step\n"
+            f"    try:\n"
+            f"        if type(stream) is not int:\n            stream = stream_handle(stream)\n"
             f"{refuse_capture}"
-            f"    try:\n        with lock:  # one parameter buffer: pack and launch as one step\n"
-            f"            pack_into(buffer, 0, {', '.join(values + ['*maps'] if maps else values)})\n"
+            f"        pack_into(buffer, 0, {', '.join(packed)})\n"
+            f"        status = {launch_call}\n"
+            f"        if status == {driver.CUDA_ERROR_INVALID_CONTEXT}:  # a thread that has not used CUDA yet\n"
+            f"            get_device()  # makes the device's primary context current\n"
             f"            status = {launch_call}\n"
-            f"            if status == {driver.CUDA_ERROR_INVALID_CONTEXT}:  # a thread that has not used CUDA yet\n"
-            f"                get_device()  # makes the device's primary context current\n"
-            f"                status = {launch_call}\n"
-            f"    except Exception as error:\n        failed(error, grid)\n"
-            f"    if status:\n        failed(CudaDriverError(status, 'cuLaunchKernel'), grid)\n"
+            f"    except Exception as error:\n        status = error\n"
+            f"    finally:\n        lock.release()\n"
+            f"    if status:\n        failed(status, grid, args)\n"
             f"    return True\n")
         exec(compile(self.source, f"<launcher of {fn.name}>", "exec"), env)
         self.params = params
@@ -271,14 +286,31 @@ class Launcher:
             self.fallback = Launcher(self.fn, load(self.fn, self.gpu.arch, tma=False), args, self.device)
         return self.fallback.relaunch(stream, grid, args)
 
-    def _failed(self, error: Exception, grid):
-        """A launch that raised: an argument too big for its parameter, or the driver refusing."""
-        if isinstance(error, struct.error):
-            raise OverflowError("An array shape or stride, or an int argument, does not fit its "
-                                "parameter type (32 bits for shapes and strides)") from None
-        if isinstance(error, driver.CudaDriverError):
-            raise LaunchError(self.describe_failure(str(error), grid)) from None
-        raise error
+    def _failed(self, failure, grid, args):
+        """A launch that raised (a value that does not fit its parameter, an unknown stream) or that
+        the driver refused (a CUresult)."""
+        if isinstance(failure, int):
+            raise LaunchError(self.describe_failure(str(driver.CudaDriverError(failure, "cuLaunchKernelEx")),
+                                                    grid)) from None
+        if isinstance(failure, struct.error):
+            raise self._misfit(args) from None
+        raise failure
+
+    def _misfit(self, args) -> Exception:
+        """The error naming the argument that does not fit its parameter (struct only says that one did not)."""
+        positions = [k for k, value in enumerate(args) for _ in argument_leaves((value,))]
+        for p, value, position in zip(self.fn.params, argument_leaves(args), positions):
+            if p.kind == "scalar" and p.type.dtype.is_integral:
+                try:  # the range check of the first launch, with its message
+                    param_spec(p.name, value, position, constant=False, int64_scalar=p.type.dtype == int64)
+                except ArgumentValueError as error:
+                    return error
+            elif p.kind == "array":
+                array = device_array(value, position)
+                if any(not -2**31 <= v < 2**31 for v in array.shape + array.strides):
+                    return ArgumentValueError(f"Invalid kernel argument #{position}: shape {array.shape} and strides "
+                                              f"{array.strides} (in elements) must fit 32 bits (parameter {p.name})")
+        return ArgumentValueError("The stream handle does not fit 64 bits")
 
     def describe_failure(self, error: str, grid) -> str:
         r = self.gpu.resources
@@ -292,17 +324,25 @@ _LIST_IN_GRAPH = ("List argument in CUDAGraph isn't supported yet: a launch with
                   "captured into a CUDA graph; pass the arrays as separate arguments")
 
 
-def _parameter_buffer(codes: list[str]):
-    """A struct for the kernel's parameters laid out as the CUDA ABI lays them (each at its natural
-    alignment), a buffer for it, and the array of pointers to each parameter cuLaunchKernel takes."""
-    fmt, offsets, end = "=", [], 0
+# cuLaunchKernelEx's CUlaunchConfig (cuda.h), at the start of a launcher's buffer: grid x, y, z,
+# block x, y, z, dynamic shared bytes (uint32 each), the stream (at byte 32), then no attributes
+# (a null pointer and a count of 0, 16 bytes of zeros). The kernel's parameters follow it.
+LAUNCH_CONFIG = "7I4xQ16x"
+LAUNCH_CONFIG_BYTES = struct.calcsize("=" + LAUNCH_CONFIG)
+
+
+def _launch_buffer(codes: list[str]):
+    """A struct for the launch configuration followed by the kernel's parameters, laid out as the
+    CUDA ABI lays them (each at its natural alignment from the first parameter, a tensor map at 64
+    bytes), a buffer for it, and the array of pointers to each parameter that cuLaunchKernelEx takes."""
+    fmt, offsets, end = "=" + LAUNCH_CONFIG, [], 0  # `end`: bytes of parameters so far
     for code in codes:
         size = struct.calcsize("=" + code)
         pad = -end % (64 if code.endswith("s") else size)  # a tensor map (bytes) is 64-byte aligned
         fmt += "x" * pad + code
-        offsets.append(end + pad)
+        offsets.append(LAUNCH_CONFIG_BYTES + end + pad)
         end += pad + size
-    buffer = ctypes.create_string_buffer(max(end, 8))
+    buffer = ctypes.create_string_buffer(LAUNCH_CONFIG_BYTES + end)
     base = ctypes.addressof(buffer)
     params = (ctypes.c_void_p * max(len(offsets), 1))(*(base + o for o in offsets))
     return struct.Struct(fmt), buffer, params

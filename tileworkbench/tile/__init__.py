@@ -17,7 +17,6 @@ from ._evaluate import evaluate
 from ._kernel import ByTarget, Constant, ConstantAnnotation, Kernel, ScalarInt64, function, kernel, launch
 from ._stubs import *  # noqa: F401,F403 - the tile functions
 from ._stubs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, Slice
-from . import tune
 
 
 class Array:
@@ -37,3 +36,11 @@ def compiler_timeout(seconds: float):
     (TileCompilerTimeoutError beyond); see tileworkbench.runtime.nvrtc.compiler_timeout."""
     from ..runtime.nvrtc import compiler_timeout as limit  # imported on use: the language loads no GPU layer
     return limit(seconds)
+
+
+def __getattr__(name: str):
+    """`ct.tune`, imported on first use: a program that only launches never pays for the autotuner."""
+    if name == "tune":
+        import importlib
+        return importlib.import_module(f"{__name__}.tune")  # binds it here: no second call
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
