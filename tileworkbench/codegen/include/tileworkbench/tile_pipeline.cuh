@@ -107,11 +107,9 @@ __device__ void load_async(swizzled<T, R, C> dst, const array<T, 2>& a, const co
 }
 
 // fp8 tensor cores read both operands K-major (there is no transposing ldmatrix for 8-bit elements),
-// so an fp8 operand stored the other way (B as K x N rows) is staged transposed: tile `index`
-// (R x C) of the array lands as the C x R stage. Each thread moves 4 x 4 blocks: four 4-byte words
-// in (consecutive threads read consecutive words of a row), a byte transpose, four words out. These
-// are plain loads and stores, not cp.async: the copy waits for its loads, so it overlaps the mma
-// less than a cp.async stage does.
+// so an fp8 operand stored the other way (B as K x N rows) is transposed in shared memory, in 4 x 4
+// blocks: the 4-byte words of rows r .. r + 3 at columns c .. c + 3, byte-transposed, stored as the
+// words of rows c .. c + 3 (columns r .. r + 3) of the C x R buffer.
 template <class T, int C, int R>
 __device__ void store_block_transposed(swizzled<T, C, R> s, int r, int c, const uint32_t (&x)[4]) {
   const uint32_t lo = __byte_perm(x[0], x[1], 0x5140), hi = __byte_perm(x[2], x[3], 0x5140);
@@ -159,6 +157,9 @@ __device__ __noinline__ void load_block_checked(swizzled<T, C, R> s, const array
   store_block_transposed(s, r, c, x);
 }
 
+// Tile `index` (R x C) of the array copied transposed into a C x R stage: for a tile loaded once, and
+// where transpose_into's K-major buffer does not fit. Plain loads and stores, not cp.async: the copy
+// waits for its loads, so it overlaps the mma less than a cp.async stage does.
 template <class T, int R, int C>
 __device__ void load_async(transposed<swizzled<T, C, R>> dst, const array<T, 2>& a, const coords<2>& index, T pad) {
   static_assert(sizeof(T) == 1 && R % 4 == 0 && C % 4 == 0, "transposed staging moves 4 x 4 blocks of fp8");
