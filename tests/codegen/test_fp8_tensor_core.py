@@ -102,7 +102,8 @@ def test_sm89_fp8_matmul_runs_qmma_from_the_pipeline_stages_without_spills(kind,
 @pytest.mark.parametrize("kind", FP8)
 @pytest.mark.parametrize("fn, n", [(lambda dt: _sample(dt), 256), (lambda dt: _sample(dt, (128, 128, 128)), 128),
                                    (lambda dt: _two_d(matmul, dt, (128, 128, 64)), 128),
-                                   (lambda dt: _two_d(matmul_b_transposed, dt, (64, 64, 32), True), 64)])
+                                   (lambda dt: _two_d(matmul_b_transposed, dt, (64, 64, 32), True), 64),
+                                   (lambda dt: _two_d(matmul, dt, (128, 16, 64)), 16)])  # B rows too narrow for a stage
 def test_sm90_fp8_matmul_runs_wgmma_k32_without_spills(kind, fn, n, tmp_path, monkeypatch):
     generated, module, resources, listing = _build(fn(FP8[kind]), "sm_90", tmp_path, monkeypatch)
     assert generated.arch == "sm_90a"

@@ -318,10 +318,12 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     for key, pipeline in pipelines.items():
         pipeline.k_major_buffers = 2 if use_wgmma else 1
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
-        # fp8 transposed while copied where the K-major buffers leave no room for two stages, or with two
-        # blocks per SM: under their 128-register cap the transposition in the loop spilled (sm_90, 128x128
-        # tiles), and the other block's math covers the copy's waits
-        if pipeline.transposed_in_loop and (pipeline.stages < 2 or blocks_per_sm > 1):
+        # fp8 transposed while copied where the K-major buffers leave no room for two stages, where the tile
+        # as stored is not one a stage holds, or with two blocks per SM: under their 128-register cap the
+        # transposition in the loop spilled (sm_90, 128x128 tiles), and the other block's math covers the
+        # copy's waits
+        if pipeline.transposed_in_loop and (pipeline.stages < 2 or blocks_per_sm > 1 or not all(
+                _panel_fits(Pipeline.stage_shape(l), l.result.dtype.itemsize) for l in pipeline.transposed_in_loop)):
             pipeline.transpose_on_copy = True
             pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
         if pipeline.stages < 2:
