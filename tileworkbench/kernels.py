@@ -70,17 +70,3 @@ def matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[
         b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
         acc = ct.mma(a, b, acc)
     ct.store(C, (bm, bn), acc.astype(C.dtype))
-
-
-@ct.kernel
-def batch_matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """C[i] = A[i] @ B[i] accumulated in float32 for (batch, M, K) @ (batch, K, N), one (TM, TN) tile of
-    one batch entry per block, over 3-D tile loads reshaped to 2-D (as cuTile's BatchMatMul sample
-    does; fp8 inputs with a float32 C is its fp8 case). Grid: (batch, C's row tiles, C's column tiles)."""
-    batch, bm, bn = ct.bid(0), ct.bid(1), ct.bid(2)
-    acc = ct.full((TM, TN), 0.0, dtype=ct.float32)
-    for k in range(ct.cdiv(A.shape[2], TK)):
-        a = ct.reshape(ct.load(A, (batch, bm, k), (1, TM, TK), padding_mode=ct.PaddingMode.ZERO), (TM, TK))
-        b = ct.reshape(ct.load(B, (batch, k, bn), (1, TK, TN), padding_mode=ct.PaddingMode.ZERO), (TK, TN))
-        acc = ct.mma(a, b, acc=acc)
-    ct.store(C, (batch, bm, bn), ct.reshape(ct.astype(acc, C.dtype), (1, TM, TN)))

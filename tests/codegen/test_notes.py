@@ -4,7 +4,6 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
-from tileworkbench.kernels import batch_matmul
 
 from ..gpu.cases import attention_rows, matmul_operator
 
@@ -72,8 +71,7 @@ def test_an_mma_operand_from_a_gather_is_not_pipelined_and_the_note_says_so():
 def test_a_float32_mma_says_it_runs_on_cuda_cores_and_why():
     args = (np.zeros((96, 80), np.float32), np.zeros((80, 72), np.float32), np.zeros((96, 72), np.float32), 32, 32, 16)
     texts = [t for _, t in _notes(matmul_operator, args)]
-    assert any(t == "mma on CUDA cores: tensor cores take float16, bfloat16 or fp8 (e4m3, e5m2) operands here, "
-                    "not float32 @ float32"
+    assert any(t == "mma on CUDA cores: tensor cores take float16 or bfloat16 operands here, not float32 @ float32"
                for t in texts)
 
 
@@ -105,30 +103,3 @@ def test_the_launch_report_card_lists_the_notes():
     from tileworkbench.widgets.launch_report import compile_report, launch_report_data, report_text
     text = report_text(launch_report_data(compile_report(attention_rows, (2,), _attention_args())))
     assert "codegen" in text and "mma on tensor cores (wgmma)" in text
-
-
-def _fp8_sample_args(dtype=ct.float8_e4m3fn):
-    f8 = dtype.numpy
-    return (np.zeros((4, 512, 256), f8), np.zeros((4, 256, 1024), f8), np.zeros((4, 512, 1024), np.float32),
-            128, 256, 128)
-
-
-def test_fp8_mma_before_sm_89_says_it_runs_on_cuda_cores_and_why():
-    text = dict(_notes(batch_matmul, _fp8_sample_args(), arch="sm_80"))[
-        _line_of(batch_matmul, "acc = ct.mma(a, b, acc=acc)")]
-    assert text == ("mma on CUDA cores: fp8 tensor-core mma needs sm_89 or later (compiling for sm_80); "
-                    "the products are exact and summed in float32 on CUDA cores instead")
-
-
-def test_fp8_mma_on_sm_90_says_wgmma_and_that_its_n_major_b_is_transposed_in_shared_memory():
-    text = dict(_notes(batch_matmul, _fp8_sample_args(ct.float8_e5m2)))[
-        _line_of(batch_matmul, "acc = ct.mma(a, b, acc=acc)")]
-    assert text.startswith("mma on tensor cores (wgmma, float8_e5m2 k32), operands copied by cp.async")
-    assert ("fp8 tensor cores read both operands K-major, so the B operand is transposed in shared memory once "
-            "landed (one more barrier per iteration)") in text
-
-
-def test_fp8_mma_on_sm_89_says_mma_sync():
-    text = dict(_notes(batch_matmul, _fp8_sample_args(), arch="sm_89"))[
-        _line_of(batch_matmul, "acc = ct.mma(a, b, acc=acc)")]
-    assert text.startswith("mma on tensor cores (mma.sync, float8_e4m3fn k32), operands copied by cp.async")

@@ -9,8 +9,7 @@ from typing import Callable
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.kernels import (batch_matmul, layernorm, matmul, row_gather, row_load, softmax, transpose,
-                                   vector_add)
+from tileworkbench.kernels import layernorm, matmul, row_gather, row_load, softmax, transpose, vector_add
 
 RNG = np.random.default_rng(1234)
 BF16 = ct.bfloat16.numpy
@@ -497,86 +496,6 @@ def batched_matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.C
 case("batched-matmul-float16-one-mma-operand-buffer", batched_matmul, (2, 1, 1),
      lambda: (random_array((2, 128, 256), np.float16) / 8, random_array((2, 256, 256), np.float16) / 8,
               np.zeros((2, 128, 256), np.float16), 128, 256, 128))
-
-
-@ct.kernel
-def matmul_b_transposed(A, BT, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """C = A @ BT.T with BT stored (N, K): the B operand arrives K-major."""
-    bm, bn = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.num_tiles(A, 1, (TM, TK))):
-        a = ct.load(A, (bm, k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        b = ct.load(BT, (bn, k), (TN, TK), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(a, ct.transpose(b), acc)
-    ct.store(C, (bm, bn), acc)
-
-
-@ct.kernel
-def matmul_a_transposed(AT, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """C = AT.T @ B with AT stored (K, M): the A operand arrives M-major."""
-    bm, bn = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.num_tiles(B, 0, (TK, TN))):
-        a = ct.load(AT, (k, bm), (TK, TM), padding_mode=ct.PaddingMode.ZERO)
-        b = ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(ct.transpose(a), b, acc)
-    ct.store(C, (bm, bn), acc)
-
-
-@ct.kernel
-def panel_times_b(AT, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """C = AT.T @ B for a K of one tile: the A panel (stored K x M) is loaded once, before the loop over
-    C's column tiles, and staged once."""
-    a = ct.transpose(ct.load(AT, (0, ct.bid(0)), (TK, TM), padding_mode=ct.PaddingMode.ZERO))
-    for j in range(ct.num_tiles(B, 1, (TK, TN))):
-        c = ct.mma(a, ct.load(B, (0, j), (TK, TN), padding_mode=ct.PaddingMode.ZERO), ct.zeros((TM, TN), ct.float32))
-        ct.store(C, (ct.bid(0), j), c)
-
-
-@ct.kernel
-def matmul_k_reversed(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    """The K loop walks its tiles last to first: the tiles' index is computed in the loop, not one a
-    pipeline can issue ahead, so both operands are copied to shared memory at each mma."""
-    bm, bn = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((TM, TN), ct.float32)
-    last = ct.num_tiles(A, 1, (TM, TK)) - 1
-    for k in range(ct.num_tiles(A, 1, (TM, TK))):
-        a = ct.load(A, (bm, last - k), (TM, TK), padding_mode=ct.PaddingMode.ZERO)
-        b = ct.load(B, (last - k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO)
-        acc = ct.mma(a, b, acc)
-    ct.store(C, (bm, bn), acc)
-
-
-def small_integers(shape, dtype):
-    """Integers in [-2, 2]: every fp8 format holds them, their products and sums are exact in float32
-    whatever the order, so a tensor-core fp8 mma must give the float64 result bit for bit."""
-    return RNG.integers(-2, 3, shape).astype(np.float32).astype(dtype)
-
-
-# fp8 on tensor cores (sm_89 and later): cuTile's BatchMatMul sample shape and tiles, ragged shapes
-# (K = 130: rows not 16-byte aligned, N = 301: the transposed staging's element path), B stored
-# K-major, and operands copied at each call
-for _dt in FP8[:2]:
-    _name = np.dtype(_dt).name
-    for (_b, _m, _k, _n), _tiles in [((4, 512, 256, 1024), (128, 256, 128)), ((2, 200, 130, 301), (64, 64, 32)),
-                                      ((1, 256, 192, 264), (128, 128, 64))]:
-        case(f"batched-matmul-{_name}-{_b}x{_m}x{_k}x{_n}-tiles-{'x'.join(map(str, _tiles))}", batch_matmul,
-             (_b, ct.cdiv(_m, _tiles[0]), ct.cdiv(_n, _tiles[1])),
-             lambda dt=_dt, b=_b, m=_m, k=_k, n=_n, tiles=_tiles: (
-                 small_integers((b, m, k), dt), small_integers((b, k, n), dt), np.zeros((b, m, n), np.float32), *tiles),
-             exact=True)
-    case(f"matmul-b-transposed-{_name}", matmul_b_transposed, (ct.cdiv(200, 64), ct.cdiv(136, 64)),
-         lambda dt=_dt: (small_integers((200, 160), dt), small_integers((136, 160), dt), np.zeros((200, 136), np.float32),
-                         64, 64, 32), exact=True)
-    case(f"matmul-a-transposed-{_name}", matmul_a_transposed, (ct.cdiv(200, 64), ct.cdiv(136, 64)),
-         lambda dt=_dt: (small_integers((160, 200), dt), small_integers((160, 136), dt), np.zeros((200, 136), np.float32),
-                         64, 64, 32), exact=True)
-    case(f"matmul-panel-times-b-{_name}", panel_times_b, (ct.cdiv(200, 64),),
-         lambda dt=_dt: (small_integers((64, 200), dt), small_integers((64, 300), dt), np.zeros((200, 300), np.float32),
-                         64, 64, 64), exact=True)
-    case(f"matmul-k-reversed-{_name}", matmul_k_reversed, (ct.cdiv(200, 128), ct.cdiv(136, 64)),
-         lambda dt=_dt: (small_integers((200, 160), dt), small_integers((160, 136), dt), np.zeros((200, 136), np.float32),
-                         128, 64, 64), exact=True)
 
 
 @ct.kernel

@@ -645,27 +645,14 @@ def _mma_note(e, op) -> str:
     if op not in e.plan.tensor_core:
         return f"mma on {why or 'CUDA cores'}"
     registers = "; A from registers" if op in e.plan.register_a else ""
-    dtype = op.operands[0].dtype
-    fp8 = f", {dtype} k32" if dtype.itemsize == 1 else ""
     if pipeline is not None:
         kind = "wgmma" if op in e.plan.wgmma else "mma.sync"
         engine = "TMA (mbarrier stages)" if pipeline.tma else "cp.async"
-        text = (f"mma on tensor cores ({kind}{fp8}){registers}, operands copied by {engine} {pipeline.ahead} "
+        text = (f"mma on tensor cores ({kind}){registers}, operands copied by {engine} {pipeline.ahead} "
                 f"iteration{'s' if pipeline.ahead > 1 else ''} ahead into {pipeline.stages} shared-memory stages")
-        for how, loads in (("transposed in shared memory once landed (one more barrier per iteration)",
-                            pipeline.transposed_in_loop),
-                           ("transposed while copied, by plain loads and stores instead of cp.async",
-                            pipeline.restaged - set(pipeline.transposed_in_loop))):
-            names = [n for k, n in enumerate("AB") if (op, k) in pipeline.operands and pipeline.operands[op, k][0] in loads]
-            if names:
-                text += (f"; fp8 tensor cores read both operands K-major, so the {' and '.join(names)} operand"
-                         f"{'s are' if len(names) > 1 else ' is'} {how}")
         return text + (f"; {why}" if why else "")
-    text = (f"mma on tensor cores (mma.sync{fp8}){registers}; its operands are copied to shared memory at every "
-            f"call, then a barrier")
-    if fp8:
-        text += " (B transposed: fp8 tensor cores read it K-major)"
-    return text + (f"; {why}" if why else "")
+    return (f"mma on tensor cores (mma.sync){registers}; its operands are copied to shared memory at every call, "
+            f"then a barrier" + (f"; {why}" if why else ""))
 
 
 @emits("mma")
@@ -674,13 +661,6 @@ def _mma(e, op):
     e.note(_mma_note(e, op))
     pipeline = e.plan.pipelined.get(op)
     if pipeline is not None:  # operands wait in shared-memory stages (A may be in registers)
-        landed = [load for k in (0, 1) if (op, k) in pipeline.operands
-                  and (load := pipeline.operands[op, k][0]) in pipeline.transposed_in_loop]
-        for load in landed:  # fp8 stored the other way: its landed stage, transposed into its K-major buffer
-            e.emit(f"tw::transpose_into({e.stage_rings[load]}[stage], {e.stage_views[load.result]});")
-        if landed:
-            e.emit("tw::publish_stage();")
-
         def operand(k, v):
             if (op, k) not in pipeline.operands:
                 return e[v]
@@ -694,13 +674,10 @@ def _mma(e, op):
             return
         e.assign(op, f"tw::{'wgmma' if op in e.plan.wgmma else 'mma'}({a_expr}, {b_expr}, {e[acc]})")
         return
-    if op in e.plan.tensor_core:  # two operand buffers (tile_mma.cuh mma_stage_bytes)
+    if op in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
         a_rows = 0 if op in e.plan.register_a else m  # an A operand in registers needs no buffer
-        if a.dtype.itemsize == 1:  # fp8: both operands in K-major swizzled stages, and B's rows
-            stage = (a_rows + 2 * n) * k
-        else:  # 16-bit: padded rows
-            stage = (a_rows * (k + MMA_ROW_PADDING) + k * (n + MMA_ROW_PADDING)) * a.dtype.itemsize
+        stage = (a_rows * (k + MMA_ROW_PADDING) + k * (n + MMA_ROW_PADDING)) * a.dtype.itemsize
         e.mma_smem = max(e.mma_smem, 2 * ((stage + 127) // 128 * 128))
         e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]}, mma_stage)")
         return
@@ -916,7 +893,7 @@ def _pipelined_loop(e, op, pipeline, i):
            f"shared-memory stages" + (" (full/empty mbarriers)" if pipeline.tma else ""))
     offset = 0
     for load in pipeline.loads:
-        rows, cols = pipeline.ring_shape(load)
+        rows, cols = pipeline.stage_shape(load)
         name = load.result.name or operand_names[load] or "operand"
         ring = e.define(Value(load.result.type), f"{name}_stages")
         e.emit(f"const tw::operand_stages<{load.result.dtype.ctype}, {rows}, {cols}, {stages}> {ring}"
@@ -924,16 +901,8 @@ def _pipelined_loop(e, op, pipeline, i):
         offset += stages * ((load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024)
         e.stage_views[load.result] = f"{ring}[stage]"
         e.stage_rings[load] = ring
-    for load in pipeline.transposed_in_loop:  # fp8: the mma reads the landed stage transposed, from here
-        rows, cols = pipeline.k_major_shape(load)
-        name = e.define(Value(load.result.type), f"{load.result.name or operand_names[load] or 'operand'}_k_major")
-        buffers = pipeline.k_major_buffers
-        e.emit(f"const tw::operand_stages<{load.result.dtype.ctype}, {rows}, {cols}, {buffers}> {name}"
-               f"{{tw::smem() + PIPELINE_BASE + {offset}}};" + ("  // two, alternating" if buffers == 2 else ""))
-        offset += buffers * ((load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024)
-        e.stage_views[load.result] = f"{name}[{'turn' if buffers == 2 else 0}]"
     for load in pipeline.invariant:
-        rows, cols = pipeline.k_major_shape(load)
+        rows, cols = pipeline.stage_shape(load)
         name = e.define(Value(load.result.type), f"{load.result.name or operand_names[load] or 'operand'}_stage")
         e.emit(f"const tw::swizzled<{load.result.dtype.ctype}, {rows}, {cols}> {name}"
                f"{{tw::smem() + PIPELINE_BASE + {offset}}};  // loaded once, before the loop")
@@ -950,8 +919,7 @@ def _pipelined_loop(e, op, pipeline, i):
     e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
     for load in pipeline.invariant:  # by cp.async, the oldest copy group (the first wait covers it too)
         e.loc = load.loc
-        e.emit(f"tw::load_async({_stage_target(pipeline, load, e.stage_views[load.result])}, "
-               f"{_load_async_operands(e, load)});")
+        e.emit(f"tw::load_async({e.stage_views[load.result]}, {_load_async_operands(e, load)});")
         e.emit("tw::cp_async_commit();")
     e.loc = loc
     if pipeline.tma:
@@ -987,8 +955,7 @@ def _cp_async_load_stage(e, pipeline, i):
     e.indent += "  "
     for load in pipeline.loads:
         e.loc = load.loc
-        e.emit(f"tw::load_async({_stage_target(pipeline, load, e.stage_rings[load] + '[stage]')}, "
-               f"{_load_async_operands(e, load)});")
+        e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {_load_async_operands(e, load)});")
     e.loc = None
     e.indent = e.indent[:-2]
     e.emit("};")
@@ -1003,9 +970,7 @@ def _cp_async_loop(e, op, pipeline, i):
     e.emit(f"  if ({_affine(lo, 'stage', step)} < {hi}) load_stage({_affine(lo, 'stage', step)}, stage);")
     e.emit("  tw::cp_async_commit();")
     e.emit("}")
-    turn = (", turn = 0", ", turn ^= 1") if pipeline.transposed_in_loop and pipeline.k_major_buffers == 2 else ("", "")
-    e.emit(f"for (int32_t {i} = {lo}, stage = 0{turn[0]}; {i} < {hi}; {i} += {step}, "
-           f"stage = stage == {stages - 1} ? 0 : stage + 1{turn[1]}) {{")
+    e.emit(f"for (int32_t {i} = {lo}, stage = 0; {i} < {hi}; {i} += {step}, stage = stage == {stages - 1} ? 0 : stage + 1) {{")
     e.emit(f"  tw::stage_ready<{ahead - 1}>();  // this iteration's stage has landed; "
            f"{'the one two back' if pipeline.in_flight else 'the previous one'} is free")
     e.emit(f"  if ({_affine(i, ahead, step)} < {hi}) load_stage({_affine(i, ahead, step)}, "
@@ -1061,12 +1026,6 @@ def _tma_issue(e, op, pipeline, i) -> str:
     hi, step = e[op.operands[1]], e[op.operands[2]]
     at = _affine(i, pipeline.ahead, step)
     return f"if (threadIdx.x == 0 && {at} < {hi}) load_stage({at}, use + {pipeline.ahead});"
-
-
-def _stage_target(pipeline, load: Op, view: str) -> str:
-    """Where a staged load's copy goes: its stage, or (fp8 transposed on copy) its stage filled transposed."""
-    on_copy = load in pipeline.restaged and load not in pipeline.transposed_in_loop
-    return f"tw::transpose_stage({view})" if on_copy else view
 
 
 def _load_async_operands(e, load: Op) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..ir.core import Function, Op, Value, walk_block
 from ..ir.ops import Category, ops_in
-from ..ir.types import bfloat16, float8_e4m3fn, float8_e5m2, float16, float32
+from ..ir.types import bfloat16, float16, float32
 from ..targets import arch_limits
 
 # ops that work elementwise in any layout
@@ -57,21 +57,6 @@ def swizzled_chunk_offset(r, k, rows: int, cols: int):
     per_panel = panel // 16
     o = r * panel + k % per_panel * 16
     return k // per_panel * (rows * panel) + (o ^ (((o >> 7) & (per_panel - 1)) << 4))
-
-
-# operand dtypes of the tensor-core mma (same dtype on both sides) -> the k of one mma.sync
-# instruction (32 bytes of a row): m16n8k16 for 16-bit floats, m16n8k32 for fp8 (sm_89 and later)
-TENSOR_CORE_K = {float16: 16, bfloat16: 16, float8_e4m3fn: 32, float8_e5m2: 32}
-FP8 = (float8_e4m3fn, float8_e5m2)
-
-
-def fp8_tensor_cores(arch: str | None) -> bool:
-    """Whether `arch` has fp8 tensor-core mma (sm_89 and later). Without an arch the code is for the
-    smallest supported GPU (sm_80), which has none."""
-    if arch is None:
-        return False
-    digits = "".join(ch for ch in arch.removeprefix("sm_") if ch.isdigit())
-    return int(digits) >= 89
 
 
 @dataclass(frozen=True)
@@ -129,14 +114,6 @@ class Pipeline:
 
     loop: Op
     loads: list
-    # fp8 loads whose tile the mma reads transposed: fp8 tensor cores read both operands K-major, so an
-    # operand stored the other way is transposed in shared memory: in the loop copied by cp.async as
-    # stored, then transposed into a K-major buffer once landed (`transposed_in_loop`); loaded once
-    # before the loop, or where those buffers leave no room for two stages (`transpose_on_copy`),
-    # transposed while copied, by plain loads and stores
-    restaged: set = field(default_factory=set)
-    k_major_buffers: int = 1  # per restaged loop load: two under wgmma (one is written while a group in flight reads the other)
-    transpose_on_copy: bool = False
     # (mma, operand position) -> (load, transposed): where each staged operand waits; transposed when
     # the stage holds the (N x K) tile a `k.T`-style operand was loaded as. An A operand absent
     # here comes from registers.
@@ -182,24 +159,9 @@ class Pipeline:
         shape, order = load.result.shape, load.attrs["order"]
         return (shape[-1], shape[-2]) if order[-2:] == (len(order) - 1, len(order) - 2) else shape[-2:]
 
-    def k_major_shape(self, load: Op) -> tuple[int, int]:
-        """The (rows, columns) the mma reads a load's tile as: as stored, or transposed where it is restaged."""
-        rows, cols = self.stage_shape(load)
-        return (cols, rows) if load in self.restaged else (rows, cols)
-
-    def ring_shape(self, load: Op) -> tuple[int, int]:
-        """The (rows, columns) of a loop load's stages: transposed only where it is transposed on copy."""
-        return self.k_major_shape(load) if self.transpose_on_copy else self.stage_shape(load)
-
-    @property
-    def transposed_in_loop(self) -> list:
-        return [] if self.transpose_on_copy else [l for l in self.loads if l in self.restaged]
-
     @property
     def invariant_bytes(self) -> int:
-        """Shared memory besides the stages: tiles loaded once, and the K-major buffers of restaged loop loads."""
-        return (sum(_stage_bytes(l) for l in self.invariant)
-                + self.k_major_buffers * sum(_stage_bytes(l) for l in self.transposed_in_loop))
+        return sum(_stage_bytes(l) for l in self.invariant)
 
     @property
     def stage_bytes(self) -> int:
@@ -233,17 +195,15 @@ class LayoutPlan:
         return self.layouts.get(v)
 
 
-def _mma_shape(op: Op, arch: str | None):
-    """(M, N, K) when this mma can run on tensor cores on `arch` (any warp arrangement aside), else None."""
+def _mma_shape(op: Op):
+    """(M, N, K) when this mma can run on tensor cores (any warp arrangement aside), else None."""
     a, b, acc = op.operands
-    if len(a.shape) != 2 or a.dtype not in TENSOR_CORE_K or b.dtype is not a.dtype:
-        return None
-    if a.dtype in FP8 and not fp8_tensor_cores(arch):
+    if len(a.shape) != 2 or a.dtype not in (float16, bfloat16) or b.dtype is not a.dtype:
         return None
     if acc.dtype is not float32 or op.result.dtype is not float32:
         return None
     (m, k), n = a.shape, b.shape[1]
-    return (m, n, k) if m % 16 == 0 and n % 8 == 0 and k % TENSOR_CORE_K[a.dtype] == 0 else None
+    return (m, n, k) if m % 16 == 0 and n % 8 == 0 and k % 16 == 0 else None
 
 
 def _wanted_warps(m: int, n: int) -> int:
@@ -272,8 +232,8 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
     propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma, its
     stages filled by TMA where the loads allow it (and `tma` does)."""
-    shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op, arch))}
-    why_not = {op: _tensor_core_refusal(op, arch) for op in fn.walk() if op.name == "mma" and op not in shapes}
+    shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
+    why_not = {op: _tensor_core_refusal(op) for op in fn.walk() if op.name == "mma" and op not in shapes}
     coupled = _row_coupled(fn, shapes)
     pipelines = _pipelines(fn, shapes, a_in_registers=coupled, why_not=why_not)
     pipelined = {op for p in pipelines.values() for op in p.mmas}
@@ -316,16 +276,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
             blocks_per_sm = 1  # staged operands do not fit that many blocks: one block with its pipeline wins
     plan.blocks_per_sm = blocks_per_sm
     for key, pipeline in pipelines.items():
-        pipeline.k_major_buffers = 2 if use_wgmma else 1
         pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
-        # fp8 transposed while copied where the K-major buffers leave no room for two stages, where the tile
-        # as stored is not one a stage holds, or with two blocks per SM: under their 128-register cap the
-        # transposition in the loop spilled (sm_90, 128x128 tiles), and the other block's math covers the
-        # copy's waits
-        if pipeline.transposed_in_loop and (pipeline.stages < 2 or blocks_per_sm > 1 or not all(
-                _panel_fits(Pipeline.stage_shape(l), l.result.dtype.itemsize) for l in pipeline.transposed_in_loop)):
-            pipeline.transpose_on_copy = True
-            pipeline.stages = _stages(pipeline, arch, blocks_per_sm, max_stages)
         if pipeline.stages < 2:
             why_not.update((op, f"not pipelined: two stages of its operands ({pipeline.stage_bytes} B each) do not "
                                 f"fit the shared memory of {blocks_per_sm} block(s) per SM") for op in pipeline.mmas)
@@ -381,22 +332,17 @@ def _cheap_anywhere(fn: Function) -> set:
     return cheap
 
 
-def _tensor_core_refusal(op: Op, arch: str | None) -> str:
+def _tensor_core_refusal(op: Op) -> str:
     """Why this mma runs as a loop on CUDA cores."""
     a, b, acc = op.operands
     if len(a.shape) != 2:
         return "CUDA cores: a batched (rank > 2) mma runs as a loop"
-    if a.dtype not in TENSOR_CORE_K or b.dtype is not a.dtype:
-        return (f"CUDA cores: tensor cores take float16, bfloat16 or fp8 (e4m3, e5m2) operands here, "
-                f"not {a.dtype} @ {b.dtype}")
-    if a.dtype in FP8 and not fp8_tensor_cores(arch):
-        target = f"compiling for {arch}" if arch else "no arch given: code for sm_80"
-        return (f"CUDA cores: fp8 tensor-core mma needs sm_89 or later ({target}); the products are exact "
-                f"and summed in float32 on CUDA cores instead")
+    if a.dtype not in (float16, bfloat16) or b.dtype is not a.dtype:
+        return f"CUDA cores: tensor cores take float16 or bfloat16 operands here, not {a.dtype} @ {b.dtype}"
     if acc.dtype is not float32:
         return f"CUDA cores: tensor cores accumulate in float32 here, not {acc.dtype}"
     (m, k), n = a.shape, b.shape[1]
-    return f"CUDA cores: {m} x {n} x {k} is not a multiple of 16 x 8 x {TENSOR_CORE_K[a.dtype]}"
+    return f"CUDA cores: {m} x {n} x {k} is not a multiple of 16 x 8 x 16"
 
 
 def _wgmma_refusal(fn, threads, arch, shapes, pipelined, pipelines, wgmma_rows, tma: bool) -> str | None:
@@ -486,7 +432,7 @@ def _registers_as_a(fn: Function, plan: LayoutPlan):
     for op, layout in plan.tensor_core.items():
         a = op.operands[0]
         pipeline = plan.pipelined.get(op)
-        if layout.wn != 1 or (pipeline and (op, 0) in pipeline.operands) or a.dtype in FP8:
+        if layout.wn != 1 or (pipeline and (op, 0) in pipeline.operands):
             continue
         if plan.of(a) == layout or pipeline:
             plan.register_a.add(op)
@@ -535,10 +481,10 @@ def _stages(pipeline: Pipeline, arch: str | None, blocks_per_sm: int, max_stages
     return min(max_stages, (shared_budget(arch, blocks_per_sm) - pipeline.invariant_bytes) // pipeline.stage_bytes)
 
 
-def _panel_fits(shape, itemsize: int) -> bool:
-    """An operand tile the swizzled stage layout can hold: rows of 32, 64 or k * 128 bytes."""
+def _panel_fits(shape) -> bool:
+    """A 16-bit operand tile the swizzled stage layout can hold: rows of 32, 64 or k * 128 bytes."""
     rows, cols = shape
-    return rows % 8 == 0 and (cols * itemsize in (32, 64) or cols * itemsize % 128 == 0)
+    return rows % 8 == 0 and (cols * 2 in (32, 64) or cols * 2 % 128 == 0)
 
 
 def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not: dict | None = None) -> dict:
@@ -556,20 +502,18 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
         iv = body.args[0]
         inside = {r for op in body.ops for r in op.results} | set(body.args)
 
-        def can_run_ahead(load: Op, restage: bool) -> bool:
+        def can_run_ahead(load: Op) -> bool:
             array, *index = load.operands
             if array in inside or any(x is not iv and x in inside and not _scalar_constant(x) for x in index):
                 return False
-            return _stageable(load, restage)
+            return _stageable(load)
 
         pipeline = Pipeline(loop, [])
         for mma in (op for op in body.ops if op in shapes):
-            fp8 = mma.operands[0].dtype in FP8
             sources = {k: _staged_source(mma.operands[k], body.ops, uses) for k in (0, 1)}
-            if any(src and not can_run_ahead(src[0], _restaged(fp8, k, src)) for k, src in sources.items()):
+            if any(src and not can_run_ahead(src[0]) for src in sources.values()):
                 sources = {k: None for k in sources}
-            # stages are read with A's K axis contiguous only (an fp8 A is transposed while staged instead)
-            if sources[0] is not None and sources[0][1] and not fp8:
+            if sources[0] is not None and sources[0][1]:  # stages are read with A's K axis contiguous only
                 sources[0] = None
                 if not a_in_registers:
                     if why_not is not None:
@@ -578,11 +522,11 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
             if sources[0] is None and sources[1] is not None:  # an A operand loaded before the loop: staged once
                 outside = [op for op in fn.walk() if not any(r is not None and _inside(loop, r) for r in op.results)]
                 sources[0] = _staged_source(mma.operands[0], outside, uses)
-                if sources[0] is not None and not _stageable(sources[0][0], _restaged(fp8, 0, sources[0])):
+                if sources[0] is not None and not _stageable(sources[0][0]):
                     sources[0] = None
                 if sources[0] is not None:
                     pipeline.invariant.append(sources[0][0])
-            if sources[1] is None or (sources[0] is None and (fp8 or not a_in_registers)):
+            if sources[1] is None or (sources[0] is None and not a_in_registers):
                 if why_not is not None:
                     k = 1 if sources[1] is None else 0
                     why_not[mma] = (f"not pipelined: its {'AB'[k]} operand "
@@ -591,10 +535,7 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
             for k, src in sources.items():
                 if src is not None:
                     load, transposed, chain = src
-                    restage = _restaged(fp8, k, src)
-                    if restage:
-                        pipeline.restaged.add(load)
-                    pipeline.operands[mma, k] = (load, transposed != restage)
+                    pipeline.operands[mma, k] = (load, transposed)
                     pipeline.chains.update(chain)
         loads = list(dict.fromkeys(load for load, _ in pipeline.operands.values() if load in body.ops))
         if loads:
@@ -612,8 +553,6 @@ def _tma_refusal(fn: Function, pipeline: Pipeline) -> str | None:
     map per load for an array argument of up to 5 axes; a box has at most 256 rows."""
     for load in pipeline.loads:
         array, name = load.operands[0], load.operands[0].name or "an array"
-        if load.result.dtype in FP8:
-            return f"`{name}` is fp8 (the tensor maps made here describe 16-bit arrays)"
         if array not in fn.body.args:
             return f"`{name}` is not a kernel argument (tensor maps are made for arguments)"
         if load.attrs["padding"].name not in TMA_PADDING:
@@ -642,28 +581,17 @@ def _unstageable(v: Value, body, uses: dict, iv: Value, inside: set) -> str:
     if uses[v] != 1:
         return "is also used elsewhere (a staged tile feeds the mma only)"
     rows, cols = Pipeline.stage_shape(load)
-    fp8 = " (an fp8 operand: its K-major rows)" if load.result.dtype in FP8 else ""
     return (f"tile ({rows} x {cols}, rows of {cols * load.result.dtype.itemsize} bytes) is not one the swizzled "
-            f"stages hold{fp8} (rows of 32, 64 or a multiple of 128 bytes, unit leading axes)")
+            f"stages hold (rows of 32, 64 or a multiple of 128 bytes, unit leading axes)")
 
 
-def _restaged(fp8: bool, k: int, source) -> bool:
-    """Whether operand k of an fp8 mma, staged from `source` (load, transposed, chain), must be
-    transposed while staged: fp8 tensor cores read A as M x K and B as N x K rows (K-major)."""
-    return fp8 and source[1] != (k == 1)
-
-
-def _stageable(load: Op, restage: bool = False) -> bool:
-    """A tile of shape (1, ..., 1, R, C) whose (R, C) the swizzled stage layout holds (transposed
-    where it is restaged: fp8 blocks of 4 x 4 elements move at a time)."""
+def _stageable(load: Op) -> bool:
+    """A tile of shape (1, ..., 1, R, C) whose (R, C) the swizzled stage layout holds."""
     shape, order = load.result.shape, load.attrs["order"]
     n = len(shape)
     if any(d != 1 for d in shape[:-2]) or order[:-2] != tuple(range(n - 2)):
         return False
-    rows, cols = Pipeline.stage_shape(load)
-    if restage:
-        return rows % 4 == 0 and cols % 4 == 0 and _panel_fits((cols, rows), load.result.dtype.itemsize)
-    return _panel_fits((rows, cols), load.result.dtype.itemsize)
+    return _panel_fits(Pipeline.stage_shape(load))
 
 
 def _staged_source(v: Value, ops, uses: dict):

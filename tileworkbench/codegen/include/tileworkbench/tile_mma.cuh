@@ -132,38 +132,20 @@ __device__ inline void ldmatrix_x2_trans(uint32_t* r, const void* p) {
 
 template <class T> struct is_fp16 { static constexpr bool value = false; };
 template <> struct is_fp16<__half> { static constexpr bool value = true; };
-template <class T> struct is_e4m3 { static constexpr bool value = false; };
-template <> struct is_e4m3<__nv_fp8_e4m3> { static constexpr bool value = true; };
-template <class T> struct is_e5m2 { static constexpr bool value = false; };
-template <> struct is_e5m2<__nv_fp8_e5m2> { static constexpr bool value = true; };
 
-// The k extent of one mma.sync: 32 bytes of each operand row (16 16-bit or 32 fp8 elements), so the
-// fragments of both kinds are the same bytes in the same lanes and one set of loaders serves both.
-template <class T> __host__ __device__ constexpr int mma_k() { return 32 / int(sizeof(T)); }
-
-// d += a @ b for one 16 x 8 x mma_k<T>() fragment, float accumulators: m16n8k16 for float16 and
-// bfloat16 operands, m16n8k32 for fp8 (sm_89 and later; products exact, sums in float32).
+// d += a @ b for one 16x8x16 fragment, float accumulators (float16 or bfloat16 operands)
 template <class T>
-__device__ void mma_fragment(float* d, const uint32_t* a, const uint32_t* b) {
-#define TW_MMA_SYNC(SHAPE, KIND)                                                                            \
-  asm volatile("mma.sync.aligned." SHAPE ".row.col.f32." KIND "." KIND ".f32 {%0, %1, %2, %3}, "             \
-               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"                                               \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                              \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
-  if constexpr (is_fp16<T>::value) {
-    TW_MMA_SYNC("m16n8k16", "f16");
-  } else if constexpr (sizeof(T) == 1) {
-    static_assert(is_e4m3<T>::value || is_e5m2<T>::value, "fp8 tensor-core mma takes e4m3 or e5m2 operands");
-#if __CUDA_ARCH__ >= 890
-    if constexpr (is_e4m3<T>::value) TW_MMA_SYNC("m16n8k32", "e4m3");
-    else TW_MMA_SYNC("m16n8k32", "e5m2");
-#else
-    __trap();  // not reached: the code generator keeps fp8 mma on CUDA cores before sm_89
-#endif
-  } else {
-    TW_MMA_SYNC("m16n8k16", "bf16");
-  }
-#undef TW_MMA_SYNC
+__device__ void mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
+  if constexpr (is_fp16<T>::value)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 // One k step of 16 for a warp's MI x NI accumulator fragments: ldmatrix the A fragments (a_at(i):
@@ -187,7 +169,7 @@ __device__ void mma_k16(float* acc, AAt a_at, BAt b_at) {
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j) mma_fragment<T>(&acc[(i * NI + j) * 4], af[i], bf[j]);
+    for (int j = 0; j < NI; ++j) mma_16816<T>(&acc[(i * NI + j) * 4], af[i], bf[j]);
 }
 
 // A blocked (Rows, Cols) tile into shared memory, rows Cols + 8 elements apart, chunk by chunk.
@@ -227,47 +209,32 @@ __device__ tile<T, S> load_operand(const array<T, 2>& a, const coords<2>& index,
   return out;
 }
 
-// Operand buffer bytes of one tensor-core mma stage: rows padded by 16 bytes (16-bit), or the two
-// swizzled K-major stages of fp8 operands and the rows B is transposed from (tile_pipeline.cuh).
+// Operand buffer bytes of one tensor-core mma stage.
 template <class T, int M, int N, int K>
-__host__ __device__ constexpr int mma_stage_bytes() {
-  return sizeof(T) == 1 ? M * K + 2 * N * K : (M * (K + 8) + K * (N + 8)) * int(sizeof(T));
-}
-
-// fp8 operands arriving blocked: mma.sync reads fp8 B only K-major, so B is staged transposed
-// (defined with the staged layouts, tile_pipeline.cuh).
-template <class T, int M, int N, int K, int WM, int WN>
-__device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma_k_major(const tile<T, shape<M, K>>& a,
-                                                                   const tile<T, shape<K, N>>& b,
-                                                                   tile<float, shape<M, N>, mma_layout<WM, WN>> acc,
-                                                                   int& stage);
+__host__ __device__ constexpr int mma_stage_bytes() { return (M * (K + 8) + K * (N + 8)) * int(sizeof(T)); }
 
 // acc + a @ b on tensor cores. `stage` counts the calls, choosing the operand buffer.
 template <class T, int M, int N, int K, int WM, int WN>
 __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(const tile<T, shape<M, K>>& a, const tile<T, shape<K, N>>& b,
                                                            tile<float, shape<M, N>, mma_layout<WM, WN>> acc, int& stage) {
-  if constexpr (sizeof(T) == 1) {  // fp8: both operands K-major in shared memory (tile_pipeline.cuh)
-    return mma_k_major(a, b, acc, stage);
-  } else {
-    static_assert(traits<T>::is_half, "tensor-core mma takes float16 or bfloat16 operands");
-    constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
-    static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
-    constexpr int stage_bytes = (mma_stage_bytes<T, M, N, K>() + 127) / 128 * 128;
-    T* abuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * stage_bytes);
-    T* bbuf = abuf + M * (K + 8);
-    if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operands
-    to_padded_smem(a, abuf);
-    to_padded_smem(b, bbuf);
-    __syncthreads();
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const T* a_rows = abuf + (warp / WN * WTM + lane % 16) * (K + 8) + lane / 16 * 8;
-    const T* b_rows = bbuf + (lane % 16) * (N + 8) + warp % WN * WTN + lane / 16 * 8;
+  static_assert(traits<T>::is_half, "tensor-core mma takes float16 or bfloat16 operands");
+  constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
+  constexpr int stage_bytes = (mma_stage_bytes<T, M, N, K>() + 127) / 128 * 128;
+  T* abuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * stage_bytes);
+  T* bbuf = abuf + M * (K + 8);
+  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operands
+  to_padded_smem(a, abuf);
+  to_padded_smem(b, bbuf);
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const T* a_rows = abuf + (warp / WN * WTM + lane % 16) * (K + 8) + lane / 16 * 8;
+  const T* b_rows = bbuf + (lane % 16) * (N + 8) + warp % WN * WTN + lane / 16 * 8;
 #pragma unroll 1  // one k step's fragments live at a time: fewer registers, more blocks per SM
-    for (int k0 = 0; k0 < K; k0 += 16)
-      mma_k16<T, MI, NI>(acc.v, [&](int i) { return a_rows + i * 16 * (K + 8) + k0; },
-                         [&](int j) { return b_rows + k0 * (N + 8) + j * 8; });
-    return acc;
-  }
+  for (int k0 = 0; k0 < K; k0 += 16)
+    mma_k16<T, MI, NI>(acc.v, [&](int i) { return a_rows + i * 16 * (K + 8) + k0; },
+                       [&](int j) { return b_rows + k0 * (N + 8) + j * 8; });
+  return acc;
 }
 
 // Two 16-bit elements as one mma operand register (the lower column in the low half).
@@ -320,7 +287,7 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
-      for (int j = 0; j < NI; ++j) mma_fragment<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
+      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
   }
   return acc;
 }

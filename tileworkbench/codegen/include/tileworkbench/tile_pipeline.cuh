@@ -2,8 +2,8 @@
 // global into shared memory, STAGES - 1 iterations ahead of the mma that reads them, so loads and
 // tensor-core math overlap (docs/architecture.md, "Pipelined mma loops").
 //
-// Shared-memory layout of one R x C operand tile (16-bit or fp8 elements): each row is cut into panels
-// of P = min(128, C * sizeof(T)) bytes; panel p holds all R rows of P bytes; inside a panel, 16-byte chunk c of
+// Shared-memory layout of one R x C operand tile (16-bit elements): each row is cut into panels of
+// P = min(128, 2C) bytes; panel p holds all R rows of P bytes; inside a panel, 16-byte chunk c of
 // row r is stored at chunk c ^ ((r * P / 128) % (P / 16)). This is the 128/64/32-byte swizzle that
 // wgmma descriptors name, and it also lets the 8 row addresses of an ldmatrix hit distinct banks.
 #pragma once
@@ -30,15 +30,14 @@ __device__ inline void fence_proxy_async() {
 
 template <class T, int R, int C>
 struct swizzled {
-  static_assert(sizeof(T) <= 2, "staged mma operands are 16-bit or fp8");
-  static constexpr int row_bytes = C * int(sizeof(T));
-  static constexpr int chunk_elements = 16 / int(sizeof(T));
+  static_assert(sizeof(T) == 2, "pipelined mma operands are 16-bit");
+  static constexpr int row_bytes = C * 2;
   static constexpr int P = row_bytes < 128 ? row_bytes : 128;  // panel width in bytes
   static_assert(P == 32 || P == 64 || row_bytes % 128 == 0, "rows of 32, 64 or a multiple of 128 bytes");
   static constexpr int bytes = R * row_bytes;
   unsigned char* base;
 
-  // Byte offset of the 16-byte chunk k of row r (elements (r, k * chunk_elements ...)).
+  // Byte offset of the 16-byte chunk holding elements (r, 8k .. 8k + 7).
   __device__ static int chunk_offset(int r, int k) {
     constexpr int per_panel = P / 16;
     const int o = r * P + k % per_panel * 16;
@@ -55,23 +54,13 @@ struct operand_stages {
   __device__ swizzled<T, R, C> operator[](int stage) const { return {base + stage * stage_bytes}; }
 };
 
-// An operand stage that holds the transpose of the operand: the B operand (K x N) of `q @ k.T`
-// staged as the (N x K) tile it was loaded as. mma reads its fragments without the .trans ldmatrix.
-template <class S>
-struct transposed {
-  S stage;
-};
-template <class S>
-__device__ transposed<S> transpose_stage(S stage) { return {stage}; }
-
-// One 16-byte chunk of elements (i, j ...) the slow way: element by element, the padding value
+// One 16-byte chunk of elements (i, j .. j + 7) the slow way: element by element, the padding value
 // outside the array. Out of line, so the bounds bookkeeping holds no registers in the K loop.
 template <class T>
 __device__ __noinline__ void load_chunk_checked(unsigned char* dst, const array<T, 2>& a, long long i, long long j, T pad) {
-  constexpr int E = 16 / int(sizeof(T));
-  T v[E];
+  T v[8];
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
+  for (int e = 0; e < 8; ++e) {
     const bool inside = i >= 0 && i < a.shape[0] && j + e >= 0 && j + e < a.shape[1];
     v[e] = inside ? a.ptr[i * a.stride[0] + (j + e) * a.stride[1]] : pad;
   }
@@ -83,155 +72,33 @@ __device__ __noinline__ void load_chunk_checked(unsigned char* dst, const array<
 // padding, other strides) is checked chunk by chunk and copied element by element where needed.
 template <class T, int R, int C>
 __device__ void load_async(swizzled<T, R, C> dst, const array<T, 2>& a, const coords<2>& index, T pad) {
-  constexpr int E = swizzled<T, R, C>::chunk_elements, chunks = R * C / E, per_row = C / E;
+  constexpr int chunks = R * C / 8, per_row = C / 8;
   const long long i0 = (long long)index[0] * R, j0 = (long long)index[1] * C;
-  const bool rows_aligned = a.stride[1] == 1 && a.stride[0] % E == 0 && aligned<16>(a.ptr);
+  const bool rows_aligned = a.stride[1] == 1 && a.stride[0] % 8 == 0 && aligned<16>(a.ptr);
   if (rows_aligned && i0 >= 0 && j0 >= 0 && i0 + R <= a.shape[0] && j0 + C <= a.shape[1]) {
     const T* tile = a.ptr + i0 * a.stride[0] + j0;
 #pragma unroll
     for (int q0 = 0; q0 < chunks; q0 += TW_THREADS) {
       const int q = q0 + threadIdx.x;
       if (chunks % TW_THREADS != 0 && q >= chunks) break;
-      cp_async_16(dst.base + dst.chunk_offset(q / per_row, q % per_row), tile + q / per_row * a.stride[0] + q % per_row * E);
+      cp_async_16(dst.base + dst.chunk_offset(q / per_row, q % per_row), tile + q / per_row * a.stride[0] + q % per_row * 8);
     }
     return;
   }
   for (int q = threadIdx.x; q < chunks; q += TW_THREADS) {
-    const long long i = i0 + q / per_row, j = j0 + q % per_row * E;
+    const long long i = i0 + q / per_row, j = j0 + q % per_row * 8;
     unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
-    if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + E <= a.shape[1])
+    if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
       cp_async_16(d, a.ptr + i * a.stride[0] + j);
     else
       load_chunk_checked(d, a, i, j, pad);
   }
 }
 
-// fp8 tensor cores read both operands K-major (there is no transposing ldmatrix for 8-bit elements),
-// so an fp8 operand stored the other way (B as K x N rows) is transposed in shared memory, in 4 x 4
-// blocks: the 4-byte words of rows r .. r + 3 at columns c .. c + 3, byte-transposed, stored as the
-// words of rows c .. c + 3 (columns r .. r + 3) of the C x R buffer.
-template <class T, int C, int R>
-__device__ void store_block_transposed(swizzled<T, C, R> s, int r, int c, const uint32_t (&x)[4]) {
-  const uint32_t lo = __byte_perm(x[0], x[1], 0x5140), hi = __byte_perm(x[2], x[3], 0x5140);
-  const uint32_t lo2 = __byte_perm(x[0], x[1], 0x7362), hi2 = __byte_perm(x[2], x[3], 0x7362);
-  const uint32_t column[4] = {__byte_perm(lo, hi, 0x5410), __byte_perm(lo, hi, 0x7632),
-                              __byte_perm(lo2, hi2, 0x5410), __byte_perm(lo2, hi2, 0x7632)};
-#pragma unroll
-  for (int n = 0; n < 4; ++n)
-    *reinterpret_cast<uint32_t*>(s.base + s.chunk_offset(c + n, r / 16) + r % 16) = column[n];
-}
-
-// Where block q of the 4 x 4 blocks of an R x C tile starts. A warp's 32 consecutive blocks are 8
-// along a row (32 contiguous bytes: each row read is one whole sector) by 4 down, so the words they
-// store transposed spread over 8 banks (row by row, 32 blocks would hit 2 banks, 16 to one).
-template <int R, int C>
-__device__ void block_start(int q, int& r, int& c) {
-  constexpr int across = C / 4 < 8 ? C / 4 : 8, down = 32 / across, warp_columns = C / 4 / across;
-  if constexpr (R / 4 % down == 0) {
-    const int lane = q % 32, w = q / 32;
-    r = (w / warp_columns * down + lane / across) * 4;
-    c = (w % warp_columns * across + lane % across) * 4;
-  } else {
-    r = q / (C / 4) * 4;
-    c = q % (C / 4) * 4;
-  }
-}
-
-// The 4 x 4 block at (i, j) of the array the slow way: element by element, the padding value outside.
-template <class T, int C, int R>
-__device__ __noinline__ void load_block_checked(swizzled<T, C, R> s, const array<T, 2>& a, long long i, long long j,
-                                                int r, int c, T pad) {
-  uint32_t x[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    x[k] = 0;
-#pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      const bool inside = i + k >= 0 && i + k < a.shape[0] && j + b >= 0 && j + b < a.shape[1];
-      const T v = inside ? a.ptr[(i + k) * a.stride[0] + (j + b) * a.stride[1]] : pad;
-      uint8_t bits;
-      memcpy(&bits, &v, 1);
-      x[k] |= uint32_t(bits) << (8 * b);
-    }
-  }
-  store_block_transposed(s, r, c, x);
-}
-
-// Tile `index` (R x C) of the array copied transposed into a C x R stage: for a tile loaded once, and
-// where transpose_into's K-major buffer does not fit. Plain loads and stores, not cp.async: the copy
-// waits for its loads, so it overlaps the mma less than a cp.async stage does.
-template <class T, int R, int C>
-__device__ void load_async(transposed<swizzled<T, C, R>> dst, const array<T, 2>& a, const coords<2>& index, T pad) {
-  static_assert(sizeof(T) == 1 && R % 4 == 0 && C % 4 == 0, "transposed staging moves 4 x 4 blocks of fp8");
-  constexpr int blocks = R / 4 * (C / 4);
-  const long long i0 = (long long)index[0] * R, j0 = (long long)index[1] * C;
-  const bool plain = a.stride[1] == 1 && a.stride[0] % 4 == 0 && aligned<4>(a.ptr) && i0 >= 0 && j0 >= 0 &&
-                     i0 + R <= a.shape[0] && j0 + C <= a.shape[1];
-  // G blocks' loads are issued before their stores (the compiler cannot move a global load above a
-  // shared store itself): G round trips to memory overlap, at 4 registers a block.
-  constexpr int G = 2;  // 4 spilled next to 64 accumulator registers under a 128-register cap (sm_90)
-#pragma unroll 1
-  for (int q0 = threadIdx.x; q0 < blocks; q0 += G * TW_THREADS) {
-    if (!plain) {
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const int q = q0 + g * TW_THREADS;
-        int r, c;
-        block_start<R, C>(q, r, c);
-        if (blocks % (G * TW_THREADS) == 0 || q < blocks) load_block_checked(dst.stage, a, i0 + r, j0 + c, r, c, pad);
-      }
-      continue;
-    }
-    uint32_t x[G][4];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const int q = q0 + g * TW_THREADS;
-      int r, c;
-      block_start<R, C>(q, r, c);
-      if (blocks % (G * TW_THREADS) == 0 || q < blocks) {
-#pragma unroll
-        for (int k = 0; k < 4; ++k)
-          x[g][k] = *reinterpret_cast<const uint32_t*>(a.ptr + (i0 + r + k) * a.stride[0] + j0 + c);
-      }
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const int q = q0 + g * TW_THREADS;
-      int r, c;
-      block_start<R, C>(q, r, c);
-      if (blocks % (G * TW_THREADS) == 0 || q < blocks) store_block_transposed(dst.stage, r, c, x[g]);
-    }
-  }
-}
-
-// A landed stage (R x C, as stored) transposed into a C x R buffer that the mma reads K-major: the
-// way an fp8 operand stored the other way is staged in a loop, so that its copy stays a cp.async
-// issued iterations ahead. Every thread moves its share of 4 x 4 blocks; publish_stage() then makes
-// the buffer visible to every thread and to wgmma.
-template <class T, int R, int C>
-__device__ void transpose_into(swizzled<T, R, C> src, swizzled<T, C, R> dst) {
-  static_assert(sizeof(T) == 1 && R % 4 == 0 && C % 4 == 0, "fp8 tiles move in 4 x 4 blocks");
-  constexpr int E = swizzled<T, R, C>::chunk_elements, blocks = R / 4 * (C / 4);
-#pragma unroll 1
-  for (int q = threadIdx.x; q < blocks; q += TW_THREADS) {
-    int r, c;
-    block_start<R, C>(q, r, c);
-    uint32_t x[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) x[k] = *reinterpret_cast<const uint32_t*>(src.base + src.chunk_offset(r + k, c / E) + c % E);
-    store_block_transposed(dst, r, c, x);
-  }
-}
-
-__device__ inline void publish_stage() {
-  fence_proxy_async();
-  __syncthreads();
-}
-
 // The same for a tile of shape (1, ..., 1, R, C) of an N-d array: the leading indices pick one
 // plane (an index outside the array leaves an empty plane, so the tile is all padding).
-template <class Stage, class T, int Rank>
-__device__ void load_async(Stage dst, const array<T, Rank>& a, const coords<Rank>& index, T pad) {
+template <class T, int R, int C, int Rank>
+__device__ void load_async(swizzled<T, R, C> dst, const array<T, Rank>& a, const coords<Rank>& index, T pad) {
   static_assert(Rank > 2, "a 2-d array takes the overload above");
   long long offset = 0;
   bool inside = true;
@@ -244,6 +111,15 @@ __device__ void load_async(Stage dst, const array<T, Rank>& a, const coords<Rank
                           {a.stride[Rank - 2], a.stride[Rank - 1]}};
   load_async(dst, plane, coords<2>{{index[Rank - 2], index[Rank - 1]}}, pad);
 }
+
+// An operand stage that holds the transpose of the operand: the B operand (K x N) of `q @ k.T`
+// staged as the (N x K) tile it was loaded as. mma reads its fragments without the .trans ldmatrix.
+template <class S>
+struct transposed {
+  S stage;
+};
+template <class S>
+__device__ transposed<S> transpose_stage(S stage) { return {stage}; }
 
 // Wait until the stage of the current iteration has landed and publish it to every thread (and to
 // the tensor cores' proxy). `Pending` copy groups, those of later iterations, may still be in flight.
@@ -264,11 +140,10 @@ __device__ void stage_ready() {
 template <class T, int M, int K>
 __device__ void a_fragment(uint32_t (&af)[4], swizzled<T, M, K> a, int warp_row, int i, int k0) {
   const int lane = threadIdx.x % 32;
-  ldmatrix_x4(af, a.base + a.chunk_offset(warp_row + i * 16 + lane % 16, k0 / a.chunk_elements + lane / 16), false);
+  ldmatrix_x4(af, a.base + a.chunk_offset(warp_row + i * 16 + lane % 16, k0 / 8 + lane / 16), false);
 }
 template <class T, int M, int K, int WM>
 __device__ void a_fragment(uint32_t (&af)[4], const tile<T, shape<M, K>, mma_layout<WM, 1>>& a, int, int i, int k0) {
-  static_assert(sizeof(T) == 2, "an A operand from registers is 16-bit");
   const T* lo = &a.v[(i * (K / 8) + k0 / 8) * 4];  // the accumulator-layout fragments of k0 .. k0 + 7
   const T* hi = lo + 4;                             // and of k0 + 8 .. k0 + 15
   af[0] = pack_pair(lo[0], lo[1]), af[1] = pack_pair(lo[2], lo[3]);
@@ -278,7 +153,6 @@ __device__ void a_fragment(uint32_t (&af)[4], const tile<T, shape<M, K>, mma_lay
 // B fragments of the 8-column blocks at col and col + 8 (Pair) or at col only.
 template <bool Pair, class T, int K, int N>
 __device__ void b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], swizzled<T, K, N> b, int col, int k0) {
-  static_assert(sizeof(T) == 2, "an fp8 B operand is staged K-major (transposed)");
   const int lane = threadIdx.x % 32;  // lanes 0-15: rows k0 .. k0 + 15 of block col; 16-31: of block col + 8
   const unsigned char* at = b.base + b.chunk_offset(k0 + lane % 16, col / 8 + (Pair ? lane / 16 : 0));
   if constexpr (Pair) {
@@ -294,7 +168,7 @@ __device__ void b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], transposed<swi
   // lanes 8q .. 8q + 7 address matrix q: columns col + 8 * (q / 2), k half q % 2 (rows of the stage are columns)
   const int lane = threadIdx.x % 32;
   const unsigned char* at = b.stage.base + b.stage.chunk_offset(col + (Pair ? lane / 16 * 8 : 0) + lane % 8,
-                                                                k0 / b.stage.chunk_elements + lane / 8 % 2);
+                                                                k0 / 8 + lane / 8 % 2);
   if constexpr (Pair) {
     uint32_t r[4];
     ldmatrix_x4(r, at, false);
@@ -312,12 +186,11 @@ template <class T, int M, int N, int K, int WM, int WN, class A, class B>
 __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma_from(const A& a, const B& b,
                                                                 tile<float, shape<M, N>, mma_layout<WM, WN>> acc) {
   constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
-  constexpr int KS = mma_k<T>();
-  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % KS == 0, "shape does not fit the warps");
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
   const int warp = threadIdx.x / 32, warp_row = warp / WN * WTM, warp_col = warp % WN * WTN;
   // A in registers is indexed by k: unrolled. From stages, one k step's fragments live at a time.
-#pragma unroll(in_registers<A>::value ? K / KS : 1)
-  for (int k0 = 0; k0 < K; k0 += KS) {
+#pragma unroll(in_registers<A>::value ? K / 16 : 1)
+  for (int k0 = 0; k0 < K; k0 += 16) {
     uint32_t af[MI][4], bf[NI][2];
 #pragma unroll
     for (int i = 0; i < MI; ++i) a_fragment(af[i], a, warp_row, i, k0);
@@ -329,7 +202,7 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma_from(const A& a, con
 #pragma unroll
     for (int i = 0; i < MI; ++i)
 #pragma unroll
-      for (int j = 0; j < NI; ++j) mma_fragment<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
+      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
   }
   return acc;
 }
@@ -356,56 +229,6 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M
   return mma_from<T, M, N, K>(a, b, acc);
 }
 
-// A blocked tile into a stage as it is.
-template <class T, int R, int C>
-__device__ void to_stage(const tile<T, shape<R, C>>& x, swizzled<T, R, C> s) {
-  using Tile = tile<T, shape<R, C>>;
-  constexpr int E = swizzled<T, R, C>::chunk_elements;
-  static_assert(E % Tile::V == 0, "a register chunk stays inside one 16-byte stage chunk");
-  if (!x.owner()) return;
-#pragma unroll
-  for (int r0 = 0; r0 < Tile::R; r0 += Tile::V) {
-    const int e = Tile::elem(r0), row = e / C, col = e % C;
-    copy_chunk<Tile::V * sizeof(T)>(s.base + s.chunk_offset(row, col / E) + col % E * sizeof(T), &x.v[r0]);
-  }
-}
-// fp8 operands arriving blocked: A into its stage as it is; B (K x N) first as plain rows into
-// `scratch`, then, after a barrier, moved 4 x 4 blocks at a time into its N x K stage (a thread
-// holds one k row of B, so writing it transposed straight from registers takes a byte store per
-// element, and their addresses cost more registers than the accumulators leave).
-template <class T, int M, int N, int K, int WM, int WN>
-__device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma_k_major(const tile<T, shape<M, K>>& a,
-                                                                   const tile<T, shape<K, N>>& b,
-                                                                   tile<float, shape<M, N>, mma_layout<WM, WN>> acc,
-                                                                   int& stage) {
-  using AStage = swizzled<T, M, K>;
-  using BStage = swizzled<T, N, K>;
-  using BTile = tile<T, shape<K, N>>;
-  static_assert(sizeof(T) == 1 && N % 4 == 0, "fp8 operands");
-  unsigned char* buf = smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * mma_stage_bytes<T, M, N, K>();
-  const AStage as{buf};
-  const BStage bs{buf + AStage::bytes};
-  unsigned char* scratch = buf + AStage::bytes + BStage::bytes;
-  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operands
-  to_stage(a, as);
-  if (b.owner()) {
-#pragma unroll
-    for (int r0 = 0; r0 < BTile::R; r0 += BTile::V) copy_chunk<BTile::V>(scratch + BTile::elem(r0), &b.v[r0]);
-  }
-  __syncthreads();
-#pragma unroll 1
-  for (int q = threadIdx.x; q < K / 4 * (N / 4); q += TW_THREADS) {
-    int r, c;
-    block_start<K, N>(q, r, c);
-    uint32_t x[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) x[k] = *reinterpret_cast<const uint32_t*>(scratch + (r + k) * N + c);
-    store_block_transposed(bs, r, c, x);
-  }
-  __syncthreads();
-  return mma_from<T, M, N, K>(as, transpose_stage(bs), acc);
-}
-
 // ---- wgmma from swizzled stages (sm_90a) -----------------------------------------------------------
 //
 // A warpgroup (4 warps) computes 64 rows x all N columns: warpgroup g owns rows [64g, 64g + 64), so
@@ -419,13 +242,13 @@ __device__ inline uint64_t wgmma_descriptor(const void* p, int leading_bytes, in
          uint64_t((stride_bytes >> 4) & 0x3FFF) << 32 | swizzle << 62;
 }
 
-// A (M x K, K contiguous: "K-major"), rows [row0, row0 + 64), columns [k0, k0 + mma_k<T>()): core
-// matrices of 8 rows sit 8 * P bytes apart; a k step inside a panel moves the start by 32 bytes (the
-// hardware applies the swizzle to the address).
+// A (M x K, K contiguous: "K-major"), rows [row0, row0 + 64), columns [k0, k0 + 16): core
+// matrices of 8 rows sit 8 * P bytes apart; a 16-column step inside a panel moves the start by 32
+// bytes (the hardware applies the swizzle to the address).
 template <class T, int R, int C>
 __device__ uint64_t k_major_descriptor(swizzled<T, R, C> s, int row0, int k0) {
   constexpr int P = swizzled<T, R, C>::P;
-  const int offset = k0 * int(sizeof(T)) / P * (R * P) + row0 * P + k0 * int(sizeof(T)) % P;
+  const int offset = k0 * 2 / P * (R * P) + row0 * P + k0 * 2 % P;
   return wgmma_descriptor(s.base + offset, 16, 8 * P, P);
 }
 
@@ -446,10 +269,7 @@ __device__ void fence_registers(Tile& t) {
 
 // B's descriptor for k rows [k0, k0 + 16), and whether wgmma reads it transposed (N-major).
 template <class T, int K, int N>
-__device__ uint64_t b_descriptor(swizzled<T, K, N> b, int k0) {
-  static_assert(sizeof(T) == 2, "wgmma reads an fp8 B operand K-major only (staged transposed)");
-  return mn_major_descriptor(b, k0);
-}
+__device__ uint64_t b_descriptor(swizzled<T, K, N> b, int k0) { return mn_major_descriptor(b, k0); }
 template <class T, int N, int K>
 __device__ uint64_t b_descriptor(transposed<swizzled<T, N, K>> b, int k0) { return k_major_descriptor(b.stage, 0, k0); }
 template <class B> struct n_major { static constexpr int value = 1; };
@@ -461,11 +281,11 @@ template <class S> struct n_major<transposed<S>> { static constexpr int value = 
 // wait, since wgmma reads them asynchronously and the compiler must not reuse those registers sooner.
 template <int InFlight, class T, int M, int N, int K, int W, class B>
 __device__ void wgmma_group(swizzled<T, M, K> a, const B& b, tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
-  static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % mma_k<T>() == 0, "wgmma shape");
+  static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
   fence_registers(acc);
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-  for (int k0 = 0; k0 < K; k0 += mma_k<T>())
+  for (int k0 = 0; k0 < K; k0 += 16)
     wgmma_op<N, T>::template ss<n_major<B>::value>(acc.v, k_major_descriptor(a, threadIdx.x / 128 * 64, k0),
                                                    b_descriptor(b, k0));
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
@@ -485,7 +305,6 @@ template <int InFlight, class T, int M, int N, int K, int W, class B>
 __device__ void wgmma_group(const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b,
                             tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  static_assert(sizeof(T) == 2, "an A operand from registers is 16-bit");
   // Groups of at most four k steps: their fragments take 16 registers, on top of the accumulators.
   constexpr int Steps = K / 16 < 4 ? K / 16 : 4;
   static_assert(K / 16 % Steps == 0, "whole groups");
