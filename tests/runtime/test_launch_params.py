@@ -186,6 +186,7 @@ def test_tensor_maps_are_packed_after_the_other_parameters_64_byte_aligned(launc
     *_, map_a, map_b = [p - start for p in launcher.params]
     first = LAUNCH_CONFIG_BYTES  # the parameters start after the launch configuration
     assert (map_a - first) % 64 == 0 and (map_b - first) % 64 == 0
+    assert launcher.params[-2] % 64 == 0 and launcher.params[-1] % 64 == 0  # as CUtensorMap is, in host memory
     assert map_a - first >= struct.calcsize("=" + "Qiiii" * 3)
     assert launcher.buffer.raw[map_a:map_a + 128] == b"\x01" * 128
     assert launcher.buffer.raw[map_b:map_b + 128] == b"\x02" * 128

@@ -334,15 +334,19 @@ LAUNCH_CONFIG_BYTES = struct.calcsize("=" + LAUNCH_CONFIG)
 def _launch_buffer(codes: list[str]):
     """A struct for the launch configuration followed by the kernel's parameters, laid out as the
     CUDA ABI lays them (each at its natural alignment from the first parameter, a tensor map at 64
-    bytes), a buffer for it, and the array of pointers to each parameter that cuLaunchKernelEx takes."""
+    bytes), a buffer for it, and the array of pointers to each parameter that cuLaunchKernelEx takes.
+    The buffer is placed so that the parameters start at a 64-byte aligned address: a tensor map's
+    bytes are then 64-byte aligned in host memory too, as a CUtensorMap is."""
     fmt, offsets, end = "=" + LAUNCH_CONFIG, [], 0  # `end`: bytes of parameters so far
     for code in codes:
         size = struct.calcsize("=" + code)
-        pad = -end % (64 if code.endswith("s") else size)  # a tensor map (bytes) is 64-byte aligned
+        pad = -end % (64 if code.endswith("s") else size)
         fmt += "x" * pad + code
         offsets.append(LAUNCH_CONFIG_BYTES + end + pad)
         end += pad + size
-    buffer = ctypes.create_string_buffer(LAUNCH_CONFIG_BYTES + end)
+    memory = ctypes.create_string_buffer(LAUNCH_CONFIG_BYTES + end + 63)
+    shift = -(ctypes.addressof(memory) + LAUNCH_CONFIG_BYTES) % 64
+    buffer = (ctypes.c_char * (LAUNCH_CONFIG_BYTES + end)).from_buffer(memory, shift)  # keeps `memory` alive
     base = ctypes.addressof(buffer)
     params = (ctypes.c_void_p * max(len(offsets), 1))(*(base + o for o in offsets))
     return struct.Struct(fmt), buffer, params
