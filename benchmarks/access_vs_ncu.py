@@ -2,12 +2,13 @@
 on the GPU, kernel by kernel, with a verdict per metric against its tolerance (TOLERANCES):
 
 - global sectors per request (loads, stores): within 1 %;
-- shared-memory bank conflicts (loads, stores; Nsight Compute's extra wavefronts): within 2 % of the
-  kernel's shared instructions, |model - ncu| <= 0.02 * instructions. Compared with the per-instruction
-  counts (`smsp__sass_l1tex_data_bank_conflicts_...`) where the ncu side has them: those follow from
-  each instruction's addresses, as the model does. The L1 counters (`l1tex__data_bank_conflicts_...`)
-  count more: extra cycles that differ between kernels whose shared accesses are identical (row and
-  grouped matmul, the two transposes), which no address model predicts;
+- shared-memory wavefronts of loads and stores, per instruction (`sm__sass_l1tex_data_pipe_lsu_
+  wavefronts_mem_shared_op_ld/st`, which follow from each instruction's addresses, as the model
+  does), and the bank conflicts of ldmatrix and cp.async per instruction: within 2 % of the kernel's
+  instructions of that kind, |model - ncu| <= 0.02 * instructions. The conflicts of loads and
+  stores are also compared with the L1 counters (`l1tex__data_bank_conflicts_...`, Nsight Compute's
+  extra wavefronts), which count more: extra cycles that differ between kernels whose shared
+  accesses are identical (row and grouped matmul, the two transposes), which no address model predicts;
 - L2 hit rate: within 10 percentage points. ncu flushes the caches before the profiled launch, so
   the model starts cold: reads miss once, writes hit (see profile/access.py, l2_estimate).
 
@@ -21,6 +22,7 @@ ncu side from a results file written by the first.
 """
 import argparse
 import json
+import re
 import sys
 
 import numpy as np
@@ -128,6 +130,8 @@ CASES = {
 TOLERANCES = {
     "ld_sectors_per_request": (0.01, "of the ncu value"),
     "st_sectors_per_request": (0.01, "of the ncu value"),
+    "shared_ld_wavefronts": (0.02, "of the shared load instructions"),
+    "shared_st_wavefronts": (0.02, "of the shared store instructions"),
     "shared_ld_conflicts": (0.02, "of the shared load instructions"),
     "shared_st_conflicts": (0.02, "of the shared store instructions"),
     "ldmatrix_conflicts": (0.02, "of the ldmatrix instructions"),
@@ -154,6 +158,7 @@ def _model(report) -> dict:
     def total(phase, field):
         return sum(getattr(s, field) * s.executions for s in report.shared_ops if s.phase == phase)
     return {"ld_sectors_per_request": per_request("ld"), "st_sectors_per_request": per_request("st"),
+            "shared_ld_wavefronts": total("load", "wavefronts"), "shared_st_wavefronts": total("store", "wavefronts"),
             "shared_ld_conflicts": total("load", "conflicts"), "shared_st_conflicts": total("store", "conflicts"),
             "shared_ld_instructions": total("load", "requests"), "shared_st_instructions": total("store", "requests"),
             "ldmatrix_conflicts": total("ldsm", "conflicts"), "ldmatrix_instructions": total("ldsm", "requests"),
@@ -163,11 +168,11 @@ def _model(report) -> dict:
 
 
 def _measured(m) -> dict:
-    """ncu's side; the conflicts per instruction where collected (else None), and the L1 counters."""
+    """ncu's side: wavefronts and conflicts per instruction where collected (else None), and the L1 counters."""
     return {"ld_sectors_per_request": m.load_sectors_per_request,
             "st_sectors_per_request": m.store_sectors_per_request,
-            "shared_ld_conflicts_sass": m.shared_load_conflicts_sass,
-            "shared_st_conflicts_sass": m.shared_store_conflicts_sass,
+            "shared_ld_wavefronts": m.shared_load_wavefronts_sass,
+            "shared_st_wavefronts": m.shared_store_wavefronts_sass,
             "shared_ld_conflicts": m.shared_load_conflicts, "shared_st_conflicts": m.shared_store_conflicts,
             "shared_ld_instructions": m.shared_load_instructions,
             "shared_st_instructions": m.shared_store_instructions,
@@ -175,18 +180,18 @@ def _measured(m) -> dict:
             "l2_hit_rate": m.l2_hit_rate}
 
 
+# the metrics ncu counts per instruction (sm__sass_*), from each instruction's addresses
+PER_INSTRUCTION = ("shared_ld_wavefronts", "shared_st_wavefronts", "ldmatrix_conflicts", "cp_async_conflicts")
+
+
 def compare(model: dict, ncu: dict) -> list[tuple]:
     """(metric, model, ncu, which ncu metric, allowed difference, verdict) per metric."""
     rows = []
     for metric, (tolerance, relative_to) in TOLERANCES.items():
-        measured, source = ncu.get(metric), "ncu"
-        if metric.endswith("_conflicts"):
-            sass = ncu.get(metric + "_sass")
-            if metric in ("ldmatrix_conflicts", "cp_async_conflicts"):   # collected per instruction only
-                source = "ncu per instruction"
-            else:
-                measured, source = (sass, "ncu per instruction") if sass is not None else (measured, "ncu L1 counter")
-            instructions = metric.replace("_conflicts", "_instructions")
+        measured = ncu.get(metric)
+        source = "ncu per instruction" if metric in PER_INSTRUCTION else "ncu L1 counter" if "conflicts" in metric else "ncu"
+        if relative_to.endswith("instructions"):
+            instructions = re.sub(r"_(conflicts|wavefronts)$", "_instructions", metric)
             allowed = tolerance * (ncu.get(instructions) or model.get(instructions) or 0)
         elif relative_to == "of the ncu value":
             allowed = tolerance * (measured or 0)

@@ -3,7 +3,7 @@ from benchmarks.access_vs_ncu import compare
 
 MODEL = {"ld_sectors_per_request": 16.0, "st_sectors_per_request": 4.0, "shared_ld_conflicts": 0,
          "shared_st_conflicts": 0, "shared_ld_instructions": 1000, "shared_st_instructions": 1000,
-         "ldmatrix_conflicts": 0, "ldmatrix_instructions": 500, "l2_hit_rate": 50.0}
+         "shared_ld_wavefronts": 1000, "ldmatrix_conflicts": 0, "ldmatrix_instructions": 500, "l2_hit_rate": 50.0}
 
 
 def _verdicts(ncu):
@@ -11,11 +11,10 @@ def _verdicts(ncu):
             in compare(MODEL, ncu)}
 
 
-def test_conflicts_are_compared_per_instruction_where_ncu_has_those_counts():
-    rows = _verdicts({"shared_ld_conflicts": 300.0, "shared_ld_conflicts_sass": 0.0, "shared_ld_instructions": 2000,
-                      "shared_st_conflicts": 30.0})
-    assert rows["shared_ld_conflicts"] == (0.0, "ncu per instruction", 40.0, "agree")   # 2 % of ncu's 2000
-    # no per-instruction count: the L1 counter, against 2 % of the model's 1000 store instructions
+def test_wavefronts_per_instruction_and_the_l1_conflict_counters_are_compared_against_the_instructions():
+    rows = _verdicts({"shared_ld_wavefronts": 1010.0, "shared_ld_instructions": 2000, "shared_st_conflicts": 30.0})
+    assert rows["shared_ld_wavefronts"] == (1010.0, "ncu per instruction", 40.0, "agree")   # 2 % of ncu's 2000
+    # the L1 counter, against 2 % of the model's 1000 store instructions
     assert rows["shared_st_conflicts"] == (30.0, "ncu L1 counter", 20.0, "DISAGREE")
     assert _verdicts({"ldmatrix_conflicts": 10.0})["ldmatrix_conflicts"] == (10.0, "ncu per instruction", 10.0,
                                                                              "agree")

@@ -78,8 +78,8 @@ def test_shared_instructions_and_conflicts_are_what_ncu_counts_per_instruction(n
     if name != "pipelined_matmul":
         assert (measured.shared_load_instructions, measured.shared_store_instructions) == \
             (model("load", "requests"), model("store", "requests"))
-    assert (measured.shared_load_conflicts_sass, measured.shared_store_conflicts_sass) == \
-        (model("load", "conflicts"), model("store", "conflicts"))
+    assert (measured.shared_load_wavefronts_sass, measured.shared_store_wavefronts_sass) == \
+        (model("load", "wavefronts"), model("store", "wavefronts"))
     assert (measured.ldmatrix_conflicts_sass or 0) == model("ldsm", "conflicts")
     assert (measured.cp_async_conflicts_sass or 0) == model("ldgsts", "conflicts")
 

@@ -33,12 +33,13 @@ METRICS = {
     "shared_store_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
     "shared_load_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "shared_store_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    # the same per instruction, from its addresses: the L1 counters above count more (extra cycles
+    # per instruction, from its addresses (the names the H100's ncu lists): wavefronts of shared loads
+    # and stores, conflicts of ldmatrix and cp.async. The L1 counters above count more (extra cycles
     # that differ between kernels whose shared accesses are identical)
-    "shared_load_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "shared_store_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "ldmatrix_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",
-    "cp_async_conflicts_sass": "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
+    "shared_load_wavefronts_sass": "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "shared_store_wavefronts_sass": "sm__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "ldmatrix_conflicts_sass": "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum",
+    "cp_async_conflicts_sass": "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldgsts.sum",
     "shared_load_instructions": "smsp__sass_inst_executed_op_shared_ld.sum",
     "shared_store_instructions": "smsp__sass_inst_executed_op_shared_st.sum",
     "duration_ns": "gpu__time_duration.sum",
