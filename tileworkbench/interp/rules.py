@@ -320,35 +320,16 @@ def round_tf32(x, mode="RN"):
     return np.where(np.isfinite(x), rounded, x)
 
 
-def mma_k_step(dtype) -> int:
-    """How many products of `dtype` operands the GPU sums before it rounds the accumulator: the
-    K of one tensor-core instruction (16 for 16-bit floats, 8 for tfloat32, 32 for 8-bit floats),
-    or 1 for the fused multiply-adds of the CUDA cores (32- and 64-bit floats)."""
-    if dtype.name == "tfloat32":
-        return 8
-    return {2: 16, 1: 32}.get(dtype.itemsize, 1)
-
-
 @rule("mma")
 def mma(ctx, op, x, y, acc):
-    """acc + x @ y rounded where the GPU rounds: products are exact, each group of mma_k_step
-    products is summed in float64 and added to the accumulator, which is rounded to float32 (the
-    accumulator of 16-bit results, as on the GPU) after each group. So a sum that cancels keeps the
-    same float32 error as on the GPU, and the interpreter and the GPU agree far below the result's
-    precision. Integer products are summed exactly and wrap once into the accumulator's dtype."""
+    """acc + x @ y summed in float64 and rounded once to the accumulator's dtype: the reference any
+    summation order (the GPU's is its own) is measured against, without float32 rounding of its own."""
     acc_dtype = op.result.dtype
-    if acc_dtype.is_integral:
-        return (np.matmul(x.astype(np.int64), y.astype(np.int64)) + acc.astype(np.int64)).astype(acc_dtype.numpy)
+    wide = np.int64 if acc_dtype.is_integral else np.float64
     if op.operands[0].dtype.name == "tfloat32":
         x, y = round_tf32(x), round_tf32(y)
-    running = np.float64 if acc_dtype.numpy == np.float64 else np.float32
-    step = mma_k_step(op.operands[0].dtype)
-    total = acc.astype(running)
-    x, y = x.astype(np.float64), y.astype(np.float64)
-    for k in range(0, x.shape[-1], step):
-        group = np.matmul(x[..., k:k + step], y[..., k:k + step, :])
-        total = (total.astype(np.float64) + group).astype(running)
-    return total.astype(acc_dtype.numpy)
+    product = np.matmul(x.astype(wide), y.astype(wide))
+    return (product + acc.astype(wide)).astype(acc_dtype.numpy)
 
 
 # ---- the grid -----------------------------------------------------------------------------------
