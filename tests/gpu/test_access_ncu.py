@@ -18,15 +18,6 @@ def rows_sum(x, y):
 
 
 @ct.kernel
-def cuda_core_matmul(a, b, c, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
-    i, j = ct.bid(0), ct.bid(1)
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.num_tiles(a, 1, (TM, TK))):
-        acc = ct.mma(ct.load(a, (i, k), (TM, TK)), ct.load(b, (k, j), (TK, TN)), acc)
-    ct.store(c, (i, j), acc)
-
-
-@ct.kernel
 def half_mma(a, b, c):
     i = ct.bid(0)
     acc = ct.mma(ct.load(a, (i, 0), (64, 32)), ct.load(b, (0, 0), (32, 64)), ct.zeros((64, 64), ct.float32))
@@ -42,8 +33,9 @@ CASES = {
     "transpose": (transpose, (8, 8), lambda: (_rng(256, 256), np.zeros((256, 256), np.float32), 32)),
     "softmax": (softmax, (64,), lambda: (_rng(64, 1024), np.zeros((64, 1024), np.float32), 1024)),
     "rows_sum": (rows_sum, (16,), lambda: (_rng(512, 128), np.zeros((512, 1), np.float32))),
-    "cuda_core_matmul": (cuda_core_matmul, (2, 2), lambda: (_rng(128, 256), _rng(256, 128),
-                                                             np.zeros((128, 128), np.float32), 64, 64, 32)),
+    # float32 operands: the CUDA cores
+    "cuda_core_matmul": (matmul, (2, 2), lambda: (_rng(128, 256), _rng(256, 128), np.zeros((128, 128), np.float32),
+                                                  64, 64, 32)),
     "half_mma": (half_mma, (4,), lambda: (_rng(256, 32, dtype=np.float16), _rng(32, 64, dtype=np.float16),
                                           np.zeros((256, 64), np.float32))),
     # cp.async stages and ldmatrix (sm_80) or TMA stages and wgmma (sm_90a); a cp.async loop also issues dummy shared
