@@ -11,8 +11,8 @@ from tileworkbench.kernels import matmul
 from tileworkbench.runtime import sass
 from tileworkbench.runtime.launch import build
 
-from ..gpu.cases import (BF16, attention_rows, batched_matmul_staged, matmul_nan_padded, matmul_transposed_a,
-                         matmul_transposed_b)
+from ..gpu.cases import (BF16, attention_rows, batched_matmul_staged, matmul_invariant_transposed_a, matmul_nan_padded,
+                         matmul_transposed_a, matmul_transposed_b)
 from .test_compile import _nvrtc_missing
 
 compiles = pytest.mark.skipif(_nvrtc_missing() is not None or sass.find_nvdisasm() is None,
@@ -104,6 +104,16 @@ def test_a_transposed_a_operand_is_not_staged_and_the_note_says_why():
     (note,) = _mma_notes(fn)
     assert note.startswith("mma on tensor cores (mma.sync); its operands are copied to shared memory at every call")
     assert note.endswith("not pipelined: its A operand is loaded transposed (a staged A is read K-major)")
+
+
+def test_an_a_operand_loaded_transposed_before_the_loop_is_not_staged_and_the_note_says_why():
+    fn = matmul_invariant_transposed_a.specialize((np.zeros((64, 256), np.float16), np.zeros((64, 512), np.float16),
+                                                   np.zeros((256, 128), np.float32), 128, 128, 64))
+    (note,) = _mma_notes(fn)
+    assert note.endswith("not pipelined: its A operand, loaded before the loop, is transposed (a staged A is read "
+                         "K-major)")
+    for arch in ("sm_80", "sm_90"):
+        build(fn, arch)  # compiles: the mma copies A through shared memory
 
 
 def test_without_tma_or_before_sm_90_the_stages_stay_on_cp_async():

@@ -833,8 +833,23 @@ def matmul_transposed_a(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK:
     ct.store(C, (bm, bn), acc.astype(C.dtype))
 
 
+@ct.kernel
+def matmul_invariant_transposed_a(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C[:, n-tiles] = A^T @ B[:, k-tile] summed over B's column tiles, A given as (K, M) and loaded
+    once, transposed by the load's order, before the loop: no stage reads it, so the mma copies it."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    a = ct.load(A, (bm, 0), (TM, TK), order=(1, 0), padding_mode=ct.PaddingMode.ZERO)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.num_tiles(B, 1, (TK, TN))):
+        acc = ct.mma(a, ct.load(B, (0, k), (TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(C, (bm, bn), acc.astype(C.dtype))
+
+
 for _dt in (np.float16, BF16):
     _name = np.dtype(_dt).name
+    case(f"matmul-invariant-transposed-a-{_name}", matmul_invariant_transposed_a, (2, 1),
+         lambda dt=_dt: (small_integers((64, 200), dt), small_integers((64, 384), dt),
+                         np.zeros((200, 128), np.float32), 128, 128, 64), exact=True)
     case(f"tma-batched-matmul-staged-{_name}", batched_matmul_staged, (2, 2, 2),
          lambda dt=_dt: (small_integers((2, 130, 96), dt), small_integers((2, 96, 200), dt),
                          np.zeros((2, 130, 200), np.float32), 128, 128, 64), exact=True)

@@ -522,6 +522,13 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
             if sources[0] is None and sources[1] is not None:  # an A operand loaded before the loop: staged once
                 outside = [op for op in fn.walk() if not any(r is not None and _inside(loop, r) for r in op.results)]
                 sources[0] = _staged_source(mma.operands[0], outside, uses)
+                if sources[0] is not None and sources[0][1]:  # stages are read with A's K axis contiguous only
+                    sources[0] = None
+                    if not a_in_registers:
+                        if why_not is not None:
+                            why_not[mma] = ("not pipelined: its A operand, loaded before the loop, is transposed "
+                                            "(a staged A is read K-major)")
+                        continue
                 if sources[0] is not None and not _stageable(sources[0][0]):
                     sources[0] = None
                 if sources[0] is not None:
