@@ -62,6 +62,7 @@ def test_gpu_state_without_nvidia_smi_says_so(monkeypatch):
 
 
 def test_a_dry_run_makes_every_selected_case_its_table_and_targets_without_a_gpu(tmp_path):
+    pytest.importorskip("torch", reason="the peer benchmark's cases make their data with PyTorch")
     done = subprocess.run([sys.executable, "benchmarks/peers.py", "--dry-run", "--out", str(tmp_path),
                            "--only", "softmax_1024,attention_d64_f16,sample_fft,launch",
                            "--triton-tutorials", str(tmp_path / "none")],
@@ -101,3 +102,9 @@ def test_runs_split_by_only_merge_into_one_document_with_each_case_once(doc, tmp
     assert [c["key"] for c in result["cases"]] == ["copy", "softmax_4096", "matmul_4096"]
     assert result["cases"][0]["results"][1]["ms"] == 2.0 and len(result["latency"]) == 2
     assert "--only matmul,launch" in result["command"]
+
+
+def test_a_dry_run_without_pytorch_says_it_needs_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # as if it were not installed
+    with pytest.raises(SystemExit, match="--dry-run needs PyTorch"):
+        peers.on_the_host()
