@@ -128,3 +128,12 @@ def test_mma_operand_buffers_that_do_not_fit_twice_in_shared_memory_become_one()
     large = generate(_batched((128, 256, 128)), arch="sm_90")  # two buffers: 200 KB, with the result's layout change too much
     assert "software pipeline" not in large.source and "#define TW_MMA_BUFFERS 1" in large.source
     assert buffer_bytes(128, 256, 128) <= large.smem_bytes <= 227 * 1024 < large.smem_bytes + buffer_bytes(128, 256, 128)
+
+
+def test_a_tfloat32_mma_on_the_cuda_cores_names_the_tensor_cores_arithmetic_it_computes():
+    from ..gpu.cases import tf32_mma
+    a = np.zeros((32, 64), np.float32)
+    source = generate(tf32_mma.specialize((a, a.T.copy(), np.zeros((32, 32), np.float32)))).source
+    assert re.search(r"tw::mma<tw::tf32_inputs>\(", source)  # tfloat32 tiles are float tiles in C++
+    float32 = generate(_matmul(np.float32, tiles=(32, 32, 32), size=64)).source
+    assert "tf32_inputs" not in float32

@@ -967,3 +967,46 @@ def list_item_shape_and_slice(arrays, out):
 
 case("list-item-shape-and-slice", list_item_shape_and_slice, (3,),
      lambda: ([random_array(n, np.int32) for n in (3, 7, 2)], np.zeros(12, np.int32)), exact=True)
+
+
+# ---- the tensor cores' arithmetic: bit for bit on every path -----------------------------------------
+# Random operands of a tensor-core format into a float32 accumulator: the tensor cores, the CUDA cores
+# (which compute the same block-adder model: tile_mma.cuh) and the interpreter (interp/tensor_cores.py)
+# agree bit for bit, float32 results compared as bits.
+
+def normal_array(shape, dtype):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+@ct.kernel
+def batched_mma_3d(A, B, C):
+    """One 3-D mma (batch dims): the CUDA cores' path."""
+    ct.store(C, (0, 0, 0), ct.mma(ct.load(A, (0, 0, 0), (2, 32, 128)), ct.load(B, (0, 0, 0), (2, 128, 16)),
+                                  ct.load(C, (0, 0, 0), (2, 32, 16))))
+
+
+@ct.kernel
+def tf32_mma(A, B, C):
+    a, b = ct.load(A, (0, 0), (32, 64)).astype(ct.tfloat32), ct.load(B, (0, 0), (64, 32)).astype(ct.tfloat32)
+    ct.store(C, (0, 0), ct.mma(a, b, ct.load(C, (0, 0), (32, 32))))
+
+
+for _dt in (np.float16, BF16):
+    _name = np.dtype(_dt).name
+    case(f"tensor-core-arithmetic-pipelined-{_name}", matmul, (2, 3),
+         lambda dt=_dt: (normal_array((200, 392), dt), normal_array((392, 264), dt), np.zeros((200, 264), np.float32),
+                         128, 128, 64), exact=True)
+    case(f"tensor-core-arithmetic-copied-operands-{_name}", batched_matmul, (2, 1, 1),
+         lambda dt=_dt: (normal_array((2, 128, 256), dt), normal_array((2, 256, 256), dt),
+                         np.zeros((2, 128, 256), np.float32), 128, 256, 128), exact=True)
+    case(f"tensor-core-arithmetic-cuda-cores-{_name}", batched_mma_3d, (1,),
+         lambda dt=_dt: (normal_array((2, 32, 128), dt), normal_array((2, 128, 16), dt),
+                         normal_array((2, 32, 16), np.float32)), exact=True)
+for _dt in FP8[:2]:  # 8-bit: partial sums of 128 products, as cuBLAS's and cuTile's fp8 GEMMs
+    _name = np.dtype(_dt).name
+    case(f"tensor-core-arithmetic-cuda-cores-{_name}", batched_matmul_staged, (1, 2, 2),
+         lambda dt=_dt: (normal_array((1, 130, 300), dt), normal_array((1, 300, 200), dt),
+                         np.zeros((1, 130, 200), np.float32), 128, 128, 128), exact=True)
+case("tensor-core-arithmetic-cuda-cores-tfloat32", tf32_mma, (1,),
+     lambda: (normal_array((32, 64), np.float32), normal_array((64, 32), np.float32),
+              normal_array((32, 32), np.float32)), exact=True)

@@ -14,8 +14,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import TileAssertionError
-from ..ir.types import bfloat16, float16, tfloat32
+from ..ir.types import bfloat16, float16, float32, tfloat32
 from .memory import ArrayView
+from .tensor_cores import BLOCK_ADDERS, tensor_core_mma
 
 RULES: dict = {}
 
@@ -322,12 +323,16 @@ def round_tf32(x, mode="RN"):
 
 @rule("mma")
 def mma(ctx, op, x, y, acc):
-    """acc + x @ y summed in float64 and rounded once to the accumulator's dtype: the reference any
-    summation order (the GPU's is its own) is measured against, without float32 rounding of its own."""
+    """acc + x @ y. Floats of a tensor-core format (16- and 8-bit, tfloat32) into a float32 accumulator
+    sum as the tensor cores do, bit for bit (interp/tensor_cores.py); other floats sum in float64 and
+    round once to the accumulator's dtype; integers sum exactly."""
     acc_dtype = op.result.dtype
-    wide = np.int64 if acc_dtype.is_integral else np.float64
-    if op.operands[0].dtype.name == "tfloat32":
+    in_format = op.operands[0].dtype.name
+    if in_format == "tfloat32":
         x, y = round_tf32(x), round_tf32(y)
+    if in_format in BLOCK_ADDERS and acc_dtype is float32 and op.operands[1].dtype.name == in_format:
+        return tensor_core_mma(x, y, acc, in_format)
+    wide = np.int64 if acc_dtype.is_integral else np.float64
     product = np.matmul(x.astype(wide), y.astype(wide))
     return (product + acc.astype(wide)).astype(acc_dtype.numpy)
 

@@ -292,6 +292,78 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M
   return acc;
 }
 
+// ---- the tensor cores' arithmetic, on the CUDA cores -------------------------------------------------
+
+// An sm_90 tensor-core step sums a block of products and its accumulator in one adder: the terms are
+// aligned to the largest exponent among them (a product's is the sum of its factors' exponents) and
+// truncated `extra_bits` bits below the accumulator's last bit, summed exactly, and the sum truncated
+// to the accumulator's precision (float32's 24 bits; 14 for 8-bit inputs). For 8-bit inputs the tensor
+// cores start every `partial` products from zero and add that partial sum to the float32 result, as
+// cuBLAS's and cuTile's fp8 GEMMs do. interp/tensor_cores.py is the same model; the generic path below
+// computes it, so an mma gives the same bits on the CUDA cores, the tensor cores and the interpreter.
+template <class T> struct tensor_core_adder { static constexpr bool modelled = false; };
+template <int Terms, int ExtraBits, int MinExponent, int Partial>
+struct block_adder {
+  static constexpr bool modelled = true;
+  static constexpr int terms = Terms, extra_bits = ExtraBits, min_exponent = MinExponent, partial = Partial;
+};
+template <> struct tensor_core_adder<__half> : block_adder<16, 2, -14, 0> {};
+template <> struct tensor_core_adder<__nv_bfloat16> : block_adder<16, 2, -126, 0> {};
+template <> struct tensor_core_adder<__nv_fp8_e4m3> : block_adder<32, -10, -6, 128> {};
+template <> struct tensor_core_adder<__nv_fp8_e5m2> : block_adder<32, -10, -14, 128> {};
+struct tf32_inputs : block_adder<8, 2, -126, 0> {};  // tfloat32 values travel as float: the code generator names it
+template <class Adder, class T> struct adder_for { using type = Adder; };  // the one named, else the inputs'
+template <class T> struct adder_for<void, T> { using type = tensor_core_adder<T>; };
+template <class X, class Y> struct same_type { static constexpr bool value = false; };
+template <class X> struct same_type<X, X> { static constexpr bool value = true; };
+
+// floor(log2|x|) of a nonzero float, at least `floor`
+__device__ inline int exponent_at_least(float x, int floor) {
+  return ::max(int((__float_as_uint(x) >> 23) & 0xff) - 127, floor);
+}
+
+// One step: c + the products a_at(k) * b_at(k) for k in [k0, k1), as the tensor cores add them.
+template <class Adder, class AAt, class BAt>
+__device__ float tensor_core_step(float c, int k0, int k1, AAt a_at, BAt b_at) {
+  int lead = c != 0.f ? ::max(exponent_at_least(c, -126), -133) : -133;
+  for (int k = k0; k < k1; ++k) {
+    float x = a_at(k), y = b_at(k);
+    if (x != 0.f && y != 0.f)
+      lead = ::max(lead, exponent_at_least(x, Adder::min_exponent) + exponent_at_least(y, Adder::min_exponent));
+  }
+  const int shift = 23 + Adder::extra_bits - lead;  // terms in units of 2^-shift, truncated
+  long long units = (long long)::trunc(::ldexp(double(c), shift));
+  double ieee = c;  // NaN and infinities as IEEE arithmetic makes them
+  for (int k = k0; k < k1; ++k) {
+    double p = double(a_at(k)) * double(b_at(k));  // exact: the factors have at most 11 significant bits
+    ieee += p;
+    units += (long long)::trunc(::ldexp(p, shift));
+  }
+  if (!::isfinite(ieee)) return float(ieee);
+  double sum = ::ldexp(double(units), -shift);
+  if (::fabs(sum) >= 0x1p128) return float(::copysign(__longlong_as_double(0x7ff0000000000000LL), sum));
+  float r = __double2float_rz(sum);
+  if (Adder::extra_bits < 0) r = __uint_as_float(__float_as_uint(r) & ~((1u << -Adder::extra_bits) - 1u));
+  return r;
+}
+
+// acc + sum over k < K of a_at(k) * b_at(k), step by step in K order, as the tensor cores compute it.
+template <class Adder, class AAt, class BAt>
+__device__ float tensor_core_dot(float acc, int K, AAt a_at, BAt b_at) {
+  if (Adder::partial == 0) {
+    for (int k0 = 0; k0 < K; k0 += Adder::terms)
+      acc = tensor_core_step<Adder>(acc, k0, ::min(K, k0 + Adder::terms), a_at, b_at);
+    return acc;
+  }
+  for (int p0 = 0; p0 < K; p0 += Adder::partial) {
+    float partial = 0.f;
+    for (int k0 = p0; k0 < ::min(K, p0 + Adder::partial); k0 += Adder::terms)
+      partial = tensor_core_step<Adder>(partial, k0, ::min(K, k0 + Adder::terms), a_at, b_at);
+    acc += partial;
+  }
+  return acc;
+}
+
 // ---- the generic path --------------------------------------------------------------------------------
 
 // The type an mma accumulates in: float for 16-bit float accumulators, else the accumulator's.
@@ -299,11 +371,15 @@ template <class C> struct mma_accumulator { using type = C; };
 template <> struct mma_accumulator<__half> { using type = float; };
 template <> struct mma_accumulator<int32_t> { using type = int32_t; };
 
-// acc + a @ b over the last two dims (leading dims are batch dims of equal extent).
-template <class TA, class TB, class TC, class SA, class SB, class SC>
+// acc + a @ b over the last two dims (leading dims are batch dims of equal extent). Float inputs of a
+// tensor-core format into a float accumulator sum as the tensor cores do (Adder: tensor_core_adder of
+// the inputs, or tf32_inputs); anything else is a chain of fused multiply-adds in K order.
+template <class Adder = void, class TA, class TB, class TC, class SA, class SB, class SC>
 __device__ tile<TC, SC> mma(const tile<TA, SA>& a, const tile<TB, SB>& b, const tile<TC, SC>& acc) {
   constexpr int Rk = SA::rank, M = SA::dim(Rk - 2), K = SA::dim(Rk - 1), N = SB::dim(Rk - 1);
   using A = typename mma_accumulator<TC>::type;
+  using Model = typename adder_for<Adder, TA>::type;
+  constexpr bool tensor_core_sum = Model::modelled && same_type<TA, TB>::value && same_type<TC, float>::value;
   TA* abuf = reinterpret_cast<TA*>(smem());
   TB* bbuf = reinterpret_cast<TB*>(smem() + ((skew(SA::size) * sizeof(TA) + 15) / 16) * 16);
   __syncthreads();
@@ -315,10 +391,16 @@ __device__ tile<TC, SC> mma(const tile<TA, SA>& a, const tile<TB, SB>& b, const 
   for (int r = 0; r < tile<TC, SC>::R; ++r) {
     int e = tile<TC, SC>::elem(r);
     int batch = e / (M * N), i = e / N % M, j = e % N;
-    A sum = convert<A>(acc.v[r]);
-    for (int k = 0; k < K; ++k)
-      sum += convert<A>(abuf[skew((batch * M + i) * K + k)]) * convert<A>(bbuf[skew((batch * K + k) * N + j)]);
-    out.v[r] = convert<TC>(sum);
+    auto a_at = [&](int k) { return convert<float>(abuf[skew((batch * M + i) * K + k)]); };
+    auto b_at = [&](int k) { return convert<float>(bbuf[skew((batch * K + k) * N + j)]); };
+    if constexpr (tensor_core_sum) {
+      out.v[r] = tensor_core_dot<Model>(acc.v[r], K, a_at, b_at);
+    } else {
+      A sum = convert<A>(acc.v[r]);
+      for (int k = 0; k < K; ++k)
+        sum += convert<A>(abuf[skew((batch * M + i) * K + k)]) * convert<A>(bbuf[skew((batch * K + k) * N + j)]);
+      out.v[r] = convert<TC>(sum);
+    }
   }
   return out;
 }
