@@ -21,6 +21,9 @@ NaN or infinity.
 """
 from __future__ import annotations
 
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,29 +66,51 @@ def _truncate(values: np.ndarray, bits: int) -> np.ndarray:
     return np.where(np.abs(truncated) >= 2.0 ** 128, np.copysign(np.inf, values), truncated)
 
 
-@np.errstate(invalid="ignore")  # inf * 0 and inf - inf: NaN, as IEEE arithmetic makes them
-def _block_step(x, y, acc, adder: BlockAdder):
-    """acc + x @ y for one block of `adder.terms` products: x (..., M, T), y (..., T, N), acc (..., M, N)."""
-    products = x[..., :, None, :] * np.swapaxes(y, -1, -2)[..., None, :, :]  # (..., M, N, T), exact
-    product_exponent = (_exponent(x, adder.min_exponent)[..., :, None, :]
-                        + np.swapaxes(_exponent(y, adder.min_exponent), -1, -2)[..., None, :, :])
-    lead = np.maximum(product_exponent.max(-1), _exponent(acc, _FLOAT32_MIN_EXPONENT))
-    unit = np.ldexp(1.0, np.maximum(lead, _MIN_ALIGNMENT_EXPONENT) - 23 - adder.extra_bits)
-    aligned = np.trunc(products / unit[..., None]).sum(-1) + np.trunc(acc / unit)  # exact: < 2**34 units
-    result = _truncate(aligned * unit, 24 + min(adder.extra_bits, 0))
-    exact = products.sum(-1) + acc  # NaN and infinities as IEEE arithmetic makes them
-    return np.where(np.isfinite(exact), result, exact)
+def _block_step(x, y, x_exponent, y_exponent, acc, adder: BlockAdder):
+    """acc + x @ y for one block of `adder.terms` finite products: x (..., M, T) and y (..., T, N) as
+    float32 (their products are exact in it), their exponents, acc (..., M, N) as float64."""
+    yt, yt_exponent = np.swapaxes(y, -1, -2)[..., None, :, :], np.swapaxes(y_exponent, -1, -2)[..., None, :, :]
+    lead = np.maximum((x_exponent[..., :, None, :] + yt_exponent).max(-1), _exponent(acc, _FLOAT32_MIN_EXPONENT))
+    shift = (23 + adder.extra_bits - np.maximum(lead, _MIN_ALIGNMENT_EXPONENT)).astype(np.int32)
+    # each product in units of the step's last kept bit, truncated; exact sums in float64 (< 2**34 units)
+    units = np.trunc(np.ldexp(x[..., :, None, :] * yt, shift[..., None])).sum(-1, dtype=np.float64)
+    units += np.trunc(np.ldexp(acc, shift))
+    return _truncate(np.ldexp(units, -shift), 24 + min(adder.extra_bits, 0))
 
 
 def _steps(x, y, acc, adder: BlockAdder):
-    """acc + x @ y, one step per `adder.terms` products in K order, in row chunks that bound memory."""
+    """acc (float64) + x @ y, one step per `adder.terms` products in K order, row chunks in parallel."""
+    if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(acc).all()):
+        return _ieee_steps(x, y, acc, adder)
+    x_exponent, y_exponent = _exponent(x, adder.min_exponent), _exponent(y, adder.min_exponent)
+    x, y = x.astype(np.float32), y.astype(np.float32)
     rows_per_chunk = max(1, _ELEMENTS_PER_CHUNK // max(1, adder.terms * y.shape[-1] * int(np.prod(x.shape[:-2]))))
-    for start in range(0, x.shape[-1], adder.terms):
-        xs, ys = x[..., start:start + adder.terms], y[..., start:start + adder.terms, :]
-        for row in range(0, x.shape[-2], rows_per_chunk):
-            rows = slice(row, row + rows_per_chunk)
-            acc[..., rows, :] = _block_step(xs[..., rows, :], ys, acc[..., rows, :], adder)
+
+    def rows(start):
+        part = slice(start, start + rows_per_chunk)
+        for k in range(0, x.shape[-1], adder.terms):
+            step = slice(k, k + adder.terms)
+            acc[..., part, :] = _block_step(x[..., part, step], y[..., step, :], x_exponent[..., part, step],
+                                            y_exponent[..., step, :], acc[..., part, :], adder)
+    list(_pool().map(rows, range(0, x.shape[-2], rows_per_chunk)))
     return acc
+
+
+@np.errstate(invalid="ignore", over="ignore")
+def _ieee_steps(x, y, acc, adder: BlockAdder):
+    """Where a NaN or an infinity is among the operands: the model where the result is finite, else the
+    NaN or infinity IEEE arithmetic makes (inf * 0 and inf - inf are NaN)."""
+    exact = np.matmul(x, y) + acc
+    finite = np.isfinite(exact)
+    model = _steps(np.where(np.isfinite(x), x, 0), np.where(np.isfinite(y), y, 0), np.where(np.isfinite(acc), acc, 0),
+                   adder)
+    return np.where(finite, model, exact)
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    """NumPy releases the GIL in its loops: row chunks run on every core."""
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="tensor-core-model")
 
 
 def tensor_core_mma(x: np.ndarray, y: np.ndarray, acc: np.ndarray, input_format: str) -> np.ndarray:
