@@ -262,3 +262,37 @@ def test_the_source_window_keeps_a_short_line_whole_and_cuts_a_long_one_with_ell
     assert shown[0] == shown[-1] == "\u2026" and len(shown) == 42 and shown[at:at + width] == "t30"
     shown, at, width = source_window(line, 4, 5, 40)   # at the start: the indentation goes, no ellipsis before
     assert shown.startswith("y = t0") and shown.endswith("\u2026") and (at, width) == (0, 1)
+
+
+def doubled(t):
+    """A helper the cell's kernel calls, defined in this file."""
+    return t * 2.0
+
+
+def test_the_stepper_knows_the_cell_lines_of_a_kernel_defined_in_a_cell(shell):
+    from tileworkbench.interp import run
+    from tileworkbench.widgets.stepper import StepperView
+    shell.user_ns["doubled"] = doubled
+    body = '''def triple(t):
+    return t * 3.0
+
+def scale(a, c, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    t = ct.load(a, (i,), (TILE,))
+    ct.store(c, (i,), triple(t) + doubled(t))
+'''
+    cell(shell, "", body)
+    c = shell.user_ns["c"]
+    view = StepperView.from_trace(run(shell.user_ns["scale"], (2,), (shell.user_ns["a"], c, 4), values=True))
+    # line 1 is the %%tilekernel header, the magic's arguments, which it is not given as code
+    lines = [""] + body.splitlines()
+    shown = {}
+    for k, step in enumerate(view._steps):
+        view.step = k
+        shown[step.op, step.source.strip()] = view.data["cell"]
+    assert all(c["lines"] == lines for c in shown.values())
+    assert shown["load", "t = ct.load(a, (i,), (TILE,))"]["line"] == 7
+    assert shown["mul", "return t * 3.0"]["line"] == 3                  # a helper of the same cell
+    assert shown["mul", "return t * 2.0"]["line"] == 0                  # a helper from a file: not in the cell
+    assert shown["store", "ct.store(c, (i,), triple(t) + doubled(t))"]["line"] == 8
+    assert all(lines[c["line"] - 1].strip() == source for (_, source), c in shown.items() if c["line"])

@@ -95,3 +95,8 @@ def test_a_lane_of_a_load_in_another_order_names_the_element_it_read():
     tile = view.data["panels"][0]
     assert view.current.op == "load" and tile["labels"] == ["0", "2", "4", "6", "1", "3", "5", "7"]
     assert tile["hover"][1] == "[0, 1] = 2 \u2190 x[1, 0] loaded"
+
+
+def test_a_kernel_defined_in_a_file_has_no_cell_to_highlight_a_line_in():
+    trace, _, _ = _trace()
+    assert StepperView.from_trace(trace, block=(1,)).data["cell"] is None

@@ -11,6 +11,17 @@ from dataclasses import dataclass
 from ..errors import SourceLoc, TileSyntaxError
 
 
+def cell_filename(number: int) -> str:
+    """The file name a %%tilekernel cell's code is compiled under (its lines are the cell's, the
+    header being line 1)."""
+    return f"<tilekernel-{number}>"
+
+
+def is_cell_file(filename: str) -> bool:
+    """Whether code of `filename` was written in a %%tilekernel cell."""
+    return filename.startswith("<tilekernel-")
+
+
 @dataclass
 class FuncSource:
     """A parsed Python function with what is needed to point at its lines."""

@@ -133,7 +133,7 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     updated in place. With `values_max_bytes` (which implies `trace`), the trace's `steps` also hold
     every op's tile."""
     trace = trace or values_max_bytes is not None
-    steps = StepLog(values_max_bytes) if values_max_bytes is not None else None
+    steps = StepLog(values_max_bytes, fn.filename) if values_max_bytes is not None else None
     arrays, env = {}, Env()
     runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
     for param, value, arg in zip(fn.runtime_params, fn.body.args, runtime_args):

@@ -31,6 +31,7 @@ CONTROL = frozenset({"if", "for", "while", "yield"})   # their body ops are the 
 class Step:
     """One op executed by a batch of blocks."""
     op: str
+    filename: str                 # where its code is: the kernel's file or cell, or a helper's
     line: int
     col: int
     source: str
@@ -45,6 +46,7 @@ class BlockStep:
     """One op as one block executed it."""
     number: int                   # its position in the block's program order
     op: str
+    filename: str
     line: int
     col: int
     source: str
@@ -56,6 +58,7 @@ class BlockStep:
 @dataclass
 class StepLog:
     max_bytes: int = VALUES_MAX_BYTES
+    filename: str = ""            # where the kernel is defined (a file, or a %%tilekernel cell)
     steps: list[Step] = field(default_factory=list)
     held_bytes: int = 0
     truncated: str | None = None  # why later steps have no values, None when all are kept
@@ -74,7 +77,7 @@ class StepLog:
         elif self.truncated is not None:
             value = None
         loc = op.loc
-        self.steps.append(Step(op.name, loc.line if loc else 0, loc.col if loc else 0,
+        self.steps.append(Step(op.name, loc.filename if loc else "", loc.line if loc else 0, loc.col if loc else 0,
                                loc.source_line if loc else "", blocks, value, tuple(self._loops), events))
 
     @contextmanager
@@ -97,7 +100,8 @@ class StepLog:
             row = int(rows[0])
             value = None if step.value is None else step.value[row if step.value.shape[0] > 1 else 0]
             events = [e.for_block(block) for e in step.events]
-            out.append(BlockStep(len(out), step.op, step.line, step.col, step.source, value, step.loops, events))
+            out.append(BlockStep(len(out), step.op, step.filename, step.line, step.col, step.source, value,
+                                 step.loops, events))
         return out
 
 

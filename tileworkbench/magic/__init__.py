@@ -38,6 +38,7 @@ from IPython.display import display
 
 from .. import tile as ct
 from ..errors import TileError, TileSyntaxError, UserInputError
+from ..frontend.source import cell_filename
 from ..runtime.nvrtc import NvrtcUnavailableError
 from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle, in_cell
@@ -158,7 +159,7 @@ class TileKernelMagics(Magics):
     # ---- defining the kernel -----------------------------------------------------------------------
 
     def define(self, cell: str, name: str | None):
-        filename = f"<tilekernel-{next(_cell_numbers)}>"
+        filename = cell_filename(next(_cell_numbers))
         source = "\n" + cell  # line 1 is the %%tilekernel header: cell lines == file lines
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         try:
@@ -222,7 +223,7 @@ class TileKernelMagics(Magics):
         from ..runtime.cpp import CppKernel
         from ..runtime.device import target_arch
         from ..runtime.nvrtc import unavailable_reason
-        filename = f"<tilekernel-{next(_cell_numbers)}>"
+        filename = cell_filename(next(_cell_numbers))
         try:
             kernel = CppKernel(cell, filename, args.name, first_line=2, name_at=(1, f"%%tilekernel {line}"))
         except TileError as error:

@@ -9,12 +9,13 @@ Lines are the cell's (1-based, the %%tilekernel header is line 1); columns are 1
 from __future__ import annotations
 
 from ..errors import SourceLoc, TileError
+from ..frontend.source import is_cell_file
 
 DIAGNOSTICS_MIME = "application/vnd.tileworkbench.diagnostics+json"
 
 
 def in_cell(loc: SourceLoc) -> bool:
-    return loc.filename.startswith("<tilekernel-")
+    return is_cell_file(loc.filename)
 
 
 def diagnostics_bundle(error: TileError, kernel: str) -> dict:

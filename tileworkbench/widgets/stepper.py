@@ -6,7 +6,8 @@ included), with the op's tile as a heatmap and the memory the block has touched 
     view.step = 5                                      # the sixth op block (1, 0) executed
     view.select("y", (3, 4))                           # jump to the block (and op) that wrote y[3, 4]
 
-The picture shows the kernel's lines (the current one highlighted), the op's tile (finite values
+The picture shows the kernel's lines (the current one highlighted; in a notebook, also in the editor of
+the %%tilekernel cell that defined the kernel, when the view is that cell's output), the op's tile (finite values
 on a colour scale; NaN, +inf, -inf and padded lanes drawn distinctly; the exact value on hover)
 and every array the block touched, coloured by what it did up to this op (the op's own lanes
 outlined). Buttons step back and forward and play; clicking an element of an array, or a lane of
@@ -14,11 +15,13 @@ a load or store, jumps to the block that wrote that element, at the op that wrot
 """
 from __future__ import annotations
 
+import linecache
 import math
 
 import numpy as np
 import traitlets
 
+from ..frontend.source import is_cell_file
 from ..interp import Status
 from ._base import Data, SvgView, static
 from .coverage import SELECTED_OUTLINE, WRITE, _bin_of, _bins, blocks_at, element_cell, grid_rank, next_block
@@ -231,6 +234,24 @@ def _loops_text(loops) -> str:
     return ", ".join(f"iteration {k} of the loop on line {line}" for line, k in loops)
 
 
+def kernel_cell(trace) -> list[str] | None:
+    """The lines of the %%tilekernel cell the traced kernel was defined in, as the magic ran them
+    (line 1, the header, is ""), None where the kernel was defined elsewhere (a file)."""
+    filename = trace.steps.filename
+    lines = linecache.getlines(filename) if is_cell_file(filename) else []
+    return [line.rstrip("\n") for line in lines] or None
+
+
+def _cell(trace, current) -> dict | None:
+    """What the view's script needs to highlight the op's line in the editor of the kernel's cell:
+    the cell's lines (it highlights only in a cell that still reads so) and the op's line there,
+    0 where the op's code is not in that cell (a helper's, from a file or another cell)."""
+    lines = kernel_cell(trace)
+    if lines is None:
+        return None
+    return {"lines": lines, "line": current.line if current.filename == trace.steps.filename else 0}
+
+
 def stepper_data(trace, block, step: int, steps=None, *, message: str = "", selected=None) -> dict:
     """The figure of op `step` of `block` (`steps`: steps_of(trace, block), when at hand).
     `selected`: {"array", "index"} of an element to outline where it is drawn."""
@@ -301,8 +322,8 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
     return {"kernel": trace.kernel, "grid": list(trace.grid), "rank": rank, "block": block, "step": step,
             "steps": len(steps), "step_lines": np.array([s.line for s in steps], np.int32),
             "step_ops": [s.op for s in steps], "texts": texts, "code": code, "code_w": code_w, "panels": panels,
-            "selected": dict(selected) if selected else None, "legend": legend, "width": int(width),
-            "height": int(height), "truncated": trace.steps.truncated}
+            "cell": _cell(trace, current), "selected": dict(selected) if selected else None, "legend": legend,
+            "width": int(width), "height": int(height), "truncated": trace.steps.truncated}
 
 
 def _cells_svg(k, p, cell) -> list[str]:
