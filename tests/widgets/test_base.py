@@ -11,6 +11,7 @@ from tileworkbench.widgets._base import STATIC, static
 
 VIEWS = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_"))
 SHARED = {"_data.js": ("typed",), "_cells.js": ("cellAt", "outline", "statusLine"),
+          "_cell_line.js": ("cellLineHighlighter",),
           "_svg.js": ("svg",),
           "_picture.js": ("hidePicture", "pictureOf", "pointIn")}
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")

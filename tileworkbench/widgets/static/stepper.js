@@ -1,9 +1,11 @@
 // Block stepper: shows the picture that stepper.py drew for the current op of the current block,
 // and drives the `step`, `block` and `selected` traits from buttons, a play timer, a block field,
 // arrow keys, clicks on code lines and clicks on elements (Python then jumps to the block that
-// wrote the element). The controls stay while the picture is redrawn for each step.
+// wrote the element). The controls stay while the picture is redrawn for each step. The current
+// op's line is also highlighted in the editor of the kernel's %%tilekernel cell (_cell_line.js).
 // @ts-check
 
+import { cellLineHighlighter } from "./_cell_line.js";
 import { hidePicture, pictureOf, pointIn } from "./_picture.js";
 import { cellAt, statusLine } from "./_cells.js";
 import { typed } from "./_data.js";
@@ -25,6 +27,7 @@ export default {
     root.tabIndex = 0;   // arrow keys step once the view has the focus
     el.appendChild(root);
     let timer = null;
+    const cellLine = cellLineHighlighter(el);
 
     const controls = document.createElement("div");
     controls.style.cssText = "font: 13px sans-serif; display: flex; gap: 8px; align-items: center; margin: 4px 12px;";
@@ -133,12 +136,14 @@ export default {
         }
       });
       holder.replaceChildren(picture);
+      cellLine.show(data.cell);
     }
 
     draw();
     model.on("change:svg", draw);
     return () => {
       stop();
+      cellLine.dispose();
       model.off("change:svg", draw);
     };
   },
