@@ -13,22 +13,25 @@ const ATTACH_TRIES = 50, ATTACH_WAIT_MS = 100;   // the output area may attach t
 /** The highlighter of the view drawn in `el`: `show(cell)` with the data's `cell` ({lines, line},
  * or null for none), `dispose()` when the view goes. */
 export function cellLineHighlighter(el) {
-  let cell = null, editor = null, mark = null, frame = 0, retry = 0, tries = 0;
-  const redraws = new MutationObserver(schedule), resizes = new ResizeObserver(schedule);
+  let cell = null, notebookCell = null, mark = null, frame = 0, retry = 0, tries = 0;
+  const changes = new MutationObserver(schedule), resizes = new ResizeObserver(schedule);
 
   function schedule() {
     if (!frame) frame = requestAnimationFrame(() => { frame = 0; place(); });
   }
 
-  /** Follow CodeMirror's redraws and resizes of `next` (a .cm-editor, or null: none). */
+  /** Follow the edits, redraws and resizes of the editor of `next` (a .jp-CodeCell, or null: none),
+   * and the notebook marking it edited since it ran. */
   function watch(next) {
-    if (next === editor) return;
-    redraws.disconnect();
+    if (next === notebookCell) return;
+    changes.disconnect();
     resizes.disconnect();
-    editor = next;
+    notebookCell = next;
+    const editor = editorOf(notebookCell);
     if (!editor) return;
     const content = editor.querySelector(".cm-content");
-    redraws.observe(content, { childList: true, subtree: true, characterData: true });
+    changes.observe(notebookCell, { attributes: true, attributeFilter: ["class"] });
+    changes.observe(content, { childList: true, subtree: true, characterData: true });
     resizes.observe(content);
     resizes.observe(editor.querySelector(".cm-scroller"));
   }
@@ -44,7 +47,9 @@ export function cellLineHighlighter(el) {
       retry = setTimeout(place, ATTACH_WAIT_MS);
       return;
     }
-    watch(cell && el.isConnected ? editorOf(el) : null);
+    watch(cell && el.isConnected ? el.closest(".jp-CodeCell") : null);
+    // JupyterLab and Notebook 7 mark a cell edited since it ran with jp-mod-dirty
+    const editor = notebookCell?.classList.contains("jp-mod-dirty") ? null : editorOf(notebookCell);
     const line = editor && cell.line ? lineElement(editor, cell.lines, cell.line) : null;
     const scroller = editor?.querySelector(".cm-scroller");
     const box = line?.getBoundingClientRect();
@@ -58,7 +63,6 @@ export function cellLineHighlighter(el) {
     mark.style.top = `${box.top - origin.top - scroller.clientTop + scroller.scrollTop}px`;
     mark.style.height = `${box.height}px`;
     mark.style.width = `${scroller.scrollWidth}px`;
-    mark.dataset.line = String(cell.line);
   }
 
   return {
@@ -77,29 +81,36 @@ export function cellLineHighlighter(el) {
   };
 }
 
-/** The code editor (.cm-editor) of the notebook cell whose output holds `el`, or null. */
-function editorOf(el) {
-  return el.closest(".jp-CodeCell")?.querySelector(".jp-InputArea-editor .cm-editor") ?? null;
+/** The code editor (.cm-editor) of a notebook cell (.jp-CodeCell, or null), or null. */
+function editorOf(notebookCell) {
+  return notebookCell?.querySelector(".jp-InputArea-editor .cm-editor") ?? null;
 }
 
-/** The rendered element of 1-based `line` of the editor, where the editor reads as `lines` (line 1
- * being the %%tilekernel header) up to there, and to its end where every line is rendered; null
- * otherwise. Past a gap (lines CodeMirror did not render) the lines are not known: null there. */
+/** The rendered element of the editor's 1-based `line`, where the rendered lines read as the cell's
+ * `lines` (line 1 being the %%tilekernel header); null otherwise. CodeMirror renders the lines near
+ * the viewport (and the first line), leaving gaps for the others: the lines before the first gap
+ * are numbered from the top, those after the last gap from the end, those between not at all. */
 function lineElement(editor, lines, line) {
-  const rendered = editor.querySelector(".cm-content").children;
-  let found = null, k = 0;
-  for (; k < rendered.length; k++) {
-    const child = rendered[k];
-    if (!child.classList.contains("cm-line")) return found;
-    if (!reads(child.textContent, lines, k)) return null;
-    if (k + 1 === line) found = child;
+  const rendered = [...editor.querySelector(".cm-content").children];
+  const isGap = (child) => !child.classList.contains("cm-line");
+  const firstGap = rendered.findIndex(isGap);
+  if (firstGap < 0) {   // every line: as many as the cell's
+    const same = rendered.length >= lines.length && rendered.every((child, k) => reads(child, lines, k));
+    return same ? rendered[line - 1] ?? null : null;
   }
-  return k >= lines.length ? found : null;
+  const top = rendered.slice(0, firstGap), tail = rendered.slice(rendered.findLastIndex(isGap) + 1);
+  const end = lines.length + (tail.length && tail[tail.length - 1].textContent === "" ? 1 : 0);
+  const first = end - tail.length;   // the index of the tail's first line
+  if (!top.every((child, k) => reads(child, lines, k)) || !tail.every((child, j) => reads(child, lines, first + j))) {
+    return null;
+  }
+  return top[line - 1] ?? (line - 1 >= first ? tail[line - 1 - first] : null) ?? null;
 }
 
-/** Whether the editor's line `k` (0-based) is the cell's: IPython gives the magic the cell with one
- * newline at its end, so the editor may show one empty line more. */
-function reads(text, lines, k) {
+/** Whether `child`, the editor's line `k` (0-based), is the cell's: IPython gives the magic the
+ * cell with one newline at its end, so where the editor's text ends in one it shows an empty line more. */
+function reads(child, lines, k) {
+  const text = child.textContent;
   if (k === 0) return text.startsWith(HEADER);
   return k < lines.length ? text === lines[k] : k === lines.length && text === "";
 }
