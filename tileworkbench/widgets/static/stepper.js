@@ -25,6 +25,8 @@ export default {
     const root = document.createElement("div");
     root.className = "tileworkbench-stepper";
     root.tabIndex = 0;   // arrow keys step once the view has the focus
+    // and are not the notebook's shortcuts then (Notebook 7 binds the arrows; Lumino skips such subtrees)
+    root.dataset.lmSuppressShortcuts = "true";
     el.appendChild(root);
     let timer = null;
     const cellLine = cellLineHighlighter(el);
