@@ -13,7 +13,7 @@ const ATTACH_TRIES = 50, ATTACH_WAIT_MS = 100;   // the output area may attach t
 /** The highlighter of the view drawn in `el`: `show(cell)` with the data's `cell` ({lines, line},
  * or null for none), `dispose()` when the view goes. */
 export function cellLineHighlighter(el) {
-  let cell = null, notebookCell = null, mark = null, frame = 0, retry = 0, tries = 0;
+  let cell = null, notebookCell = null, editor = null, mark = null, frame = 0, retry = 0, tries = 0;
   const changes = new MutationObserver(schedule), resizes = new ResizeObserver(schedule);
 
   function schedule() {
@@ -23,11 +23,11 @@ export function cellLineHighlighter(el) {
   /** Follow the edits, redraws and resizes of the editor of `next` (a .jp-CodeCell, or null: none),
    * and the notebook marking it edited since it ran. */
   function watch(next) {
-    if (next === notebookCell) return;
+    if (next === notebookCell && editorOf(next) === editor) return;
     changes.disconnect();
     resizes.disconnect();
     notebookCell = next;
-    const editor = editorOf(notebookCell);
+    editor = editorOf(next);
     if (!editor) return;
     const content = editor.querySelector(".cm-content");
     changes.observe(notebookCell, { attributes: true, attributeFilter: ["class"] });
@@ -49,8 +49,8 @@ export function cellLineHighlighter(el) {
     }
     watch(cell && el.isConnected ? el.closest(".jp-CodeCell") : null);
     // JupyterLab and Notebook 7 mark a cell edited since it ran with jp-mod-dirty
-    const editor = notebookCell?.classList.contains("jp-mod-dirty") ? null : editorOf(notebookCell);
-    const line = editor && cell.line ? lineElement(editor, cell.lines, cell.line) : null;
+    const edited = notebookCell?.classList.contains("jp-mod-dirty");
+    const line = editor && !edited ? lineElement(editor, cell.lines, cell.line) : null;
     const scroller = editor?.querySelector(".cm-scroller");
     const box = line?.getBoundingClientRect();
     if (!line || !scroller || !box?.height) return remove();   // not rendered, or the input is hidden
@@ -88,7 +88,7 @@ function editorOf(notebookCell) {
 
 /** The rendered element of the editor's 1-based `line`, where the rendered lines read as the cell's
  * `lines` (line 1 being the %%tilekernel header); null otherwise. CodeMirror renders the lines near
- * the viewport (and the first line), leaving gaps for the others: the lines before the first gap
+ * the viewport (and the cursor's), leaving gaps for the others: the lines before the first gap
  * are numbered from the top, those after the last gap from the end, those between not at all. */
 function lineElement(editor, lines, line) {
   const rendered = [...editor.querySelector(".cm-content").children];
@@ -118,8 +118,8 @@ function reads(child, lines, k) {
 function highlight() {
   const mark = document.createElement("div");
   mark.className = "tileworkbench-cell-line";
-  // under the text and the selection (CodeMirror's selection layer is at z-index -1)
-  mark.style.cssText = "position: absolute; left: 0; z-index: -2; pointer-events: none; " +
+  // under the text and the selection (CodeMirror draws its selection layer at z-index -1, JupyterLab at -2)
+  mark.style.cssText = "position: absolute; left: 0; z-index: -3; pointer-events: none; " +
     "background: rgba(255, 235, 59, 0.45); box-shadow: inset 3px 0 #f9a825;";
   return mark;
 }
