@@ -194,7 +194,6 @@ def test_the_current_op_is_highlighted_in_the_kernels_cell_in_jupyterlab(browser
     _wait_highlighted(kernel_cell, [BID])                       # op 1 of block 2
     stepper.locator(".step-next").click()                       # the buttons
     _wait_highlighted(kernel_cell, [ZEROS])
-    stepper.locator(".tileworkbench-stepper").focus()
     stepper.locator(".tileworkbench-stepper").press("ArrowRight")   # the keyboard: i + k, in the loop
     _wait_highlighted(kernel_cell, [LOOP_BODY])
     stepper.locator(".step-slider").fill("1")                   # the slider
