@@ -53,8 +53,8 @@ BLOCK_ADDERS = {
 
 def _exponent(x: np.ndarray, floor: int) -> np.ndarray:
     """floor(log2|x|), at least `floor`; zeros get a very small exponent so they never lead an alignment."""
-    exponent = np.maximum(np.frexp(x)[1] - 1, floor)
-    return np.where(x == 0, -(1 << 20), exponent)
+    exponent = np.maximum(np.frexp(x)[1] - 1, floor).astype(np.int32)
+    return np.where(x == 0, np.int32(-(1 << 20)), exponent)
 
 
 def _truncate(values: np.ndarray, bits: int) -> np.ndarray:
@@ -67,44 +67,54 @@ def _truncate(values: np.ndarray, bits: int) -> np.ndarray:
 
 
 def _block_step(x, y, x_exponent, y_exponent, acc, adder: BlockAdder):
-    """acc + x @ y for one block of `adder.terms` finite products: x (..., M, T) and y (..., T, N) as
-    float32 (their products are exact in it), their exponents, acc (..., M, N) as float64."""
-    yt, yt_exponent = np.swapaxes(y, -1, -2)[..., None, :, :], np.swapaxes(y_exponent, -1, -2)[..., None, :, :]
-    lead = np.maximum((x_exponent[..., :, None, :] + yt_exponent).max(-1), _exponent(acc, _FLOAT32_MIN_EXPONENT))
-    shift = (23 + adder.extra_bits - np.maximum(lead, _MIN_ALIGNMENT_EXPONENT)).astype(np.int32)
-    # each product in units of the step's last kept bit, truncated; exact sums in float64 (< 2**34 units)
-    units = np.trunc(np.ldexp(x[..., :, None, :] * yt, shift[..., None])).sum(-1, dtype=np.float64)
-    units += np.trunc(np.ldexp(acc, shift))
+    """acc + x @ y for one block of `adder.terms` finite products: x (..., M, T) and y (..., T, N), their
+    exponents, acc (..., M, N) as float64. One outer product at a time: NumPy is fast over (M, N), slow
+    reducing a short last axis."""
+    terms = x.shape[-1]
+    lead = _exponent(acc, _FLOAT32_MIN_EXPONENT)
+    for k in range(terms):
+        lead = np.maximum(lead, x_exponent[..., :, k, None] + y_exponent[..., k, None, :])
+    shift = 23 + adder.extra_bits - np.maximum(lead, _MIN_ALIGNMENT_EXPONENT)
+    # float32 holds the products and the scale exactly unless the step's values are tiny (its alignment
+    # exponent below -75) or huge (above 125)
+    in_float32 = shift.max(initial=0) <= 100 and shift.min(initial=0) >= 23 + adder.extra_bits - 125
+    exact = np.float32 if in_float32 else np.float64
+    x, y, scale = x.astype(exact, copy=False), y.astype(exact, copy=False), np.ldexp(exact(1), shift)
+    # each product in units of the step's last kept bit, truncated; the sum is exact in float64 (< 2**34 units)
+    units = np.trunc(np.ldexp(acc, shift))
+    for k in range(terms):
+        units += np.trunc(x[..., :, k, None] * y[..., k, None, :] * scale)
     return _truncate(np.ldexp(units, -shift), 24 + min(adder.extra_bits, 0))
 
 
 def _steps(x, y, acc, adder: BlockAdder):
     """acc (float64) + x @ y, one step per `adder.terms` products in K order, row chunks in parallel."""
-    if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(acc).all()):
-        return _ieee_steps(x, y, acc, adder)
     x_exponent, y_exponent = _exponent(x, adder.min_exponent), _exponent(y, adder.min_exponent)
-    x, y = x.astype(np.float32), y.astype(np.float32)
+    x, y = x.astype(np.float32), y.astype(np.float32)  # exact: values of a tensor-core format
     rows_per_chunk = max(1, _ELEMENTS_PER_CHUNK // max(1, adder.terms * y.shape[-1] * int(np.prod(x.shape[:-2]))))
 
     def rows(start):
         part = slice(start, start + rows_per_chunk)
         for k in range(0, x.shape[-1], adder.terms):
             step = slice(k, k + adder.terms)
-            acc[..., part, :] = _block_step(x[..., part, step], y[..., step, :], x_exponent[..., part, step],
-                                            y_exponent[..., step, :], acc[..., part, :], adder)
+            operands = (x[..., part, step], y[..., step, :], x_exponent[..., part, step], y_exponent[..., step, :],
+                        acc[..., part, :], adder)
+            finite = all(np.isfinite(a).all() for a in operands[:2] + operands[4:5])
+            acc[..., part, :] = _block_step(*operands) if finite else _ieee_step(*operands)
     list(_pool().map(rows, range(0, x.shape[-2], rows_per_chunk)))
     return acc
 
 
 @np.errstate(invalid="ignore", over="ignore")
-def _ieee_steps(x, y, acc, adder: BlockAdder):
-    """Where a NaN or an infinity is among the operands: the model where the result is finite, else the
+def _ieee_step(x, y, x_exponent, y_exponent, acc, adder: BlockAdder):
+    """A step with a NaN or an infinity among its operands: the model where its sum is finite, else the
     NaN or infinity IEEE arithmetic makes (inf * 0 and inf - inf are NaN)."""
-    exact = np.matmul(x, y) + acc
-    finite = np.isfinite(exact)
-    model = _steps(np.where(np.isfinite(x), x, 0), np.where(np.isfinite(y), y, 0), np.where(np.isfinite(acc), acc, 0),
-                   adder)
-    return np.where(finite, model, exact)
+    exact = acc  # summed product by product: BLAS may skip zeros, and inf * 0 must be NaN
+    for k in range(x.shape[-1]):
+        exact = exact + x[..., :, k, None].astype(np.float64) * y[..., k, None, :]
+    finite = [np.where(np.isfinite(a), a, 0) for a in (x, y, acc)]
+    model = _block_step(finite[0], finite[1], x_exponent, y_exponent, finite[2], adder)
+    return np.where(np.isfinite(exact), model, exact)
 
 
 @functools.cache
