@@ -272,8 +272,12 @@ def _wavefronts(where, phase, executions, thread, request, address, access_bytes
     op, line, source = where
     words_per_access = max(access_bytes // BANK_BYTES, 1)
     word = ((np.asarray(address) // BANK_BYTES)[:, None] + np.arange(words_per_access)).reshape(-1)
-    request = np.repeat((np.asarray(thread) // WARP) * (int(np.max(request, initial=0)) + 1) + request,
-                        words_per_access)
+    request = (np.asarray(thread) // WARP) * (int(np.max(request, initial=0)) + 1) + request
+    if access_bytes == 16 and phase in ("load", "store"):
+        # a 16-byte LDS/STS is served half-warp by half-warp: even one address read by every lane
+        # takes two wavefronts (measured on the H100)
+        request = 2 * request + np.asarray(thread) % WARP // (WARP // 2)
+    request = np.repeat(request, words_per_access)
     distinct = np.unique(np.stack([request, word]), axis=1)
     per_bank = np.unique(np.stack([distinct[0], distinct[1] % BANKS]), axis=1, return_counts=True)
     requests, first = np.unique(per_bank[0][0], return_index=True)
