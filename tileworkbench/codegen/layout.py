@@ -44,6 +44,23 @@ SKEW_PERIOD = 32     # tile.cuh skew(i) = i + i / 32: one element of padding eve
 MMA_ROW_PADDING = 8  # tile_mma.cuh: tensor-core operand rows are Cols + 8 elements apart (ldmatrix rows on distinct banks)
 
 
+def stages_chunks(itemsize: int, size: int, threads: int, vec: int) -> bool:
+    """tile.cuh stages_chunks: a permute of a blocked tile of 1- or 2-byte elements whose chunks are 16
+    bytes stages them whole (one 16-byte store each), at chunk_slot() instead of the skew."""
+    return itemsize < 4 and size >= threads and min(size // threads, vec) * itemsize == 16
+
+
+def chunk_shift(step: int) -> int:
+    """tile.cuh chunk_shift: log2 of a permute's input stride along the output's rows, at least 3."""
+    return max(3, int(step).bit_length() - 1)
+
+
+def chunk_slot(q, shift: int):
+    """tile.cuh chunk_slot: where chunk q of a tile staged in 16-byte chunks sits (ints or NumPy arrays):
+    q ^ ((q >> shift) & 7), a permutation inside each 128-byte line."""
+    return q ^ ((q >> shift) & 7)
+
+
 def skewed(i):
     """tile.cuh's skew(): where index `i` of a staged tile sits in shared memory (ints or NumPy arrays)."""
     return i + i // SKEW_PERIOD

@@ -579,23 +579,82 @@ __device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) {
   return from_smem<S, L2>(buf, [](int e) { return e; });
 }
 
+// ---- staging in whole 16-byte chunks (permutes of 8- and 16-bit tiles) ---------------------------------
+//
+// A blocked chunk of V elements of 1 or 2 bytes is 16 bytes: staged as one 16-byte store, where the
+// skew above would split it into V narrow ones. Chunk q of the C-order tile sits at chunk
+// q ^ ((q >> Shift) & 7): a permutation inside each 128-byte line (a warp's 32 consecutive chunks
+// stay conflict-free), and the chunks `Step` apart that the lanes of a transposing read visit one
+// each (Shift = log2 Step, at least 3) land in distinct 16-byte slots of their lines.
+
+template <class T, class S>
+constexpr bool stages_chunks = sizeof(T) < 4 && tile<T, S>::V * int(sizeof(T)) == 16 && S::size >= TW_THREADS;
+
+__host__ __device__ constexpr int chunk_shift(int step) {
+  int shift = 3;
+  while ((2 << shift) <= step) ++shift;
+  return shift;
+}
+
+template <int Shift>
+__device__ int chunk_slot(int q) { return q ^ ((q >> Shift) & 7); }
+
+template <int Shift, class T, class S>
+__device__ void to_smem_chunks(const tile<T, S>& x, T* buf) {
+  using Tile = tile<T, S>;
+#pragma unroll
+  for (int r0 = 0; r0 < Tile::R; r0 += Tile::V)
+    *reinterpret_cast<uint4*>(buf + chunk_slot<Shift>(x.elem(r0) / Tile::V) * Tile::V) =
+        *reinterpret_cast<const uint4*>(&x.v[r0]);
+}
+
+// out[e] = staged element src(e). With Step 1 along rows a multiple of V long, an output chunk is one
+// staged chunk: read as one 16-byte load.
+template <class S2, int Shift, int Step, class T, class F>
+__device__ tile<T, S2> from_smem_chunks(const T* buf, F src) {
+  using Out = tile<T, S2>;
+  constexpr int V = Out::V;
+  Out out;
+  if constexpr (Step == 1 && S2::dim(S2::rank - 1) % V == 0) {
+#pragma unroll
+    for (int r0 = 0; r0 < Out::R; r0 += V)
+      *reinterpret_cast<uint4*>(&out.v[r0]) =
+          *reinterpret_cast<const uint4*>(buf + chunk_slot<Shift>(src(Out::elem(r0)) / V) * V);
+  } else {
+#pragma unroll
+    for (int r = 0; r < Out::R; ++r) {
+      const int e = src(Out::elem(r));
+      out.v[r] = buf[chunk_slot<Shift>(e / V) * V + e % V];
+    }
+  }
+  return out;
+}
+
 // Result axis k is input axis Axes[k].
 template <int... Axes, class T, class S>
 __device__ auto permute(const tile<T, S>& x) {
   using S2 = shape<S::dim(Axes)...>;
   constexpr int axes[] = {Axes..., 0};
   constexpr int step = S::rank > 0 ? S::stride(axes[S::rank > 0 ? S::rank - 1 : 0]) : 0;  // input stride along the output's rows
-  T* buf = reinterpret_cast<T*>(smem());
-  __syncthreads();
-  to_smem(x, buf);
-  __syncthreads();
-  return from_smem<S2, blocked, step>(buf, [](int e) {
+  auto src = [](int e) {
     int out[S::rank > 0 ? S::rank : 1], in[S::rank > 0 ? S::rank : 1];
     S2::unflatten(e, out);
     constexpr int axes[] = {Axes..., 0};
     for (int k = 0; k < S::rank; ++k) in[axes[k]] = out[k];
     return S::flatten(in);
-  });
+  };
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  if constexpr (stages_chunks<T, S>) {
+    constexpr int shift = chunk_shift(step);
+    to_smem_chunks<shift>(x, buf);
+    __syncthreads();
+    return from_smem_chunks<S2, shift, step>(buf, src);
+  } else {
+    to_smem(x, buf);
+    __syncthreads();
+    return from_smem<S2, blocked, step>(buf, src);
+  }
 }
 
 template <class T, class S, int... I>
