@@ -98,6 +98,53 @@ def test_transpose_through_shared_memory_is_conflict_free_with_the_skew(kernel):
     assert np.array_equal(args[1], x.T)
 
 
+@ct.kernel
+def swap_leading(x, y, T: ct.Constant[int], C: ct.Constant[int]):
+    ct.store(y, (0, 0, 0), ct.permute(ct.load(x, (0, 0, 0), (T, T, C)), (1, 0, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8])
+def test_16_bit_and_8_bit_transposes_store_whole_16_byte_chunks_and_read_without_conflicts(dtype):
+    # 64x64 tile: f16 on 256 threads (two 8-element chunks each), int8 on 128 threads (two 16-element
+    # chunks). Each chunk is one 16-byte store, a warp's 32 chunks fill 512 contiguous bytes of lines
+    # whose chunks are permuted: 4 wavefronts, the ideal. The transposed read: lane l of a warp reads
+    # element i of result chunk l, at chunk (V c + i) * 64 / V + j / V of the tile, c = l % (64 / V),
+    # j its row; the chunks V rows apart sit in distinct slots of their lines (chunk_slot): one wavefront.
+    # With the skew, 2-byte stores of f16 were 1.5-way and the reads 2-way.
+    x = np.arange(128 * 128).astype(dtype).reshape(128, 128)
+    args = (x, np.zeros_like(x), 64)
+    report = analyze(transpose, (2, 2), args)
+    per_block = {np.float16: (256, 8, 16, 128), np.int8: (128, 16, 8, 128)}[dtype]
+    assert (report.threads, report.vec) == per_block[:2]
+    assert [g.access_bytes for g in report.global_ops] == [16, 16]
+    assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops] == \
+        [("store", per_block[2], 4 * per_block[2], 0), ("load", per_block[3], per_block[3], 0)]
+    assert np.array_equal(args[1], x.T)
+
+
+def test_cutile_sample_shape_f16_transpose_has_2_way_reads_instead_of_8_way():
+    # 128x128 f16 on 512 threads: a warp reads 16 result chunks of two result rows j, j + 1 (one 4-byte
+    # word for both): 16 distinct words at one offset of their chunks fall in 8 slots, 2 wavefronts
+    # where the skew made 8 (rows 8 apart, 1056 elements: 2 banks); unswizzled chunks, 16 (one bank)
+    x = np.arange(128 * 128).astype(np.float16).reshape(128, 128)
+    args = (x, np.zeros_like(x), 128)
+    trace = run(permuted, (1, 1), args, trace=True)
+    fn = permuted.specialize(args)
+    assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in analyze_trace(fn, trace).shared_ops] == \
+        [("store", 64, 256, 0), ("load", 512, 1024, 512)]
+    assert [(s.phase, s.ways) for s in analyze_trace(fn, trace, skew=False).shared_ops] == \
+        [("store", 4.0), ("load", 16.0)]
+
+
+def test_a_permute_that_keeps_the_last_axis_moves_16_byte_chunks_both_ways():
+    x = np.arange(16 * 16 * 64).astype(np.float16).reshape(16, 16, 64)
+    args = (x, np.zeros_like(x), 16, 64)
+    report = analyze(swap_leading, (1,), args)
+    assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops] == \
+        [("store", 64, 256, 0), ("load", 64, 256, 0)]
+    assert np.array_equal(args[1], x.transpose(1, 0, 2))
+
+
 def test_grouped_matmul_order_reuses_l2_better_than_row_order():
     # 256x64 @ 64x256 f32, 32x32 tiles, 64 blocks; per block: A panel 8 KB (256 sectors), B panel
     # 256 sectors, C tile 128 sectors (written: hits, but they take room). With a 40 KB L2 (1280 sectors):
@@ -243,6 +290,18 @@ def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
     assert paddings == {MMA_ROW_PADDING}
 
 
+def test_model_uses_the_tile_librarys_chunk_slots():
+    from tileworkbench.codegen import INCLUDE_DIR
+    from tileworkbench.codegen.layout import chunk_shift, chunk_slot, stages_chunks
+    tile = (INCLUDE_DIR / "tileworkbench" / "tile.cuh").read_text()
+    assert "__device__ int chunk_slot(int q) { return q ^ ((q >> Shift) & 7); }" in tile
+    assert "sizeof(T) < 4 && tile<T, S>::V * int(sizeof(T)) == 16 && S::size >= TW_THREADS;" in tile
+    assert "int shift = 3;\n  while ((2 << shift) <= step) ++shift;" in tile
+    assert [chunk_shift(s) for s in (0, 1, 8, 15, 16, 128, 200)] == [3, 3, 3, 3, 4, 7, 7]
+    assert sorted(chunk_slot(np.arange(64), 3)) == list(range(64)) and chunk_slot(9, 3) == 8
+    assert stages_chunks(2, 4096, 256, 8) and not stages_chunks(4, 4096, 256, 4) and not stages_chunks(2, 1024, 256, 8)
+
+
 def test_model_uses_the_pipeline_stages_swizzle():
     # swizzled::chunk_offset in tile_pipeline.cuh, and the Python twin on the chunks of a 128-byte-row stage:
     # chunk c of row r at c ^ (r % 8)
@@ -260,6 +319,10 @@ def test_model_uses_the_pipeline_stages_swizzle():
 
 SASS_CASES = {
     "transpose": (transpose, lambda: (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), 32)),
+    "transpose_f16": (transpose, lambda: (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), 64)),
+    "transpose_int8": (permuted, lambda: (np.zeros((128, 128), np.int8), np.zeros((128, 128), np.int8), 128)),
+    "permute_keeping_last_axis": (swap_leading, lambda: (np.zeros((16, 16, 64), np.float16),
+                                                         np.zeros((16, 16, 64), np.float16), 16, 64)),
     "softmax": (softmax, lambda: (np.zeros((2, 1024), np.float32), np.zeros((2, 1024), np.float32), 1024)),
     "cuda_core_mma": (row_matmul, lambda: (np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32),
                                            np.zeros((128, 128), np.float32), 64, 64, 32)),
