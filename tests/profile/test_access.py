@@ -196,7 +196,7 @@ def rows_sum(x, y):
 @ct.kernel
 def half_mma(a, b, c, K: ct.Constant[int]):
     acc = ct.mma(ct.load(a, (0, 0), (64, K)), ct.load(b, (0, 0), (K, 64)), ct.zeros((64, 64), ct.float32))
-    ct.store(c, (0, 0), acc)
+    ct.store(c, (0, 0), acc.astype(c.dtype))
 
 
 def _phases(report, op):
@@ -266,16 +266,22 @@ def test_tensor_core_mma_writes_16_byte_chunks_into_padded_rows_and_ldmatrix_rea
     assert _phases(report, "mma") == [("store", 1, 8, 32, 0), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
 
 
-def test_storing_a_tensor_core_accumulator_converts_it_through_shared_memory_with_4_way_conflicts():
-    # the 64x64 f32 accumulator of mma<1x2> goes to shared memory register by register (64 per
-    # thread): lane l of warp w writes (r + l / 4, c + 2 (l % 4)), skewed bank 2 (l / 4 + l % 4) + const:
-    # 11 banks for 32 words, up to 4 in one (4 wavefronts, 3 conflicts per request); the blocked
-    # tile then reads 4 consecutive floats per thread, conflict-free
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_storing_a_tensor_core_accumulator_goes_through_padded_rows_without_conflicts(dtype):
+    # the 64x64 accumulator of mma<1x2> (64 registers per thread, f16 after the cast): each lane's pair
+    # of neighbouring columns is one store (8 or 4 bytes), 8 rows of 4 lanes per instruction. Rows
+    # 16 bytes longer than the tile's start on distinct 16-byte bank groups: 2 wavefronts for 256
+    # bytes of f32, 1 for 128 bytes of f16, the ideal (the skew made f32 4-way: bank
+    # 2 (l / 4 + l % 4) + const). The blocked tile then reads 8-element chunks, one 16-byte access
+    # per 16 bytes, also at the ideal.
     rng = np.random.default_rng(0)
     a, b = rng.random((64, 32)).astype(np.float16), rng.random((32, 64)).astype(np.float16)
-    c = np.zeros((64, 64), np.float32)
+    c = np.zeros((64, 64), dtype)
     report = analyze(half_mma, (1,), (a, b, c, 32))
-    assert _phases(report, "convert_layout") == [("store", 1, 128, 512, 384), ("load", 1, 128, 128, 0)]
+    assert (report.threads, report.vec) == (64, 8)
+    wide = dtype == np.float32
+    assert _phases(report, "convert_layout") == [("store", 1, 64, 128 if wide else 64, 0),
+                                                 ("load", 1, 32 if wide else 16, 128 if wide else 64, 0)]
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
 
 
@@ -288,6 +294,16 @@ def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
     mma = (library / "tile_mma.cuh").read_text()
     paddings = {int(p) for p in re.findall(r"\((?:Cols|K|N) \+ (\d+)\)", mma)}
     assert paddings == {MMA_ROW_PADDING}
+
+
+def test_model_uses_the_mma_staging_row_padding():
+    from tileworkbench.codegen import INCLUDE_DIR
+    from tileworkbench.codegen.layout import PADDED_ROW_BYTES, padded_row_index
+    mma = (INCLUDE_DIR / "tileworkbench" / "tile_mma.cuh").read_text()
+    extra = re.search(r"constexpr int padded_row_extra = (\d+) / int\(sizeof\(T\)\);", mma)
+    assert extra and int(extra.group(1)) == PADDED_ROW_BYTES
+    assert "buf + e / Cols * (Cols + padded_row_extra<T>) + e % Cols" in mma
+    assert padded_row_index(64 + 3, 64, 4) == 68 + 3 and padded_row_index(2 * 32 + 1, 32, 2) == 2 * 40 + 1
 
 
 def test_model_uses_the_tile_librarys_chunk_slots():
@@ -329,6 +345,8 @@ SASS_CASES = {
     # one k step of 16 (the listing has the k loop's body once: it is not unrolled)
     "tensor_core_mma": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
                                            np.zeros((64, 64), np.float32), 16)),
+    "tensor_core_mma_f16_out": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
+                                                   np.zeros((64, 64), np.float16), 16)),
 }
 
 
@@ -371,7 +389,7 @@ def test_pipelined_mma_copies_chunks_into_swizzled_stages_and_ldmatrix_reads_the
     # ideal). ldmatrix reads 8 rows of one chunk column: units 4r + (c ^ (r / 2 % 4)) fall in 8
     # distinct bank groups. sm_90: TMA fills the stages and wgmma reads them through descriptors (no
     # thread's shared access). Either way the accumulator (f16 after the cast) then goes through
-    # shared memory for the store, 4-way conflicted as for f32.
+    # padded rows in shared memory for the store, a 4-byte pair per lane: conflict-free.
     rng = np.random.default_rng(0)
     a, b = rng.random((256, 128)).astype(np.float16), rng.random((128, 256)).astype(np.float16)
     c = np.zeros((256, 256), np.float16)
@@ -384,5 +402,5 @@ def test_pipelined_mma_copies_chunks_into_swizzled_stages_and_ldmatrix_reads_the
     ldmatrix = [(s.requests, s.conflicts) for s in report.shared_ops if s.phase == "ldsm"]
     assert ldmatrix == ([] if hopper else [(2 * 2 * (4 + 2), 0)])   # per warp and k step: 4 A x4, 2 B x4.trans
     store = [s for s in report.shared_ops if s.op == "convert_layout" and s.phase == "store"]
-    assert [(s.requests, s.ways) for s in store] == [(64 * 64 // 32, 4.0)]   # a request per register per warp
+    assert [(s.requests, s.ways) for s in store] == [(64 * 64 // 64, 1.0)]   # a request per register pair per warp
     np.testing.assert_allclose(c, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16), rtol=2e-3)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codegen.layout import chunk_shift, chunk_slot, skewed, stages_chunks
+from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed, stages_chunks,
+                              stages_padded_rows)
 from ..interp import Status, Trace, run
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
@@ -494,16 +495,32 @@ def _reduction(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
 
 
 def _conversion(where, tile, source, target, threads, vec, executions, skew) -> list[SharedAccess]:
-    """tw::convert_layout (tile.cuh): to_smem in the source layout, from_smem in the target one (an
-    mma accumulator's registers as MmaLayout.elements gives them, a blocked tile's as blocked_lanes)."""
-    phases = []
+    """tw::convert_layout (tile.cuh, tile_mma.cuh): to_smem in the source layout, from_smem in the
+    target one (an mma accumulator's registers as MmaLayout.elements gives them, a blocked tile's as
+    blocked_lanes). A 2-D tile between blocked and an mma layout goes through padded rows instead:
+    an mma register pair (two neighbouring columns) is one access, a blocked chunk one per 16 bytes."""
+    size = tile.dtype.itemsize
+    lanes = {}
     for phase, layout in (("store", source), ("load", target)):
         if layout is None:
-            thread, elem, register, _ = blocked_lanes(tile.size, threads, vec, writes=phase == "store")
+            thread, elem, register, v = blocked_lanes(tile.size, threads, vec, writes=phase == "store")
         else:
-            thread, register, elem = layout.elements(tile.shape)
-        phases.append(_wavefronts(where, phase, executions, thread, register,
-                                  _skewed(elem, skew) * tile.dtype.itemsize, tile.dtype.itemsize))
+            (thread, register, elem), v = layout.elements(tile.shape), 2
+        lanes[phase] = thread, elem, register, v
+    blocked_vec = next((lanes[p][3] for p, layout in (("store", source), ("load", target)) if layout is None), None)
+    if not stages_padded_rows(tile.shape, size, blocked_vec):
+        return [_wavefronts(where, phase, executions, thread, register, _skewed(elem, skew) * size, size)
+                for phase, (thread, elem, register, _) in lanes.items()]
+    phases = []
+    for phase, (thread, elem, register, v) in lanes.items():
+        chunk_bytes = v * size
+        pieces = max(chunk_bytes // 16, 1)   # a 32-byte chunk moves as two 16-byte accesses
+        first = register % v == 0
+        piece = np.arange(pieces)
+        address = (padded_row_index(elem[first], tile.shape[1], size) * size)[:, None] + piece * 16
+        phases.append(_wavefronts(where, phase, executions, np.repeat(thread[first], pieces),
+                                  ((register[first] // v)[:, None] * pieces + piece).reshape(-1), address.reshape(-1),
+                                  min(chunk_bytes, 16)))
     return phases
 
 

@@ -569,15 +569,18 @@ __device__ tile<T, S2, L2> from_smem(const T* buf, F src) {
   return out;
 }
 
-// The same tile in layout L2.
+// The same tile in layout L2 (tile_mma.cuh stages 2-D tiles to and from an mma layout its own way).
 template <class L2, class T, class S, class L>
-__device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) {
+__device__ tile<T, S, L2> convert_through_smem(const tile<T, S, L>& x) {
   T* buf = reinterpret_cast<T*>(smem());
   __syncthreads();
   to_smem(x, buf);
   __syncthreads();
   return from_smem<S, L2>(buf, [](int e) { return e; });
 }
+
+template <class L2, class T, class S, class L>
+__device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) { return convert_through_smem<L2>(x); }
 
 // ---- staging in whole 16-byte chunks (permutes of 8- and 16-bit tiles) ---------------------------------
 //
