@@ -199,6 +199,12 @@ def half_mma(a, b, c, K: ct.Constant[int]):
     ct.store(c, (0, 0), acc.astype(c.dtype))
 
 
+@ct.kernel
+def half_mma_one_line(a, b, c, K: ct.Constant[int]):
+    ct.store(c, (0, 0), ct.mma(ct.load(a, (0, 0), (64, K)), ct.load(b, (0, 0), (K, 64)),
+                               ct.zeros((64, 64), ct.float32)).astype(c.dtype))
+
+
 def _phases(report, op):
     return [(s.phase, s.executions, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops if s.op == op]
 
@@ -345,8 +351,10 @@ SASS_CASES = {
     # one k step of 16 (the listing has the k loop's body once: it is not unrolled)
     "tensor_core_mma": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
                                            np.zeros((64, 64), np.float32), 16)),
-    "tensor_core_mma_f16_out": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
-                                                   np.zeros((64, 64), np.float16), 16)),
+    # (on one line: the compiler gives this kernel's operand stores the line of the store)
+    "tensor_core_mma_f16_out": (half_mma_one_line, lambda: (np.zeros((64, 16), np.float16),
+                                                            np.zeros((16, 64), np.float16),
+                                                            np.zeros((64, 64), np.float16), 16)),
 }
 
 
