@@ -504,6 +504,14 @@ for _dt in (np.float16, BF16):
              lambda dt=_dt, m=_m, k=_k, n=_n, tiles=(_tm, _tn, _tk): (
                  random_array((m, k), dt), random_array((k, n), dt), np.zeros((m, n), dt), *tiles))
 
+# A float32 result: the accumulator epilogue's 8-byte pairs and 32-byte chunks through padded rows
+for (_m, _k, _n), _tiles in [((200, 136, 264), (128, 128, 64)), ((100, 96, 80), (64, 64, 32)),
+                             ((256, 192, 520), (128, 256, 64))]:
+    case(f"matmul-float16-float32-out-{_m}x{_k}x{_n}-tiles-{'x'.join(map(str, _tiles))}", matmul,
+         (ct.cdiv(_m, _tiles[0]), ct.cdiv(_n, _tiles[1])),
+         lambda m=_m, k=_k, n=_n, tiles=_tiles: (random_array((m, k), np.float16), random_array((k, n), np.float16),
+                                                 np.zeros((m, n), np.float32), *tiles))
+
 
 @ct.kernel
 def batched_matmul(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
