@@ -105,20 +105,30 @@ def swap_leading(x, y, T: ct.Constant[int], C: ct.Constant[int]):
 
 @pytest.mark.parametrize("dtype", [np.float16, np.int8])
 def test_16_bit_and_8_bit_transposes_store_whole_16_byte_chunks_and_read_without_conflicts(dtype):
-    # 64x64 tile: f16 on 256 threads (two 8-element chunks each), int8 on 128 threads (two 16-element
-    # chunks). Each chunk is one 16-byte store, a warp's 32 chunks fill 512 contiguous bytes of lines
-    # whose chunks are permuted: 4 wavefronts, the ideal. The transposed read: lane l of a warp reads
-    # element i of result chunk l, at chunk (V c + i) * 64 / V + j / V of the tile, c = l % (64 / V),
-    # j its row; the chunks V rows apart sit in distinct slots of their lines (chunk_slot): one wavefront.
-    # With the skew, 2-byte stores of f16 were 1.5-way and the reads 2-way.
-    x = np.arange(128 * 128).astype(dtype).reshape(128, 128)
-    args = (x, np.zeros_like(x), 64)
+    # f16 64x64 on 256 threads (two 8-element chunks each), int8 128x128 on 512 threads (two 16-element
+    # chunks): rows of 8 chunks. Each chunk is one 16-byte store, a warp's 32 chunks fill 512 contiguous
+    # bytes of lines whose chunks are permuted: 4 wavefronts, the ideal. The transposed read: lane l of
+    # a warp reads element i of result chunk l, at input row V c + i, c = l % (T / V); the XOR key of a
+    # chunk is its row / V, so the chunks V rows apart sit in distinct slots of their lines: one
+    # wavefront. With the skew, 2-byte stores of f16 were 1.5-way and the reads 2-way.
+    tile = 64 if dtype == np.float16 else 128
+    x = np.arange(4 * tile * tile).astype(dtype).reshape(2 * tile, 2 * tile)
+    args = (x, np.zeros_like(x), tile)
     report = analyze(transpose, (2, 2), args)
-    per_block = {np.float16: (256, 8, 16, 128), np.int8: (128, 16, 8, 128)}[dtype]
-    assert (report.threads, report.vec) == per_block[:2]
+    threads, vec, stores, loads = {np.float16: (256, 8, 16, 128), np.int8: (512, 16, 32, 512)}[dtype]
+    assert (report.threads, report.vec) == (threads, vec)
     assert [g.access_bytes for g in report.global_ops] == [16, 16]
     assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops] == \
-        [("store", per_block[2], 4 * per_block[2], 0), ("load", per_block[3], per_block[3], 0)]
+        [("store", stores, 4 * stores, 0), ("load", loads, loads, 0)]
+    assert np.array_equal(args[1], x.T)
+
+
+def test_a_narrow_transposing_permute_keeps_the_skew():
+    # 32x32 f16: rows of 4 chunks, fewer than the 8 the XOR keys need to stay one per result chunk
+    x = np.arange(64 * 64).astype(np.float16).reshape(64, 64)
+    args = (x, np.zeros_like(x), 32)
+    report = analyze(transpose, (2, 2), args)
+    assert [(s.phase, s.requests) for s in report.shared_ops] == [("store", 32), ("load", 32)]
     assert np.array_equal(args[1], x.T)
 
 
@@ -317,11 +327,17 @@ def test_model_uses_the_tile_librarys_chunk_slots():
     from tileworkbench.codegen.layout import chunk_shift, chunk_slot, stages_chunks
     tile = (INCLUDE_DIR / "tileworkbench" / "tile.cuh").read_text()
     assert "__device__ int chunk_slot(int q) { return q ^ ((q >> Shift) & 7); }" in tile
-    assert "sizeof(T) < 4 && tile<T, S>::V * int(sizeof(T)) == 16 && S::size >= TW_THREADS;" in tile
+    assert ("sizeof(T) < 4 && tile<T, S>::V * int(sizeof(T)) == 16 && S::size >= TW_THREADS &&\n"
+            "    (Step == 1 || (Step % (8 * tile<T, S>::V) == 0 && (Step & (Step - 1)) == 0));") in tile
+    assert "if constexpr (stages_chunks<T, S, step> && S2::dim(S2::rank - 1) % tile<T, S>::V == 0) {" in tile
     assert "int shift = 3;\n  while ((2 << shift) <= step) ++shift;" in tile
     assert [chunk_shift(s) for s in (0, 1, 8, 15, 16, 128, 200)] == [3, 3, 3, 3, 4, 7, 7]
     assert sorted(chunk_slot(np.arange(64), 3)) == list(range(64)) and chunk_slot(9, 3) == 8
-    assert stages_chunks(2, 4096, 256, 8) and not stages_chunks(4, 4096, 256, 4) and not stages_chunks(2, 1024, 256, 8)
+    # (itemsize, size, threads, TW_VEC, step, result row): f16 64x64 transposed, f32, too small, 32 wide, int8
+    assert stages_chunks(2, 4096, 256, 8, 64, 64) and stages_chunks(2, 4096, 256, 8, 1, 64)
+    assert not stages_chunks(4, 4096, 256, 4, 64, 64) and not stages_chunks(2, 1024, 256, 8, 64, 64)
+    assert not stages_chunks(2, 1024, 32, 8, 32, 32) and not stages_chunks(1, 4096, 128, 16, 64, 64)
+    assert stages_chunks(1, 16384, 512, 16, 128, 128)
 
 
 def test_model_uses_the_pipeline_stages_swizzle():
@@ -343,6 +359,7 @@ SASS_CASES = {
     "transpose": (transpose, lambda: (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), 32)),
     "transpose_f16": (transpose, lambda: (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), 64)),
     "transpose_int8": (permuted, lambda: (np.zeros((128, 128), np.int8), np.zeros((128, 128), np.int8), 128)),
+    "transpose_f16_narrow": (transpose, lambda: (np.zeros((32, 32), np.float16), np.zeros((32, 32), np.float16), 32)),
     "permute_keeping_last_axis": (swap_leading, lambda: (np.zeros((16, 16, 64), np.float16),
                                                          np.zeros((16, 16, 64), np.float16), 16, 64)),
     "softmax": (softmax, lambda: (np.zeros((2, 1024), np.float32), np.zeros((2, 1024), np.float32), 1024)),

@@ -45,10 +45,15 @@ MMA_ROW_PADDING = 8  # tile_mma.cuh: tensor-core operand rows are Cols + 8 eleme
 PADDED_ROW_BYTES = 16  # tile_mma.cuh padded_row_extra: rows staged for a change to or from an mma layout
 
 
-def stages_chunks(itemsize: int, size: int, threads: int, vec: int) -> bool:
-    """tile.cuh stages_chunks: a permute of a blocked tile of 1- or 2-byte elements whose chunks are 16
-    bytes stages them whole (one 16-byte store each), at chunk_slot() instead of the skew."""
-    return itemsize < 4 and size >= threads and min(size // threads, vec) * itemsize == 16
+def stages_chunks(itemsize: int, size: int, threads: int, vec: int, step: int, last: int) -> bool:
+    """tile.cuh permute: whether a blocked tile of `size` elements permuted with input stride `step`
+    along the result's rows (of `last` elements) is staged in whole 16-byte chunks at chunk_slot():
+    1- or 2-byte elements in 16-byte chunks, and the result chunks read whole (step 1) or as V
+    elements of one XOR key (step a power of two, a multiple of 8 chunks)."""
+    v = min(size // threads, vec)
+    if itemsize >= 4 or size < threads or v * itemsize != 16 or last % v:
+        return False
+    return step == 1 or (step % (8 * v) == 0 and step & (step - 1) == 0)
 
 
 def chunk_shift(step: int) -> int:

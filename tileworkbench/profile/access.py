@@ -338,24 +338,24 @@ def _reordered(event, itemsize, threads, tw_vec, order, skew) -> list[SharedAcce
 
 def _permuted(where, executions, itemsize, threads, tw_vec, shape, axes, source, skew) -> list[SharedAccess]:
     """tw::permute (tile.cuh) of a blocked `shape` tile by `axes`; element e of the result reads staged
-    element source[e]. Tiles of 16-byte chunks of 1- or 2-byte elements are staged chunk by chunk at
-    chunk_slot() (one 16-byte store each; the reads take a whole chunk where the permute keeps the last
-    axis, else an element), others element by element, skewed. `skew=False`: neither skew nor slots."""
+    element source[e]. Where layout.stages_chunks holds, the tile is staged chunk by chunk at chunk_slot()
+    (one 16-byte store each; the reads take a whole chunk where the permute keeps the last axis, else
+    an element), otherwise element by element, skewed. `skew=False`: neither skew nor slots."""
     size = int(np.prod(shape))
     thread, element, register, v = blocked_lanes(size, threads, tw_vec, writes=True)
     t2, e2, r2, _ = blocked_lanes(size, threads, tw_vec, writes=False)
-    if not stages_chunks(itemsize, size, threads, tw_vec):
-        return [_wavefronts(where, "store", executions, thread, register, _skewed(element, skew) * itemsize, itemsize),
-                _wavefronts(where, "load", executions, t2, r2, _skewed(source[e2], skew) * itemsize, itemsize)]
     strides = np.cumprod((1, *shape[:0:-1]))[::-1]
     step = int(strides[axes[-1]]) if len(shape) else 0
+    if not len(shape) or not stages_chunks(itemsize, size, threads, tw_vec, step, shape[axes[-1]]):
+        return [_wavefronts(where, "store", executions, thread, register, _skewed(element, skew) * itemsize, itemsize),
+                _wavefronts(where, "load", executions, t2, r2, _skewed(source[e2], skew) * itemsize, itemsize)]
     shift = chunk_shift(step) if skew else 64   # shifted past every index: the identity
 
     def address(e):
         return (chunk_slot(e // v, shift) * v + e % v) * itemsize
     first = register % v == 0
     phases = [_wavefronts(where, "store", executions, thread[first], register[first] // v, address(element[first]), 16)]
-    if step == 1 and shape[axes[-1]] % v == 0:   # each result chunk is one staged chunk
+    if step == 1:   # each result chunk is one staged chunk
         first = r2 % v == 0
         return phases + [_wavefronts(where, "load", executions, t2[first], r2[first] // v, address(source[e2][first]), 16)]
     return phases + [_wavefronts(where, "load", executions, t2, r2, address(source[e2]), itemsize)]
