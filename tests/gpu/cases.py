@@ -452,6 +452,33 @@ def transpose_op(x, y, T: ct.Constant[int]):
 
 case("transpose-op", transpose_op, (ct.cdiv(100, 32), ct.cdiv(70, 32)),
      lambda: (random_array((100, 70), np.float32), np.zeros((70, 100), np.float32), 32), exact=True)
+
+
+@ct.kernel
+def transpose_rect(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (j, i), ct.transpose(ct.load(x, (i, j), (TM, TN))))
+
+
+@ct.kernel
+def swap_leading_axes(x, y, T: ct.Constant[int], C: ct.Constant[int]):
+    """(T, T, C) -> (T, T, C) with the first two axes swapped: the last axis stays, whole chunks move."""
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (j, i, 0), ct.permute(ct.load(x, (i, j, 0), (T, T, C)), (1, 0, 2)))
+
+
+# 8- and 16-bit tiles of 16-byte chunks: staged chunk by chunk (tile.cuh stages_chunks); ragged edges
+for _dt, _shapes in ((np.float16, ((64, 64), (128, 128), (128, 64), (32, 128))), (BF16, ((128, 128),)),
+                     (np.int8, ((64, 64), (128, 128)))):
+    _name = np.dtype(_dt).name
+    for _tm, _tn in _shapes:
+        case(f"transpose-chunks-{_name}-{_tm}x{_tn}", transpose_rect, (ct.cdiv(300, _tm), ct.cdiv(200, _tn)),
+             lambda dt=_dt, tm=_tm, tn=_tn: (random_array((300, 200), dt), np.zeros((200, 300), dt), tm, tn),
+             exact=True)
+    case(f"transpose-by-order-chunks-{_name}", transpose, (ct.cdiv(200, 64), ct.cdiv(300, 64)),
+         lambda dt=_dt: (random_array((300, 200), dt), np.zeros((200, 300), dt), 64), exact=True)
+    case(f"swap-leading-axes-chunks-{_name}", swap_leading_axes, (2, 2),
+         lambda dt=_dt: (random_array((32, 32, 64), dt), np.zeros((32, 32, 64), dt), 16, 64), exact=True)
 for _k in (row_gather, row_load):
     case(f"row-{_k.name}", _k, (33,),
          lambda: (random_array((50, 128), np.float32), RNG.integers(0, 50, 33).astype(np.int32),
@@ -476,6 +503,14 @@ for _dt in (np.float16, BF16):
              (ct.cdiv(_m, _tm), ct.cdiv(_n, _tn)),
              lambda dt=_dt, m=_m, k=_k, n=_n, tiles=(_tm, _tn, _tk): (
                  random_array((m, k), dt), random_array((k, n), dt), np.zeros((m, n), dt), *tiles))
+
+# A float32 result: the accumulator epilogue's 8-byte pairs and 32-byte chunks through padded rows
+for (_m, _k, _n), _tiles in [((200, 136, 264), (128, 128, 64)), ((100, 96, 80), (64, 64, 32)),
+                             ((256, 192, 520), (128, 256, 64))]:
+    case(f"matmul-float16-float32-out-{_m}x{_k}x{_n}-tiles-{'x'.join(map(str, _tiles))}", matmul,
+         (ct.cdiv(_m, _tiles[0]), ct.cdiv(_n, _tiles[1])),
+         lambda m=_m, k=_k, n=_n, tiles=_tiles: (random_array((m, k), np.float16), random_array((k, n), np.float16),
+                                                 np.zeros((m, n), np.float32), *tiles))
 
 
 @ct.kernel

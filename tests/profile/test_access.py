@@ -98,6 +98,63 @@ def test_transpose_through_shared_memory_is_conflict_free_with_the_skew(kernel):
     assert np.array_equal(args[1], x.T)
 
 
+@ct.kernel
+def swap_leading(x, y, T: ct.Constant[int], C: ct.Constant[int]):
+    ct.store(y, (0, 0, 0), ct.permute(ct.load(x, (0, 0, 0), (T, T, C)), (1, 0, 2)))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8])
+def test_16_bit_and_8_bit_transposes_store_whole_16_byte_chunks_and_read_without_conflicts(dtype):
+    # f16 64x64 on 256 threads (two 8-element chunks each), int8 128x128 on 512 threads (two 16-element
+    # chunks): rows of 8 chunks. Each chunk is one 16-byte store, a warp's 32 chunks fill 512 contiguous
+    # bytes of lines whose chunks are permuted: 4 wavefronts, the ideal. The transposed read: lane l of
+    # a warp reads element i of result chunk l, at input row V c + i, c = l % (T / V); the XOR key of a
+    # chunk is its row / V, so the chunks V rows apart sit in distinct slots of their lines: one
+    # wavefront. With the skew, 2-byte stores of f16 were 1.5-way and the reads 2-way.
+    tile = 64 if dtype == np.float16 else 128
+    x = np.arange(4 * tile * tile).astype(dtype).reshape(2 * tile, 2 * tile)
+    args = (x, np.zeros_like(x), tile)
+    report = analyze(transpose, (2, 2), args)
+    threads, vec, stores, loads = {np.float16: (256, 8, 16, 128), np.int8: (512, 16, 32, 512)}[dtype]
+    assert (report.threads, report.vec) == (threads, vec)
+    assert [g.access_bytes for g in report.global_ops] == [16, 16]
+    assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops] == \
+        [("store", stores, 4 * stores, 0), ("load", loads, loads, 0)]
+    assert np.array_equal(args[1], x.T)
+
+
+def test_a_narrow_transposing_permute_keeps_the_skew():
+    # 32x32 f16: rows of 4 chunks, fewer than the 8 the XOR keys need to stay one per result chunk
+    x = np.arange(64 * 64).astype(np.float16).reshape(64, 64)
+    args = (x, np.zeros_like(x), 32)
+    report = analyze(transpose, (2, 2), args)
+    assert [(s.phase, s.requests) for s in report.shared_ops] == [("store", 32), ("load", 32)]
+    assert np.array_equal(args[1], x.T)
+
+
+def test_cutile_sample_shape_f16_transpose_has_2_way_reads_instead_of_8_way():
+    # 128x128 f16 on 512 threads: a warp reads 16 result chunks of two result rows j, j + 1 (one 4-byte
+    # word for both): 16 distinct words at one offset of their chunks fall in 8 slots, 2 wavefronts
+    # where the skew made 8 (rows 8 apart, 1056 elements: 2 banks); unswizzled chunks, 16 (one bank)
+    x = np.arange(128 * 128).astype(np.float16).reshape(128, 128)
+    args = (x, np.zeros_like(x), 128)
+    trace = run(permuted, (1, 1), args, trace=True)
+    fn = permuted.specialize(args)
+    assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in analyze_trace(fn, trace).shared_ops] == \
+        [("store", 64, 256, 0), ("load", 512, 1024, 512)]
+    assert [(s.phase, s.ways) for s in analyze_trace(fn, trace, skew=False).shared_ops] == \
+        [("store", 4.0), ("load", 16.0)]
+
+
+def test_a_permute_that_keeps_the_last_axis_moves_16_byte_chunks_both_ways():
+    x = np.arange(16 * 16 * 64).astype(np.float16).reshape(16, 16, 64)
+    args = (x, np.zeros_like(x), 16, 64)
+    report = analyze(swap_leading, (1,), args)
+    assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in report.shared_ops] == \
+        [("store", 64, 256, 0), ("load", 64, 256, 0)]
+    assert np.array_equal(args[1], x.transpose(1, 0, 2))
+
+
 def test_grouped_matmul_order_reuses_l2_better_than_row_order():
     # 256x64 @ 64x256 f32, 32x32 tiles, 64 blocks; per block: A panel 8 KB (256 sectors), B panel
     # 256 sectors, C tile 128 sectors (written: hits, but they take room). With a 40 KB L2 (1280 sectors):
@@ -149,7 +206,13 @@ def rows_sum(x, y):
 @ct.kernel
 def half_mma(a, b, c, K: ct.Constant[int]):
     acc = ct.mma(ct.load(a, (0, 0), (64, K)), ct.load(b, (0, 0), (K, 64)), ct.zeros((64, 64), ct.float32))
-    ct.store(c, (0, 0), acc)
+    ct.store(c, (0, 0), acc.astype(c.dtype))
+
+
+@ct.kernel
+def half_mma_one_line(a, b, c, K: ct.Constant[int]):
+    ct.store(c, (0, 0), ct.mma(ct.load(a, (0, 0), (64, K)), ct.load(b, (0, 0), (K, 64)),
+                               ct.zeros((64, 64), ct.float32)).astype(c.dtype))
 
 
 def _phases(report, op):
@@ -219,16 +282,22 @@ def test_tensor_core_mma_writes_16_byte_chunks_into_padded_rows_and_ldmatrix_rea
     assert _phases(report, "mma") == [("store", 1, 8, 32, 0), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
 
 
-def test_storing_a_tensor_core_accumulator_converts_it_through_shared_memory_with_4_way_conflicts():
-    # the 64x64 f32 accumulator of mma<1x2> goes to shared memory register by register (64 per
-    # thread): lane l of warp w writes (r + l / 4, c + 2 (l % 4)), skewed bank 2 (l / 4 + l % 4) + const:
-    # 11 banks for 32 words, up to 4 in one (4 wavefronts, 3 conflicts per request); the blocked
-    # tile then reads 4 consecutive floats per thread, conflict-free
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_storing_a_tensor_core_accumulator_goes_through_padded_rows_without_conflicts(dtype):
+    # the 64x64 accumulator of mma<1x2> (64 registers per thread, f16 after the cast): each lane's pair
+    # of neighbouring columns is one store (8 or 4 bytes), 8 rows of 4 lanes per instruction. Rows
+    # 16 bytes longer than the tile's start on distinct 16-byte bank groups: 2 wavefronts for 256
+    # bytes of f32, 1 for 128 bytes of f16, the ideal (the skew made f32 4-way: bank
+    # 2 (l / 4 + l % 4) + const). The blocked tile then reads 8-element chunks, one 16-byte access
+    # per 16 bytes, also at the ideal.
     rng = np.random.default_rng(0)
     a, b = rng.random((64, 32)).astype(np.float16), rng.random((32, 64)).astype(np.float16)
-    c = np.zeros((64, 64), np.float32)
+    c = np.zeros((64, 64), dtype)
     report = analyze(half_mma, (1,), (a, b, c, 32))
-    assert _phases(report, "convert_layout") == [("store", 1, 128, 512, 384), ("load", 1, 128, 128, 0)]
+    assert (report.threads, report.vec) == (64, 8)
+    wide = dtype == np.float32
+    assert _phases(report, "convert_layout") == [("store", 1, 64, 128 if wide else 64, 0),
+                                                 ("load", 1, 32 if wide else 16, 128 if wide else 64, 0)]
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3)
 
 
@@ -241,6 +310,34 @@ def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
     mma = (library / "tile_mma.cuh").read_text()
     paddings = {int(p) for p in re.findall(r"\((?:Cols|K|N) \+ (\d+)\)", mma)}
     assert paddings == {MMA_ROW_PADDING}
+
+
+def test_model_uses_the_mma_staging_row_padding():
+    from tileworkbench.codegen import INCLUDE_DIR
+    from tileworkbench.codegen.layout import PADDED_ROW_BYTES, padded_row_index
+    mma = (INCLUDE_DIR / "tileworkbench" / "tile_mma.cuh").read_text()
+    extra = re.search(r"constexpr int padded_row_extra = (\d+) / int\(sizeof\(T\)\);", mma)
+    assert extra and int(extra.group(1)) == PADDED_ROW_BYTES
+    assert "buf + e / Cols * (Cols + padded_row_extra<T>) + e % Cols" in mma
+    assert padded_row_index(64 + 3, 64, 4) == 68 + 3 and padded_row_index(2 * 32 + 1, 32, 2) == 2 * 40 + 1
+
+
+def test_model_uses_the_tile_librarys_chunk_slots():
+    from tileworkbench.codegen import INCLUDE_DIR
+    from tileworkbench.codegen.layout import chunk_shift, chunk_slot, stages_chunks
+    tile = (INCLUDE_DIR / "tileworkbench" / "tile.cuh").read_text()
+    assert "__device__ int chunk_slot(int q) { return q ^ ((q >> Shift) & 7); }" in tile
+    assert ("sizeof(T) < 4 && tile<T, S>::V * int(sizeof(T)) == 16 && S::size >= TW_THREADS &&\n"
+            "    (Step == 1 || (Step % (8 * tile<T, S>::V) == 0 && (Step & (Step - 1)) == 0));") in tile
+    assert "if constexpr (stages_chunks<T, S, step> && S2::dim(S2::rank - 1) % tile<T, S>::V == 0) {" in tile
+    assert "int shift = 3;\n  while ((2 << shift) <= step) ++shift;" in tile
+    assert [chunk_shift(s) for s in (0, 1, 8, 15, 16, 128, 200)] == [3, 3, 3, 3, 4, 7, 7]
+    assert sorted(chunk_slot(np.arange(64), 3)) == list(range(64)) and chunk_slot(9, 3) == 8
+    # (itemsize, size, threads, TW_VEC, step, result row): f16 64x64 transposed, f32, too small, 32 wide, int8
+    assert stages_chunks(2, 4096, 256, 8, 64, 64) and stages_chunks(2, 4096, 256, 8, 1, 64)
+    assert not stages_chunks(4, 4096, 256, 4, 64, 64) and not stages_chunks(2, 1024, 256, 8, 64, 64)
+    assert not stages_chunks(2, 1024, 32, 8, 32, 32) and not stages_chunks(1, 4096, 128, 16, 64, 64)
+    assert stages_chunks(1, 16384, 512, 16, 128, 128)
 
 
 def test_model_uses_the_pipeline_stages_swizzle():
@@ -260,12 +357,21 @@ def test_model_uses_the_pipeline_stages_swizzle():
 
 SASS_CASES = {
     "transpose": (transpose, lambda: (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), 32)),
+    "transpose_f16": (transpose, lambda: (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), 64)),
+    "transpose_int8": (permuted, lambda: (np.zeros((128, 128), np.int8), np.zeros((128, 128), np.int8), 128)),
+    "transpose_f16_narrow": (transpose, lambda: (np.zeros((32, 32), np.float16), np.zeros((32, 32), np.float16), 32)),
+    "permute_keeping_last_axis": (swap_leading, lambda: (np.zeros((16, 16, 64), np.float16),
+                                                         np.zeros((16, 16, 64), np.float16), 16, 64)),
     "softmax": (softmax, lambda: (np.zeros((2, 1024), np.float32), np.zeros((2, 1024), np.float32), 1024)),
     "cuda_core_mma": (row_matmul, lambda: (np.zeros((128, 64), np.float32), np.zeros((64, 128), np.float32),
                                            np.zeros((128, 128), np.float32), 64, 64, 32)),
     # one k step of 16 (the listing has the k loop's body once: it is not unrolled)
     "tensor_core_mma": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
                                            np.zeros((64, 64), np.float32), 16)),
+    # (on one line: the compiler gives this kernel's operand stores the line of the store)
+    "tensor_core_mma_f16_out": (half_mma_one_line, lambda: (np.zeros((64, 16), np.float16),
+                                                            np.zeros((16, 64), np.float16),
+                                                            np.zeros((64, 64), np.float16), 16)),
 }
 
 
@@ -308,7 +414,7 @@ def test_pipelined_mma_copies_chunks_into_swizzled_stages_and_ldmatrix_reads_the
     # ideal). ldmatrix reads 8 rows of one chunk column: units 4r + (c ^ (r / 2 % 4)) fall in 8
     # distinct bank groups. sm_90: TMA fills the stages and wgmma reads them through descriptors (no
     # thread's shared access). Either way the accumulator (f16 after the cast) then goes through
-    # shared memory for the store, 4-way conflicted as for f32.
+    # padded rows in shared memory for the store, a 4-byte pair per lane: conflict-free.
     rng = np.random.default_rng(0)
     a, b = rng.random((256, 128)).astype(np.float16), rng.random((128, 256)).astype(np.float16)
     c = np.zeros((256, 256), np.float16)
@@ -321,5 +427,5 @@ def test_pipelined_mma_copies_chunks_into_swizzled_stages_and_ldmatrix_reads_the
     ldmatrix = [(s.requests, s.conflicts) for s in report.shared_ops if s.phase == "ldsm"]
     assert ldmatrix == ([] if hopper else [(2 * 2 * (4 + 2), 0)])   # per warp and k step: 4 A x4, 2 B x4.trans
     store = [s for s in report.shared_ops if s.op == "convert_layout" and s.phase == "store"]
-    assert [(s.requests, s.ways) for s in store] == [(64 * 64 // 32, 4.0)]   # a request per register per warp
+    assert [(s.requests, s.ways) for s in store] == [(64 * 64 // 64, 1.0)]   # a request per register pair per warp
     np.testing.assert_allclose(c, (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16), rtol=2e-3)

@@ -42,6 +42,41 @@ MAX_WARPS = 8
 # access analysis (profile/access.py) lays accesses on them; tests/codegen hold them to the headers.
 SKEW_PERIOD = 32     # tile.cuh skew(i) = i + i / 32: one element of padding every 32 spreads strides over banks
 MMA_ROW_PADDING = 8  # tile_mma.cuh: tensor-core operand rows are Cols + 8 elements apart (ldmatrix rows on distinct banks)
+PADDED_ROW_BYTES = 16  # tile_mma.cuh padded_row_extra: rows staged for a change to or from an mma layout
+
+
+def stages_chunks(itemsize: int, size: int, threads: int, vec: int, step: int, last: int) -> bool:
+    """tile.cuh permute: whether a blocked tile of `size` elements permuted with input stride `step`
+    along the result's rows (of `last` elements) is staged in whole 16-byte chunks at chunk_slot():
+    1- or 2-byte elements in 16-byte chunks, and the result chunks read whole (step 1) or as V
+    elements of one XOR key (step a power of two, a multiple of 8 chunks)."""
+    v = min(size // threads, vec)
+    if itemsize >= 4 or size < threads or v * itemsize != 16 or last % v:
+        return False
+    return step == 1 or (step % (8 * v) == 0 and step & (step - 1) == 0)
+
+
+def chunk_shift(step: int) -> int:
+    """tile.cuh chunk_shift: log2 of a permute's input stride along the output's rows, at least 3."""
+    return max(3, int(step).bit_length() - 1)
+
+
+def chunk_slot(q, shift: int):
+    """tile.cuh chunk_slot: where chunk q of a tile staged in 16-byte chunks sits (ints or NumPy arrays):
+    q ^ ((q >> shift) & 7), a permutation inside each 128-byte line."""
+    return q ^ ((q >> shift) & 7)
+
+
+def stages_padded_rows(shape: tuple, itemsize: int, blocked_vec: int | None) -> bool:
+    """tile_mma.cuh stages_padded_rows: a 2-D tile of 2- or more-byte elements changing layout between
+    blocked (chunks of `blocked_vec`; None: no blocked side) and an mma layout goes through rows
+    PADDED_ROW_BYTES longer, a fragment's pair of columns and a blocked chunk moved whole."""
+    return len(shape) == 2 and itemsize >= 2 and (blocked_vec is None or shape[1] % blocked_vec == 0)
+
+
+def padded_row_index(e, cols: int, itemsize: int):
+    """Where element e of a (rows, cols) tile staged in padded rows sits (ints or NumPy arrays)."""
+    return e // cols * (cols + PADDED_ROW_BYTES // itemsize) + e % cols
 
 
 def skewed(i):

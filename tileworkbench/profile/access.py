@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..codegen.layout import skewed
+from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed, stages_chunks,
+                              stages_padded_rows)
 from ..interp import Status, Trace, run
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
@@ -182,7 +183,7 @@ def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = 
                 shared_ops += _reordered(event, itemsize, threads, vec, order, skew)
         elif event.op in STAGED and op is not None:
             itemsize = op.result.type.dtype.itemsize
-            shared_ops += _staged(event, itemsize, threads, vec, skew, trace.grid)
+            shared_ops += _staged(event, itemsize, threads, vec, skew, trace.grid, op.attrs.get("axes"))
     staging, unmodeled = _ir_staging(fn, trace, ops, generated, skew)
     return AccessReport(fn.name, trace.grid, threads, vec, global_ops, shared_ops + staging,
                         l2_estimate(trace, l2_bytes), unmodeled)
@@ -295,15 +296,19 @@ def _phase(event, phase, itemsize, writes_or_reads, skew, executions) -> SharedA
                        _skewed(index, skew) * itemsize, itemsize)
 
 
-def _staged(event, itemsize, threads, tw_vec, skew, grid) -> list[SharedAccess]:
+def _staged(event, itemsize, threads, tw_vec, skew, grid, axes=None) -> list[SharedAccess]:
     """to_smem of each operand (at its offset in the buffer), then from_smem of the result, whose
-    element e reads the buffer at the source the trace recorded for it."""
+    element e reads the buffer at the source the trace recorded for it (a permute by `axes`: _permuted)."""
     shapes = event.operand_shapes or ()
     sizes = [int(np.prod(s)) for s in shapes]
     if event.op == "broadcast" and sizes and sizes[0] == 1:
         return []  # a one-element tile is broadcast in registers
     offsets = np.cumsum([0, *sizes])
     executions = _executions(event, grid)
+    if event.op == "permute":
+        source = event.coords[0].reshape(-1, 2)[:, 1]
+        where = (event.op, event.line, event.source)
+        return _permuted(where, executions, itemsize, threads, tw_vec, tuple(shapes[0]), axes, source, skew)
     written = shapes[:1] if event.op == "insert" else shapes   # insert writes x, then the value over it
     phases = []
     for k, s in enumerate(written):
@@ -320,26 +325,44 @@ def _staged(event, itemsize, threads, tw_vec, skew, grid) -> list[SharedAccess]:
 
 
 def _reordered(event, itemsize, threads, tw_vec, order, skew) -> list[SharedAccess]:
-    """A load (store) in another axis order moves the tile in the array's order, then permutes it."""
+    """A load (store) in another axis order moves the tile in the array's order, then permutes it:
+    a load by `order` (memory-order tile -> tile), a store by its inverse."""
     tile_shape = event.status.shape[1:]
     nd = len(order)
     memory_shape = tuple(tile_shape[order.index(d)] for d in range(nd))
     # tile element -> its position in the memory-order tile
     position = np.arange(int(np.prod(tile_shape))).reshape(memory_shape).transpose(order).reshape(-1)
-    size = position.size
-    thread, element, register, _ = blocked_lanes(size, threads, tw_vec, writes=True)
-    if event.op == "load":   # write the memory-order tile, read the tile
-        write = (thread, register, element)
-        t2, e2, r2, _ = blocked_lanes(size, threads, tw_vec, writes=False)
-        read = (t2, r2, position[e2])
-    else:                    # write the tile, read the memory-order tile
-        inverse = np.argsort(position)
-        write = (thread, register, element)
-        t2, e2, r2, _ = blocked_lanes(size, threads, tw_vec, writes=False)
-        read = (t2, r2, inverse[e2])
-    executions = len(event.blocks)
-    return [_phase(event, "store", itemsize, write, skew, executions),
-            _phase(event, "load", itemsize, read, skew, executions)]
+    where = (event.op, event.line, event.source)
+    if event.op == "load":
+        return _permuted(where, len(event.blocks), itemsize, threads, tw_vec, memory_shape, order, position, skew)
+    inverse = tuple(order.index(d) for d in range(nd))
+    return _permuted(where, len(event.blocks), itemsize, threads, tw_vec, tile_shape, inverse, np.argsort(position),
+                     skew)
+
+
+def _permuted(where, executions, itemsize, threads, tw_vec, shape, axes, source, skew) -> list[SharedAccess]:
+    """tw::permute (tile.cuh) of a blocked `shape` tile by `axes`; element e of the result reads staged
+    element source[e]. Where layout.stages_chunks holds, the tile is staged chunk by chunk at chunk_slot()
+    (one 16-byte store each; the reads take a whole chunk where the permute keeps the last axis, else
+    an element), otherwise element by element, skewed. `skew=False`: neither skew nor slots."""
+    size = int(np.prod(shape))
+    thread, element, register, v = blocked_lanes(size, threads, tw_vec, writes=True)
+    t2, e2, r2, _ = blocked_lanes(size, threads, tw_vec, writes=False)
+    strides = np.cumprod((1, *shape[:0:-1]))[::-1]
+    step = int(strides[axes[-1]]) if len(shape) else 0
+    if not len(shape) or not stages_chunks(itemsize, size, threads, tw_vec, step, shape[axes[-1]]):
+        return [_wavefronts(where, "store", executions, thread, register, _skewed(element, skew) * itemsize, itemsize),
+                _wavefronts(where, "load", executions, t2, r2, _skewed(source[e2], skew) * itemsize, itemsize)]
+    shift = chunk_shift(step) if skew else 64   # shifted past every index: the identity
+
+    def address(e):
+        return (chunk_slot(e // v, shift) * v + e % v) * itemsize
+    first = register % v == 0
+    phases = [_wavefronts(where, "store", executions, thread[first], register[first] // v, address(element[first]), 16)]
+    if step == 1:   # each result chunk is one staged chunk
+        first = r2 % v == 0
+        return phases + [_wavefronts(where, "load", executions, t2[first], r2[first] // v, address(source[e2][first]), 16)]
+    return phases + [_wavefronts(where, "load", executions, t2, r2, address(source[e2]), itemsize)]
 
 
 # ---- shared memory of ops the trace does not record: reductions and mma ----------------------------
@@ -476,16 +499,32 @@ def _reduction(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
 
 
 def _conversion(where, tile, source, target, threads, vec, executions, skew) -> list[SharedAccess]:
-    """tw::convert_layout (tile.cuh): to_smem in the source layout, from_smem in the target one (an
-    mma accumulator's registers as MmaLayout.elements gives them, a blocked tile's as blocked_lanes)."""
-    phases = []
+    """tw::convert_layout (tile.cuh, tile_mma.cuh): to_smem in the source layout, from_smem in the
+    target one (an mma accumulator's registers as MmaLayout.elements gives them, a blocked tile's as
+    blocked_lanes). A 2-D tile between blocked and an mma layout goes through padded rows instead:
+    an mma register pair (two neighbouring columns) is one access, a blocked chunk one per 16 bytes."""
+    size = tile.dtype.itemsize
+    lanes = {}
     for phase, layout in (("store", source), ("load", target)):
         if layout is None:
-            thread, elem, register, _ = blocked_lanes(tile.size, threads, vec, writes=phase == "store")
+            thread, elem, register, v = blocked_lanes(tile.size, threads, vec, writes=phase == "store")
         else:
-            thread, register, elem = layout.elements(tile.shape)
-        phases.append(_wavefronts(where, phase, executions, thread, register,
-                                  _skewed(elem, skew) * tile.dtype.itemsize, tile.dtype.itemsize))
+            (thread, register, elem), v = layout.elements(tile.shape), 2
+        lanes[phase] = thread, elem, register, v
+    blocked_vec = next((lanes[p][3] for p, layout in (("store", source), ("load", target)) if layout is None), None)
+    if not stages_padded_rows(tile.shape, size, blocked_vec):
+        return [_wavefronts(where, phase, executions, thread, register, _skewed(elem, skew) * size, size)
+                for phase, (thread, elem, register, _) in lanes.items()]
+    phases = []
+    for phase, (thread, elem, register, v) in lanes.items():
+        chunk_bytes = v * size
+        pieces = max(chunk_bytes // 16, 1)   # a 32-byte chunk moves as two 16-byte accesses
+        first = register % v == 0
+        piece = np.arange(pieces)
+        address = (padded_row_index(elem[first], tile.shape[1], size) * size)[:, None] + piece * 16
+        phases.append(_wavefronts(where, phase, executions, np.repeat(thread[first], pieces),
+                                  ((register[first] // v)[:, None] * pieces + piece).reshape(-1), address.reshape(-1),
+                                  min(chunk_bytes, 16)))
     return phases
 
 

@@ -569,14 +569,74 @@ __device__ tile<T, S2, L2> from_smem(const T* buf, F src) {
   return out;
 }
 
-// The same tile in layout L2.
+// The same tile in layout L2 (tile_mma.cuh stages 2-D tiles to and from an mma layout its own way).
 template <class L2, class T, class S, class L>
-__device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) {
+__device__ tile<T, S, L2> convert_through_smem(const tile<T, S, L>& x) {
   T* buf = reinterpret_cast<T*>(smem());
   __syncthreads();
   to_smem(x, buf);
   __syncthreads();
   return from_smem<S, L2>(buf, [](int e) { return e; });
+}
+
+template <class L2, class T, class S, class L>
+__device__ tile<T, S, L2> convert_layout(const tile<T, S, L>& x) { return convert_through_smem<L2>(x); }
+
+// ---- staging in whole 16-byte chunks (permutes of 8- and 16-bit tiles) ---------------------------------
+//
+// A blocked chunk of V elements of 1 or 2 bytes is 16 bytes: staged as one 16-byte store, where the
+// skew above would split it into V narrow ones. Chunk q of the C-order tile sits at chunk
+// q ^ ((q >> Shift) & 7): a permutation inside each 128-byte line (a warp's 32 consecutive chunks
+// stay conflict-free). A permute reads its result chunks either whole (the last axis stays: Step 1)
+// or, transposing, element j of a result chunk at input element e0 + j Step; with Step a power of
+// two and at least 8 chunks (Shift = log2 Step), those V elements share one XOR key, the lanes of a
+// warp (consecutive result chunks, V rows of the input apart) get distinct keys, and the V reads of
+// a chunk are one address plus constant offsets. Other permutes keep the skew.
+
+template <class T, class S, int Step>
+constexpr bool stages_chunks =
+    sizeof(T) < 4 && tile<T, S>::V * int(sizeof(T)) == 16 && S::size >= TW_THREADS &&
+    (Step == 1 || (Step % (8 * tile<T, S>::V) == 0 && (Step & (Step - 1)) == 0));
+
+__host__ __device__ constexpr int chunk_shift(int step) {
+  int shift = 3;
+  while ((2 << shift) <= step) ++shift;
+  return shift;
+}
+
+template <int Shift>
+__device__ int chunk_slot(int q) { return q ^ ((q >> Shift) & 7); }
+
+// where staged element e sits (unsigned: the divisions are shifts)
+template <int Shift, int V>
+__device__ int chunked_index(unsigned e) { return chunk_slot<Shift>(e / V) * V + e % V; }
+
+template <int Shift, class T, class S>
+__device__ void to_smem_chunks(const tile<T, S>& x, T* buf) {
+  using Tile = tile<T, S>;
+#pragma unroll
+  for (int r0 = 0; r0 < Tile::R; r0 += Tile::V)
+    *reinterpret_cast<uint4*>(buf + chunked_index<Shift, Tile::V>(x.elem(r0))) =
+        *reinterpret_cast<const uint4*>(&x.v[r0]);
+}
+
+// out[e] = staged element src(e), src advancing by Step along a row of S2 (stages_chunks holds).
+template <class S2, int Shift, int Step, class T, class F>
+__device__ tile<T, S2> from_smem_chunks(const T* buf, F src) {
+  using Out = tile<T, S2>;
+  constexpr int V = Out::V;
+  Out out;
+#pragma unroll
+  for (int r0 = 0; r0 < Out::R; r0 += V) {
+    const T* run = buf + chunked_index<Shift, V>(src(Out::elem(r0)));
+    if constexpr (Step == 1) {
+      *reinterpret_cast<uint4*>(&out.v[r0]) = *reinterpret_cast<const uint4*>(run);
+    } else {
+#pragma unroll
+      for (int j = 0; j < V; ++j) out.v[r0 + j] = run[j * Step];
+    }
+  }
+  return out;
 }
 
 // Result axis k is input axis Axes[k].
@@ -585,17 +645,25 @@ __device__ auto permute(const tile<T, S>& x) {
   using S2 = shape<S::dim(Axes)...>;
   constexpr int axes[] = {Axes..., 0};
   constexpr int step = S::rank > 0 ? S::stride(axes[S::rank > 0 ? S::rank - 1 : 0]) : 0;  // input stride along the output's rows
-  T* buf = reinterpret_cast<T*>(smem());
-  __syncthreads();
-  to_smem(x, buf);
-  __syncthreads();
-  return from_smem<S2, blocked, step>(buf, [](int e) {
+  auto src = [](int e) {
     int out[S::rank > 0 ? S::rank : 1], in[S::rank > 0 ? S::rank : 1];
     S2::unflatten(e, out);
     constexpr int axes[] = {Axes..., 0};
     for (int k = 0; k < S::rank; ++k) in[axes[k]] = out[k];
     return S::flatten(in);
-  });
+  };
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  if constexpr (stages_chunks<T, S, step> && S2::dim(S2::rank - 1) % tile<T, S>::V == 0) {
+    constexpr int shift = chunk_shift(step);
+    to_smem_chunks<shift>(x, buf);
+    __syncthreads();
+    return from_smem_chunks<S2, shift, step>(buf, src);
+  } else {
+    to_smem(x, buf);
+    __syncthreads();
+    return from_smem<S2, blocked, step>(buf, src);
+  }
 }
 
 template <class T, class S, int... I>

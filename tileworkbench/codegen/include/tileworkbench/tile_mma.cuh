@@ -184,6 +184,56 @@ __device__ void to_padded_smem(const tile<T, shape<Rows, Cols>>& x, T* buf) {
   }
 }
 
+template <class L> constexpr bool is_mma_layout = false;
+template <int WM, int WN> constexpr bool is_mma_layout<mma_layout<WM, WN>> = true;
+
+// A 2-D tile of 2- or more-byte elements changes layout between blocked and an mma layout through
+// rows padded by 16 bytes: a lane's two neighbouring elements of a fragment move as one access, the
+// 8 rows of 4 lanes that a warp instruction writes (the accumulator epilogue) start on distinct
+// 16-byte bank groups, and a blocked chunk moves as 16-byte vectors, conflict-free too.
+template <class T> constexpr int padded_row_extra = 16 / int(sizeof(T));
+
+template <class T, class S, class L>
+constexpr bool stages_padded_rows = S::rank == 2 && sizeof(T) >= 2 &&
+                                    (is_mma_layout<L> || (is_blocked<L> && S::dim(1) % tile<T, S, L>::V == 0));
+
+template <class T, class S, class L>
+__device__ void padded_rows_access(T* buf, tile<T, S, L>& x, bool write) {
+  using Tile = tile<T, S, L>;
+  constexpr int Cols = S::dim(1), V = is_blocked<L> ? Tile::V : 2;  // an mma layout: pairs of columns
+#pragma unroll
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
+    const int e = Tile::elem(r0);
+    T* at = buf + e / Cols * (Cols + padded_row_extra<T>) + e % Cols;
+    if (write) copy_chunk<V * sizeof(T)>(at, &x.v[r0]);
+    else copy_chunk<V * sizeof(T)>(&x.v[r0], at);
+  }
+}
+
+template <class L2, class T, class S, class L>
+__device__ tile<T, S, L2> convert_through_padded_rows(tile<T, S, L> x) {
+  T* buf = reinterpret_cast<T*>(smem());
+  __syncthreads();
+  if (x.owner()) padded_rows_access(buf, x, true);
+  __syncthreads();
+  tile<T, S, L2> out;
+  padded_rows_access(buf, out, false);
+  return out;
+}
+
+template <class L2, class T, int M, int N, int WM, int WN>
+__device__ tile<T, shape<M, N>, L2> convert_layout(const tile<T, shape<M, N>, mma_layout<WM, WN>>& x) {
+  if constexpr (stages_padded_rows<T, shape<M, N>, L2>) return convert_through_padded_rows<L2>(x);
+  else return convert_through_smem<L2>(x);
+}
+
+template <class L2, class T, int M, int N>
+__device__ tile<T, shape<M, N>, L2> convert_layout(const tile<T, shape<M, N>, blocked>& x) {
+  if constexpr (is_mma_layout<L2> && stages_padded_rows<T, shape<M, N>, blocked>)
+    return convert_through_padded_rows<L2>(x);
+  else return convert_through_smem<L2>(x);
+}
+
 // A 2-D load for an mma operand: a tile wholly inside a row-major array with aligned rows moves
 // as plain 16-byte chunks; any other takes the general load, out of line, so that its bounds
 // bookkeeping does not hold registers across the K loop.
