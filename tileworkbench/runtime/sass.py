@@ -283,9 +283,10 @@ class Row:
     offset: int | None = None       # of an instruction
     samples: float | None = None    # measured: of the instruction, or the whole line on a heading
     stalls: dict[str, float] = field(default_factory=dict)
+    loop: str | None = None         # a jump back to this loop head
 
 
-HEADING_CHARS = 78   # a heading's source text is padded to this width, so that the line summaries align
+HEADING_CHARS = 64   # a heading's source text is padded to this width, so that the line summaries align
 
 
 def listing(fn, generated, instructions: list[Instruction], order: str = "program",
@@ -329,7 +330,8 @@ def listing(fn, generated, instructions: list[Instruction], order: str = "progra
 def _heading(line: LineSass, samples: float | None) -> str:
     where = f"line {line.line}: {line.source.strip()}" if line.line is not None else \
         "generated code, no kernel line (parameters, indices, addresses)"
-    summary = f"{len(line.instructions)} instructions: " + ", ".join(f"{n} {k}" for k, n in line.classes.items())
+    count = len(line.instructions)
+    summary = f"{count} instruction{'s' * (count != 1)}: " + ", ".join(f"{n} {k}" for k, n in line.classes.items())
     if samples is not None:
         summary += f"; {samples:g} samples"
     return f"// {where}".ljust(HEADING_CHARS) + f"  [{summary}]"
@@ -340,10 +342,10 @@ def _instruction_row(i: Instruction, line: int | None, loop: str | None, measure
     if loop is not None:
         text += f"  // loop: back to {loop}"
     if measured is None:
-        return Row("instruction", text, line, i.offset)
-    reasons = ", ".join(f"{reason} {n:g}" for reason, n in list(measured.stalls.items())[:2] if n)
+        return Row("instruction", text, line, i.offset, loop=loop)
+    reasons = ", ".join(f"{reason} {n:g}" for reason, n in list(measured.stalls.items())[:2])
     text = text.ljust(HEADING_CHARS) + f"  [{measured.samples:g} samples" + (f": {reasons}]" if reasons else "]")
-    return Row("instruction", text, line, i.offset, measured.samples, measured.stalls)
+    return Row("instruction", text, line, i.offset, measured.samples, measured.stalls, loop)
 
 
 def _check_samples(instructions: list[Instruction], samples: Mapping[int, Samples]) -> None:
