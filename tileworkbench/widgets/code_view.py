@@ -18,6 +18,8 @@ from ._base import Data, View, static
 from .svg import clip, svg_document
 
 CODE_CHARS = 135   # a code line's characters that fit the 1000-pixel picture; a longer one ends in an ellipsis
+WIDEST_CHARS = 200  # the SASS picture widens to show a heading with its summary, up to this many characters
+ORDER_NAMES = {"program": "program order", "line": "by kernel line"}
 
 TABS = ("IR", "CUDA", "PTX", "SASS", "resources")
 
@@ -177,9 +179,11 @@ class CodeView(View):
         rows = listing["orders"][order] if listing.get("orders") else \
             [{"kind": d["mode"], "text": line, "heat": None} for line in first["text"].splitlines()]
         shown = rows[:lines]
-        width, row_h = 1000, 15
+        chars = min(max([CODE_CHARS, *(len(r["text"]) for r in shown)]), WIDEST_CHARS) if listing.get("orders") \
+            else CODE_CHARS
+        width, row_h = 1000 * chars // CODE_CHARS, 15
         height = 40 + row_h * (len(shown) + 1)
-        name = f"{first['name']}, {order} order" if listing.get("orders") else first["name"]
+        name = f"{first['name']}, {ORDER_NAMES[order]}" if listing.get("orders") else first["name"]
         parts = [f'<text x="8" y="18" font-family="sans-serif" font-weight="bold" font-size="13">'
                  f'{html.escape(d["title"])}  [{html.escape(name)}]</text>']
         for i, row in enumerate(shown):
@@ -189,7 +193,7 @@ class CodeView(View):
                              f'fill-opacity="{0.45 * row["heat"]:.3f}"/>')
             color, weight = _row_style(row)
             parts.append(f'<text x="8" y="{y}" fill="{color}" font-weight="{weight}" xml:space="preserve">'
-                         f'{html.escape(clip(row["text"], CODE_CHARS))}</text>')
+                         f'{html.escape(clip(row["text"], chars))}</text>')
         if len(rows) > len(shown):
             parts.append(f'<text x="8" y="{40 + len(shown) * row_h}" fill="#888">\u2026 '
                          f'{len(rows) - len(shown)} more lines</text>')
