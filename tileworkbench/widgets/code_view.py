@@ -169,16 +169,16 @@ class CodeView(View):
     def tab(self, name: str) -> str:
         return next(t["text"] for t in self.data["tabs"] if t["name"] == name)
 
-    def to_svg(self, lines: int = 30, tab: str | None = None, sass_order: str | None = None) -> str:
-        """The first `lines` lines of a tab (default: the first) as a picture; the SASS tab in `sass_order`
-        (default: the order it opens in), measured rows shaded by their heat."""
+    def to_svg(self, lines: int = 30, tab: str | None = None, sass_order: str | None = None, start: int = 0) -> str:
+        """`lines` lines of a tab (default: the first) from line `start` as a picture; the SASS tab in
+        `sass_order` (default: the order it opens in), measured rows shaded by their heat."""
         d = self.data
         first = next(t for t in d["tabs"] if t["name"] == tab) if tab else d["tabs"][0]
         listing = first.get("listing") or {}
         order = sass_order or listing.get("order")
         rows = listing["orders"][order] if listing.get("orders") else \
             [{"kind": d["mode"], "text": line, "heat": None} for line in first["text"].splitlines()]
-        shown = rows[:lines]
+        shown = rows[start:start + lines]
         chars = min(max([CODE_CHARS, *(len(r["text"]) for r in shown)]), WIDEST_CHARS) if listing.get("orders") \
             else CODE_CHARS
         width, row_h = 1000 * chars // CODE_CHARS, 15
@@ -194,9 +194,9 @@ class CodeView(View):
             color, weight = _row_style(row)
             parts.append(f'<text x="8" y="{y}" fill="{color}" font-weight="{weight}" xml:space="preserve">'
                          f'{html.escape(clip(row["text"], chars))}</text>')
-        if len(rows) > len(shown):
+        if len(rows) > start + len(shown):
             parts.append(f'<text x="8" y="{40 + len(shown) * row_h}" fill="#888">\u2026 '
-                         f'{len(rows) - len(shown)} more lines</text>')
+                         f'{len(rows) - start - len(shown)} more lines</text>')
         return svg_document(width, height, ['<g font-family="monospace" font-size="12">', *parts, "</g>"])
 
 
