@@ -103,16 +103,14 @@ def loop_kernel():
     return fn, generated, parse_listing(text)[generated.name], text, lines
 
 
-def _chains(text: str) -> dict[int, set[int]]:
-    """Each instruction's line numbers in the kernel's file or the program (kernel.cu), read straight off
-    nvdisasm's location comments."""
-    chains, current, fresh = {}, set(), True
+def _chains(text: str) -> dict[int, list[tuple[str, int]]]:
+    """Each instruction's locations (file, line), innermost first, read straight off nvdisasm's comments."""
+    chains, current, fresh = {}, [], True
     for row in text.splitlines():
         if m := re.match(r'\s*//## File "([^"]*)", line (\d+)', row):
-            current = set() if fresh else current
+            current = [] if fresh else current
             fresh = False
-            if m.group(1).endswith((".py", ".cu")):
-                current.add(int(m.group(2)))
+            current.append((m.group(1), int(m.group(2))))
         elif m := re.match(r"\s+/\*([0-9a-f]+)\*/", row):
             chains[int(m.group(1), 16)] = current
             fresh = True
@@ -143,10 +141,11 @@ def test_each_run_is_headed_by_a_kernel_line_nvdisasm_names_for_its_instructions
             assert row.text.startswith(f"// line {row.line}: " if row.line is not None else "// generated code")
         elif row.kind == "instruction":
             assert row.line == heading.line
-            if row.line is not None:
-                assert row.line in chains[row.offset]
+            chain = chains[row.offset]
+            if row.line is not None:   # named by the kernel's file, or by the number of the kernel function's frame
+                assert (fn.filename, row.line) in chain or chain[-1][1] == row.line
             else:
-                assert not chains[row.offset] & {op.loc.line for op in fn.walk() if op.loc}
+                assert not {n for file, n in chain if file == fn.filename} & {op.loc.line for op in fn.walk() if op.loc}
     # consecutive headings name different lines: a run ends where the line changes
     kinds = [(r.kind, r.line) for r in rows if r.kind != "label"]
     assert all(a != b for a, b in zip(kinds, kinds[1:]) if a[0] == b[0] == "line")

@@ -218,25 +218,31 @@ def _compiled(fn, arch: str, threads: int | None) -> tuple:
 
 
 def _kernel_line(fn, generated):
-    """The kernel lines ({line: source}) and a function giving an instruction's kernel line: the innermost
-    location of its inlining chain that is a kernel line (a load's line, not the loop's that calls the
-    pipeline function holding it), else None (the generated code). A location in the kernel's file comes
-    through the generated code's line map (later statements of one source line carry the next line
-    numbers). NVRTC names the call site of a library function by its own program (kernel.cu) rather than
-    by the kernel's file, with the kernel's numbers; the generated code's own lines there count from
-    GENERATED_LINES, so the line map tells the two apart."""
-    from ..codegen.cuda import line_file
+    """The kernel lines ({line: source}) and a function giving an instruction's kernel line, else None
+    (the generated code). Generated statements carry their kernel line's number (GeneratedKernel.line_map),
+    the generated code's own lines count from GENERATED_LINES. In an instruction's inlining chain:
+
+    - the innermost location in the kernel's file that is a kernel line wins: a load issued by the
+      pipeline helper counts on the load's line (in the lambda that helper calls), not the loop's;
+    - else the outermost location, the kernel function's own statement, if one was inlined at it or
+      it lies in the program (kernel.cu). NVRTC names the file of such a call site unreliably (the
+      program, or a header the kernel includes) but keeps its number, which the line map checks.
+    """
     lines = {op.loc.line: op.loc.source_line for op in fn.walk() if op.loc is not None}
     kernel_file = next((op.loc.filename for op in fn.walk() if op.loc is not None), None)
+    from ..codegen.cuda import line_file
     named = line_file(kernel_file) if kernel_file is not None else None
 
+    def kernel_line(number: int) -> int | None:
+        line = generated.line_map.get((kernel_file, number))
+        return line if line in lines else None
+
     def line_of(instruction: Instruction) -> int | None:
-        for file, number in instruction.inlined:
-            if file == named or file.endswith(".cu"):
-                line = generated.line_map.get((kernel_file, number))
-                if line in lines:
-                    return line
-        return None
+        chain = instruction.inlined
+        found = next((kernel_line(n) for file, n in chain if file == named and kernel_line(n)), None)
+        if found is None and chain and (len(chain) > 1 or chain[-1][0].endswith(".cu")):
+            found = kernel_line(chain[-1][1])
+        return found
     return lines, line_of
 
 
