@@ -2,7 +2,8 @@
 
 NVIDIA's disassembler (`nvdisasm`, from the `nvidia-cuda-nvdisasm` wheel, or a CUDA toolkit) reads the
 cubin; NVRTC compiled it with `-lineinfo`, and the generated CUDA carries `#line` directives, so each
-instruction's outermost source location is a line of the kernel (or of the generated setup code).
+instruction's chain of locations (through the inlined tile library) names a line of the kernel, or none
+(the generated setup code).
 
     for line in sass_by_line(kernel.specialize(args), arch="sm_90"):
         line.line, line.source, line.counts["LDG"], line.classes["memory"], line.spills
@@ -36,7 +37,7 @@ JUMPS = ("BRA", "BRX", "JMP", "JMX")   # transfers to a label within the kernel;
 ORDERS = ("program", "line")
 _WIDTH = re.compile(r"\.(?:U|S)?(8|16|32|64|128)\b")
 _INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]+)\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)(.*?)\s*;")
-_LOCATION = re.compile(r'^\s*//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?')
+_LOCATION = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
 _FUNCTION = re.compile(r"^\s*\.section\s+\.text\.([^,]+),")
 _LABEL = re.compile(r"^(\.L_\w+):")
 _TARGET = re.compile(r"`\((\.L_\w+)\)")
@@ -316,6 +317,7 @@ def listing(fn, generated, instructions: list[Instruction], order: str = "progra
     whole = {g.line: g for g in group_by_line(fn, generated, instructions)}
     groups = program_order(fn, generated, instructions) if order == "program" else list(whole.values())
     edges = back_edges(instructions)
+    head_at = {label: i.offset for i in instructions for label in i.labels if label in edges}
     heads = {offset: label for label, offsets in edges.items() for offset in offsets}
     rows = []
     for group in groups:
@@ -329,7 +331,8 @@ def listing(fn, generated, instructions: list[Instruction], order: str = "progra
                                                        f"{', '.join(f'/*{o:04x}*/' for o in edges[label])}"
                                                        if label in edges else ""), group.line)
                          for label in i.labels]
-            rows.append(_instruction_row(i, group.line, heads.get(i.offset), samples.get(i.offset)))
+            loop = heads.get(i.offset)
+            rows.append(_instruction_row(i, group.line, loop and (loop, head_at[loop]), samples.get(i.offset)))
     return rows
 
 
@@ -343,15 +346,18 @@ def _heading(line: LineSass, samples: float | None) -> str:
     return f"// {where}".ljust(HEADING_CHARS) + f"  [{summary}]"
 
 
-def _instruction_row(i: Instruction, line: int | None, loop: str | None, measured: Samples | None) -> Row:
+def _instruction_row(i: Instruction, line: int | None, loop: tuple[str, int] | None,
+                     measured: Samples | None) -> Row:
+    """`loop`: (label, offset) of the loop head this instruction jumps back to."""
     text = f"        /*{i.offset:04x}*/  {i.text};"
     if loop is not None:
-        text += f"  // loop: back to {loop}"
+        text += f"  // loop: back to {loop[0]} at /*{loop[1]:04x}*/"
+    label = loop[0] if loop else None
     if measured is None:
-        return Row("instruction", text, line, i.offset, loop=loop)
+        return Row("instruction", text, line, i.offset, loop=label)
     reasons = ", ".join(f"{reason} {n:g}" for reason, n in list(measured.stalls.items())[:2])
     text = text.ljust(HEADING_CHARS) + f"  [{measured.samples:g} samples" + (f": {reasons}]" if reasons else "]")
-    return Row("instruction", text, line, i.offset, measured.samples, measured.stalls, loop)
+    return Row("instruction", text, line, i.offset, measured.samples, measured.stalls, label)
 
 
 def _check_samples(instructions: list[Instruction], samples: Mapping[int, Samples]) -> None:
