@@ -175,8 +175,8 @@ def _comment(text: str) -> str:
 
 
 # Where the generated code's own lines (the kernel's signature and setup) count from. NVRTC's line info
-# names both them and a library call at a kernel line by its program's name (kernel.cu), so their numbers
-# must not meet the kernel's (runtime/sass.py tells them apart by number).
+# names them by the program (kernel.cu), and the kernel line a library call was inlined at by the program
+# or a header, with the kernel's number: only the number tells the two apart (runtime/sass.py).
 GENERATED_LINES = 1_000_000
 
 
