@@ -142,3 +142,23 @@ def test_sass_tab_says_how_to_get_nvdisasm_where_it_is_missing(monkeypatch):
     monkeypatch.setattr(sass, "find_nvdisasm", lambda: None)
     view = CodeView(vector_add, args(512))
     assert view.tab("SASS").startswith("No SASS: SASS needs nvdisasm: pip install nvidia-cuda-nvdisasm")
+
+
+@needs_nvdisasm
+def test_ncu_sass_page_of_this_cubin_lines_up_with_the_listing():
+    # the source page as ncu prints it for this kernel: loaded addresses, its own text of each instruction
+    from tileworkbench.profile.ncu import parse_sass_source
+    from tileworkbench.runtime.launch import build
+    from tileworkbench.runtime.sass import disassemble, parse_listing
+    generated, module = build(vector_add.specialize(args(256)), "sm_90")
+    instructions = parse_listing(disassemble(module.cubin))[generated.name]
+    base = 0x7F3C5E000100
+    page = [["Kernel Name", "vector_add"], ["Address", "Source", "Warp Stall Sampling (All Samples)", "stall_long_sb"]]
+    page += [[hex(base + i.offset), f"      {i.text} ", str(7 if i.base == "FADD" else 0), str(5 if i.base == "FADD" else 0)]
+             for i in instructions]
+    text = "\n".join(",".join(f'"{c}"' for c in row) for row in page)
+    view = CodeView(vector_add, args(256), ncu=parse_sass_source(text))
+    rows = [r for r in _sass(view)["listing"]["orders"]["program"] if r["kind"] == "instruction"]
+    assert any(r["heat"] for r in rows)
+    assert [" FADD" in r["text"] for r in rows] == [r["heat"] == 1.0 for r in rows]
+    assert all(r["stalls"] == {"long_sb": 5.0} for r in rows if r["heat"])
