@@ -12,7 +12,7 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
-from tileworkbench.kernels import matmul, vector_add
+from tileworkbench.kernels import matmul
 from tileworkbench.widgets.code_view import CodeView
 from tileworkbench.widgets.stepper import StepperView, steps_of
 
@@ -25,6 +25,15 @@ def window_sum(x, y, TILE: ct.Constant[int]):
     acc = ct.zeros((TILE,), ct.float32)
     for k in range(2):
         acc = acc + ct.load(x, (i + k,), (TILE,), padding_mode=ct.PaddingMode.NAN)
+    ct.store(y, (i,), acc)
+
+
+@ct.kernel
+def running_sum(x, y, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    acc = ct.zeros((TILE,), ct.float32)
+    for k in range(ct.num_tiles(x, 0, (TILE,))):
+        acc = acc + ct.load(x, (k,), (TILE,))
     ct.store(y, (i,), acc)
 
 
@@ -44,8 +53,13 @@ def main():
     load = [s.number for s in steps_of(trace, (2,)) if s.op == "load"][0]
     StepperView.from_trace(trace, block=(2,), step=load).save_svg(HERE / "stepper_padding.svg")
 
-    a = np.zeros(1 << 12, np.float32)
-    (HERE / "code_view_sass.svg").write_text(CodeView(vector_add, (a, a, a, 256)).to_svg(lines=40, tab="SASS"))
+    # SASS of a kernel with a loop: in program order down to a little past the loop head, and by line
+    x = np.zeros(1 << 12, np.float32)
+    view = CodeView(running_sum, (x, x, 128), arch="sm_90")
+    program = next(t for t in view.data["tabs"] if t["name"] == "SASS")["listing"]["orders"]["program"]
+    head = next(k for k, row in enumerate(program) if "loop head" in row["text"])
+    (HERE / "code_view_sass.svg").write_text(view.to_svg(lines=head + 6, tab="SASS"))
+    (HERE / "code_view_sass_by_line.svg").write_text(view.to_svg(lines=30, tab="SASS", sass_order="line"))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
+from tileworkbench.codegen.cuda import GENERATED_LINES
 from tileworkbench.kernels import vector_add
 
 from ..gpu.cases import CASES, LARGE_REDUCTIONS
@@ -94,20 +95,24 @@ def test_line_directives_and_line_map_give_every_statement_its_kernel_line():
     file = vector_add._pyfunc.__code__.co_filename
     presumed, seen, named = None, [], []
     for text in generated.source.splitlines():  # replay the preprocessor's line numbering
-        m = re.match(r'\s*#line (\d+)(?: "(.*)")?  // line (\d+): ', text)
+        m = re.match(r'\s*#line (\d+)(?: "(.*)")?(?:  // line (\d+): .*)?$', text)
         if m:
-            assert m.group(1) == m.group(3)
-            named.append(m.group(2))
+            if m.group(3):   # the first statement of a kernel line: the directive shows the line
+                assert m.group(1) == m.group(3)
+                named.append(m.group(2))
             presumed = int(m.group(1))
             continue
         if presumed is not None:
             if text.strip().startswith(("const", "tw::")):
-                seen.append((generated.line_map[(file, presumed)], text.strip()))
+                seen.append((presumed, generated.line_map[(file, presumed)], text.strip()))
             presumed += 1
     first = vector_add._pyfunc.__code__.co_firstlineno
-    assert [line - first for line, _ in seen] == [3, 4, 4, 4, 4]  # bid; then the loads, the add and the store
-    assert seen[-1][1].startswith("tw::store")
+    # bid; then the loads, the add and the store, each numbered with its own kernel line
+    assert [line - first for _, line, _ in seen] == [3, 4, 4, 4, 4]
+    assert all(number == line for number, line, _ in seen)
+    assert seen[-1][2].startswith("tw::store")
     assert named[0] == file and set(named[1:]) == {None}  # the file is named once
+    assert f"#line {GENERATED_LINES}" in generated.source   # the signature and setup: numbered apart
 
 
 def test_compile_errors_point_at_the_kernel_line(monkeypatch):

@@ -56,3 +56,55 @@ def test_source_page_gives_hot_lines_hottest_first():
         ["1", "i = ct.bid(0)", "0", "0"], ["2", "t = ct.load(x, (i,), (16,))", "120", "100"],
         ["3", "ct.store(y, (i,), t)", "30", "20"]])
     assert parse_source(text) == [("t = ct.load(x, (i,), (16,))", 120.0), ("ct.store(y, (i,), t)", 30.0)]
+
+
+def _csv(rows):
+    return "\n".join(",".join(f'"{c}"' for c in r) for r in rows)
+
+
+# `ncu --page source --csv --print-source sass` as Nsight Compute prints it: a kernel-name row, the header,
+# one row per instruction at its loaded address (columns cut to those read, plus one that is not)
+SASS_PAGE = _csv([
+    ["Kernel Name", "running_sum"],
+    ["Address", "Source", "Warp Stall Sampling (All Samples)", "Warp Stall Sampling (Not-issued Samples)",
+     "Instructions Executed", "stall_long_sb", "stall_wait", "stall_long_sb (Not Issued)"],
+    ["0x7fc48541d900", "      LDC R1, c[0x0][0x28] ", "2", "0", "8", "0", "2", "0"],
+    ["0x7fc48541d910", "      @!P0 LDG.E.CONSTANT R30, desc[UR6][R12.64] ", "120", "100", "64", "100", "20", "90"],
+    ["0x7fc48541d920", "      FADD R8, R8, R30 ", "1,024", "3", "64", "0", "1,024", "0"],
+])
+
+
+def test_sass_page_gives_samples_per_instruction_offset():
+    found = ncu.parse_sass_source("==PROF== Connected\nprogram output\n" + SASS_PAGE)
+    assert list(found) == [0x00, 0x10, 0x20]
+    assert found[0x10].samples == 120 and found[0x10].stalls == {"long_sb": 100, "wait": 20}
+    assert found[0x10].instruction == "@!P0 LDG.E.CONSTANT R30, desc[UR6][R12.64]"
+    assert found[0x20].samples == 1024 and found[0x20].stalls == {"wait": 1024}
+    assert found[0x00].stalls == {"wait": 2}
+    assert ncu.parse_sass_source("==PROF== Disconnected\n") == {}
+
+
+def test_collect_profiles_once_and_reads_the_source_page_per_line_and_per_instruction(monkeypatch, tmp_path):
+    raw = _csv([["ID", "Kernel Name", METRICS["achieved_occupancy"]], ["", "", "%"], ["0", "running_sum", "50"]])
+    cuda_page = _csv([["#", "Source", "Warp Stall Sampling (All Samples)"], ["1", "acc = acc + ct.load(x)", "1146"]])
+    for name, text in (("raw", raw), ("cuda", cuda_page), ("sass", SASS_PAGE)):
+        (tmp_path / f"{name}.csv").write_text(text + "\n")
+    fake = tmp_path / "ncu"   # answers each kind of call the way ncu does, and logs its arguments
+    fake.write_text(f"""#!/bin/sh
+echo "$@" >> {tmp_path}/calls
+case "$*" in
+  *"--page raw"*) cat {tmp_path}/raw.csv ;;
+  *"--import"*"--print-source cuda"*) cat {tmp_path}/cuda.csv ;;
+  *"--import"*"--print-source sass"*) cat {tmp_path}/sass.csv ;;
+  *"-o "*) echo "==PROF== Report written" ;;
+esac
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    (measured,) = collect(["python", "launch.py"], kernel="running_sum")
+    assert measured.achieved_occupancy == 50
+    assert measured.hot_lines == [("acc = acc + ct.load(x)", 1146.0)]
+    assert measured.sass_samples[0x10].samples == 120
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 4 and sum("python launch.py" in c for c in calls) == 2   # profiled twice, read back twice
+    assert "--section SourceCounters" in calls[1] and "-k regex:^running_sum$" in calls[1]

@@ -174,6 +174,12 @@ def _comment(text: str) -> str:
     return "".join(c if c.isprintable() else "?" for c in text).rstrip("\\ \t")
 
 
+# Where the generated code's own lines (the kernel's signature and setup) count from. NVRTC's line info
+# names them by the program (kernel.cu), and the kernel line a library call was inlined at by the program
+# or a header, with the kernel's number: only the number tells the two apart (runtime/sass.py).
+GENERATED_LINES = 1_000_000
+
+
 class _Emitter:
     def __init__(self, fn: Function, threads: int, vec: int, plan: LayoutPlan):
         self.fn = fn
@@ -226,16 +232,20 @@ class _Emitter:
 
     def emit(self, text: str):
         # A `#line` directive at the first statement of each kernel source line makes NVRTC report
-        # errors (and -lineinfo map SASS) there; it also shows that line as a comment. The lines
-        # after it count on from it, so `line_map` records each statement's true source line.
+        # errors (and -lineinfo map SASS) there; it also shows that line as a comment. A later statement
+        # of the same line gets a bare directive to that line again: counting on from the first would give
+        # it the numbers of the next kernel lines, and a location could not tell which line it belongs to.
         loc = self.loc
-        if loc is not None and loc.line != self.last_line:
+        if loc is not None and (loc.line, loc.filename) != (self.last_line, self.last_file):
             # the file is named once; a directive without one keeps it
             named = f' "{_c_string(line_file(loc.filename))}"' if loc.filename != self.last_file else ""
             self.lines.append(f"{self.indent}#line {loc.line}{named}  "
                               f"// line {loc.line}: {_comment(loc.source_line.strip())}")
             self.presumed_line = self.last_line = loc.line
             self.last_file = loc.filename
+        elif loc is not None and self.presumed_line != loc.line:
+            self.lines.append(f"{self.indent}#line {loc.line}")
+            self.presumed_line = loc.line
         if loc is not None and self.presumed_line is not None:
             self.line_map[(loc.filename, self.presumed_line)] = loc.line
         self.lines.append(self.indent + text)
@@ -253,6 +263,7 @@ class _Emitter:
     # ---- ops --------------------------------------------------------------------------------------
 
     def block(self, ops):
+        enclosing = self.loc  # a loop's own statements after its body (loop-carried copies) are the loop's line
         for op in ops:  # scalar constants are written where used: named up front, so loads may move above them
             if op.name == "constant" and not op.result.shape:
                 _constant(self, op)
@@ -270,7 +281,7 @@ class _Emitter:
                 self.loops += op.name != "if"
                 rule(self, op)
                 self.loops -= op.name != "if"
-                self.loc = None
+                self.loc = enclosing
                 continue
             own = {v: self[v] for v in op.operands}
             for v in op.operands:  # the rule sees each operand in the layout the op takes it in
@@ -281,7 +292,7 @@ class _Emitter:
                 if r in self.plan.hoisted:
                     self.names[r] = self.in_layout(r, self.plan.hoisted[r])
                     self.current[r] = self.plan.hoisted[r]
-        self.loc = None
+        self.loc = enclosing
 
     def type_of(self, v: Value) -> str:
         return tile_type(v.type, self.plan.of(v))
@@ -1195,6 +1206,7 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
         ["#define TW_MMA_BUFFERS 1"] if one_mma_buffer else []) + [
         "#include <tileworkbench/tile.cuh>",
         "",
+        f"#line {GENERATED_LINES}  // the generated code's own lines: numbered apart from any kernel line",
     ] + [
         f'extern "C" __global__ void __launch_bounds__({bounds}) {cpp_identifier(fn.name)}(',
         "    " + ",\n    ".join(signature) + ") {",

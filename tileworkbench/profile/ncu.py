@@ -1,9 +1,10 @@
 """Measured metrics from Nsight Compute (`ncu`), where it is installed and allowed to read the GPU's
 performance counters: achieved occupancy, DRAM and L2 throughput, sectors per request, shared-memory
-bank conflicts, warp stall reasons, and per-source-line hot spots.
+bank conflicts, warp stall reasons, and hot spots per source line and per SASS instruction.
 
     metrics = collect(["python", "my_launch.py"], kernel="vector_add")
     metrics[0].achieved_occupancy, metrics[0].stalls, metrics[0].hot_lines
+    CodeView(vector_add, args, ncu=metrics[0])   # the samples next to the SASS they were taken at
 
 Where ncu is absent or not permitted, `NcuUnavailable` says so and how to fix it.
 """
@@ -14,8 +15,11 @@ import io
 import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..runtime.sass import Samples
 
 # the raw metrics a collection asks for, by the name this module gives them
 METRICS = {
@@ -65,6 +69,7 @@ class NcuMetrics:
     values: dict[str, float]                                 # METRICS name -> value
     stalls: dict[str, float] = field(default_factory=dict)   # reason -> warps stalled per issued instruction
     hot_lines: list[tuple[str, float]] = field(default_factory=list)  # (source line, stall samples), hottest first
+    sass_samples: dict[int, Samples] = field(default_factory=dict)   # instruction offset in the kernel -> samples
 
     def __getattr__(self, name):
         if name in METRICS:   # vars(): no recursion before __init__ has set `values`
@@ -119,7 +124,8 @@ def unavailable_reason(output: str) -> str | None:
 def collect(command: list[str], *, kernel: str | None = None, launches: int = 1, source_lines: bool = True,
             timeout: float = 600) -> list[NcuMetrics]:
     """Run `command` under ncu and return the metrics of its first `launches` launches of `kernel`
-    (a kernel name; None: any). `source_lines` adds the stall samples per source line."""
+    (a kernel name; None: any). `source_lines` adds the first launch's stall samples per source line
+    and per SASS instruction (one more profiled run, read back twice)."""
     ncu = require_ncu()
     names = list(METRICS.values()) + [STALL_PREFIX + r + STALL_SUFFIX for r in STALL_REASONS]
     select = ["-k", f"regex:^{kernel}$"] if kernel else []
@@ -127,9 +133,12 @@ def collect(command: list[str], *, kernel: str | None = None, launches: int = 1,
                 *command], timeout)
     results = parse_raw(raw)
     if source_lines and results:
-        source = _run([ncu, "--csv", "--page", "source", "--print-source", "cuda", "--section", "SourceCounters",
-                       *select, "-c", "1", *command], timeout)
-        results[0].hot_lines = parse_source(source)
+        with tempfile.TemporaryDirectory() as folder:
+            report = str(Path(folder) / "source")
+            _run([ncu, "--section", "SourceCounters", *select, "-c", "1", "-o", report, *command], timeout)
+            page = [ncu, "--import", report + ".ncu-rep", "--csv", "--page", "source", "--print-source"]
+            results[0].hot_lines = parse_source(_run([*page, "cuda"], timeout))
+            results[0].sass_samples = parse_sass_source(_run([*page, "sass"], timeout))
     return results
 
 
@@ -181,6 +190,11 @@ def parse_raw(text: str) -> list[NcuMetrics]:
     return results
 
 
+def _samples_column(header: list[str]) -> int | None:
+    """Warp Stall Sampling (All Samples), called (All Cycles) by older versions."""
+    return next((i for i, name in enumerate(header) if name.startswith("Warp Stall Sampling (All")), None)
+
+
 def parse_source(text: str) -> list[tuple[str, float]]:
     """`ncu --page source --csv --print-source cuda`: one row per source line; the stall-sampling column
     gives its hot spots. Lines without samples are left out; the hottest come first."""
@@ -188,9 +202,37 @@ def parse_source(text: str) -> list[tuple[str, float]]:
     if not rows:
         return []
     header = rows[0]
-    samples = next((i for i, name in enumerate(header) if name.startswith("Warp Stall Sampling (All")), None)
+    samples = _samples_column(header)
     source = next((i for i, name in enumerate(header) if name == "Source"), None)
     if samples is None or source is None:
         return []
     hot = [(row[source], _number(row[samples]) or 0.0) for row in rows[1:] if len(row) > max(samples, source)]
     return sorted([h for h in hot if h[1] > 0], key=lambda h: -h[1])
+
+
+def parse_sass_source(text: str) -> dict[int, Samples]:
+    """`ncu --page source --csv --print-source sass`: a "Kernel Name" row, a header, then one row per
+    instruction in code order with its address, its text, its stall samples and a `stall_<reason>`
+    column per reason. Addresses are where the code was loaded; the offset in the kernel (as nvdisasm
+    numbers it) is the distance from the first."""
+    rows = _csv_rows(text)
+    at = next((k for k, row in enumerate(rows) if "Address" in row and "Source" in row), None)
+    if at is None:
+        return {}
+    header = rows[at]
+    address, source, samples = header.index("Address"), header.index("Source"), _samples_column(header)
+    reasons = {i: name[len("stall_"):] for i, name in enumerate(header)
+               if name.startswith("stall_") and not name.endswith("(Not Issued)")}
+    if samples is None:
+        return {}
+    found, start = {}, None
+    for row in rows[at + 1:]:
+        if len(row) != len(header) or not row[address].startswith("0x"):
+            continue
+        where = int(row[address], 16)
+        start = where if start is None else start
+        stalls = {reason: _number(row[i]) or 0.0 for i, reason in reasons.items()}
+        found[where - start] = Samples(_number(row[samples]) or 0.0,
+                                       dict(sorted(((r, n) for r, n in stalls.items() if n), key=lambda rn: -rn[1])),
+                                       row[source].strip())
+    return found
