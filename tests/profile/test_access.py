@@ -222,12 +222,13 @@ def _phases(report, op):
 def test_block_reduction_stores_one_partial_per_warp_and_reads_them_as_one_broadcast_vector():
     # softmax of 1024-element rows, 128 threads (4 warps): each reduction's lane 0 of every warp
     # stores a float (one request per warp), then every thread reads the 4 partials as one 16-byte
-    # vector at the same address (a broadcast: one wavefront per warp); once per block, 8 blocks
+    # vector at the same address (a broadcast, served a half-warp at a time: two wavefronts per warp,
+    # as ncu counts on the H100); once per block, 8 blocks
     x = np.random.default_rng(0).random((8, 1024), dtype=np.float32)
     report = analyze(softmax, (8,), (x, np.zeros_like(x), 1024))
     assert report.threads == 128 and report.unmodeled == []
     for op in ("max", "sum"):
-        assert _phases(report, op) == [("store", 8, 4, 4, 0), ("load", 8, 4, 4, 0)]
+        assert _phases(report, op) == [("store", 8, 4, 4, 0), ("load", 8, 4, 8, 0)]
     assert {s.source for s in report.shared_ops if s.op == "max"} == {"e = ct.exp(t - ct.max(t, axis=1, keepdims=True))"}
 
 
@@ -269,17 +270,20 @@ def test_cuda_core_mma_stages_both_operands_and_reads_them_k_by_k_without_confli
 
 
 def test_tensor_core_mma_writes_16_byte_chunks_into_padded_rows_and_ldmatrix_reads_without_conflicts():
-    # 64x32 @ 32x64 f16 on 2 warps (mma<1x2>), 8 halves per 16-byte chunk. A's rows are 40 halves
-    # (80 bytes) apart: a warp's 32 chunks start at 16-byte units 5 * row + col, 4 per bank group:
-    # 4 wavefronts (the ideal for 512 bytes). B's rows are 72 halves (144 bytes, 9 units) apart: the
-    # same. ldmatrix: per k step of 16, 4 A fragments (x4) and 2 B fragment pairs (x4.trans) per
-    # warp, each of 8-row matrices on 8 distinct bank groups: 4 wavefronts.
+    # 64x32 @ 32x64 f16 on 2 warps (mma<1x2>), 8 halves per 16-byte chunk; 16-byte stores are served
+    # a quarter-warp (8 chunks) at a time. A's rows are 40 halves (80 bytes, 5 units of 16 bytes)
+    # apart: a quarter holds rows r and r + 1 at units 5r..5r+3 and 5r+5..5r+8, and 5r + 8 is on the
+    # bank group of 5r: 2 wavefronts per quarter, 8 per instruction against the ideal 4 (as ncu counts
+    # on the H100). B's rows are 72 halves
+    # (9 units) apart: a quarter is one row, 8 consecutive units: the ideal. ldmatrix: per k step of
+    # 16, 4 A fragments (x4) and 2 B fragment pairs (x4.trans) per warp, each of 8-row matrices on
+    # 8 distinct bank groups: 4 wavefronts.
     rng = np.random.default_rng(0)
     a, b = rng.random((64, 32)).astype(np.float16), rng.random((32, 64)).astype(np.float16)
     c = np.zeros((64, 64), np.float32)
     report = analyze(half_mma, (1,), (a, b, c, 32))
     assert (report.threads, report.vec) == (64, 8)
-    assert _phases(report, "mma") == [("store", 1, 8, 32, 0), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
+    assert _phases(report, "mma") == [("store", 1, 8, 64, 32), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

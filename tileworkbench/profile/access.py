@@ -273,19 +273,19 @@ def _wavefronts(where, phase, executions, thread, request, address, access_bytes
     op, line, source = where
     words_per_access = max(access_bytes // BANK_BYTES, 1)
     word = ((np.asarray(address) // BANK_BYTES)[:, None] + np.arange(words_per_access)).reshape(-1)
-    request = (np.asarray(thread) // WARP) * (int(np.max(request, initial=0)) + 1) + request
-    if access_bytes == 16 and phase in ("load", "store"):
-        # a 16-byte LDS/STS is served half-warp by half-warp: even one address read by every lane
-        # takes two wavefronts (measured on the H100)
-        request = 2 * request + np.asarray(thread) % WARP // (WARP // 2)
-    request = np.repeat(request, words_per_access)
-    distinct = np.unique(np.stack([request, word]), axis=1)
+    instruction = (np.asarray(thread) // WARP) * (int(np.max(request, initial=0)) + 1) + request
+    # 16-byte LDS are served half a warp at a time, 16-byte STS a quarter at a time (as ncu counts them
+    # on the H100: one address read by every lane takes two wavefronts; a store of 8 lanes' chunks, one)
+    parts = {("load", 16): 2, ("store", 16): 4}.get((phase, access_bytes), 1)
+    served = np.repeat(parts * instruction + np.asarray(thread) % WARP // (WARP // parts), words_per_access)
+    distinct = np.unique(np.stack([served, word]), axis=1)
     per_bank = np.unique(np.stack([distinct[0], distinct[1] % BANKS]), axis=1, return_counts=True)
-    requests, first = np.unique(per_bank[0][0], return_index=True)
+    first = np.unique(per_bank[0][0], return_index=True)[1]
     wavefronts = np.maximum.reduceat(per_bank[1], first).sum() if len(first) else 0
     words = np.unique(distinct[0], return_counts=True)[1] if distinct.size else np.zeros(0, np.int64)
     ideal = int(np.ceil(words * BANK_BYTES / (BANKS * BANK_BYTES)).sum())
-    return SharedAccess(op, line, source, phase, executions, len(requests), int(wavefronts), ideal)
+    requests = len(np.unique(instruction))
+    return SharedAccess(op, line, source, phase, executions, requests, int(wavefronts), ideal)
 
 
 def _phase(event, phase, itemsize, writes_or_reads, skew, executions) -> SharedAccess:
