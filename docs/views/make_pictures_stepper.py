@@ -46,6 +46,15 @@ def main():
     mma = [s.number for s in steps_of(trace, (1, 0)) if s.op == "mma"][1]
     StepperView.from_trace(trace, block=(1, 0), step=mma).save_svg(HERE / "stepper_matmul.svg")
 
+    # a 128x128 accumulator, whole, in bins: block (1, 0) of a matmul whose A has 200 rows (the block's
+    # last 56 rows pad) and a NaN in row 150, after the second mma: the NaN's row is NaN across
+    a = rng.standard_normal((200, 64)).astype(np.float16)
+    a[150, 40] = np.nan
+    b = rng.standard_normal((64, 128)).astype(np.float16)
+    trace = run(matmul, (2, 1), (a, b, np.zeros((200, 128), np.float32), 128, 128, 32), values=True)
+    mma = [s.number for s in steps_of(trace, (1, 0)) if s.op == "mma"][1]
+    StepperView.from_trace(trace, block=(1, 0), step=mma).save_svg(HERE / "stepper_big_tile.svg")
+
     # a ragged window: NaN padding past the end of x, and an infinity inside it
     x = np.arange(10, dtype=np.float32)
     x[9] = np.inf

@@ -67,3 +67,18 @@ def test_the_interpreter_switch_copies_back_the_arrays_of_a_list_the_kernel_writ
     ct.launch(torch.cuda.current_stream(), (1,), list_copy, (sources, targets, 8))
     for source, target in zip(sources, targets):
         assert torch.equal(source, target)
+
+
+@ct.kernel
+def count_into(x, counts):
+    ct.atomic_add(counts, ct.load(x, (ct.bid(0),), (4,)), 1)
+
+
+@pytest.mark.gpu
+def test_an_array_only_atomics_update_is_copied_back_under_the_interpreter_switch(monkeypatch):
+    cupy = pytest.importorskip("cupy")
+    x = cupy.asarray(np.array([0, 1, 1, 0, 1, 1, 1, 0], np.int32))
+    counts = cupy.zeros(2, cupy.int32)
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", "1")
+    ct.launch(cupy.cuda.get_current_stream(), (2,), count_into, (x, counts))
+    assert counts.get().tolist() == [3, 5]

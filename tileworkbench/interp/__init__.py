@@ -16,7 +16,8 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
     trace:   return a Trace of every memory and shape op.
     values:  also keep every op's tile per block, in program order (`trace.steps`, a StepLog: what
              the block stepper shows); implies trace. At most `values_max_bytes` of tiles are kept,
-             the log's `truncated` says where it stopped.
+             the log's `truncated` says where it stopped; past it, `trace.steps.for_block(block)`
+             re-runs the block (alone where that is exact, else the launch) for its values.
     strict_padding: a load that reads UNDETERMINED padding (zero here and on the GPU, unspecified in
              cuTile) raises TileUndeterminedPaddingError naming the line, the block and the element.
 

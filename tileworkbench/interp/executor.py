@@ -20,6 +20,7 @@ from ..errors import TileInternalError, TileValueError
 from ..ir.core import Block, Function, Value, walk_block
 from ..ir.ops import Category, ops_in
 from ..ir.types import TileType
+from .host import written_params
 from .memory import MEMORY_RULES, ArrayChoice, ArrayView, chosen, per_block
 from .rules import RULES
 from .steps import CONTROL, StepLog, written_operand
@@ -127,13 +128,23 @@ def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
 
 
 def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
-            strict_padding: bool = False, values_max_bytes: int | None = None) -> Trace | None:
+            strict_padding: bool = False, values_max_bytes: int | None = None, blocks=None,
+            values_of=None) -> Trace | None:
     """Run specialization `fn` over `grid` with `args` in the order of `fn.params` (the arrays and
     scalars of list and tuple arguments each in its place: `arguments.argument_leaves`); arrays are
     updated in place. With `values_max_bytes` (which implies `trace`), the trace's `steps` also hold
-    every op's tile."""
+    every op's tile (of block `values_of` only, where given). `blocks`: (n, 3) grid coordinates to
+    run instead of the whole grid."""
     trace = trace or values_max_bytes is not None
-    steps = StepLog(values_max_bytes, fn.filename) if values_max_bytes is not None else None
+    steps = StepLog(values_max_bytes, fn.filename, only=values_of) if values_max_bytes is not None else None
+    # where the values may not all fit, the arrays the launch writes as they were (the others stay as
+    # they are), to re-run it with a block's values
+    written = written_params(fn) if steps is not None and blocks is None and values_of is None else None
+    before = None
+    if written is not None:
+        changing = [a for p, a in zip(fn.params, args) if isinstance(a, np.ndarray) and p.name in written]
+        before = _copies(args, [k for k, a in enumerate(args) if isinstance(a, np.ndarray) and
+                                any(np.may_share_memory(a, w) for w in changing)])
     arrays, env = {}, Env()
     runtime_args = [a for p, a in zip(fn.params, args) if p.kind != "constant"]
     for param, value, arg in zip(fn.runtime_params, fn.body.args, runtime_args):
@@ -145,14 +156,83 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     tr = Trace(fn.name, tuple(grid), {p.name: {"shape": list(a.shape), "dtype": str(p.type.dtype)}
                                       for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"},
                steps=steps) if trace else None
+    with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
+        for bids in _batches(fn, tuple(grid), blocks):
+            ctx = Context(fn, tuple(grid), bids, arrays, checked, tr, strict_padding, steps)
+            run_block(ctx, fn.body, Env(env))
+    if before is not None and steps.truncated is not None:
+        after = _copies(args, [k for k, a in enumerate(args) if isinstance(a, np.ndarray) and k not in before])
+        inputs = [before.get(k, after.get(k, a)) for k, a in enumerate(args)]
+        steps.replay = Replay(fn, tuple(grid), inputs, checked, strict_padding)
+    return tr.merged() if tr is not None else None
+
+
+def _copies(args: list, which: list[int]) -> dict:
+    """{k: a copy of args[k]} for k in `which`; arguments that share memory share it in the copies too
+    (a kernel may be given one array twice, or two views of one)."""
+    owners: list = []   # (the array owning the memory, its copy)
+    out = {}
+    for k in which:
+        a = args[k]
+        same = next((j for j in out if args[j] is a), None)
+        if same is not None:   # the very same array object: the same copy (traces name it by its first name)
+            out[k] = out[same]
+            continue
+        owner = a
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        copy = next((c for o, c in owners if o is owner), None)
+        if copy is None:
+            copy = owner.copy(order="K")
+            owners.append((owner, copy))
+        offset = a.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+        out[k] = np.ndarray(a.shape, a.dtype, buffer=copy, offset=offset, strides=a.strides)
+    return out
+
+
+def _batches(fn: Function, grid, blocks):
+    """The blocks of the launch in batches that run together (each one alone where blocks wait for each other)."""
+    if blocks is not None:
+        yield np.asarray(blocks, np.int32).reshape(-1, 3)
+        return
     total = grid[0] * grid[1] * grid[2]
     chunk = 1 if _blocks_wait_for_each_other(fn) else max(1, BATCH_ELEMENTS // _elements_per_block(fn))
-    with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
-        for start in range(0, total, chunk):
-            ctx = Context(fn, tuple(grid), _grid_ids(grid, start, min(total, start + chunk)), arrays, checked, tr,
-                          strict_padding, steps)
-            run_block(ctx, fn.body, Env(env))
-    return tr.merged() if tr is not None else None
+    for start in range(0, total, chunk):
+        yield _grid_ids(grid, start, min(total, start + chunk))
+
+
+@dataclass
+class Replay:
+    """A launch's specialization, grid and arguments as they were before it ran: enough to run it, or
+    one block of it alone, again with one block's values (StepLog.for_block, where the launch could
+    not keep them). The interpreter is deterministic: the same blocks in the same order compute the
+    same values."""
+
+    fn: Function
+    grid: tuple
+    args: list
+    checked: bool
+    strict_padding: bool
+
+    @property
+    def has_atomics(self) -> bool:
+        return any(op.name.startswith("atomic_") for op in self.fn.walk())
+
+    @property
+    def has_aliases(self) -> bool:
+        """Whether two array arguments share memory (the trace names an element by one of them only)."""
+        arrays = [a for a in self.args if isinstance(a, np.ndarray)]
+        return any(np.may_share_memory(a, b) for k, a in enumerate(arrays) for b in arrays[k + 1:])
+
+    def block(self, block, max_bytes: int, alone: bool) -> StepLog:
+        """The steps with `block`'s values (up to `max_bytes`), on fresh copies of the arguments: of the
+        block run `alone`, else of the whole launch."""
+        copies = _copies(self.args, [k for k, a in enumerate(self.args) if isinstance(a, np.ndarray)])
+        args = [copies.get(k, a) for k, a in enumerate(self.args)]
+        block = tuple(int(b) for b in block)
+        trace = execute(self.fn, self.grid, args, checked=self.checked, strict_padding=self.strict_padding,
+                        values_max_bytes=max_bytes, blocks=[block] if alone else None, values_of=block)
+        return trace.steps
 
 
 def run_block(ctx: Context, block: Block, env: Env) -> list:

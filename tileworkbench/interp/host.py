@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..arguments import is_torch_tensor
+from ..ir.ops import OPS
 from ..ir.types import to_dtype
 
-_WRITES = ("store", "scatter", "store_adv")
 
 
 def _torch_numpy(tensor) -> np.ndarray:
@@ -64,7 +64,7 @@ def written_params(fn) -> set[str]:
     arrays chosen under a runtime `if` or carried by a loop, too)."""
     names = {v: p.name for p, v in zip(fn.runtime_params, fn.body.args) if p.kind == "array"}
     sources = _array_sources(fn)
-    written, todo = set(), [op.operands[0] for op in fn.walk() if op.name in _WRITES]
+    written, todo = set(), [op.operands[0] for op in fn.walk() if op.name in OPS and OPS[op.name].access == "write"]
     seen = set()
     while todo:
         array = todo.pop()

@@ -70,6 +70,8 @@ def _to_json(value, widget=None):
     if isinstance(value, dict):
         return {k: _to_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
+        if all(type(v) is str for v in value):   # hover texts, labels: thousands per picture
+            return list(value)
         return [_to_json(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()

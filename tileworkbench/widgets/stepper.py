@@ -8,21 +8,24 @@ included), with the op's tile as a heatmap and the memory the block has touched 
 
 The picture shows the kernel's lines (the current one highlighted; in a notebook, also in the editor of
 the %%tilekernel cell that defined the kernel, when the view is that cell's output), the op's tile (finite values
-on a colour scale; NaN, +inf, -inf and padded lanes drawn distinctly; the exact value on hover)
-and every array the block touched, coloured by what it did up to this op (the op's own lanes
-outlined). Buttons step back and forward and play; clicking an element of an array, or a lane of
+on a colour scale; NaN, +inf, -inf and padded lanes drawn distinctly; the exact value on hover;
+a big tile whole, in bins that keep those visible) and every array the block touched, coloured by
+what it did up to this op (the op's own lanes outlined; kept per block as BlockMemory, so a step
+replays nothing). Buttons step back and forward and play; clicking an element of an array, or a lane of
 a load or store, jumps to the block that wrote that element, at the op that wrote it.
 """
 from __future__ import annotations
 
 import linecache
 import math
+from collections import OrderedDict
 
 import numpy as np
 import traitlets
 
 from ..frontend.source import is_cell_file
 from ..interp import Status
+from ..interp.steps import budget_text
 from ._base import Data, SvgView, static
 from .coverage import SELECTED_OUTLINE, WRITE, _bin_of, _bins, blocks_at, element_cell, grid_rank, next_block
 from .svg import (
@@ -42,7 +45,10 @@ from .svg import (
 )
 from .transform import as_slices, slice_cells
 
-TILE_CAPS = (4, 32, 64)      # the most slices, rows and columns of a tile drawn
+TILE_CAPS = (4, 32, 64)      # the most slices, rows and columns of cells a tile is drawn in
+TILE_W = 900                 # a tile's cells shrink (to 8 pixels at least) to fit about this width
+CHECKPOINT = 32              # steps between the stored states of a block's memory panels
+BLOCKS_KEPT = 4              # blocks whose steps and memory states a view keeps
 CODE_CHARS = 90              # the longest kernel line shown
 LINE_H = 16
 CELL = 28
@@ -125,102 +131,233 @@ def heat_fills(values: np.ndarray) -> np.ndarray:
     return np.round(fill).astype(np.uint8)
 
 
-def _window(shape):
-    """(view (slices, rows, cols) of the tile, the part drawn) for a tile of `shape`."""
+def tile_bins(shape) -> tuple[tuple, tuple, tuple]:
+    """(view (slices, rows, cols) of a tile of `shape`, elements per bin along each, bins along each):
+    a tile bigger than TILE_CAPS is drawn whole, in bins; 3-D and up as a row of 2-D slices (the
+    leading axes flattened in C order), the slices binned too where there are more than TILE_CAPS[0]."""
     view = as_slices(shape)
-    return view, tuple(min(n, cap) for n, cap in zip(view, TILE_CAPS))
+    factors = tuple(-(-n // cap) for n, cap in zip(view, TILE_CAPS))
+    return view, factors, tuple(-(-n // f) for n, f in zip(view, factors))
 
 
-def _tile_panel(step, x0, y0) -> dict:
-    """The op's tile: fills, labels, hover texts, padded/dropped lanes and, for a memory op with one
-    element per lane, the element each lane touched (for the click)."""
-    value = np.asarray(step.value)
-    shape = value.shape
-    view, drawn = _window(shape)
-    window = value.reshape(view)[:drawn[0], :drawn[1], :drawn[2]]
-    flat = window.reshape(-1)
-    positions = np.stack(np.meshgrid(*(np.arange(n) for n in drawn), indexing="ij"), -1).reshape(-1, 3)
-    tile_index = [np.unravel_index(s * view[1] * view[2] + r * view[2] + c, shape) if shape else ()
-                  for s, r, c in positions]
-    memory = [e for e in step.events if e.array is not None]   # shape-op events name no array
-    event = memory[0] if len(memory) == 1 else None
-    lanes = event is not None and len(event.blocks) and event.shape == shape
-    status = event.status[0].reshape(view)[:drawn[0], :drawn[1], :drawn[2]].reshape(-1) if lanes else None
-    ndim = event.coords.shape[-1] if lanes else 0
-    elements = (event.coords[0].reshape(view + (ndim,))[:drawn[0], :drawn[1], :drawn[2]].reshape(-1, ndim)
-                if lanes else np.zeros((len(flat), 0), np.int32))
-    hover = []
-    for k, (v, idx) in enumerate(zip(flat, tile_index)):
-        where = f" \u2190 {event.array}[{', '.join(map(str, elements[k]))}] {Status(int(status[k])).name.lower()}" \
-            if lanes else ""
-        hover.append(f"[{', '.join(str(int(i)) for i in idx)}] = {_value_text(v)}{where}")
-    fill = heat_fills(flat)
-    cx, cy, w, h = slice_cells(drawn, CELL, x0, y0)
-    part = "" if drawn == view else f", showing [{', '.join(f':{n}' for n in drawn)}] of the {view} view"
-    return {"kind": "tile", "name": step.op, "cx": cx, "cy": cy, "fill": fill, "ink": light_ink(fill).astype(np.uint8),
-            "labels": [_label(v) for v in flat], "hover": hover, "array": event.array if lanes else None,
-            "elements": elements.astype(np.int32),
-            "padded": np.isin(status, PADDED_LANES).nonzero()[0].astype(np.int32) if lanes else np.zeros(0, np.int32),
-            "dropped": (status == Status.DROPPED).nonzero()[0].astype(np.int32) if lanes else np.zeros(0, np.int32),
-            "caption": f"{step.op}: tile {tuple(shape)} {value.dtype}{part}", "width": w, "height": h}
+def bin_tile(value: np.ndarray, status: np.ndarray | None = None) -> dict:
+    """Per bin of a tile (tile_bins): how many elements, how many are NaN, +inf, -inf, and (given the
+    lanes' `status`) padded or dropped, the smallest and largest finite value (exact: integers stay
+    integers; None where the bin has none), the mean of the finite values, the first and last
+    element (flat in the tile), and the bin of every element (`of`)."""
+    view, factors, binned = tile_bins(value.shape)
+    n = math.prod(binned)
+    of = _bin_of_elements(np.arange(math.prod(view)), view, factors, binned)
+    order = np.argsort(of, kind="stable")
+    count = np.bincount(of, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(count)[:-1]])
+    flat = np.asarray(value).reshape(-1)
+    x = flat.astype(np.float64)
+    finite = np.isfinite(x)
+    exact = flat if flat.dtype.kind in "iub" else x   # min and max in the tile's own integers
+    if exact.dtype == np.bool_:
+        exact = exact.astype(np.int64)
+    lowest, highest = (np.iinfo(exact.dtype).max, np.iinfo(exact.dtype).min) if exact.dtype.kind in "iu" \
+        else (np.inf, -np.inf)
+    lo = np.minimum.reduceat(np.where(finite, exact, lowest)[order], starts)
+    hi = np.maximum.reduceat(np.where(finite, exact, highest)[order], starts)
+    finite_n = np.bincount(of, finite, n)
+
+    def per_bin(where):   # how many elements of each bin `where` holds for
+        return np.bincount(of, where, n).astype(np.int64)
+    no_lanes = np.zeros(len(of), bool)
+    return {"view": view, "factors": factors, "binned": binned, "count": count,
+            "nan": per_bin(np.isnan(x)), "pos_inf": per_bin(x == np.inf), "neg_inf": per_bin(x == -np.inf),
+            "padded": per_bin(no_lanes if status is None else np.isin(status.reshape(-1), PADDED_LANES)),
+            "dropped": per_bin(no_lanes if status is None else status.reshape(-1) == Status.DROPPED),
+            "min": [flat.dtype.type(v) if k else None for v, k in zip(lo, finite_n)],
+            "max": [flat.dtype.type(v) if k else None for v, k in zip(hi, finite_n)],
+            "mean": np.bincount(of, np.where(finite, x, 0.0), n) / np.maximum(finite_n, 1),
+            "of": of, "first": np.minimum.reduceat(np.arange(len(of))[order], starts),
+            "last": np.maximum.reduceat(np.arange(len(of))[order], starts)}
 
 
-def _touched(steps, upto: int, arrays: dict) -> dict:
-    """Per array, READ | WRITE bits per flat element: what the block's ops 0..upto did."""
-    out = {}
-    for step in steps[:upto + 1]:
-        for e in step.events:
-            if e.array is None or not len(e.blocks):
-                continue
-            shape = tuple(arrays[e.array]["shape"])
-            mask = out.setdefault(e.array, np.zeros(math.prod(shape), np.uint8))
-            _mark(mask, e, shape)
+def _bin_fills(bins, dtype) -> np.ndarray:
+    """A bin's colour: NaN's where any element is NaN, else +inf's, else -inf's, else its finite
+    values' mean on the scale (booleans: grey between false and true by the share of true)."""
+    if dtype == np.bool_:
+        share = bins["mean"][:, None]
+        return np.round(np.array(FALSE) + (np.array(TRUE) - np.array(FALSE)) * share).astype(np.uint8)
+    shown = np.select([bins["nan"] > 0, bins["pos_inf"] > 0, bins["neg_inf"] > 0],
+                      [np.nan, np.inf, -np.inf], bins["mean"])
+    return heat_fills(shown)
+
+
+def _index_texts(flat, shape) -> list[str]:
+    """'[i, j]' of each flat element index of a tile of `shape`."""
+    if not shape:
+        return ["[]"] * len(flat)
+    index = np.stack(np.unravel_index(np.asarray(flat), shape), -1).tolist()
+    return ["[" + ", ".join(map(str, i)) + "]" for i in index]
+
+
+def _bin_texts(bins, shape, dtype) -> list[str]:
+    """The hover of each bin of several elements: which, their range, and the special ones counted."""
+    out = []
+    specials = [(bins[key].tolist(), name) for key, name in (("nan", "NaN"), ("pos_inf", "+inf"),
+                                                              ("neg_inf", "-inf"), ("padded", "padded"),
+                                                              ("dropped", "dropped"))]
+    for k, (first, last, count) in enumerate(zip(_index_texts(bins["first"], shape), _index_texts(bins["last"], shape),
+                                                 bins["count"].tolist())):
+        if dtype == np.bool_:
+            parts = [f"{int(round(bins['mean'][k] * count))} true"]
+        elif bins["min"][k] is None:
+            parts = ["no finite value"]
+        else:
+            parts = [f"min {_value_text(bins['min'][k])}", f"max {_value_text(bins['max'][k])}"]
+        parts += [f"{counts[k]} {name}" for counts, name in specials if counts[k]]
+        out.append(f"{first}..{last} ({count} elements): {', '.join(parts)}")
     return out
 
 
-def _mark(mask, event, shape):
+def _tile_panel(step, x0, y0) -> dict:
+    """The op's tile, whole (in bins where it is bigger than TILE_CAPS): fills, labels, hover texts,
+    padded/dropped lanes and, for a memory op with one element per lane, the element each cell's
+    (first) lane touched (for the click)."""
+    value = np.asarray(step.value)
+    shape = value.shape
+    memory = [e for e in step.events if e.array is not None]   # shape-op events name no array
+    event = memory[0] if len(memory) == 1 else None
+    lanes = event is not None and len(event.blocks) and event.shape == shape
+    status = event.status[0] if lanes else None
+    bins = bin_tile(value, status)
+    view, factors, binned = bins["view"], bins["factors"], bins["binned"]
+    single = factors == (1, 1, 1)
+    ndim = event.coords.shape[-1] if lanes else 0
+    elements = event.coords[0].reshape(-1, ndim)[bins["first"]] if lanes else np.zeros((len(bins["first"]), 0), int)
+    flat = value.reshape(-1)
+    if single:
+        hover = [f"{i} = {_value_text(v)}" for i, v in zip(_index_texts(bins["first"], shape), flat[bins["first"]])]
+    else:
+        hover = _bin_texts(bins, shape, value.dtype)
+    if lanes:
+        lane = "" if single else " (first lane)"
+        names = [Status(k).name.lower() for k in status.reshape(-1)[bins["first"]].tolist()]
+        hover = [f"{h} \u2190 {event.array}[{', '.join(map(str, e))}]{lane} {n}"
+                 for h, e, n in zip(hover, elements.tolist(), names)]
+    fill = heat_fills(flat) if single else _bin_fills(bins, value.dtype)
+    cell = max(8, min(CELL, TILE_W // (binned[0] * binned[2])))
+    cx, cy, w, h = slice_cells(binned, cell, x0, y0)
+    part = "" if single else f", in bins of {' x '.join(map(str, factors[3 - min(max(len(shape), 1), 3):]))}"
+    slices = f" ({view[0]} slices of {view[1]} x {view[2]} side by side)" if len(shape) > 2 else ""
+    return {"kind": "tile", "name": step.op, "cx": cx, "cy": cy, "fill": fill, "ink": light_ink(fill).astype(np.uint8),
+            "labels": [_label(v) for v in flat] if single else [""] * len(fill), "hover": hover,
+            "array": event.array if lanes else None, "elements": elements.astype(np.int32),
+            # every lane's element and cell: a selected element is outlined in the bin that holds it
+            "lanes": event.coords[0].reshape(-1, ndim).astype(np.int32) if lanes else np.zeros((0, 0), np.int32),
+            "lane_cells": bins["of"].astype(np.int32) if lanes else np.zeros(0, np.int32),
+            "padded": np.flatnonzero(bins["padded"]).astype(np.int32),
+            "dropped": np.flatnonzero(bins["dropped"]).astype(np.int32), "cell": cell,
+            "caption": f"{step.op}: tile {tuple(shape)} {value.dtype}{slices}{part}", "width": w, "height": h}
+
+
+class BlockMemory:
+    """What one block's ops did to the arrays it touched, on the bins each array's panel draws:
+    every step's own READ | WRITE bits (only the bins it touched) and, every CHECKPOINT steps, the
+    bits of all the steps before. The state after any step is one checkpoint OR'd with at most
+    CHECKPOINT steps, so a step costs the same wherever it is; what is held is the steps' touched
+    bins plus one dense uint8 array per array and checkpoint (4096 bins at most)."""
+
+    def __init__(self, steps, arrays: dict):
+        touched = {e.array for s in steps for e in s.events if e.array is not None and len(e.blocks)}
+        self.names = [n for n in arrays if n in touched]
+        self.panels = {n: _memory_layout(n, arrays[n]) for n in self.names}
+        self.own = [self._bins_of(step) for step in steps]
+        self.checkpoints = []
+        state = {n: np.zeros(self.panels[n]["cells"], np.uint8) for n in self.names}
+        for k, own in enumerate(self.own):
+            if k % CHECKPOINT == 0:
+                self.checkpoints.append({n: b.copy() for n, b in state.items()})
+            for name, (cells, bits) in own.items():
+                state[name][cells] |= bits
+
+    def _bins_of(self, step) -> dict:
+        """{array: (its bins the step touched, their READ | WRITE bits)}."""
+        out = {}
+        for e in step.events:
+            if e.array is None or not len(e.blocks):
+                continue
+            layout = self.panels[e.array]
+            bits = np.zeros(layout["cells"], np.uint8)
+            if e.array in out:
+                bits[out[e.array][0]] = out[e.array][1]
+            _mark(bits, e, layout["shape"], layout["bins"])
+            cells = np.flatnonzero(bits).astype(np.int32)
+            out[e.array] = (cells, bits[cells])
+        return out
+
+    def so_far(self, step: int) -> dict:
+        """{array: READ | WRITE bits per bin} of the block's ops 0..step."""
+        state = {n: b.copy() for n, b in self.checkpoints[step // CHECKPOINT].items()}
+        for own in self.own[step // CHECKPOINT * CHECKPOINT:step + 1]:
+            for name, (cells, bits) in own.items():
+                state[name][cells] |= bits
+        return state
+
+    def now(self, step: int, name: str) -> np.ndarray:
+        """READ | WRITE bits per bin of array `name` of op `step` alone."""
+        out = np.zeros(self.panels[name]["cells"], np.uint8)
+        cells, bits = self.own[step].get(name, ((), ()))
+        out[list(cells)] = bits
+        return out
+
+
+def _mark(bins, event, shape, layout):
+    """OR into `bins` (per bin of the array's panel) what the event's lanes did: READ, WRITE."""
     status = event.status[0].reshape(-1)
     coords = event.coords[0].reshape(-1, len(shape))
     written = np.isin(status, (Status.STORED, Status.COLLISION))
     touched = written | (status == Status.LOADED)
     flat = np.ravel_multi_index(tuple(coords[touched].T), shape) if shape else np.zeros(int(touched.sum()), np.intp)
-    np.bitwise_or.at(mask, flat, np.where(written[touched], WRITE, READ).astype(np.uint8))
+    np.bitwise_or.at(bins, _bin_of_elements(flat, *layout), np.where(written[touched], WRITE, READ).astype(np.uint8))
 
 
-def _per_bin(bits, bin_layout) -> np.ndarray:
-    """READ | WRITE of each bin (`bin_layout`: _bins of the array): the bits any of its elements has."""
-    view, factors, binned = bin_layout
-    out = np.zeros(math.prod(binned), np.uint8)
-    touched = np.flatnonzero(bits)   # few elements of a big array: bin only those
-    np.bitwise_or.at(out, _bin_of(touched, view, factors, binned), bits[touched])
-    return out
+def _bin_of_elements(flat, view, factors, binned) -> np.ndarray:
+    """The bin of each flat element index of an array drawn as `view` (slices, rows, cols) in bins of `factors`."""
+    slices, rest = np.divmod(np.asarray(flat, np.int64), view[1] * view[2])
+    rows, cols = np.divmod(rest, view[2])
+    return ((slices // factors[0]) * binned[1] + rows // factors[1]) * binned[2] + cols // factors[2]
 
 
-def _memory_panel(name, meta, so_far, current, x0, y0) -> dict:
+def _memory_layout(name, meta) -> dict:
+    """What an array's panel draws the same at every step: its bins, cells (at 0, 0), the element
+    each cell stands for (its bin's first) and the start of each cell's hover."""
     shape = tuple(meta["shape"])
     view, factors, binned = _bins(shape)
     n_cells = math.prod(binned)
-    kinds, now = _per_bin(so_far, (view, factors, binned)), _per_bin(current, (view, factors, binned))
-    fill = np.select([kinds[:, None] == READ | WRITE, kinds[:, None] == WRITE, kinds[:, None] == READ],
-                     [np.array(BOTH_SO_FAR), np.array(WRITTEN_SO_FAR), np.array(READ_SO_FAR)],
-                     np.array(UNTOUCHED)).astype(np.uint8)
     cell = max(6, min(CELL, MEMORY_W // max(binned[1:])))
-    cx, cy, w, h = slice_cells(binned, cell, x0, y0)
-    # the first element of each bin: what a click on the cell selects
+    cx, cy, w, h = slice_cells(binned, cell, 0, 0)
     s, r, c = np.meshgrid(*(np.arange(b) * f for b, f in zip(binned, factors)), indexing="ij")
     first = ((s * view[1] + r) * view[2] + c).ravel()
     elements = np.stack(np.unravel_index(first, shape), -1) if shape else np.zeros((n_cells, 0), np.int64)
     binning = "" if factors == (1, 1, 1) else f", bins of {' x '.join(map(str, factors[3 - min(len(shape), 3):]))}"
-    hover = [f"{name}[{', '.join(map(str, e))}]{'' if factors == (1, 1, 1) else ' (bin)'}: " +
-             {0: "not touched yet", READ: "read", WRITE: "written", READ | WRITE: "read and written"}[int(k)]
-             for e, k in zip(elements, kinds)]
-    return {"kind": "array", "name": name, "cx": cx, "cy": cy, "fill": fill, "ink": light_ink(fill).astype(np.uint8),
-            "labels": [""] * n_cells, "hover": hover, "array": name, "elements": elements.astype(np.int32),
+    return {"shape": shape, "bins": (view, factors, binned), "cells": n_cells, "cell": cell, "cx": cx, "cy": cy,
+            "width": w, "height": h, "elements": elements.astype(np.int32),
+            "hover": [f"{name}[{', '.join(map(str, e))}]{'' if factors == (1, 1, 1) else ' (bin)'}: " for e in elements],
+            "caption": f"{name} {shape} {meta['dtype']}{binning}"}
+
+
+TOUCH_TEXT = ("not touched yet", "read", "written", "read and written")   # by READ | WRITE bits
+
+
+def _memory_panel(name, layout, kinds, now, x0, y0) -> dict:
+    fill = np.select([kinds[:, None] == READ | WRITE, kinds[:, None] == WRITE, kinds[:, None] == READ],
+                     [np.array(BOTH_SO_FAR), np.array(WRITTEN_SO_FAR), np.array(READ_SO_FAR)],
+                     np.array(UNTOUCHED)).astype(np.uint8)
+    return {"kind": "array", "name": name, "cx": layout["cx"] + x0, "cy": layout["cy"] + y0, "fill": fill,
+            "ink": light_ink(fill).astype(np.uint8), "labels": [""] * layout["cells"],
+            "hover": [h + TOUCH_TEXT[k] for h, k in zip(layout["hover"], kinds.tolist())], "array": name,
+            "elements": layout["elements"],
             "now_read": ((now & READ) > 0).nonzero()[0].astype(np.int32),
             "now_written": ((now & WRITE) > 0).nonzero()[0].astype(np.int32),
-            "cell": cell, "factors": list(factors), "shape": list(shape),
-            "binned": list(binned),
-            "caption": f"{name} {shape} {meta['dtype']}{binning}", "width": w, "height": h}
+            "cell": layout["cell"], "factors": list(layout["bins"][1]), "shape": list(layout["shape"]),
+            "binned": list(layout["bins"][2]), "caption": layout["caption"], "width": layout["width"],
+            "height": layout["height"]}
 
 
 def _code_text(line: int, source: str) -> str:
@@ -252,10 +389,13 @@ def _cell(trace, current) -> dict | None:
     return {"lines": lines, "line": current.line if current.filename == trace.steps.filename else 0}
 
 
-def stepper_data(trace, block, step: int, steps=None, *, message: str = "", selected=None) -> dict:
-    """The figure of op `step` of `block` (`steps`: steps_of(trace, block), when at hand).
-    `selected`: {"array", "index"} of an element to outline where it is drawn."""
+def stepper_data(trace, block, step: int, steps=None, *, memory: BlockMemory | None = None, message: str = "",
+                 selected=None) -> dict:
+    """The figure of op `step` of `block` (`steps`: steps_of(trace, block), `memory`: its BlockMemory,
+    when at hand: a view keeps them per block). `selected`: {"array", "index"} of an element to
+    outline where it is drawn."""
     steps = steps_of(trace, block) if steps is None else steps
+    memory = BlockMemory(steps, trace.arrays) if memory is None else memory
     rank = grid_rank(trace.grid)
     block = [int(b) for b in tuple(block) + (0,) * (3 - len(block))]
     if not steps:
@@ -268,6 +408,10 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
     where = f"line {current.line}: {current.op}" + (f" ({_loops_text(current.loops)})" if current.loops else "")
     texts = [text(PAD, 16, title, size=13, weight="bold", role="title"), text(PAD, 34, clip(where, 110), role="where")]
     top = 52
+    notes = values_notes(trace, block)
+    for note in notes:
+        texts.append(text(PAD, top + 2, clip(note, 170), size=MIN_FONT, role="values"))
+        top += 16
     code = []
     for k, (line, src) in enumerate(lines):
         y = top + k * LINE_H
@@ -281,28 +425,21 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
         panels.append(panel)
         y += 20 + panel["height"] + PAD
     else:
-        why = trace.steps.truncated or "this op makes no tile"
+        why = trace.steps.missing(block) or "this op makes no tile"
         texts.append(text(x0, y + 12, clip(why, 110), size=MIN_FONT))
         y += 20 + PAD
-    so_far = _touched(steps, step, trace.arrays)
-    touched = {e.array for s in steps for e in s.events if e.array is not None and len(e.blocks)}
-    names = [n for n in trace.arrays if n in touched]
-    if names:
+    so_far = memory.so_far(step)
+    if memory.names:
         texts.append(text(x0, y + 12, "memory this block touched up to this op (the op's own lanes outlined)",
                           weight="bold"))
         y += 20
     x, row_h = x0, 0
-    for name in names:   # the arrays side by side, wrapping at ROW_W
-        meta = trace.arrays[name]
-        now = np.zeros(math.prod(meta["shape"]), np.uint8)
-        for e in current.events:
-            if e.array == name and len(e.blocks):
-                _mark(now, e, tuple(meta["shape"]))
-        panel = _memory_panel(name, meta, so_far.get(name, np.zeros_like(now)), now, x, y + 18)
-        panel_w = max(panel["width"], int(6.2 * len(panel["caption"])))
+    for name in memory.names:   # the arrays side by side, wrapping at ROW_W
+        layout = memory.panels[name]
+        panel_w = max(layout["width"], int(6.2 * len(layout["caption"])))
         if x > x0 and x + panel_w > x0 + ROW_W:
             x, y, row_h = x0, y + row_h, 0
-            panel = _memory_panel(name, meta, so_far.get(name, np.zeros_like(now)), now, x, y + 18)
+        panel = _memory_panel(name, layout, so_far[name], memory.now(step, name), x, y + 18)
         texts.append(text(x, y + 12, panel["caption"], size=MIN_FONT))
         panels.append(panel)
         x += panel_w + 2 * PAD
@@ -323,13 +460,26 @@ def stepper_data(trace, block, step: int, steps=None, *, message: str = "", sele
             "steps": len(steps), "step_lines": np.array([s.line for s in steps], np.int32),
             "step_ops": [s.op for s in steps], "texts": texts, "code": code, "code_w": code_w, "panels": panels,
             "cell": _cell(trace, current), "selected": dict(selected) if selected else None, "legend": legend,
-            "width": int(width), "height": int(height), "truncated": trace.steps.truncated}
+            "width": int(width), "height": int(height), "values": notes}
+
+
+def values_notes(trace, block) -> list[str]:
+    """Where the shown tiles come from, when not from the launch's own recording (a re-run), and why
+    some are missing and how to record them: a line each."""
+    log = trace.steps
+    rerun = {"block": "re-running it alone (exact: it reads no other block's writes, no atomics)",
+             "launch": "re-running the whole launch, in its order, keeping only them"}.get(log.values_source(block))
+    kept = f"the launch kept the values of its first {log.kept_steps} steps ({budget_text(log.max_bytes)})"
+    return [line for line in (rerun and f"{kept}; this block's are from {rerun}", log.missing(block)) if line]
 
 
 def _cells_svg(k, p, cell) -> list[str]:
     out = [f'<g class="panel" data-panel="{k}" stroke="white" stroke-width="1">']
+    colours, which = np.unique(p["fill"], axis=0, return_inverse=True)   # few colours: each written once
+    colours = [hex_colour(c) for c in colours]
     out += [f'<rect class="cell" data-cell="{i}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-            f'fill="{hex_colour(f)}"/>' for i, (x, y, f) in enumerate(zip(p["cx"], p["cy"], p["fill"]))]
+            f'fill="{colours[f]}"/>' for i, (x, y, f) in enumerate(zip(p["cx"].tolist(), p["cy"].tolist(),
+                                                                       which.reshape(-1).tolist()))]
     out.append("</g>")
     font = MIN_FONT
     if not all(len(label) * font * 0.68 <= cell - 4 for label in p["labels"]):
@@ -356,7 +506,7 @@ def selected_cells(p, selected) -> list[int]:
     if not selected or p["array"] != selected["array"] or not len(p["elements"]):
         return []
     if p["kind"] == "tile":
-        return np.nonzero((p["elements"] == np.asarray(selected["index"])).all(axis=1))[0].tolist()
+        return np.unique(p["lane_cells"][(p["lanes"] == np.asarray(selected["index"])).all(axis=1)]).tolist()
     cell = element_cell(p["shape"], selected["index"])
     return [] if cell is None else [cell]
 
@@ -395,9 +545,10 @@ class StepperView(SvgView):
     def __init__(self, trace, block=(0, 0, 0), step: int = 0, **kwargs):
         self._trace = trace
         block = [int(b) for b in tuple(block) + (0,) * (3 - len(block))]
-        self._steps = steps_of(trace, block)
+        self._blocks: OrderedDict = OrderedDict()   # block -> (its steps, its BlockMemory), the last few used
+        self._steps, self._memory = self._block_state(block)
         self._message, self._jumped = "", None
-        super().__init__(data=stepper_data(trace, block, step, self._steps), block=block,
+        super().__init__(data=stepper_data(trace, block, step, self._steps, memory=self._memory), block=block,
                          step=min(step, max(0, len(self._steps) - 1)), **kwargs)
         self.observe(self._recompute, names=["block", "step"])
         self.observe(self._follow_selection, names=["selected"])
@@ -412,14 +563,26 @@ class StepperView(SvgView):
         """The op shown now (interp.steps.BlockStep)."""
         return self._steps[self.step]
 
+    def _block_state(self, block) -> tuple:
+        """(steps, BlockMemory) of a block, kept for the BLOCKS_KEPT blocks used last: going back to a
+        block, or stepping in it, replays nothing."""
+        key = tuple(int(b) for b in block)
+        if key not in self._blocks:
+            steps = steps_of(self._trace, key)
+            self._blocks[key] = (steps, BlockMemory(steps, self._trace.arrays))
+            while len(self._blocks) > BLOCKS_KEPT:
+                self._blocks.popitem(last=False)
+        self._blocks.move_to_end(key)
+        return self._blocks[key]
+
     def _recompute(self, change):
         if change["name"] == "block":
-            self._steps = steps_of(self._trace, self.block)
+            self._steps, self._memory = self._block_state(self.block)
             if self.step >= len(self._steps):
                 self.step = len(self._steps) - 1   # this recomputes
                 return
-        self.data = stepper_data(self._trace, self.block, self.step, self._steps, message=self._message,
-                                 selected=self.selected)
+        self.data = stepper_data(self._trace, self.block, self.step, self._steps, memory=self._memory,
+                                 message=self._message, selected=self.selected)
 
     def select(self, array: str, index) -> tuple | None:
         """Select element `index` of `array`: jump to the block that wrote it, at the op that did
