@@ -318,12 +318,12 @@ def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
 
 def test_model_uses_the_mma_staging_row_padding():
     from tileworkbench.codegen import INCLUDE_DIR
-    from tileworkbench.codegen.layout import PADDED_ROW_BYTES, padded_row_index
+    from tileworkbench.codegen.layout import PADDED_ROW_ELEMENTS, padded_row_index
     mma = (INCLUDE_DIR / "tileworkbench" / "tile_mma.cuh").read_text()
-    extra = re.search(r"constexpr int padded_row_extra = (\d+) / int\(sizeof\(T\)\);", mma)
-    assert extra and int(extra.group(1)) == PADDED_ROW_BYTES
+    extra = re.search(r"constexpr int padded_row_extra = (\d+);", mma)
+    assert extra and int(extra.group(1)) == PADDED_ROW_ELEMENTS
     assert "buf + e / Cols * (Cols + padded_row_extra<T>) + e % Cols" in mma
-    assert padded_row_index(64 + 3, 64, 4) == 68 + 3 and padded_row_index(2 * 32 + 1, 32, 2) == 2 * 40 + 1
+    assert padded_row_index(64 + 3, 64, 4) == 72 + 3 and padded_row_index(2 * 32 + 1, 32, 2) == 2 * 40 + 1
 
 
 def test_model_uses_the_tile_librarys_chunk_slots():

@@ -26,7 +26,7 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
-from .layout import (MMA_ROW_PADDING, PADDED_ROW_BYTES, LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, skewed,
+from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, skewed,
                      wanted_layout)
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -303,7 +303,7 @@ class _Emitter:
             return self[v]
         _staged(self, v.type)
         if len(v.shape) == 2:  # tile_mma.cuh stages a 2-D tile to or from an mma layout in padded rows
-            self.need_smem(v.shape[0] * (v.shape[1] * v.type.dtype.itemsize + PADDED_ROW_BYTES) + 64)
+            self.need_smem(v.shape[0] * (v.shape[1] + PADDED_ROW_ELEMENTS) * v.type.dtype.itemsize + 64)
         name = self.define(Value(v.type, v.name), f"{self[v]}_{layout.alias if layout else 'blocked'}")
         target = layout.alias if layout else "tw::blocked"
         source = self.current.get(v, self.plan.of(v))

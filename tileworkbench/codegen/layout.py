@@ -42,7 +42,7 @@ MAX_WARPS = 8
 # access analysis (profile/access.py) lays accesses on them; tests/codegen hold them to the headers.
 SKEW_PERIOD = 32     # tile.cuh skew(i) = i + i / 32: one element of padding every 32 spreads strides over banks
 MMA_ROW_PADDING = 8  # tile_mma.cuh: tensor-core operand rows are Cols + 8 elements apart (ldmatrix rows on distinct banks)
-PADDED_ROW_BYTES = 16  # tile_mma.cuh padded_row_extra: rows staged for a change to or from an mma layout
+PADDED_ROW_ELEMENTS = 8  # tile_mma.cuh padded_row_extra: rows staged for a change to or from an mma layout
 
 
 def stages_chunks(itemsize: int, size: int, threads: int, vec: int, step: int, last: int) -> bool:
@@ -70,13 +70,13 @@ def chunk_slot(q, shift: int):
 def stages_padded_rows(shape: tuple, itemsize: int, blocked_vec: int | None) -> bool:
     """tile_mma.cuh stages_padded_rows: a 2-D tile of 2- or more-byte elements changing layout between
     blocked (chunks of `blocked_vec`; None: no blocked side) and an mma layout goes through rows
-    PADDED_ROW_BYTES longer, a fragment's pair of columns and a blocked chunk moved whole."""
+    PADDED_ROW_ELEMENTS longer, a fragment's pair of columns and a blocked chunk moved whole."""
     return len(shape) == 2 and itemsize >= 2 and (blocked_vec is None or shape[1] % blocked_vec == 0)
 
 
 def padded_row_index(e, cols: int, itemsize: int):
     """Where element e of a (rows, cols) tile staged in padded rows sits (ints or NumPy arrays)."""
-    return e // cols * (cols + PADDED_ROW_BYTES // itemsize) + e % cols
+    return e // cols * (cols + PADDED_ROW_ELEMENTS) + e % cols
 
 
 def skewed(i):

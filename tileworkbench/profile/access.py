@@ -274,10 +274,8 @@ def _wavefronts(where, phase, executions, thread, request, address, access_bytes
     words_per_access = max(access_bytes // BANK_BYTES, 1)
     word = ((np.asarray(address) // BANK_BYTES)[:, None] + np.arange(words_per_access)).reshape(-1)
     instruction = (np.asarray(thread) // WARP) * (int(np.max(request, initial=0)) + 1) + request
-    # 16-byte LDS are served half a warp at a time, 16-byte STS a quarter at a time (as ncu counts them
-    # on the H100: one address read by every lane takes two wavefronts; a store of 8 lanes' chunks, one)
-    parts = {("load", 16): 2, ("store", 16): 4}.get((phase, access_bytes), 1)
-    served = np.repeat(parts * instruction + np.asarray(thread) % WARP // (WARP // parts), words_per_access)
+    served = np.repeat(_served_together(phase, access_bytes, instruction, np.asarray(thread) % WARP, word,
+                                        words_per_access), words_per_access)
     distinct = np.unique(np.stack([served, word]), axis=1)
     per_bank = np.unique(np.stack([distinct[0], distinct[1] % BANKS]), axis=1, return_counts=True)
     first = np.unique(per_bank[0][0], return_index=True)[1]
@@ -286,6 +284,23 @@ def _wavefronts(where, phase, executions, thread, request, address, access_bytes
     ideal = int(np.ceil(words * BANK_BYTES / (BANKS * BANK_BYTES)).sum())
     requests = len(np.unique(instruction))
     return SharedAccess(op, line, source, phase, executions, requests, int(wavefronts), ideal)
+
+
+def _served_together(phase, access_bytes, instruction, lane, word, words_per_access) -> np.ndarray:
+    """Which lanes of an instruction the banks may serve in the same wavefronts, as ncu counts them on
+    the H100: 8-byte LDS/STS a half-warp at a time; 16-byte ones a quarter-warp at a time, except that
+    the two quarters of a half-warp that touch the same words are served together (a broadcast of one
+    address to the warp takes two wavefronts)."""
+    if phase not in ("load", "store") or access_bytes not in (8, 16):
+        return instruction
+    if access_bytes == 8:
+        return 2 * instruction + lane // 16
+    quarter = 4 * instruction + lane // 8
+    words = word.reshape(-1, words_per_access)
+    sets = {q: frozenset(words[quarter == q].reshape(-1).tolist()) for q in np.unique(quarter).tolist()}
+    partner = quarter - quarter % 2
+    same = np.array([sets.get(p) == sets[q] for p, q in zip(partner.tolist(), quarter.tolist())], bool)
+    return np.where(same, partner, quarter)
 
 
 def _phase(event, phase, itemsize, writes_or_reads, skew, executions) -> SharedAccess:
@@ -518,12 +533,13 @@ def _conversion(where, tile, source, target, threads, vec, executions, skew) -> 
     phases = []
     for phase, (thread, elem, register, v) in lanes.items():
         chunk_bytes = v * size
-        pieces = max(chunk_bytes // 16, 1)   # a 32-byte chunk moves as two 16-byte accesses
-        first = register % v == 0
-        piece = np.arange(pieces)
-        address = (padded_row_index(elem[first], tile.shape[1], size) * size)[:, None] + piece * 16
+        pieces = max(chunk_bytes // 16, 1)   # a 32-byte chunk moves as two 16-byte accesses,
+        first = register % v == 0             # lanes 4-7 of each quarter-warp taking its second half first
+        swap = (thread[first] >> 2) & 1 if pieces == 2 else np.zeros(int(first.sum()), np.int64)
+        order = np.arange(pieces)
+        address = (padded_row_index(elem[first], tile.shape[1], size) * size)[:, None] + (order ^ swap[:, None]) * 16
         phases.append(_wavefronts(where, phase, executions, np.repeat(thread[first], pieces),
-                                  ((register[first] // v)[:, None] * pieces + piece).reshape(-1), address.reshape(-1),
+                                  ((register[first] // v)[:, None] * pieces + order).reshape(-1), address.reshape(-1),
                                   min(chunk_bytes, 16)))
     return phases
 

@@ -188,14 +188,33 @@ template <class L> constexpr bool is_mma_layout = false;
 template <int WM, int WN> constexpr bool is_mma_layout<mma_layout<WM, WN>> = true;
 
 // A 2-D tile of 2- or more-byte elements changes layout between blocked and an mma layout through
-// rows padded by 16 bytes: a lane's two neighbouring elements of a fragment move as one access, the
-// 8 rows of 4 lanes that a warp instruction writes (the accumulator epilogue) start on distinct
-// 16-byte bank groups, and a blocked chunk moves as 16-byte vectors, conflict-free too.
-template <class T> constexpr int padded_row_extra = 16 / int(sizeof(T));
+// rows padded by 8 elements: a lane's two neighbouring elements of a fragment move as one access, and
+// the rows of 4 lanes that the banks serve together (8 rows of 4-byte pairs per warp; 4 rows of
+// 8-byte pairs per half-warp) start on distinct bank groups (the accumulator epilogue); a blocked
+// chunk moves as 16-byte vectors.
+template <class T> constexpr int padded_row_extra = 8;
 
 template <class T, class S, class L>
 constexpr bool stages_padded_rows = S::rank == 2 && sizeof(T) >= 2 &&
                                     (is_mma_layout<L> || (is_blocked<L> && S::dim(1) % tile<T, S, L>::V == 0));
+
+// A 32-byte chunk moves as two 16-byte accesses; lanes 4-7 of each quarter-warp (which the banks
+// serve together) take its second half first, so a quarter's first accesses land on distinct 16-byte
+// bank groups where chunks 32 bytes apart would meet two by two. Selects, not a run-time register index.
+__device__ inline void copy_32_staggered(void* dst, const void* src, bool shared_dst) {
+  const bool swap = (threadIdx.x >> 2) & 1;
+  const uint4* s = static_cast<const uint4*>(src);
+  uint4* d = static_cast<uint4*>(dst);
+  if (shared_dst) {
+    const uint4 lo = s[0], hi = s[1];
+    d[swap] = swap ? hi : lo;
+    d[!swap] = swap ? lo : hi;
+  } else {
+    const uint4 first = s[swap], second = s[!swap];
+    d[0] = swap ? second : first;
+    d[1] = swap ? first : second;
+  }
+}
 
 template <class T, class S, class L>
 __device__ void padded_rows_access(T* buf, tile<T, S, L>& x, bool write) {
@@ -205,7 +224,9 @@ __device__ void padded_rows_access(T* buf, tile<T, S, L>& x, bool write) {
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     const int e = Tile::elem(r0);
     T* at = buf + e / Cols * (Cols + padded_row_extra<T>) + e % Cols;
-    if (write) copy_chunk<V * sizeof(T)>(at, &x.v[r0]);
+    if constexpr (V * sizeof(T) == 32) copy_32_staggered(write ? (void*)at : (void*)&x.v[r0],
+                                                         write ? (const void*)&x.v[r0] : (const void*)at, write);
+    else if (write) copy_chunk<V * sizeof(T)>(at, &x.v[r0]);
     else copy_chunk<V * sizeof(T)>(&x.v[r0], at);
   }
 }
