@@ -431,7 +431,7 @@ def _ir_staging(fn, trace: Trace, ops: dict, generated, skew: bool) -> tuple[lis
         if op not in executions:
             unmodeled.append(f"line {op.loc.line}: {op.name} in a loop whose trip count the trace does not show")
         elif op.name in REDUCTIONS:
-            phases += _reduction(op, where, threads, vec, executions[op], skew)
+            phases += _reduction(op, where, threads, vec, executions[op], skew, _only_stored(fn, op.results[0]))
         elif op.name == "mma" and op in plan.pipelined:
             phases += _pipelined_mma(op, where, plan, threads, executions)
         elif op.name == "mma" and op in plan.tensor_core:
@@ -451,11 +451,20 @@ def _reduced_positions(shape, axes) -> np.ndarray:
     return table.reshape(int(np.prod([shape[d] for d in kept])), -1)
 
 
-def _reduction(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
+def _only_stored(fn, value) -> bool:
+    """Whether a tile reaches memory only through stores (after casts and reshapes): then the threads
+    that own none of its elements never use their copies, and the compiler drops their reads."""
+    users = [op for op in fn.walk() if any(v is value for v in op.operands)]
+    return bool(users) and all(op.name in WRITES or (op.name in ("astype", "reshape") and _only_stored(fn, op.results[0]))
+                               for op in users)
+
+
+def _reduction(op, where, threads, vec, executions, skew, only_stored=False) -> list[SharedAccess]:
     """tw::reduce (tile_reduce.cuh). One output: each warp's lane 0 stores its partial, then every
     thread reads all of them. Several outputs: the tile is staged in C order (skewed, in passes),
     each output's group of threads reads its elements, then partials and results pass through
-    shared memory as the group size needs."""
+    shared memory as the group size needs; where the result is `only_stored`, only the threads that
+    own an element read it back."""
     from ..codegen.cuda import reduction_bytes, reduction_passes
     x = op.operands[0].type
     axes = sorted(op.attrs["axes"] if "axes" in op.attrs else (op.attrs["axis"],))
@@ -506,10 +515,11 @@ def _reduction(op, where, threads, vec, executions, skew) -> list[SharedAccess]:
             phases.append(_wavefronts(where, "load", executions, reader, w,
                                       partial + ((reader // group) * (group // WARP) + w) * acc, acc))
         leaders = np.arange(0, threads, group)
+        readers = np.arange(min(outputs, threads)) if only_stored else everyone
         phases += [_wavefronts(where, "store", executions, leaders, np.zeros_like(leaders),
                                result + leaders // group * result_bytes, result_bytes),
-                   _wavefronts(where, "load", executions, everyone, np.zeros_like(everyone),
-                               result + everyone % outputs * result_bytes, result_bytes)]
+                   _wavefronts(where, "load", executions, readers, np.zeros_like(readers),
+                               result + readers % outputs * result_bytes, result_bytes)]
     return phases
 
 
