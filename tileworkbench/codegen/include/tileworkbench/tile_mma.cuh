@@ -70,13 +70,10 @@ __device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A ident
   const int lane = threadIdx.x % 32;
   A acc[Rows::R][P];
 #pragma unroll
-  for (int k = 0; k < Rows::R; ++k)
-#pragma unroll
-    for (int p = 0; p < P; ++p) acc[k][p] = identity;
-#pragma unroll
   for (int r = 0; r < tile<T, shape<M, N>, mma_layout<WM, 1>>::R; ++r) {
     const int f = r / 4, c = r % 4, k = f / NI * 2 + c / 2, j = f % NI;
-    acc[k][j % P] = combine(acc[k][j % P], lift(x.v[r], j * 8 + lane % 4 * 2 + c % 2));
+    const A v = lift(x.v[r], j * 8 + lane % 4 * 2 + c % 2);
+    acc[k][j % P] = j < P && c % 2 == 0 ? v : combine(acc[k][j % P], v);  // a fold's first element starts it
   }
   Rows out;
 #pragma unroll
@@ -85,7 +82,8 @@ __device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A ident
 #pragma unroll
     for (int p = 1; p < P; ++p) a = combine(a, acc[k][p]);
     a = combine(a, shuffle_xor(a, 1));
-    out.v[k] = finish(combine(a, shuffle_xor(a, 2)));
+    a = combine(a, shuffle_xor(a, 2));
+    out.v[k] = finish(combine(identity, a));  // once a row, as the interpreter folds it
   }
   return out;
 }
