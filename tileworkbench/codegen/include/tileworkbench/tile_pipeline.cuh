@@ -309,25 +309,20 @@ template <int InFlight, class T, int M, int N, int K, int W, class B>
 __device__ void wgmma_group(const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b,
                             tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  // Groups of at most four k steps: their fragments take 16 registers, on top of the accumulators.
-  constexpr int Steps = K / 16 < 4 ? K / 16 : 4;
-  static_assert(K / 16 % Steps == 0, "whole groups");
+  // One group of every k step: the fragments are A's own elements packed in pairs (K / 4 registers,
+  // no more than A holds), and one wait lets the tensor cores run all steps back to back.
+  uint32_t af[K / 16][4];
 #pragma unroll
-  for (int g = 0; g < K / 16; g += Steps) {
-    uint32_t af[Steps][4];
+  for (int k = 0; k < K / 16; ++k) a_fragment(af[k], a, 0, 0, 16 * k);
+  fence_fragments(af);
+  fence_registers(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-    for (int k = 0; k < Steps; ++k) a_fragment(af[k], a, 0, 0, 16 * (g + k));
-    fence_fragments(af);
-    fence_registers(acc);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int k = 0; k < Steps; ++k)
-      wgmma_op<N, T>::template rs<n_major<B>::value>(acc.v, af[k], b_descriptor(b, 16 * (g + k)));
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
-    fence_registers(acc);
-    fence_fragments(af);
-  }
+  for (int k = 0; k < K / 16; ++k) wgmma_op<N, T>::template rs<n_major<B>::value>(acc.v, af[k], b_descriptor(b, 16 * k));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
+  fence_registers(acc);
+  fence_fragments(af);
 }
 
 // The operands a wgmma takes: A in a stage (K-major) or in registers, B in a stage either way.
