@@ -166,9 +166,10 @@ template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
   else return otherwise();
 }
 // The float32 rows of an accumulator (reduced in registers: the inner loop of attention) fold with
-// fmaxf/fminf, one instruction an element. They differ from the comparisons only on two NaNs (the
+// fmaxf/fminf, one instruction an element. They differ from the comparisons on two NaNs (the
 // canonical NaN), so only in a row of NaNs, which then takes its first element as NumPy does
-// (keep_first_of_nan_rows, tile_mma.cuh).
+// (keep_first_of_nan_rows, tile_mma.cuh); and in which of +0 and -0 they keep, which the
+// comparisons leave to the fold order anyway.
 template <int WM, int WN> struct mma_layout;
 template <class T, class L> struct folds_by_fminmax { static constexpr bool value = false; };
 template <int WM> struct folds_by_fminmax<float, mma_layout<WM, 1>> { static constexpr bool value = true; };
