@@ -5,7 +5,7 @@ import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 
-from ..gpu.cases import attention_rows, matmul_operator
+from ..gpu.cases import attention_rows, causal_row_max, matmul_operator
 
 
 def _notes(kernel, args, arch="sm_90", **options):
@@ -97,6 +97,14 @@ def test_a_layout_change_inside_a_loop_says_every_iteration():
     line = _line_of(bias_each_step, "acc = acc + ct.load(Bias")
     assert any(l == line and "changes layout (blocked to mma_" in t and t.endswith("in every iteration")
                for l, t in notes)
+
+
+def test_a_tile_made_before_a_loop_changes_layout_once_where_it_is_made():
+    args = (np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float16), np.zeros((256, 1), np.float32), 256)
+    notes = _notes(causal_row_max, args)
+    line = _line_of(causal_row_max, "rows = ct.bid(0)")
+    assert (line, "`rows` (128x1) changes layout (blocked to mma_rows_8) through shared memory") in notes
+    assert not any(t.endswith("in every iteration") for _, t in notes)
 
 
 def test_the_launch_report_card_lists_the_notes():

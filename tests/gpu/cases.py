@@ -233,6 +233,48 @@ case("max-min-of-nan-rows", nan_rows, (1,), _nan_rows_args, exact=True)
 
 
 @ct.kernel
+def accumulator_row_extremes(a, b, c, out):
+    """Row max and min of an mma accumulator, reduced in registers without shared memory."""
+    acc = ct.mma(ct.load(a, (0, 0), (128, 16)), ct.load(b, (0, 0), (16, 64)), ct.load(c, (0, 0), (128, 64)))
+    row_max = ct.max(acc, axis=1, keepdims=True)
+    row_min = ct.min(acc, axis=1, keepdims=True)
+    ct.store(out, (0, 0), row_max)
+    ct.store(out, (0, 1), row_min)
+
+
+def _accumulator_nan_rows_args():
+    c = random_array((128, 64), np.float32)
+    c[::7] = np.nan  # rows of NaN only: their max and min are NaN
+    c[1::7, ::3] = np.nan  # NaNs among numbers are ignored
+    c[2::7, 5] = -np.inf
+    c[3::7, 60] = np.inf
+    return (RNG.integers(-3, 4, (128, 16)).astype(np.float16), RNG.integers(-3, 4, (16, 64)).astype(np.float16), c,
+            np.zeros((128, 2), np.float32))
+
+
+case("max-min-of-accumulator-rows-with-nans", accumulator_row_extremes, (1,), _accumulator_nan_rows_args)
+
+
+@ct.kernel
+def causal_row_max(Q, K, M, n: int):
+    """Row max of Q @ K^T over the keys at or before each query row: the row indices are made before
+    the loop and compared, in every iteration, with the key tile's columns in the accumulator layout."""
+    rows = ct.bid(0) * 128 + ct.arange(128, dtype=ct.int32)[:, None]
+    q = ct.load(Q, (ct.bid(0), 0), (128, 64))
+    m = ct.full((128, 1), -np.inf, ct.float32)
+    for j in range(ct.cdiv(n, 128)):
+        s = ct.mma(q, ct.load(K, (0, j), (64, 128)), ct.zeros((128, 128), ct.float32))
+        cols = j * 128 + ct.arange(128, dtype=ct.int32)[None, :]
+        m = ct.maximum(m, ct.max(ct.where(rows >= cols, s, -np.inf), axis=1, keepdims=True))
+    ct.store(M, (ct.bid(0), 0), m)
+
+
+case("causal-row-max", causal_row_max, (2,), lambda: (
+    RNG.integers(-3, 4, (256, 64)).astype(np.float16), RNG.integers(-3, 4, (64, 256)).astype(np.float16),
+    np.zeros((256, 1), np.float32), 256), exact=True)
+
+
+@ct.kernel
 def large_reduction(x, out, AXIS: ct.Constant[int], OP: ct.Constant[int]):
     t = ct.load(x, (0, 0), (512, 128))
     r = (ct.sum, ct.max, ct.argmin)[OP](t, axis=AXIS, keepdims=True)

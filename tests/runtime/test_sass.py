@@ -24,7 +24,7 @@ from tileworkbench.runtime.sass import (
 )
 
 from ..codegen.test_compile import _nvrtc_missing
-from ..gpu.cases import BF16
+from ..gpu.cases import BF16, CASES, accumulator_row_extremes, attention_rows
 
 pytestmark = pytest.mark.skipif(_nvrtc_missing() is not None or sass.find_nvdisasm() is None,
                                 reason="needs NVRTC and nvdisasm (pip install 'tileworkbench[nvrtc]')")
@@ -67,6 +67,23 @@ def test_bf16_matmul_runs_on_tensor_cores_on_the_mma_line(arch, opcode):
     lines = sass_by_line(matmul.specialize((a, a, c, 128, 128, 64)), arch=arch)
     assert _line(lines, "ct.mma(").counts[opcode] > 0
     assert sum(g.counts[opcode] for g in lines if "ct.mma(" not in g.source and "ct.store(" not in g.source) == 0
+
+
+def test_row_max_and_min_of_an_accumulator_fold_with_fmnmx_in_registers():
+    case = next(c for c in CASES if c.id == "max-min-of-accumulator-rows-with-nans")
+    lines = sass_by_line(accumulator_row_extremes.specialize(case.args()), arch="sm_90")
+    for text in ("row_max = ct.max(acc", "row_min = ct.min(acc"):
+        line = _line(lines, text)
+        # 32 elements per thread in 2 rows: one FMNMX each, less the 8 that start the folds, plus the
+        # merges; a select per row keeps the first NaN of a row of NaNs only
+        assert line.counts["FMNMX"] >= 32 and line.counts["FSEL"] <= 2 and line.counts["SHFL"] <= 6
+
+
+def test_attention_loop_takes_row_maxima_without_branches():
+    args = (np.zeros((256, 64), np.float16), np.zeros((64, 200), np.float16), np.zeros((200, 64), np.float16),
+            np.zeros((256, 64), np.float16), 200, 128, 128, 64, 0)
+    line = _line(sass_by_line(attention_rows.specialize(args), arch="sm_90"), "m_ij = ct.maximum(m_i, ct.max(s")
+    assert line.counts["FMNMX"] >= 64 and line.counts["BRA"] == 0 and line.counts["BSSY"] == 0
 
 
 def test_register_pressure_shows_as_local_memory_spills():

@@ -349,6 +349,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                     plan.layouts[op.result] = wants.pop()
                     changed = True
     _registers_as_a(fn, plan)
+    _hoist_invariant_conversions(fn, plan)
     return plan
 
 
@@ -481,6 +482,21 @@ def _registers_as_a(fn: Function, plan: LayoutPlan):
                and a is not u.operands[1] for u, _ in uses):
             plan.hoisted[a] = layout
             plan.register_a.update(u for u, _ in uses)
+
+
+def _hoist_invariant_conversions(fn: Function, plan: LayoutPlan):
+    """A blocked tile made outside a loop whose every use, in loops that do not make it, wants one
+    other layout is converted once where it is made instead of in every iteration (causal
+    attention's query row indices, compared with each key tile's columns in the accumulator layout)."""
+    for op in fn.walk():
+        for v in op.results:
+            if v.is_array or not v.shape or plan.of(v) is not None or v in plan.hoisted:
+                continue
+            users = [user for user, _ in _uses(fn, v)]
+            wants = {wanted_layout(plan, user, v) for user in users}
+            if len(wants) == 1 and None not in wants and all(
+                    (loop := _loop_of(fn, user)) is not None and not _inside(loop, v) for user in users):
+                plan.hoisted[v] = wants.pop()
 
 
 def occupancy_hint(fn: Function, arch: str | None) -> int | None:

@@ -336,17 +336,10 @@ template <class T> __device__ T atan2(T a, T b) {
   if constexpr (sizeof(T) == 8) return ::atan2(a, b);
   else return T(atan2f(widen(a), widen(b)));
 }
-// minimum/maximum ignore NaN (fmin semantics) unless asked to propagate it
-template <class T> __device__ T minimum(T a, T b) {
-  if (isnan(a)) return b;
-  if (isnan(b)) return a;
-  return b < a ? b : a;
-}
-template <class T> __device__ T maximum(T a, T b) {
-  if (isnan(a)) return b;
-  if (isnan(b)) return a;
-  return a < b ? b : a;
-}
+// minimum/maximum ignore NaN (fmin semantics) unless asked to propagate it; of two NaNs, b. One
+// unordered compare and one select, no branches.
+template <class T> __device__ T minimum(T a, T b) { return (b < a || isnan(a)) ? b : a; }
+template <class T> __device__ T maximum(T a, T b) { return (a < b || isnan(a)) ? b : a; }
 template <class T> __device__ T minimum_nan(T a, T b) { return isnan(a) ? a : isnan(b) ? b : (b < a ? b : a); }
 template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : isnan(b) ? b : (a < b ? b : a); }
 }  // namespace op

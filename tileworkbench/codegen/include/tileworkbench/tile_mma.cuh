@@ -70,13 +70,10 @@ __device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A ident
   const int lane = threadIdx.x % 32;
   A acc[Rows::R][P];
 #pragma unroll
-  for (int k = 0; k < Rows::R; ++k)
-#pragma unroll
-    for (int p = 0; p < P; ++p) acc[k][p] = identity;
-#pragma unroll
   for (int r = 0; r < tile<T, shape<M, N>, mma_layout<WM, 1>>::R; ++r) {
     const int f = r / 4, c = r % 4, k = f / NI * 2 + c / 2, j = f % NI;
-    acc[k][j % P] = combine(acc[k][j % P], lift(x.v[r], j * 8 + lane % 4 * 2 + c % 2));
+    const A v = lift(x.v[r], j * 8 + lane % 4 * 2 + c % 2);
+    acc[k][j % P] = j < P && c % 2 == 0 ? v : combine(acc[k][j % P], v);  // a fold's first element starts it
   }
   Rows out;
 #pragma unroll
@@ -85,9 +82,23 @@ __device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A ident
 #pragma unroll
     for (int p = 1; p < P; ++p) a = combine(a, acc[k][p]);
     a = combine(a, shuffle_xor(a, 1));
-    out.v[k] = finish(combine(a, shuffle_xor(a, 2)));
+    a = combine(a, shuffle_xor(a, 2));
+    out.v[k] = finish(combine(identity, a));  // once a row, as the interpreter folds it
   }
   return out;
+}
+
+// A row of the accumulator that folded to NaN holds NaNs only: its result becomes its first element
+// (column 0, register k / 2 * NI * 4 + k % 2 * 2 of the row's quad leader), the NaN NumPy returns.
+template <class T, class S2, int M, int N, int WM>
+__device__ void keep_first_of_nan_rows(tile<T, S2, mma_rows<WM>>& folded, const tile<T, shape<M, N>, mma_layout<WM, 1>>& x) {
+  constexpr int NI = N / 8;
+  const int leader = threadIdx.x % 32 / 4 * 4;
+#pragma unroll
+  for (int k = 0; k < tile<T, S2, mma_rows<WM>>::R; ++k) {
+    const T first = __shfl_sync(0xffffffffu, x.v[k / 2 * NI * 4 + k % 2 * 2], leader);
+    folded.v[k] = op::isnan(folded.v[k]) ? first : folded.v[k];
+  }
 }
 
 // Each row value along the row: (M, 1) rows to an (M, N) accumulator-layout tile, in registers.

@@ -235,11 +235,16 @@ __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M
 // the accumulators are in mma_layout<W, 1> (W warps, each 16 rows). wgmma_op<N, T>::ss and ::rs
 // (tile_wgmma.cuh) is one wgmma.mma_async.m64nNk16 with its N / 2 accumulator registers.
 
-// A shared-memory matrix descriptor: start address, leading and stride byte offsets, swizzle.
-__device__ inline uint64_t wgmma_descriptor(const void* p, int leading_bytes, int stride_bytes, int panel_bytes) {
-  const uint64_t swizzle = panel_bytes == 128 ? 1 : panel_bytes == 64 ? 2 : 3;
-  return uint64_t((smem_address(p) & 0x3FFFF) >> 4) | uint64_t((leading_bytes >> 4) & 0x3FFF) << 16 |
-         uint64_t((stride_bytes >> 4) & 0x3FFF) << 32 | swizzle << 62;
+// A shared-memory matrix descriptor: start address (p, then `offset` bytes on, a multiple of 16),
+// leading and stride byte offsets, swizzle. Shared addresses are below 256 KB, so the start address
+// field never carries: the offset, a constant per k step, is one add to the low word of p's
+// descriptor, which the compiler builds once per stage rather than once per wgmma.
+__device__ inline uint64_t wgmma_descriptor(const void* p, int offset, int leading_bytes, int stride_bytes,
+                                            int panel_bytes) {
+  const uint32_t swizzle = panel_bytes == 128 ? 1 : panel_bytes == 64 ? 2 : 3;
+  const uint32_t low = (smem_address(p) >> 4 & 0x3FFF) | uint32_t(leading_bytes >> 4 & 0x3FFF) << 16;
+  const uint32_t high = uint32_t(stride_bytes >> 4 & 0x3FFF) | swizzle << 30;
+  return uint64_t(high) << 32 | (low + uint32_t(offset >> 4));
 }
 
 // A (M x K, K contiguous: "K-major"), rows [row0, row0 + 64), columns [k0, k0 + 16): core
@@ -248,8 +253,7 @@ __device__ inline uint64_t wgmma_descriptor(const void* p, int leading_bytes, in
 template <class T, int R, int C>
 __device__ uint64_t k_major_descriptor(swizzled<T, R, C> s, int row0, int k0) {
   constexpr int P = swizzled<T, R, C>::P;
-  const int offset = k0 * 2 / P * (R * P) + row0 * P + k0 * 2 % P;
-  return wgmma_descriptor(s.base + offset, 16, 8 * P, P);
+  return wgmma_descriptor(s.base + row0 * P, k0 * 2 / P * (R * P) + k0 * 2 % P, 16, 8 * P, P);
 }
 
 // B (K x N, N contiguous: "MN-major"), rows [k0, k0 + 16): panels of P / 2 columns sit R * P bytes
@@ -257,7 +261,7 @@ __device__ uint64_t k_major_descriptor(swizzled<T, R, C> s, int row0, int k0) {
 template <class T, int R, int C>
 __device__ uint64_t mn_major_descriptor(swizzled<T, R, C> s, int k0) {
   constexpr int P = swizzled<T, R, C>::P;
-  return wgmma_descriptor(s.base + k0 * P, R * P, 8 * P, P);
+  return wgmma_descriptor(s.base, k0 * P, R * P, 8 * P, P);
 }
 
 // Keep the compiler from moving accumulator reads or writes across the asynchronous wgmma.
@@ -305,25 +309,20 @@ template <int InFlight, class T, int M, int N, int K, int W, class B>
 __device__ void wgmma_group(const tile<T, shape<M, K>, mma_layout<W, 1>>& a, const B& b,
                             tile<float, shape<M, N>, mma_layout<W, 1>>& acc) {
   static_assert(M == 16 * W && W % 4 == 0 && N % 8 == 0 && N <= 256 && K % 16 == 0, "wgmma shape");
-  // Groups of at most four k steps: their fragments take 16 registers, on top of the accumulators.
-  constexpr int Steps = K / 16 < 4 ? K / 16 : 4;
-  static_assert(K / 16 % Steps == 0, "whole groups");
+  // One group of every k step: the fragments are A's own elements packed in pairs (K / 4 registers,
+  // no more than A holds), and one wait lets the tensor cores run all steps back to back.
+  uint32_t af[K / 16][4];
 #pragma unroll
-  for (int g = 0; g < K / 16; g += Steps) {
-    uint32_t af[Steps][4];
+  for (int k = 0; k < K / 16; ++k) a_fragment(af[k], a, 0, 0, 16 * k);
+  fence_fragments(af);
+  fence_registers(acc);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
-    for (int k = 0; k < Steps; ++k) a_fragment(af[k], a, 0, 0, 16 * (g + k));
-    fence_fragments(af);
-    fence_registers(acc);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#pragma unroll
-    for (int k = 0; k < Steps; ++k)
-      wgmma_op<N, T>::template rs<n_major<B>::value>(acc.v, af[k], b_descriptor(b, 16 * (g + k)));
-    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-    asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
-    fence_registers(acc);
-    fence_fragments(af);
-  }
+  for (int k = 0; k < K / 16; ++k) wgmma_op<N, T>::template rs<n_major<B>::value>(acc.v, af[k], b_descriptor(b, 16 * k));
+  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(InFlight) : "memory");
+  fence_registers(acc);
+  fence_fragments(af);
 }
 
 // The operands a wgmma takes: A in a stage (K-major) or in registers, B in a stage either way.

@@ -165,17 +165,37 @@ template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
   if constexpr (traits<T>::is_float) return convert<T>(__int_as_float(0x7fffffff));
   else return otherwise();
 }
+// The float32 rows of an accumulator (reduced in registers: the inner loop of attention) fold with
+// fmaxf/fminf, one instruction an element. They differ from the comparisons on two NaNs (the
+// canonical NaN), so only in a row of NaNs, which then takes its first element as NumPy does
+// (keep_first_of_nan_rows, tile_mma.cuh); and in which of +0 and -0 they keep, which the
+// comparisons leave to the fold order anyway.
+template <int WM, int WN> struct mma_layout;
+template <class T, class L> struct folds_by_fminmax { static constexpr bool value = false; };
+template <int WM> struct folds_by_fminmax<float, mma_layout<WM, 1>> { static constexpr bool value = true; };
 template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
 __device__ auto max(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
   T identity = PropagateNan ? lowest<T>() : nan_or<T>(lowest<T>);
-  return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
+  if constexpr (!PropagateNan && folds_by_fminmax<T, L>::value) {
+    auto folded = reduce<S2, Passes>(x, identity, [](T a, T b) { return fmaxf(a, b); });
+    keep_first_of_nan_rows(folded, x);
+    return folded;
+  } else {
+    return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
+  }
 }
 template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
 __device__ auto min(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::minimum_nan(a, b) : op::minimum(a, b); };
   T identity = PropagateNan ? highest<T>() : nan_or<T>(highest<T>);
-  return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
+  if constexpr (!PropagateNan && folds_by_fminmax<T, L>::value) {
+    auto folded = reduce<S2, Passes>(x, identity, [](T a, T b) { return fminf(a, b); });
+    keep_first_of_nan_rows(folded, x);
+    return folded;
+  } else {
+    return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
+  }
 }
 
 // argmax/argmin: ties go to the smaller index; NaN is the worst value unless PropagateNan, where
