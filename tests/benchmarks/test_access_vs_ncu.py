@@ -11,11 +11,11 @@ def _verdicts(ncu):
             in compare(MODEL, ncu)}
 
 
-def test_wavefronts_per_instruction_and_the_l1_conflict_counters_are_compared_against_the_instructions():
+def test_wavefronts_per_instruction_are_judged_against_the_instructions_and_the_l1_counters_only_shown():
     rows = _verdicts({"shared_ld_wavefronts": 1010.0, "shared_ld_instructions": 2000, "shared_st_conflicts": 30.0})
     assert rows["shared_ld_wavefronts"] == (1010.0, "ncu per instruction", 40.0, "agree")   # 2 % of ncu's 2000
-    # the L1 counter, against 2 % of the model's 1000 store instructions
-    assert rows["shared_st_conflicts"] == (30.0, "ncu L1 counter", 20.0, "DISAGREE")
+    # the L1 counter counts cycles the addresses do not decide: printed for reference, not judged
+    assert rows["shared_st_conflicts"] == (30.0, "ncu L1 counter", 20.0, "reference")
     assert _verdicts({"ldmatrix_conflicts": 10.0})["ldmatrix_conflicts"] == (10.0, "ncu per instruction", 10.0,
                                                                              "agree")
 
