@@ -15,6 +15,16 @@ def vector_add(a, b, c, TILE: ct.Constant[int]):
 
 
 @ct.kernel
+def running_sum(x, y, TILE: ct.Constant[int]):
+    """y[block] = the sum of x's TILE-element tiles, every block the same: a loop of loads."""
+    i = ct.bid(0)
+    acc = ct.zeros((TILE,), ct.float32)
+    for k in range(ct.num_tiles(x, 0, (TILE,))):
+        acc = acc + ct.load(x, (k,), (TILE,))
+    ct.store(y, (i,), acc)
+
+
+@ct.kernel
 def transpose(x, y, T: ct.Constant[int]):
     """y = x.T: tile (i, j) of y is tile (i, j) of the F-order view of x. Grid: y's tiles."""
     i, j = ct.bid(0), ct.bid(1)

@@ -12,7 +12,7 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
-from tileworkbench.kernels import matmul
+from tileworkbench.kernels import matmul, running_sum
 from tileworkbench.widgets.code_view import CodeView
 from tileworkbench.widgets.stepper import StepperView, steps_of
 
@@ -25,15 +25,6 @@ def window_sum(x, y, TILE: ct.Constant[int]):
     acc = ct.zeros((TILE,), ct.float32)
     for k in range(2):
         acc = acc + ct.load(x, (i + k,), (TILE,), padding_mode=ct.PaddingMode.NAN)
-    ct.store(y, (i,), acc)
-
-
-@ct.kernel
-def running_sum(x, y, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    acc = ct.zeros((TILE,), ct.float32)
-    for k in range(ct.num_tiles(x, 0, (TILE,))):
-        acc = acc + ct.load(x, (k,), (TILE,))
     ct.store(y, (i,), acc)
 
 

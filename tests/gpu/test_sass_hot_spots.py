@@ -8,17 +8,9 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
+from tileworkbench.kernels import running_sum
 
 GRID = (132,)
-
-
-@ct.kernel
-def running_sum(x, y, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    acc = ct.zeros((TILE,), ct.float32)
-    for k in range(ct.num_tiles(x, 0, (TILE,))):
-        acc = acc + ct.load(x, (k,), (TILE,))
-    ct.store(y, (i,), acc)
 
 
 def arguments():

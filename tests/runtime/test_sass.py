@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.kernels import matmul, transpose, vector_add
+from tileworkbench.kernels import matmul, running_sum, transpose, vector_add
 from tileworkbench.runtime import sass
 from tileworkbench.runtime.launch import build
 from tileworkbench.runtime.sass import (
@@ -96,15 +96,6 @@ def test_missing_disassembler_says_what_to_install(monkeypatch):
     monkeypatch.setattr(sass, "find_nvdisasm", lambda: None)
     with pytest.raises(SassUnavailableError, match="pip install nvidia-cuda-nvdisasm"):
         disassemble(b"")
-
-
-@ct.kernel
-def running_sum(x, y, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    acc = ct.zeros((TILE,), ct.float32)
-    for k in range(ct.num_tiles(x, 0, (TILE,))):
-        acc = acc + ct.load(x, (k,), (TILE,))
-    ct.store(y, (i,), acc)
 
 
 @pytest.fixture(scope="module")
