@@ -10,12 +10,13 @@ sums a block of products and the accumulator in one multi-term adder:
 3. the aligned terms are summed exactly and the sum is truncated (rounded toward zero) to the
    accumulator's precision: 24 significant bits for float32, 14 for 8-bit inputs.
 
-The next block starts from that result. For 8-bit inputs the tensor cores start every 128 products
-from zero and add that partial sum to the float32 result with a float32 addition, as cuBLAS's and
-cuTile's fp8 GEMMs do (without it, a long K would keep only 14 bits). This is the sm_90 (H100) tensor core as measured by
-Khattak and Mikaitis, "Accurate models of NVIDIA tensor cores" (2025). On the H100 it gives the
-tensor cores' results bit for bit, and cuBLAS's and cuTile's (benchmarks/probe/tensor_core_numerics.py
-checks it there). The tile library computes the same model where an mma runs on the CUDA cores
+The next block starts from that result. For 8-bit inputs every 128 products start from zero and
+that partial sum is added to the float32 result with a float32 addition, as cuBLAS's and cuTile's
+fp8 GEMMs do (without it, a long K would keep only 14 bits).
+
+This is the sm_90 (H100) tensor core as Khattak and Mikaitis model it ("Accurate models of NVIDIA
+tensor cores", 2025). On the H100 it gives the tensor cores' results bit for bit, and cuBLAS's and
+cuTile's (benchmarks/probe/tensor_core_numerics.py checks it there). The tile library computes the same model where an mma runs on the CUDA cores
 (`tensor_core_dot` in tile_mma.cuh). A result that is NaN or infinite in exact arithmetic is that
 NaN or infinity.
 """
