@@ -102,6 +102,9 @@ class TileKernelMagics(Magics):
                                                  "block stepper")
     @argument("--bench", action="store_true", help="measure the launch and show the launch report (without a GPU: "
                                                           "compile-time resources and occupancy for --arch)")
+    @argument("--ncu", action="store_true", help="the launch report with Nsight Compute's measurements of one launch "
+              "(achieved occupancy, DRAM and L2 throughput, sectors per request, stall reasons, hot lines), profiled "
+              "in a process of its own; where ncu is absent or not permitted, a one-line message says why")
     @argument("--sweep", default=None, help="sweep Constant parameters: \"TM=32,64,128 TN=32,64\"")
     @argument("--workers", type=int, default=None, help="processes that compile a --sweep (default: one per CPU; 1 "
                                                         "compiles in the notebook's process)")
@@ -136,7 +139,9 @@ class TileKernelMagics(Magics):
                 return self.act_cpp(kernel, args)
             if isinstance(kernel, UserKernel):
                 return self.act_user(kernel, args)
-            if not (args.show or args.grid or args.args or args.viz or args.bench or args.sweep):
+            if args.ncu and (args.lang == "cpp" or isinstance(kernel, UserKernel)):
+                raise TileKernelCellError("--ncu profiles a tile kernel the cell defines with def", [])
+            if not (args.show or args.grid or args.args or args.viz or args.bench or args.ncu or args.sweep):
                 return None
             return self.act(kernel, args)
         except TileError as error:
@@ -286,7 +291,7 @@ class TileKernelMagics(Magics):
             return actions.sweep(kernel, args.grid, args.args, _parse_sweep(args.sweep), self.shell.user_ns,
                                  args.arch, self.sweep_where(args))
         launch_args = self.evaluate(f"({args.args},)" if args.args else "()", "args")
-        if (args.show or args.viz or args.bench or args.grid) and not args.args:
+        if (args.show or args.viz or args.bench or args.ncu or args.grid) and not args.args:
             raise TileKernelCellError("This option needs the kernel's arguments: add --args \"...\"", [])
         grid = self.evaluate(args.grid, "grid") if args.grid else None
         if isinstance(grid, int):
@@ -294,11 +299,13 @@ class TileKernelMagics(Magics):
         for what in args.show:
             actions.show(kernel, launch_args, what, args.arch)
         if grid is None:
-            if args.viz or args.bench:
-                raise TileKernelCellError("--viz and --bench need --grid", [])
+            if args.viz or args.bench or args.ncu:
+                raise TileKernelCellError("--viz, --bench and --ncu need --grid", [])
             return None
         if args.viz:
             return actions.visualize(kernel, grid, launch_args)
+        if args.ncu:
+            return actions.bench_with_ncu(kernel, grid, launch_args, args.arch)
         if args.bench:
             return actions.bench(kernel, grid, launch_args, args.arch)
         actions.launch(kernel, grid, launch_args, cpu=args.cpu)

@@ -1,6 +1,8 @@
 """What %%tilekernel does once the kernel is defined: show code, launch, visualize, measure, sweep."""
 from __future__ import annotations
 
+import linecache
+
 import numpy as np
 from IPython.display import display
 
@@ -141,11 +143,36 @@ def visualize(kernel, grid, args):
     return None
 
 
-def bench(kernel, grid, args, arch: str | None):
+def bench(kernel, grid, args, arch: str | None, ncu=None):
     """--bench: the launch report. On a GPU a measured one (NumPy arguments are copied over); without
-    one, what the compiler decided for `arch`, and the report says that timings need a GPU."""
+    one, what the compiler decided for `arch`, and the report says that timings need a GPU. `ncu`:
+    Nsight Compute's measurements for the report, or why there are none."""
     from ..widgets.launch_report import LaunchReportView
-    return LaunchReportView.measure(kernel, grid, args, arch)
+    return LaunchReportView.measure(kernel, grid, args, arch, ncu=ncu)
+
+
+def bench_with_ncu(kernel, grid, args, arch: str | None):
+    """--ncu: the launch report with Nsight Compute's measurements of one launch, profiled in a process
+    of its own that rebuilds the kernel from the cell. Where ncu cannot measure (absent, not permitted,
+    no GPU) the cell and the report say why in one line."""
+    from ..profile.ncu import NcuUnavailable
+    from ..profile.ncu_child import profile_launch
+    try:
+        measured = profile_launch(_cell_source(kernel), kernel.name, grid, args)
+    except NcuUnavailable as e:
+        measured = str(e)
+        print(f"--ncu: {measured}")
+    except ValueError as e:
+        raise TileKernelCellError(f"--ncu: {e}", []) from None
+    return bench(kernel, grid, args, arch, ncu=measured)
+
+
+def _cell_source(kernel) -> str:
+    """The source of the cell that defined `kernel`, as the magic compiled it (its first line empty)."""
+    lines = linecache.getlines(kernel.__wrapped__.__code__.co_filename)
+    if not lines:
+        raise TileKernelCellError(f"--ncu: the source of {kernel.name} is not at hand: define it in this cell", [])
+    return "".join(lines)
 
 
 def sweep(kernel, grid_text: str, args_text: str, space: dict, user_ns: dict, arch: str | None, where: dict):

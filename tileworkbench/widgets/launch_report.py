@@ -37,6 +37,7 @@ NOMINAL_PEAKS = {
     "sm_80": DevicePeaks("A100 SXM 80GB (datasheet)", "sm_80", 108, 1410.0, 2039.0, 312.0, 19.5),
 }
 NOTE_WIDTH = 96  # characters of a codegen note per card row
+MEASURED_TOP = 3  # stall reasons and hot lines the report lists
 CURVES = (("threads", "threads per block"), ("registers", "registers per thread"), ("shared", "shared bytes per block"))
 
 
@@ -177,8 +178,21 @@ def _curves(report) -> dict:
     return curves
 
 
-def launch_report_data(report) -> dict:
-    """Everything the view draws, as plain numbers and lists."""
+def measured_data(ncu) -> dict | None:
+    """Nsight Compute's numbers for the report: `ncu` is a profile.ncu.NcuMetrics, a message saying why
+    nothing was measured, or None (not asked for)."""
+    if ncu is None or isinstance(ncu, str):
+        return None if ncu is None else {"message": ncu}
+    return {"achieved_occupancy": ncu.achieved_occupancy, "dram_throughput": ncu.dram_throughput,
+            "l2_throughput": ncu.l2_throughput, "l2_hit_rate": ncu.l2_hit_rate,
+            "load_sectors_per_request": ncu.load_sectors_per_request,
+            "store_sectors_per_request": ncu.store_sectors_per_request,
+            "stalls": [{"reason": r, "warps": n} for r, n in list(ncu.stalls.items())[:MEASURED_TOP]],
+            "hot_lines": [{"source": text.strip(), "samples": n} for text, n in ncu.hot_lines[:MEASURED_TOP]]}
+
+
+def launch_report_data(report, ncu=None) -> dict:
+    """Everything the view draws, as plain numbers and lists; `ncu` as `measured_data` takes it."""
     t, w, o, peaks = report.timing, report.work, report.occupancy, report.peaks
     timed = t is not None
     intensity = w.flops / w.bytes if w.bytes else 0.0
@@ -208,6 +222,7 @@ def launch_report_data(report) -> dict:
         "roofline": _roofline(report, intensity, timed) if w.flops else None,
         "no_roofline": None if w.flops else NO_ROOFLINE,
         "notes": [{"line": line, "text": text} for line, text in getattr(report, "notes", ())],
+        "measured": measured_data(ncu),
     }
 
 
@@ -215,18 +230,18 @@ class LaunchReportView(SvgView):
     _esm = static("launch_report.js")
     data = Data({})
 
-    def __init__(self, report, **kwargs):
+    def __init__(self, report, ncu=None, **kwargs):
         self.report = report
-        super().__init__(data=launch_report_data(report), **kwargs)
+        super().__init__(data=launch_report_data(report, ncu), **kwargs)
 
     @classmethod
-    def measure(cls, kernel, grid, args, arch: str | None = None, **bench_options) -> "LaunchReportView":
+    def measure(cls, kernel, grid, args, arch: str | None = None, ncu=None, **bench_options) -> "LaunchReportView":
         """On a GPU: profile.benchmark on the device's arch (NumPy arrays are copied to the GPU first).
         Without one: what the compiler decided for `arch` (default sm_90), and the view says that
-        timings need a GPU."""
+        timings need a GPU. `ncu`: Nsight Compute's measurements, or why there are none."""
         if not device.gpu_available():
-            return cls(compile_report(kernel, grid, args, device.target_arch(arch)))
-        return cls(benchmark(kernel, grid, tuple(device.to_device(a) for a in args), **bench_options))
+            return cls(compile_report(kernel, grid, args, device.target_arch(arch)), ncu)
+        return cls(benchmark(kernel, grid, tuple(device.to_device(a) for a in args), **bench_options), ncu)
 
     def __repr__(self) -> str:
         d, o = self.data, self.data["occupancy"]
@@ -264,9 +279,31 @@ def card_lines(d: dict) -> list[tuple[str, str]]:
     spills = "-" if r["spill_stores"] is None else r["spill_stores"]
     rows.append(("resources", f"{r['registers']} registers/thread  {r['shared_bytes']} B shared  "
                               f"{r['local_bytes']} B local  {spills} spill stores"))
+    rows += measured_lines(d.get("measured"))
     for note in d.get("notes", []):  # how the generator compiled the costly ops: what to change, and why
         for k, part in enumerate(textwrap.wrap(f"line {note['line']}: {note['text']}", NOTE_WIDTH)):
             rows.append(("codegen" if k == 0 else "", part if k == 0 else "    " + part))
+    return rows
+
+
+def measured_lines(m: dict | None) -> list[tuple[str, str]]:
+    """The "measured (Nsight Compute)" rows, next to the theoretical numbers above them."""
+    if m is None:
+        return []
+    if "message" in m:
+        return [("measured" if k == 0 else "", part) for k, part in enumerate(textwrap.wrap(m["message"], NOTE_WIDTH))]
+    pct = lambda v: "-" if v is None else f"{v:.1f}%"  # noqa: E731
+    per = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    rows = [("measured", f"Nsight Compute: achieved occupancy {pct(m['achieved_occupancy'])}"),
+            ("memory", f"DRAM {pct(m['dram_throughput'])} of peak  L2 {pct(m['l2_throughput'])} of peak, "
+                       f"hit rate {pct(m['l2_hit_rate'])}"),
+            ("sectors", f"{per(m['load_sectors_per_request'])} per global load request, "
+                        f"{per(m['store_sectors_per_request'])} per store request")]
+    if m["stalls"]:
+        rows.append(("stalls", "  ".join(f"{s['reason']} {s['warps']:.2f}" for s in m["stalls"])
+                     + " (warps stalled per issued instruction)"))
+    for k, hot in enumerate(m["hot_lines"]):
+        rows.append(("hot lines" if k == 0 else "", f"{hot['samples']:.0f} samples: {hot['source']}"[:NOTE_WIDTH]))
     return rows
 
 
