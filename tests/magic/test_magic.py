@@ -79,8 +79,8 @@ def test_options_that_need_arguments_say_so(shell):
 
 def test_help_documents_every_option(shell):
     doc = shell.find_cell_magic("tilekernel").__doc__
-    for option in ("--cpu", "--arch", "--show", "--grid", "--args", "--viz", "--bench", "--sweep", "--workers",
-                   "--executor"):
+    for option in ("--cpu", "--arch", "--show", "--grid", "--args", "--viz", "--bench", "--ncu", "--sweep",
+                   "--workers", "--executor"):
         assert option in doc
 
 
@@ -296,3 +296,21 @@ def scale(a, c, TILE: ct.Constant[int]):
     assert shown["mul", "return t * 2.0"]["line"] == 0                  # a helper from a file: not in the cell
     assert shown["store", "ct.store(c, (i,), triple(t) + doubled(t))"]["line"] == 8
     assert all(lines[c["line"] - 1].strip() == source for (_, source), c in shown.items() if c["line"])
+
+
+def test_ncu_where_ncu_is_absent_says_so_in_the_cell_and_the_report(shell, monkeypatch):
+    pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
+    from tileworkbench.profile import ncu
+    monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
+    monkeypatch.setattr(ncu, "find_ncu", lambda: None)
+    view, out = cell(shell, '--grid "(3,)" --args "a, b, c, 4" --ncu --arch sm_80', ADD)
+    assert out.stdout.startswith("--ncu: Nsight Compute (ncu) is not installed here") and out.stdout.count("\n") == 1
+    assert view.data["measured"]["message"].startswith("Nsight Compute (ncu) is not installed here")
+    assert "Nsight Compute (ncu) is not installed" in view._repr_mimebundle_()[0]["text/plain"]
+
+
+def test_ncu_needs_a_grid_and_a_tile_kernel(shell):
+    with pytest.raises(TileKernelCellError, match="--ncu need --grid"):
+        cell(shell, '--args "a, b, c, 4" --ncu', ADD)
+    with pytest.raises(TileKernelCellError, match="--ncu profiles a tile kernel"):
+        cell(shell, '--args "a" --ncu', "k = cupy.ElementwiseKernel('T x', 'T y', 'y = x', 'copy')")

@@ -135,12 +135,12 @@ class TileKernelMagics(Magics):
     def act_on(self, kernel, args):
         """Do what the header line asks of the defined kernel; errors become one box without a stack."""
         try:
+            if args.ncu and (args.lang == "cpp" or isinstance(kernel, UserKernel)):
+                raise TileKernelCellError("--ncu profiles a tile kernel the cell defines with def", [])
             if args.lang == "cpp":
                 return self.act_cpp(kernel, args)
             if isinstance(kernel, UserKernel):
                 return self.act_user(kernel, args)
-            if args.ncu and (args.lang == "cpp" or isinstance(kernel, UserKernel)):
-                raise TileKernelCellError("--ncu profiles a tile kernel the cell defines with def", [])
             if not (args.show or args.grid or args.args or args.viz or args.bench or args.ncu or args.sweep):
                 return None
             return self.act(kernel, args)
