@@ -13,7 +13,7 @@ from tileworkbench.profile import ncu
 from tileworkbench.profile.ncu import METRICS, NcuMetrics, NcuUnavailable
 from tileworkbench.profile.ncu_child import profile_launch, read_launch, write_launch
 from tileworkbench.runtime import device
-from tileworkbench.widgets.launch_report import CompileReport, launch_report_data, report_text
+from tileworkbench.widgets.launch_report import CompileReport, launch_report_data, report_svg, report_text
 
 CELL = '''
 def scale(x, y, factor, TILE: ct.Constant[int]):
@@ -120,6 +120,7 @@ def test_the_report_shows_measured_numbers_next_to_the_theoretical_ones():
     assert "4.00 per global load request, - per store request" in text
     assert "long_scoreboard 3.50  barrier 0.25  wait 0.12" in text and "misc" not in text
     assert "120 samples: c = a + b" in text
+    assert "Nsight Compute: achieved occupancy 87.5%" in report_svg(d)   # the picture the widget shows
     json.dumps(d)   # plain data, for the widget
 
 
