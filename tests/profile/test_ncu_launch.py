@@ -45,6 +45,12 @@ def test_bfloat16_arrays_travel_as_their_bits(tmp_path):
     assert args[0].dtype == x.dtype and args[0].tobytes() == x.tobytes()
 
 
+def test_numpy_scalars_keep_their_dtype(tmp_path):
+    write_launch(tmp_path, CELL, "scale", (np.int64(1),), (np.zeros(4), np.zeros(4), np.float32(0.5), 4))
+    _, grid, args = read_launch(tmp_path)
+    assert grid == (1,) and type(args[2]) is np.float32 and args[2] == 0.5
+
+
 def test_arguments_that_cannot_travel_are_named(tmp_path):
     with pytest.raises(ValueError, match=r"argument 3 \(dict\) cannot be sent"):
         write_launch(tmp_path, CELL, "scale", (1,), (np.zeros(4), np.zeros(4), {}, 4))

@@ -36,17 +36,17 @@ def write_launch(folder, source: str, kernel_name: str, grid: tuple, args: tuple
     (folder / MODULE).write_text(PREAMBLE + source)
     arrays, described = {}, []
     for k, a in enumerate(args):
-        if isinstance(a, np.ndarray) or is_array_like(a):
-            host = device.to_host(a)
+        if isinstance(a, (np.ndarray, np.generic)) or is_array_like(a):  # NumPy scalars keep their dtype this way
+            host = np.asarray(a) if isinstance(a, np.generic) else device.to_host(a)
             arrays[f"a{k}"] = host.view(f"u{host.dtype.itemsize}") if host.dtype.itemsize in (1, 2, 4, 8) else host
-            described.append({"array": f"a{k}", "dtype": host.dtype.name})
+            described.append({"array": f"a{k}", "dtype": host.dtype.name, "numpy_scalar": isinstance(a, np.generic)})
         elif isinstance(a, (bool, int, float)):
             described.append({"scalar": a})
         else:
             raise ValueError(f"argument {k + 1} ({type(a).__name__}) cannot be sent to the profiled process: "
                              f"arrays, ints, floats and bools can")
     np.savez(folder / ARRAYS, **arrays)
-    (folder / LAUNCH).write_text(json.dumps({"kernel": kernel_name, "grid": list(grid), "args": described}))
+    (folder / LAUNCH).write_text(json.dumps({"kernel": kernel_name, "grid": [int(g) for g in grid], "args": described}))
 
 
 def _dtype(name: str) -> np.dtype:
@@ -67,8 +67,9 @@ def read_launch(folder):
     kernel = getattr(module, launch["kernel"])
     kernel = kernel if isinstance(kernel, ct.Kernel) else ct.kernel(kernel)
     with np.load(folder / ARRAYS) as arrays:
-        args = tuple(arrays[a["array"]].view(_dtype(a["dtype"])) if "array" in a else a["scalar"]
-                     for a in launch["args"])
+        args = tuple(a["scalar"] if "array" not in a else
+                     arrays[a["array"]].view(_dtype(a["dtype"]))[()] if a["numpy_scalar"] else
+                     arrays[a["array"]].view(_dtype(a["dtype"])) for a in launch["args"])
     return kernel, tuple(launch["grid"]), args
 
 
