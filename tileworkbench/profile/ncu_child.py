@@ -50,10 +50,12 @@ def write_launch(folder, source: str, kernel_name: str, grid: tuple, args: tuple
 
 
 def _dtype(name: str) -> np.dtype:
-    if name in device._TORCH_ONLY:
+    """NumPy's dtype of that name, or ml_dtypes' (bfloat16, fp8), which NumPy does not know by name."""
+    try:
+        return np.dtype(name)
+    except TypeError:
         import ml_dtypes
         return np.dtype(getattr(ml_dtypes, name))
-    return np.dtype(name)
 
 
 def read_launch(folder):
