@@ -39,7 +39,7 @@ const node = Object.fromEntries(nodeSet.types.map(type => [type.name, type])) as
 // `%%tilekernel`, `--grid`, `"(ct.cdiv(n, 256),)"`, `256`: quoted values stay one token
 const HEADER_TOKEN = /(%%\w+)|(--?[\w-]+)|("[^"]*"?|'[^']*'?|[^\s"']+)/g;
 // The magic's options that take no value (tests/labextension checks them against the magic's)
-const FLAGS = new Set(['--cpu', '--viz', '--bench']);
+const FLAGS = new Set(['--cpu', '--viz', '--bench', '--ncu']);
 
 /** The header line's tokens as leaves of a Header node: a word after an option that takes one is
  * its value, any other word the kernel's name (`scale`, `"scale<float, 256>"`). */
