@@ -108,3 +108,17 @@ esac
     calls = (tmp_path / "calls").read_text().splitlines()
     assert len(calls) == 4 and sum("python launch.py" in c for c in calls) == 2   # profiled twice, read back twice
     assert "--section SourceCounters" in calls[1] and "-k regex:^running_sum$" in calls[1]
+
+
+def test_hot_lines_come_from_the_instruction_samples_through_the_cubins_line_table():
+    import numpy as np
+
+    from tileworkbench.kernels import running_sum
+    from tileworkbench.runtime.sass import Samples, sass_by_line
+    fn = running_sum.specialize((np.ones(1 << 16, np.float32), np.zeros(512, np.float32), 512))
+    lines = {line.source: line for line in sass_by_line(fn, arch="sm_90") if line.line is not None}
+    load = next(line for source, line in lines.items() if "ct.load(" in source)
+    store = next(line for source, line in lines.items() if "ct.store(" in source)
+    samples = {load.instructions[0].offset: Samples(900.0), load.instructions[-1].offset: Samples(100.0),
+               store.instructions[0].offset: Samples(20.0)}
+    assert ncu.hot_lines_from_sass(fn, "sm_90", samples) == [(load.source, 1000.0), (store.source, 20.0)]

@@ -164,6 +164,10 @@ def bench_with_ncu(kernel, grid, args, arch: str | None):
         print(f"--ncu: {measured}")
     except ValueError as e:
         raise TileKernelCellError(f"--ncu: {e}", []) from None
+    if not isinstance(measured, str) and not measured.hot_lines and measured.sass_samples:
+        from ..profile.ncu import hot_lines_from_sass
+        from ..runtime.driver import device_arch
+        measured.hot_lines = hot_lines_from_sass(kernel.specialize(args), device_arch(), measured.sass_samples)
     return bench(kernel, grid, args, arch, ncu=measured)
 
 

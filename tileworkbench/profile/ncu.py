@@ -195,6 +195,15 @@ def _samples_column(header: list[str]) -> int | None:
     return next((i for i, name in enumerate(header) if name.startswith("Warp Stall Sampling (All")), None)
 
 
+def hot_lines_from_sass(fn, arch: str, samples: dict[int, Samples]) -> list[tuple[str, float]]:
+    """(kernel source line, stall samples) hottest first, from ncu's per-instruction samples mapped
+    through the cubin's line table: for where ncu's CUDA source page has no lines to name."""
+    from ..runtime.sass import sass_by_line
+    totals = [(line.source, sum(samples[i.offset].samples for i in line.instructions if i.offset in samples))
+              for line in sass_by_line(fn, arch=arch) if line.line is not None]
+    return sorted([t for t in totals if t[1] > 0], key=lambda t: -t[1])
+
+
 def parse_source(text: str) -> list[tuple[str, float]]:
     """`ncu --page source --csv --print-source cuda`: one row per source line; the stall-sampling column
     gives its hot spots. Lines without samples are left out; the hottest come first."""
