@@ -52,6 +52,14 @@ def test_every_gpu_test_kernel_compiles(arch, tmp_path, monkeypatch):
         assert resources.max_threads in (None, generated.threads), case_id
 
 
+def test_a_gather_and_scatter_with_indices_affine_in_arange_move_16_byte_vectors():
+    from ..gpu.cases import affine_gather_scatter
+    x = np.zeros(4096, np.float32)
+    generated, module = runtime.build(affine_gather_scatter.specialize((x, x, 0, 1024)), "sm_90")
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", module.ptx)
+    assert re.search(r"st\.global\.v4\.(u32|b32|f32)", module.ptx)
+
+
 def test_vector_add_moves_16_byte_vectors_without_spills():
     x = np.zeros(4096, np.float32)
     generated, module = runtime.build(vector_add.specialize((x, x, x, 1024)), "sm_90")

@@ -176,6 +176,34 @@ case("gather-broadcast-indices", gather_2d, (1,),
 
 
 @ct.kernel
+def affine_gather_scatter(x, y, start, T: ct.Constant[int]):
+    # indices start + bid * T + arange(T): chunks of adjacent elements move as vectors where they are
+    # aligned, inside and unmasked, element by element elsewhere
+    i = start + ct.bid(0) * T + ct.arange(T, dtype=ct.int32)
+    g = ct.gather(x, i, mask=i != 37, padding_value=5)
+    ct.scatter(y, i, g * 2, mask=i != 70)
+
+
+for _dt in (np.float32, np.float16, np.int8, np.float64):
+    for _start in (0, 1, -3):   # aligned, unaligned, partly before the array (out of bounds)
+        case(f"gather-scatter-affine-{np.dtype(_dt).name}-start{_start}", affine_gather_scatter, (5,),
+             lambda dt=_dt, start=_start: (random_array(1000, dt), np.zeros(1000, dt), start, 256), exact=True)
+
+
+@ct.kernel
+def row_gather_scatter_2d(x, y, rows, C: ct.Constant[int]):
+    # whole rows of a 2-d array (adjacent along the last axis) by row index, the last one out of bounds
+    r = ct.load(rows, (0,), (8,))
+    c = ct.arange(C, dtype=ct.int32)
+    ct.scatter(y, (r[:, None], c[None, :]), ct.gather(x, (r[:, None], c[None, :])) + 1)
+
+
+case("gather-scatter-rows-2d", row_gather_scatter_2d, (1,),
+     lambda: (random_array((12, 64), np.float32), np.zeros((12, 64), np.float32),
+              np.array([0, 9, 3, 11, 2, 5, 7, 12], np.int32), 64), exact=True)
+
+
+@ct.kernel
 def advanced(x, y, z, start):
     rows = ct.load(z, (0,), (4,))
     t = ct.load_advanced_indexing(x, (rows, ct.Slice(start, 8)), padding_mode=ct.PaddingMode.ZERO)

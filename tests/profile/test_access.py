@@ -72,6 +72,26 @@ def test_coalesced_f32_copy_in_16_byte_vectors_is_16_sectors_per_request():
     assert load.warp_requests == [8, 8, 8, 8] and load.warp_sectors == [128] * 4
 
 
+@ct.kernel
+def affine_gather(x, y, start, TILE: ct.Constant[int]):
+    i = start + ct.bid(0) * TILE + ct.arange(TILE, dtype=ct.int32)
+    ct.scatter(y, i, ct.gather(x, i))
+
+
+def test_a_gather_and_scatter_of_adjacent_aligned_elements_move_16_byte_vectors_like_a_copy():
+    x = np.arange(4096, dtype=np.float32)
+    report = analyze(affine_gather, (4,), (x, np.zeros_like(x), 0, 1024))
+    for op in report.global_ops:
+        assert (op.requests, op.sectors_per_request, op.efficiency, op.access_bytes) == (4 * 4 * 2, 16.0, 1.0, 16)
+
+
+def test_a_gather_of_adjacent_but_unaligned_elements_moves_them_one_by_one():
+    x = np.arange(4096 + 1, dtype=np.float32)
+    report = analyze(affine_gather, (4,), (x, np.zeros_like(x), 1, 1024))
+    gather = report.global_ops[0]
+    assert gather.access_bytes == 4 and gather.requests == 4 * 4 * 8
+
+
 def test_column_read_of_a_row_major_matrix_is_32_sectors_per_request():
     x = np.random.default_rng(0).random((32, 64), dtype=np.float32)
     report = analyze(column, (64,), (x, np.zeros((64 * 32, 1), np.float32), 32))

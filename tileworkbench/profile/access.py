@@ -36,6 +36,7 @@ H100_L2_BYTES = 50 * 2**20
 TOUCHING = (Status.LOADED, Status.STORED, Status.COLLISION)   # lanes that reach memory
 WRITES = {"store", "scatter", "store_adv"}
 TILE_SPACE = {"load", "store"}          # chunked, vectorized where a chunk allows it
+ELEMENTWISE = {"gather", "scatter"}     # vectorized where a chunk's elements are adjacent in memory
 STAGED = {"permute", "broadcast", "cat", "extract", "insert"}  # shape ops that go through shared memory
 
 
@@ -224,11 +225,15 @@ def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
     lane_active, lane_address = active[:, element], address[:, element]
     chunk, j = register // v, register % v
     vector = np.zeros_like(lane_active)
-    if event.op in TILE_SPACE and v > 1 and tile_shape[-1] % v == 0:
+    tile_space = event.op in TILE_SPACE and tile_shape[-1] % v == 0
+    if v > 1 and (tile_space or event.op in ELEMENTWISE):
         chunk_bytes = v * itemsize
         alignment = 16 if chunk_bytes % 16 == 0 else 8 if chunk_bytes % 8 == 0 else 4 if chunk_bytes % 4 == 0 else 1
         # lanes are listed element by element, so each chunk's V lanes are adjacent
         whole = lane_active.reshape(rows, -1, v).all(axis=2)
+        if not tile_space:   # a gather's or scatter's chunk is one vector where its elements are adjacent
+            steps = np.diff(lane_address.reshape(rows, -1, v), axis=2)
+            whole &= (steps == itemsize).all(axis=2)
         vector = np.repeat(whole & (lane_address[:, j == 0] % alignment == 0), v, axis=1)
     access = np.where(vector, min(v * itemsize, 16), itemsize)
     # a vector chunk is one request per 16 bytes; a scalar one is one request per element

@@ -188,26 +188,60 @@ __device__ bool element_offset(const int32_t*, const int32_t*, int, long long& o
   return true;
 }
 
+// Where the V elements of a chunk (a thread's registers r0 .. r0+V-1) sit in the array, and whether
+// each is inside and unmasked. The chunk is `contiguous` when all are and their offsets run
+// offset[0], offset[0]+1, ...: then it moves as one vector access, so a gather or scatter whose
+// indices are affine in arange (bid * T + arange(T), a row of a 2-d array) is as fast as a load.
+template <int V, int Rank>
+struct element_chunk {
+  long long offset[V];
+  bool ok[V];
+  bool contiguous;
+  template <class T, class M, class S, class... I>
+  __device__ element_chunk(const array<T, Rank>& a, const M& mask, int r0, const tile<I, S>&... index) {
+    contiguous = V > 1;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      ok[j] = element_offset<Rank>(a.shape, a.stride, r0 + j, offset[j], index...) && mask_at(mask, r0 + j);
+      contiguous = contiguous && ok[j] && offset[j] == offset[0] + j;
+    }
+  }
+};
+
 // t[...] = a[index0[...], index1[...], ...] where inside and unmasked, else pad
 template <class T, int Rank, class S, class M, class... I>
 __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, const M& mask, const tile<I, S>&... index) {
-  tile<T, S> out;
+  using Tile = tile<T, S>;
+  constexpr int V = Tile::V;
+  Tile out;
 #pragma unroll
-  for (int r = 0; r < tile<T, S>::R; ++r) {
-    long long offset;
-    bool ok = element_offset<Rank>(a.shape, a.stride, r, offset, index...) && mask_at(mask, r);
-    out.v[r] = ok ? a.ptr[offset] : pad.v[r];
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
+    element_chunk<V, Rank> c(a, mask, r0, index...);
+    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset[0])) {
+      copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + c.offset[0]);
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) out.v[r0 + j] = c.ok[j] ? a.ptr[c.offset[j]] : pad.v[r0 + j];
   }
   return out;
 }
 
 template <class T, int Rank, class S, class M, class... I>
 __device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const M& mask, const tile<I, S>&... index) {
+  using Tile = tile<T, S>;
+  constexpr int V = Tile::V;
   if (!value.owner()) return;
 #pragma unroll
-  for (int r = 0; r < tile<T, S>::R; ++r) {
-    long long offset;
-    if (element_offset<Rank>(a.shape, a.stride, r, offset, index...) && mask_at(mask, r)) a.ptr[offset] = value.v[r];
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
+    element_chunk<V, Rank> c(a, mask, r0, index...);
+    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset[0])) {
+      copy_chunk<V * sizeof(T)>(a.ptr + c.offset[0], &value.v[r0]);
+      continue;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      if (c.ok[j]) a.ptr[c.offset[j]] = value.v[r0 + j];
   }
 }
 
