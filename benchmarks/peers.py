@@ -39,6 +39,7 @@ the system, the chart, the command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import functools
 import importlib
@@ -46,6 +47,7 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -517,13 +519,15 @@ def sample_cases(z: dict) -> list[Case]:
 
 
 # sizes: "full" fills an H100; "quick" is a smoke test on a GPU; "dry" runs on the interpreter, no GPU
+# FFT: cuTile's sample loads the whole batch into one tile in every block (it is written for a batch of
+# 2), so its batch stays small: 256 FFTs are a 4096-element tile
 SIZES = {  # samples: vector length, batch matmul (batch, side), layernorm rows, FFTs, MoE (tokens, experts, top k)
     "full": {"n": 1 << 28, "s": 16384, "rows": 32768, "gather": (1 << 18, 256, 1 << 20), "matmul": (4096, 8192),
              "attention": (4, 16, 4096),
-             "samples": {"n": 1 << 26, "bmm": (8, 2048), "ln": 8192, "fft": 1 << 16, "moe": (512, 64, 8)}},
+             "samples": {"n": 1 << 26, "bmm": (8, 2048), "ln": 8192, "fft": 256, "moe": (512, 64, 8)}},
     "quick": {"n": 1 << 22, "s": 2048, "rows": 2048, "gather": (1 << 12, 256, 1 << 14), "matmul": (1024, 2048),
               "attention": (1, 4, 1024),
-              "samples": {"n": 1 << 22, "bmm": (2, 1024), "ln": 1024, "fft": 1 << 10, "moe": (64, 64, 8)}},
+              "samples": {"n": 1 << 22, "bmm": (2, 1024), "ln": 1024, "fft": 64, "moe": (64, 64, 8)}},
     "dry": {"n": 1 << 13, "s": 256, "rows": 4, "gather": (16, 256, 64), "matmul": (256, 256), "attention": (1, 1, 256),
             "samples": {"n": 1 << 12, "bmm": (1, 256), "ln": 4, "fft": 4, "moe": (4, 4, 2)}},
 }
@@ -662,15 +666,48 @@ def prepare(entry: Entry, case: Case, timer, *, tune_reps: int, warmup: int) -> 
     _synchronize()
 
 
-def time_round_robin(entries: list[Entry], timer, *, rounds: int, repetitions: int) -> None:
-    """`rounds` rounds; in each, every prepared entry gets `repetitions` timed launches in turn."""
+class OverTime(BaseException):
+    """An implementation ran past its time limit (a BaseException: no configuration's handler keeps it)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """OverTime in this thread once `seconds` have passed, so one very slow implementation (a huge
+    compile, a kernel far off its peers) costs its row, not the run. A call into C that does not
+    return is not interrupted: the progress lines on stdout show where a run stopped."""
+    def expire(signum, frame):
+        raise OverTime(f"over the time limit of {seconds:g} s")
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def prepare_within(entry: Entry, case: Case, timer, settings: dict) -> None:
+    started = time.perf_counter()
+    try:
+        with time_limit(settings["implementation_seconds"]):
+            prepare(entry, case, timer, tune_reps=settings["tune_repetitions"], warmup=settings["warmup"])
+    except OverTime as e:
+        entry.error, entry.run = f"checking and tuning: {e}", None
+    print(f"#   {entry.impl}: {'ready' if entry.run else 'not timed'} in {time.perf_counter() - started:.1f} s",
+          flush=True)
+
+
+def time_round_robin(entries: list[Entry], timer, *, rounds: int, repetitions: int, seconds: float) -> None:
+    """`rounds` rounds; in each, every prepared entry gets `repetitions` timed launches in turn
+    (at most `seconds` per entry and round)."""
     for _ in range(rounds):
         for entry in entries:
             if entry.run is None:
                 continue
             try:
-                entry.samples += timer.samples(entry.run, repetitions)
-            except Exception as e:
+                with time_limit(seconds):
+                    entry.samples += timer.samples(entry.run, repetitions)
+            except (Exception, OverTime) as e:
                 entry.error, entry.run = f"failed while timed: {describe(e)}", None
 
 
@@ -1758,10 +1795,11 @@ def draw_chart(doc: dict, path: str) -> None:
 LATENCY_KEYS = ("compile", "launch")
 SETTINGS = {  # by size (SIZES); "heavy_repetitions": matmul and attention cases
     "full": {"rounds": 5, "repetitions": 10, "heavy_repetitions": 4, "warmup": 5, "tune_repetitions": 5,
-             "compile_samples": 1, "launches": 20000, "first_launch_samples": 3},
+             "compile_samples": 1, "launches": 20000, "first_launch_samples": 3, "implementation_seconds": 90},
     "quick": {"rounds": 2, "repetitions": 3, "heavy_repetitions": 2, "warmup": 2, "tune_repetitions": 2,
-              "compile_samples": 1, "launches": 2000, "first_launch_samples": 1},
-    "dry": {"rounds": 1, "repetitions": 1, "heavy_repetitions": 1, "warmup": 0, "tune_repetitions": 1},
+              "compile_samples": 1, "launches": 2000, "first_launch_samples": 1, "implementation_seconds": 90},
+    "dry": {"rounds": 1, "repetitions": 1, "heavy_repetitions": 1, "warmup": 0, "tune_repetitions": 1,
+            "implementation_seconds": 600},
 }
 
 
@@ -1812,9 +1850,10 @@ def run_case(case: Case, families: list[str], timer: Timer, settings: dict) -> d
     entries = entries_for(case, families)
     state = gpu_state()
     for entry in entries:
-        prepare(entry, case, timer, tune_reps=settings["tune_repetitions"], warmup=settings["warmup"])
+        prepare_within(entry, case, timer, settings)
     reps = settings["heavy_repetitions" if case.kind in ("matmul", "attention") else "repetitions"]
-    time_round_robin(entries, timer, rounds=settings["rounds"], repetitions=reps)
+    time_round_robin(entries, timer, rounds=settings["rounds"], repetitions=reps,
+                     seconds=settings["implementation_seconds"])
     results = [entry.result() for entry in entries]
     del entries
     _release_memory()

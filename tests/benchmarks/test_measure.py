@@ -4,7 +4,9 @@ import math
 import pytest
 
 import benchmarks.peers as peers
-from benchmarks.peers import Entry, prepare, time_round_robin
+import time
+
+from benchmarks.peers import Entry, prepare, prepare_within, time_round_robin
 
 
 class FakeTimer:
@@ -91,8 +93,35 @@ def test_round_robin_gives_every_prepared_entry_its_samples_and_survives_a_failu
     good.run = launch(0.0, 1.0)
     flaky.run = launch(0.0, 1.0, raises=RuntimeError("illegal memory access"))
     idle = Entry("idle", "c", None, error="not here")
-    time_round_robin([good, flaky, idle], FakeTimer(), rounds=3, repetitions=4)
+    time_round_robin([good, flaky, idle], FakeTimer(), rounds=3, repetitions=4, seconds=60)
     assert good.samples == [1.0] * 12
     assert flaky.run is None and flaky.error == "failed while timed: RuntimeError: illegal memory access"
     result = good.result()
     assert result["status"] == "ok" and result["samples"] == 12 and result["ms"] == 1.0
+
+
+def test_an_implementation_past_its_time_limit_loses_its_row_not_the_run():
+    def slow_offer(p):
+        time.sleep(5)
+    slow, fast = Entry("slow", "a", slow_offer), Entry("fast", "b", lambda p: launch(0.0, 1.0))
+    settings = {"implementation_seconds": 0.2, "tune_repetitions": 1, "warmup": 1}
+    started = time.perf_counter()
+    prepare_within(slow, CASE, FakeTimer(), settings)
+    prepare_within(fast, CASE, FakeTimer(), settings)
+    assert time.perf_counter() - started < 2
+    assert slow.run is None and slow.error == "checking and tuning: over the time limit of 0.2 s"
+    assert fast.run is not None and fast.error is None
+
+
+def test_timing_past_the_limit_stops_that_entry_only():
+    stuck, good = Entry("stuck", "a", None), Entry("good", "b", None)
+    stuck.run, good.run = launch(0.0, 1.0), launch(0.0, 1.0)
+
+    class SlowTimer(FakeTimer):
+        def samples(self, run, repetitions):
+            if run is stuck.run:
+                time.sleep(5)
+            return super().samples(run, repetitions)
+    time_round_robin([stuck, good], SlowTimer(), rounds=2, repetitions=2, seconds=0.2)
+    assert stuck.run is None and stuck.error == "failed while timed: OverTime: over the time limit of 0.2 s"
+    assert good.samples == [1.0] * 4
