@@ -876,7 +876,7 @@ def tw_add(p):
 def tw_transpose(p):
     from tileworkbench.kernels import transpose
     s = p.x.shape[0]
-    return {f"T={t}": _tw(transpose, (s // t, s // t), (p.x, p.y, t)) for t in (32, 64)}
+    return {f"T={t}": _tw(transpose, (s // t, s // t), (p.x, p.y, t)) for t in (32, 64, 128)}
 
 
 def tw_gather(p):
