@@ -197,8 +197,8 @@ struct element_chunk {
   long long offset[V];
   bool ok[V];
   bool contiguous;
-  template <class T, class M, class S, class... I>
-  __device__ element_chunk(const array<T, Rank>& a, const M& mask, int r0, const tile<I, S>&... index) {
+  template <class T, class M, class... Index>  // index tiles of one shape (none for a 0-d array)
+  __device__ element_chunk(const array<T, Rank>& a, const M& mask, int r0, const Index&... index) {
     contiguous = V > 1;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
