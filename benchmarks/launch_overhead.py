@@ -290,8 +290,9 @@ print(json.dumps({{"import_ms": (imported - start) * 1e3, "launch_ms": (done - i
 
 
 # The runs of one sample, in order on one kernel cache: (name, whether Python writes and reads bytecode)
+WARM = "warm disk caches (kernel and bytecode)"   # the run the first-launch target is about
 _FIRST_LAUNCH_RUNS = (("cold (kernel and bytecode caches empty)", True),
-                      ("warm disk caches (kernel and bytecode)", True),
+                      (WARM, True),
                       ("warm kernel cache, no bytecode", False))
 
 
@@ -319,7 +320,7 @@ def first_launch(samples: int, mock: bool) -> dict:
         for field in ("import_ms", "launch_ms", "total_ms"):
             result[f"{name}: {field}"] = statistics.median(r[field] for r in state_runs)
     if not mock:  # which libraries a first launch imported (torch is the probe's own)
-        warm = runs["warm disk caches (kernel and bytecode)"][-1]
+        warm = runs[WARM][-1]
         result["warm modules"] = sorted({m.split(".")[0] for m in warm["modules"]} & set(_WATCHED))
     return result
 

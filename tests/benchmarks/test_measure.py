@@ -125,3 +125,14 @@ def test_timing_past_the_limit_stops_that_entry_only():
     time_round_robin([stuck, good], SlowTimer(), rounds=2, repetitions=2, seconds=0.2)
     assert stuck.run is None and stuck.error == "failed while timed: OverTime: over the time limit of 0.2 s"
     assert good.samples == [1.0] * 4
+
+
+def test_the_first_launch_row_reads_the_warm_cache_run_of_the_launch_benchmark(monkeypatch):
+    from benchmarks import launch_overhead as lo
+    first_launch = lo.first_launch
+    monkeypatch.setattr(lo, "first_launch", lambda samples, mock: first_launch(samples, mock=True))
+    monkeypatch.setattr(lo, "tileworkbench_cases", lambda mock: [])
+    monkeypatch.setattr(lo, "peer_cases", lambda: [])
+    rows = peers.launch_latency(launches=1, samples=1)
+    assert [(r["impl"], r["status"]) for r in rows] == [("tileworkbench", "ok")]
+    assert 0 < rows[0]["ms"] < 10_000
