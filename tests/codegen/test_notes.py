@@ -5,7 +5,7 @@ import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 
-from ..gpu.cases import attention_rows, causal_row_max, matmul_operator
+from ..gpu.cases import attention_rows, causal_row_max, gathered_rows_matmul, matmul_operator
 
 
 def _notes(kernel, args, arch="sm_90", **options):
@@ -66,6 +66,39 @@ def test_an_mma_operand_from_a_gather_is_not_pipelined_and_the_note_says_so():
     text = notes[_line_of(gathered_b, "acc = ct.mma(a, b, acc)")]
     assert "its operands are copied to shared memory at every call" in text
     assert "not pipelined: its B operand is a gather in the loop" in text
+
+
+def _gathered_rows_args(tk=32):
+    return (np.zeros((50, 200), np.float16), np.zeros((200, 128), np.float16), np.zeros((128, 128), np.float32),
+            np.zeros(128, np.int32), 64, 64, tk)
+
+
+def test_an_a_operand_gathered_by_rows_in_the_loop_is_pipelined_through_a_row_table():
+    fn = gathered_rows_matmul.specialize(_gathered_rows_args())
+    generated = generate(fn, arch="sm_90")
+    text = dict(generated.notes)[_line_of(gathered_rows_matmul, "acc = ct.mma(a, ct.load(B")]
+    assert text.startswith("mma on tensor cores (wgmma), operands copied by cp.async")
+    assert "not TMA: the rows of `A` are gathered" in text
+    assert "tw::store_row_table(" in generated.source and "tw::gather_rows_async(" in generated.source
+    # the index tiles only the staged gather read are not made in the loop
+    assert "tw::broadcast<tw::shape<64, 32>>" not in generated.source
+
+
+@ct.kernel
+def gathered_rows_masked(A, B, C, rows, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    r = ct.load(rows, (ct.bid(0),), (TM,))
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        a = ct.gather(A, (r[:, None], cols[None, :]), mask=cols[None, :] < 100)
+        acc = ct.mma(a, ct.load(B, (k, 0), (TK, TN)), acc)
+    ct.store(C, (ct.bid(0), 0), acc)
+
+
+def test_a_masked_gather_is_not_pipelined_and_the_note_says_so():
+    notes = dict(_notes(gathered_rows_masked, _gathered_rows_args()))
+    text = notes[_line_of(gathered_rows_masked, "acc = ct.mma(a, ct.load(B")]
+    assert "not pipelined: its A operand is a gather in the loop" in text
 
 
 def test_a_float32_mma_says_it_runs_on_cuda_cores_and_why():

@@ -967,6 +967,37 @@ for _dt in (np.float16, BF16):
 
 
 @ct.kernel
+def gathered_rows_matmul(A, B, C, rows, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """C[block rows] = A[rows] @ B with A's rows gathered in the K loop (a mixture-of-experts layer's
+    shape): pipelined through a row table on sm_90. Rows outside A and columns past K read the
+    gather's padding value."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    r = ct.load(rows, (bm,), (TM,))
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        a = ct.gather(A, (r[:, None], cols[None, :]), padding_value=2)
+        acc = ct.mma(a, ct.load(B, (k, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO), acc)
+    ct.store(C, (bm, bn), acc)
+
+
+def _gathered_rows(count, limit):
+    """Row indices in [-3, limit + 3): some before and some past the array's rows."""
+    return RNG.integers(-3, limit + 3, count).astype(np.int32)
+
+
+for _dt in (np.float16, BF16):
+    _name = np.dtype(_dt).name
+    for _k in (192, 200, 203):  # whole tiles; a ragged K; rows not 16-byte aligned (element by element)
+        case(f"gathered-rows-matmul-{_name}-k{_k}", gathered_rows_matmul, (2, 2),
+             lambda dt=_dt, k=_k: (small_integers((50, k), dt), small_integers((k, 128), dt),
+                                   np.zeros((128, 128), np.float32), _gathered_rows(128, 50), 64, 64, 32), exact=True)
+    case(f"gathered-rows-matmul-{_name}-wide-tiles", gathered_rows_matmul, (1, 1),
+         lambda dt=_dt: (small_integers((300, 256), dt), small_integers((256, 128), dt),
+                         np.zeros((128, 128), np.float32), _gathered_rows(128, 300), 128, 128, 64), exact=True)
+
+
+@ct.kernel
 def mma_row_reductions(A, B, S, I, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     """Row reductions of an mma result that feeds another mma: sum/min without keepdims, argmax,
     a user reduce, each stored."""

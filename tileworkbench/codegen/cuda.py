@@ -26,8 +26,8 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
-from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts, shared_budget, skewed,
-                     wanted_layout)
+from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts, row_table_bytes,
+                     shared_budget, skewed, wanted_layout)
 
 INCLUDE_DIR = Path(__file__).parent / "include"
 
@@ -274,6 +274,11 @@ class _Emitter:
             rule = EMIT.get(op.name)
             if rule is None:
                 raise TileUnsupportedFeatureError(f"'{op.name}' in a GPU kernel: {OPS[op.name].no_emitter}", op.loc)
+            if op in self.plan.unneeded:  # made only the index tiles of a gather its pipeline stages
+                continue
+            if op.results and op.results[0] in self.plan.staged:  # issued ahead by the pipelined loop
+                self.names[op.results[0]] = self.stage_views[op.results[0]]
+                continue
             if op in self.plan.fused:  # a reshape/transpose the staged operand's stage already is
                 self.names[op.result] = self[op.operands[0]]
                 continue
@@ -752,9 +757,6 @@ def _pad(op) -> str:
 def _load(e, op):
     array, *index = op.operands
     order, shape = op.attrs["order"], op.attrs["shape"]
-    if op.result in e.plan.staged:  # issued ahead by the pipelined loop; read from its stage
-        e.names[op.result] = e.stage_views[op.result]
-        return
     if order == tuple(range(len(order))):
         fn = "load_operand" if op.result in e.plan.operands else "load"
         e.assign_tile_result(op, f"tw::{fn}<{shape_type(shape)}>({e[array]}, {e.at(index)}, {_pad(op)})")
@@ -928,6 +930,14 @@ def _pipelined_loop(e, op, pipeline, i):
                f"{{tw::smem() + PIPELINE_BASE + {offset}}};  // loaded once, before the loop")
         offset += (load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024
         e.stage_views[load.result] = name
+    row_tables = {}
+    for gather, how in pipeline.gathers.items():
+        name = e.define(Value(how.rows.type), f"{how.rows.name or 'gathered'}_rows")
+        e.emit(f"long long* const {name} = (long long*)(tw::smem() + PIPELINE_BASE + {offset});  "
+               f"// the rows {gather.result.name or 'the operand'} gathers, for every thread")
+        offset += row_table_bytes(gather.result.shape[0])
+        row_tables[gather] = name
+    e.row_tables = row_tables
     if pipeline.tma:
         barriers = e.define(Value(TileType(bool_, ())), "stage_barriers")
         e.emit(f"const tw::stage_barriers<{stages}> {barriers}{{(uint64_t*)(tw::smem() + PIPELINE_BASE + {offset})}};")
@@ -937,6 +947,12 @@ def _pipelined_loop(e, op, pipeline, i):
         _cp_async_load_stage(e, pipeline, i)
     e.loc = loc
     e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
+    for gather, how in pipeline.gathers.items():
+        e.loc = gather.loc
+        e.emit(f"tw::store_row_table({row_tables[gather]}, {e.in_layout(how.rows, None)});")
+    if pipeline.gathers:
+        e.loc = loc
+        e.emit("__syncthreads();  // the row tables are written")
     for load in pipeline.invariant:  # by cp.async, the oldest copy group (the first wait covers it too)
         e.loc = load.loc
         e.emit(f"tw::load_async({e.stage_views[load.result]}, {_load_async_operands(e, load)});")
@@ -975,6 +991,11 @@ def _cp_async_load_stage(e, pipeline, i):
     e.indent += "  "
     for load in pipeline.loads:
         e.loc = load.loc
+        if load in pipeline.gathers:
+            how = pipeline.gathers[load]
+            e.emit(f"tw::gather_rows_async({e.stage_rings[load]}[stage], {e[load.operands[0]]}, "
+                   f"{e.row_tables[load]}, {_scalar_text(e, how.start)}, {_constant_text(how.pad)});")
+            continue
         e.emit(f"tw::load_async({e.stage_rings[load]}[stage], {_load_async_operands(e, load)});")
     e.loc = None
     e.indent = e.indent[:-2]
@@ -1064,6 +1085,23 @@ def _array_order_index(e, load: Op) -> str:
     for k, d in enumerate(order):
         in_array_order[d] = index[k]
     return e.at(in_array_order)
+
+
+def _constant_text(v: Value) -> str:
+    op = v.owner
+    return literal(op.attrs["value"], v.dtype)
+
+
+def _scalar_text(e, v: Value) -> str:
+    """A scalar of the loop variable, constants and values from outside the loop (layout.py's
+    _affine_scalar) as one C++ expression, for the iteration the pipeline's load_stage is given."""
+    op = v.owner
+    if op is None or v in e.names and op.name not in ("add", "sub", "mul", "constant"):
+        return e[v]
+    if op.name == "constant":
+        return _constant_text(v)
+    a, b = (_scalar_text(e, x) for x in op.operands)
+    return f"({a} {dict(add='+', sub='-', mul='*')[op.name]} {b})"
 
 
 def _affine(start: str, count, step: str) -> str:

@@ -158,6 +158,7 @@ class Pipeline:
     stages: int = 0  # shared-memory buffers per operand
     in_flight: bool = False  # wgmma accumulating in place, one group left running (cp.async loads run one less ahead)
     tma: bool = False  # the loads copied by TMA into stages guarded by mbarriers (tile_tma.cuh), not cp.async
+    gathers: dict = field(default_factory=dict)  # gather Op among `loads` -> its RowGather
 
     @property
     def ahead(self) -> int:
@@ -190,18 +191,40 @@ class Pipeline:
 
     @staticmethod
     def stage_shape(load: Op) -> tuple[int, int]:
-        """The (rows, columns) a load's stage holds: its tile's last two axes in the array's order."""
+        """The (rows, columns) a load's stage holds: its tile's last two axes in the array's order
+        (a gather of rows: its tile)."""
+        if load.name == "gather":
+            return load.result.shape
         shape, order = load.result.shape, load.attrs["order"]
         return (shape[-1], shape[-2]) if order[-2:] == (len(order) - 1, len(order) - 2) else shape[-2:]
 
     @property
     def invariant_bytes(self) -> int:
-        return sum(_stage_bytes(l) for l in self.invariant)
+        """The stages loaded once and the row tables of gathered operands (ROW_TABLE_BYTES a row)."""
+        return sum(_stage_bytes(l) for l in self.invariant) + sum(
+            row_table_bytes(g.result.shape[0]) for g in self.gathers)
 
     @property
     def stage_bytes(self) -> int:
         """One stage of every operand, each buffer 1024-byte aligned (tile_pipeline.cuh)."""
         return sum(_stage_bytes(l) for l in self.loads)
+
+
+def row_table_bytes(rows: int) -> int:
+    """Shared memory for a gathered operand's row indices (64-bit each), 1024-byte aligned."""
+    return (rows * 8 + 1023) // 1024 * 1024
+
+
+@dataclass
+class RowGather:
+    """An mma operand gathered row by row: tile[r, c] = array[rows[r], start + c] (`rows` a 1-d tile
+    made before the loop, `start` a scalar of the loop variable and values from outside it), padded
+    with `pad` outside the array. Its stages are filled like a load's, 16-byte chunk by chunk, each
+    row's address read from a row table written to shared memory once, before the loop."""
+    rows: Value
+    start: Value
+    pad: Value
+    unneeded: list  # the ops in the loop that only made its index and padding tiles
 
 
 def _stage_bytes(load: Op) -> int:
@@ -225,6 +248,7 @@ class LayoutPlan:
     why_not: dict = field(default_factory=dict)  # mma Op -> why it missed a faster path (codegen notes)
     register_a: set = field(default_factory=set)  # mma Ops that take their A operand from registers
     hoisted: dict = field(default_factory=dict)  # blocked Value -> layout it is converted to where defined
+    unneeded: set = field(default_factory=set)  # Ops whose results only a staged gather read: not emitted
 
     def of(self, v: Value):
         return self.layouts.get(v)
@@ -322,6 +346,7 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
             plan.pipelined.update((mma, pipeline) for mma in pipeline.mmas)
             plan.fused.update(pipeline.chains)
             plan.fused.update(pipeline.invariant)
+            plan.unneeded.update(op for gather in pipeline.gathers.values() for op in gather.unneeded)
             if use_wgmma:
                 plan.wgmma.update(pipeline.mmas)
                 # A lone block per SM leaves its tensor cores idle at each barrier unless a wgmma
@@ -554,6 +579,8 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
         inside = {r for op in body.ops for r in op.results} | set(body.args)
 
         def can_run_ahead(load: Op) -> bool:
+            if load.name == "gather":  # _row_gather checked its indices
+                return load.operands[0] not in inside
             array, *index = load.operands
             if array in inside or any(x is not iv and x in inside and not _scalar_constant(x) for x in index):
                 return False
@@ -562,6 +589,9 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
         pipeline = Pipeline(loop, [])
         for mma in (op for op in body.ops if op in shapes):
             sources = {k: _staged_source(mma.operands[k], body.ops, uses) for k in (0, 1)}
+            gathered = _row_gather(mma.operands[0], body, uses, iv, inside) if sources[0] is None else None
+            if gathered is not None:
+                sources[0] = (gathered[0], False, [])
             if any(src and not can_run_ahead(src[0]) for src in sources.values()):
                 sources = {k: None for k in sources}
             if sources[0] is not None and sources[0][1]:  # stages are read with A's K axis contiguous only
@@ -595,6 +625,8 @@ def _pipelines(fn: Function, shapes: dict, a_in_registers: bool = False, why_not
                     load, transposed, chain = src
                     pipeline.operands[mma, k] = (load, transposed)
                     pipeline.chains.update(chain)
+            if gathered is not None and (mma, 0) in pipeline.operands:
+                pipeline.gathers[gathered[0]] = gathered[1]
         loads = list(dict.fromkeys(load for load, _ in pipeline.operands.values() if load in body.ops))
         if loads:
             pipeline.loads = sorted(loads, key=body.ops.index)
@@ -611,6 +643,8 @@ def _tma_refusal(fn: Function, pipeline: Pipeline) -> str | None:
     map per load for an array argument of up to 5 axes; a box has at most 256 rows."""
     for load in pipeline.loads:
         array, name = load.operands[0], load.operands[0].name or "an array"
+        if load.name == "gather":
+            return f"the rows of `{name}` are gathered (a tensor copy moves boxes)"
         if array not in fn.body.args:
             return f"`{name}` is not a kernel argument (tensor maps are made for arguments)"
         if load.attrs["padding"].name not in TMA_PADDING:
@@ -641,6 +675,84 @@ def _unstageable(v: Value, body, uses: dict, iv: Value, inside: set) -> str:
     rows, cols = Pipeline.stage_shape(load)
     return (f"tile ({rows} x {cols}, rows of {cols * load.result.dtype.itemsize} bytes) is not one the swizzled "
             f"stages hold (rows of 32, 64 or a multiple of 128 bytes, unit leading axes)")
+
+
+def _splat_of(v: Value):
+    """The scalar a tile made by reshapes and broadcasts of one scalar holds (None: not such a tile)."""
+    while v.shape and v.owner is not None and v.owner.name in ("reshape", "broadcast"):
+        v = v.owner.operands[0]
+    return None if v.shape else v
+
+
+def _stretched(v: Value, axis: int):
+    """The 1-d tile that reshapes and broadcasts of it stretch along `axis` of v's 2-d shape, and
+    those ops (None: v is not made so)."""
+    ops = []
+    while v.owner is not None and v.owner.name in ("reshape", "broadcast") and len(v.shape) == 2:
+        ops.append(v.owner)
+        v = v.owner.operands[0]
+    if len(_squeezed(v.shape)) != 1 or not ops or ops[-1].name != "reshape":
+        return None
+    made = ops[-1].result.shape   # the 1-d tile as a column (n, 1) or a row (1, n)
+    return (v, ops) if made[1 - axis] == 1 and made[axis] == v.shape[0] else None
+
+
+def _affine_scalar(v: Value, iv: Value, inside: set) -> bool:
+    """Whether the scalar v is made from the loop variable, constants and values from outside the
+    loop by integer + - * only (so it can be computed for an iteration ahead)."""
+    if v is iv or v not in inside or _scalar_constant(v):
+        return not v.shape
+    op = v.owner
+    return (op is not None and op.name in ("add", "sub", "mul") and not v.shape
+            and all(_affine_scalar(x, iv, inside) for x in op.operands))
+
+
+def _row_gather(v: Value, body, uses: dict, iv: Value, inside: set):
+    """(gather, RowGather) when the mma operand v is `ct.gather(a, (rows[:, None], cols[None, :]))` of
+    a 2-d 16-bit array, unmasked, where `rows` is made before the loop and `cols` is
+    `start + ct.arange(C)` with `start` computable ahead (_affine_scalar); else None."""
+    gather = v.owner
+    if gather is None or gather.name != "gather" or gather not in body.ops or uses[v] != 1:
+        return None
+    array, *rest = gather.operands
+    if array.type.ndim != 2 or gather.attrs["has_mask"] or v.dtype.itemsize != 2 or not _panel_fits(v.shape):
+        return None
+    row_index, col_index, pad_tile = rest
+    rows, cols, pad = _stretched(row_index, 0), _stretched(col_index, 1), _splat_of(pad_tile)
+    if rows is None or cols is None or pad is None or not _scalar_constant(pad) or rows[0] in inside:
+        return None
+    col_ops, cols = cols[1], cols[0]
+    add = cols.owner
+    if add is None or add.name != "add" or add not in body.ops:
+        return None
+    iota = next((x for x in add.operands if x.owner is not None and x.owner.name == "iota"), None)
+    start = next((_splat_of(x) for x in add.operands if x is not iota), None)
+    if iota is None or start is None or not _affine_scalar(start, iv, inside):
+        return None
+    made = [*rows[1], *col_ops, add, iota.owner]
+    unneeded = _only_for(gather, made + [o for o in body.ops if o.results and _splat_of(o.results[0]) is not None],
+                         uses)
+    return gather, RowGather(rows[0], start, pad, unneeded)
+
+
+def _only_for(consumer: Op, candidates: list, uses: dict) -> list:
+    """The candidate ops every use of whose result is by `consumer` or by another such op."""
+    chosen = set()
+    changed = True
+    while changed:
+        changed = False
+        for op in candidates:
+            if op in chosen or not op.results:
+                continue
+            users = [u for u in _users_among(op.results[0], candidates + [consumer])]
+            if len(users) == uses.get(op.results[0], 0) and all(u is consumer or u in chosen for u in users):
+                chosen.add(op)
+                changed = True
+    return [op for op in candidates if op in chosen]
+
+
+def _users_among(v: Value, ops: list) -> list:
+    return [op for op in ops for x in op.operands if x is v]
 
 
 def _stageable(load: Op) -> bool:

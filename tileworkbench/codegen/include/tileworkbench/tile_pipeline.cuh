@@ -112,6 +112,34 @@ __device__ void load_async(swizzled<T, R, C> dst, const array<T, Rank>& a, const
   load_async(dst, plane, coords<2>{{index[Rank - 2], index[Rank - 1]}}, pad);
 }
 
+// A gathered operand's row indices, written to shared memory once before its loop: the threads that
+// fill a stage copy chunks of any row, and the index tile is spread over the block.
+template <class I, class S>
+__device__ void store_row_table(long long* table, const tile<I, S>& rows) {
+  static_assert(S::size == S::dim(0), "a row table is made from a 1-d tile");
+  if (!rows.owner()) return;
+#pragma unroll
+  for (int r = 0; r < tile<I, S>::R; ++r) table[tile<I, S>::elem(r)] = (long long)rows.v[r];
+}
+
+// Start copying tile[r, c] = a[rows[r], j0 + c] (shape R x C) into `dst`: chunks of a row inside
+// a row-major array with 16-byte aligned rows go by cp.async, any other chunk (a row outside the
+// array, the edge of the columns) is copied element by element with the padding value.
+template <class T, int R, int C>
+__device__ void gather_rows_async(swizzled<T, R, C> dst, const array<T, 2>& a, const long long* rows, long long j0,
+                                  T pad) {
+  constexpr int chunks = R * C / 8, per_row = C / 8;
+  const bool rows_aligned = a.stride[1] == 1 && a.stride[0] % 8 == 0 && aligned<16>(a.ptr);
+  for (int q = threadIdx.x; q < chunks; q += TW_THREADS) {
+    const long long i = rows[q / per_row], j = j0 + q % per_row * 8;
+    unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
+    if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
+      cp_async_16(d, a.ptr + i * a.stride[0] + j);
+    else
+      load_chunk_checked(d, a, i, j, pad);
+  }
+}
+
 // An operand stage that holds the transpose of the operand: the B operand (K x N) of `q @ k.T`
 // staged as the (N x K) tile it was loaded as. mma reads its fragments without the .trans ldmatrix.
 template <class S>
