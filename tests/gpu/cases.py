@@ -981,6 +981,21 @@ def gathered_rows_matmul(A, B, C, rows, TM: ct.Constant[int], TN: ct.Constant[in
     ct.store(C, (bm, bn), acc)
 
 
+@ct.kernel
+def gathered_rows_matmul_weighted(A, B, C, rows, weights, TM: ct.Constant[int], TN: ct.Constant[int],
+                                  TK: ct.Constant[int]):
+    """The same, each output row scaled by a weight gathered by the same rows (MoE's routed weights):
+    a (TM, 1) factor broadcast over the accumulator's rows."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    r = ct.load(rows, (bm,), (TM,))
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        acc = ct.mma(ct.gather(A, (r[:, None], cols[None, :])), ct.load(B, (k, bn), (TK, TN)), acc)
+    acc = acc * ct.gather(weights, r)[:, None]
+    ct.store(C, (bm, bn), acc)
+
+
 def _gathered_rows(count, limit):
     """Row indices in [-3, limit + 3): some before and some past the array's rows."""
     return RNG.integers(-3, limit + 3, count).astype(np.int32)
@@ -992,6 +1007,10 @@ for _dt in (np.float16, BF16):
         case(f"gathered-rows-matmul-{_name}-k{_k}", gathered_rows_matmul, (2, 2),
              lambda dt=_dt, k=_k: (small_integers((50, k), dt), small_integers((k, 128), dt),
                                    np.zeros((128, 128), np.float32), _gathered_rows(128, 50), 64, 64, 32), exact=True)
+    case(f"gathered-rows-matmul-weighted-{_name}", gathered_rows_matmul_weighted, (1, 1),
+         lambda dt=_dt: (small_integers((300, 256), dt), small_integers((256, 128), dt),
+                         np.zeros((128, 128), np.float32), _gathered_rows(128, 300),
+                         small_integers(300, np.float32), 128, 128, 64), exact=True)
     case(f"gathered-rows-matmul-{_name}-wide-tiles", gathered_rows_matmul, (1, 1),
          lambda dt=_dt: (small_integers((300, 256), dt), small_integers((256, 128), dt),
                          np.zeros((128, 128), np.float32), _gathered_rows(128, 300), 128, 128, 64), exact=True)

@@ -1195,7 +1195,9 @@ def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: s
     e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []
     layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)
-    rows = sorted({l for l in plan.layouts.values() if isinstance(l, RowLayout)}, key=lambda l: l.alias)
+    # the rows of every mma<wm x 1> accumulator: a conversion into them may be made where a value is used
+    rows = sorted({l for l in plan.layouts.values() if isinstance(l, RowLayout)}
+                  | {RowLayout(l.wm) for l in layouts if l.wn == 1}, key=lambda l: l.alias)
     for layout in layouts:
         e.used.add(layout.alias)
         setup.append(f"using {layout.alias} = {layout.cpp};  // tensor-core accumulator layout")
