@@ -5,7 +5,8 @@ import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 
-from ..gpu.cases import attention_rows, causal_row_max, gathered_rows_matmul, matmul_operator
+from ..gpu.cases import (attention_rows, causal_row_max, gathered_rows_matmul, gathered_rows_matmul_scattered,
+                         matmul_operator)
 
 
 def _notes(kernel, args, arch="sm_90", **options):
@@ -82,6 +83,14 @@ def test_an_a_operand_gathered_by_rows_in_the_loop_is_pipelined_through_a_row_ta
     assert "tw::store_row_table(" in generated.source and "tw::gather_rows_async(" in generated.source
     # the index tiles only the staged gather read are not made in the loop
     assert "tw::broadcast<tw::shape<64, 32>>" not in generated.source
+
+
+def test_a_scatter_by_an_outer_product_of_indices_reads_them_from_tables_not_full_tiles():
+    args = (np.zeros((130, 256), np.float16), np.zeros((256, 256), np.float16), np.zeros((130, 256), np.float16),
+            np.zeros(128, np.int32), 128, 128, 64)
+    source = generate(gathered_rows_matmul_scattered.specialize(args), arch="sm_90").source
+    assert source.count("tw::index_table<tw::shape<128, 128>>") == 2
+    assert "tw::broadcast<tw::shape<128, 128>>" not in source
 
 
 @ct.kernel

@@ -996,6 +996,20 @@ def gathered_rows_matmul_weighted(A, B, C, rows, weights, TM: ct.Constant[int], 
     ct.store(C, (bm, bn), acc)
 
 
+@ct.kernel
+def gathered_rows_matmul_scattered(A, B, C, rows, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """Rows gathered, multiplied, and scattered back to the same rows of C (MoE's epilogue): the
+    scatter's row and column indices are an outer product, read from index tables."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    r = ct.load(rows, (bm,), (TM,))
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        acc = ct.mma(ct.gather(A, (r[:, None], cols[None, :])), ct.load(B, (k, bn), (TK, TN)), acc)
+    out_cols = bn * TN + ct.arange(TN, dtype=ct.int32)
+    ct.scatter(C, (r[:, None], out_cols[None, :]), acc.astype(C.dtype))
+
+
 def _gathered_rows(count, limit):
     """Row indices in [-3, limit + 3): some before and some past the array's rows."""
     return RNG.integers(-3, limit + 3, count).astype(np.int32)
@@ -1011,6 +1025,9 @@ for _dt in (np.float16, BF16):
          lambda dt=_dt: (small_integers((300, 256), dt), small_integers((256, 128), dt),
                          np.zeros((128, 128), np.float32), _gathered_rows(128, 300),
                          small_integers(300, np.float32), 128, 128, 64), exact=True)
+    case(f"gathered-rows-matmul-scattered-{_name}", gathered_rows_matmul_scattered, (1, 2),
+         lambda dt=_dt: (small_integers((130, 256), dt), small_integers((256, 256), dt), np.zeros((130, 256), dt),
+                         RNG.permutation(np.arange(-5, 135))[:128].astype(np.int32), 128, 128, 64), exact=True)
     case(f"gathered-rows-matmul-{_name}-wide-tiles", gathered_rows_matmul, (1, 1),
          lambda dt=_dt: (small_integers((300, 256), dt), small_integers((256, 128), dt),
                          np.zeros((128, 128), np.float32), _gathered_rows(128, 300), 128, 128, 64), exact=True)

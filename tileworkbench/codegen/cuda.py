@@ -288,8 +288,9 @@ class _Emitter:
                 self.loops -= op.name != "if"
                 self.loc = enclosing
                 continue
-            own = {v: self[v] for v in op.operands}
-            for v in op.operands:  # the rule sees each operand in the layout the op takes it in
+            made = [v for v in op.operands if v not in self.plan.index_tables]  # (an index table is made by the rule)
+            own = {v: self[v] for v in made}
+            for v in made:  # the rule sees each operand in the layout the op takes it in
                 self.names[v] = self.in_layout(v, wanted_layout(self.plan, op, v))
             rule(self, op)
             self.names.update(own)
@@ -786,14 +787,33 @@ def _store(e, op):
            f"tw::permute<{', '.join(map(str, inverse))}>({e[tile]}));")
 
 
+def _indices(e, op, index, shape) -> list[str]:
+    """A gather's or scatter's index operands: tiles, or tables of the tiles they broadcast
+    (layout.py _index_tables), written to the layout-change memory between two barriers."""
+    tables = [v for v in index if v in e.plan.index_tables]
+    blocked = {v: e.in_layout(e.plan.index_tables[v], None) for v in tables}  # (a conversion stages too: first)
+    if tables:
+        e.emit("__syncthreads();  // the index tables reuse the layout-change memory")
+    offset, names = 0, {}
+    for v in tables:
+        x = e.plan.index_tables[v]
+        names[v] = e.define(Value(v.type), f"{e[x]}_table")
+        e.emit(f"const auto {names[v]} = tw::index_table<{shape_type(shape)}>({blocked[v]}, {offset});")
+        offset += (skewed(x.type.size) * x.type.dtype.itemsize + 15) // 16 * 16
+    if tables:
+        e.need_smem(offset)
+        e.emit("__syncthreads();  // the index tables are written")
+    return [names[v] if v in names else e.tile(v) for v in index]
+
+
 @emits("gather")
 def _gather(e, op):
     array, *rest = op.operands
     nd = array.type.ndim
     index, pad, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
     mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
-    operands = ", ".join([e[array], e.tile(pad), mask_text] + [e.tile(i) for i in index])
-    e.assign_tile_result(op, f"tw::gather({operands})")
+    indices = _indices(e, op, index, op.result.shape)
+    e.assign_tile_result(op, f"tw::gather({', '.join([e[array], e.tile(pad), mask_text] + indices)})")
 
 
 @emits("scatter")
@@ -802,7 +822,8 @@ def _scatter(e, op):
     nd = array.type.ndim
     index, value, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
     mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
-    e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + [e.tile(i) for i in index])});")
+    indices = _indices(e, op, index, value.shape)
+    e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + indices)});")
 
 
 @emits("assert")

@@ -249,6 +249,9 @@ class LayoutPlan:
     register_a: set = field(default_factory=set)  # mma Ops that take their A operand from registers
     hoisted: dict = field(default_factory=dict)  # blocked Value -> layout it is converted to where defined
     unneeded: set = field(default_factory=set)  # Ops whose results only a staged gather read: not emitted
+    # a gather's or scatter's index operand made by a broadcast -> the tile it broadcasts, which goes
+    # to shared memory as a table read per element (tile_memory.cuh broadcast_index)
+    index_tables: dict = field(default_factory=dict)
 
     def of(self, v: Value):
         return self.layouts.get(v)
@@ -290,7 +293,32 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
                  blocks_per_sm: int | None = None, tma: bool = True) -> LayoutPlan:
     """Choose the warp count from the tensor-core mmas, find the loops to software-pipeline, then
     propagate layouts to a fixpoint. On sm_90 a pipelined mma of 64 or 128 rows runs as wgmma, its
-    stages filled by TMA where the loads allow it (and `tma` does)."""
+    stages filled by TMA where the loads allow it (and `tma` does). Broadcast gather and scatter
+    indices are read from tables (_index_tables)."""
+    plan = _plan_layouts(fn, threads, arch, max_stages=max_stages, blocks_per_sm=blocks_per_sm, tma=tma)
+    _index_tables(fn, plan)
+    return plan
+
+
+def _index_tables(fn: Function, plan: LayoutPlan):
+    """A gather's or scatter's index operand made by a broadcast used nowhere else is not made: the
+    tile it broadcasts goes to shared memory and each element reads its index there. Outer products
+    of row and column indices (`a[rows[:, None], cols[None, :]]`) then hold no full index tiles."""
+    uses = _use_counts(fn)
+    for op in fn.walk():
+        if op.name not in ("gather", "scatter") or op.results and op.results[0] in plan.staged:
+            continue
+        for v in op.operands[1:1 + op.operands[0].type.ndim]:
+            made = v.owner
+            if (made is None or made.name != "broadcast" or uses[v] != 1 or plan.of(v) is not None
+                    or made.operands[0].type.size <= 1):
+                continue
+            plan.index_tables[v] = made.operands[0]
+            plan.unneeded.add(made)
+
+
+def _plan_layouts(fn: Function, threads: int | None, arch: str | None, *, max_stages: int,
+                  blocks_per_sm: int | None, tma: bool) -> LayoutPlan:
     shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
     why_not = {op: _tensor_core_refusal(op) for op in fn.walk() if op.name == "mma" and op not in shapes}
     coupled = _row_coupled(fn, shapes)

@@ -172,13 +172,46 @@ __device__ bool in_range(I i, int n) {
   else return (unsigned long long)i < (unsigned long long)n;
 }
 
+// An index operand of a gather or scatter that broadcasts a smaller tile (shape SX, equal rank, its
+// size-1 axes stretched to S): the smaller tile sits in shared memory, written once by index_table,
+// and each element's index is read from it where it is used. A (128, 1) x (1, 128) outer product of
+// row and column indices then holds no 128 x 128 index tiles in registers.
+template <class I, class SX, class S>
+struct broadcast_index {
+  const I* table;  // SX's elements in C order, skewed as to_smem writes them
+  __device__ I operator[](int r) const {
+    int c[S::rank];
+    S::unflatten(tile<I, S>::elem(r), c);
+#pragma unroll
+    for (int i = 0; i < S::rank; ++i) c[i] = SX::dim(i) == 1 ? 0 : c[i];
+    return table[skew(SX::flatten(c))];
+  }
+};
+
+// Write x to shared memory at `offset` bytes for the gather or scatter of shape S that reads it.
+// The caller puts a barrier before (the memory is the layout changes') and after (all are written).
+template <class S, class I, class SX>
+__device__ broadcast_index<I, SX, S> index_table(const tile<I, SX>& x, int offset) {
+  static_assert(SX::rank == S::rank, "an index broadcasts at equal rank");
+  I* table = reinterpret_cast<I*>(smem() + offset);
+  to_smem(x, table);
+  return {table};
+}
+
+template <class I, class S>
+__device__ I index_at(const tile<I, S>& index, int r) { return index.v[r]; }
+template <class I, class SX, class S>
+__device__ I index_at(const broadcast_index<I, SX, S>& index, int r) { return index[r]; }
+
 template <int Rank, class... Index>  // index tiles of one shape (none for a 0-d array)
 __device__ bool element_offset(const int32_t* shape, const int32_t* stride, int r, long long& offset,
                                const Index&... index) {
   bool inside = true;
   int d = 0;
   offset = 0;
-  ((inside = inside && in_range(index.v[r], shape[d]), offset += (long long)index.v[r] * stride[d], ++d), ...);
+  ((inside = inside && in_range(index_at(index, r), shape[d]), offset += (long long)index_at(index, r) * stride[d],
+    ++d),
+   ...);
   return inside;
 }
 
@@ -209,8 +242,8 @@ struct element_chunk {
 };
 
 // t[...] = a[index0[...], index1[...], ...] where inside and unmasked, else pad
-template <class T, int Rank, class S, class M, class... I>
-__device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, const M& mask, const tile<I, S>&... index) {
+template <class T, int Rank, class S, class M, class... Index>  // index tiles, or broadcast_index of shape S
+__device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, const M& mask, const Index&... index) {
   using Tile = tile<T, S>;
   constexpr int V = Tile::V;
   Tile out;
@@ -227,8 +260,8 @@ __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, con
   return out;
 }
 
-template <class T, int Rank, class S, class M, class... I>
-__device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const M& mask, const tile<I, S>&... index) {
+template <class T, int Rank, class S, class M, class... Index>
+__device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const M& mask, const Index&... index) {
   using Tile = tile<T, S>;
   constexpr int V = Tile::V;
   if (!value.owner()) return;
