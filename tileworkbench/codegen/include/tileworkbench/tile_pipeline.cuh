@@ -67,6 +67,15 @@ __device__ __noinline__ void load_chunk_checked(unsigned char* dst, const array<
   copy_chunk<16>(dst, v);
 }
 
+// A 16-byte chunk of a row outside the array: all padding, one store.
+template <class T>
+__device__ void fill_chunk(unsigned char* dst, T pad) {
+  T v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = pad;
+  copy_chunk<16>(dst, v);
+}
+
 // Start copying tile `index` (shape R x C) of a 2-D array into `dst`. A tile wholly inside a
 // row-major array with 16-byte aligned rows goes by cp.async, chunk by chunk; any other (edges,
 // padding, other strides) is checked chunk by chunk and copied element by element where needed.
@@ -90,6 +99,8 @@ __device__ void load_async(swizzled<T, R, C> dst, const array<T, 2>& a, const co
     unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
     if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
       cp_async_16(d, a.ptr + i * a.stride[0] + j);
+    else if (i < 0 || i >= a.shape[0])
+      fill_chunk(d, pad);
     else
       load_chunk_checked(d, a, i, j, pad);
   }
@@ -135,6 +146,8 @@ __device__ void gather_rows_async(swizzled<T, R, C> dst, const array<T, 2>& a, c
     unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
     if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
       cp_async_16(d, a.ptr + i * a.stride[0] + j);
+    else if (i < 0 || i >= a.shape[0])
+      fill_chunk(d, pad);
     else
       load_chunk_checked(d, a, i, j, pad);
   }
