@@ -125,7 +125,7 @@ class L2Estimate:
 
     @property
     def reasoning(self) -> str:
-        """Why the hit rate is what it is, in a phrase (the launch report shows it)."""
+        """Why the hit rate is what it is, in a phrase (`summary()` passes it on to the launch report)."""
         if self.resident <= 1:
             return "blocks one after another in launch order: each sector misses once, on its first read"
         text = f"first wave: {self.resident} blocks run at once; a sector several ask for misses once"
@@ -205,7 +205,7 @@ def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = 
             itemsize = op.result.type.dtype.itemsize
             shared_ops += _staged(event, itemsize, threads, vec, skew, trace.grid, op.attrs.get("axes"))
     staging, unmodeled = _ir_staging(fn, trace, ops, generated, skew)
-    resident = first_wave(fn, generated, int(np.prod(trace.grid)), arch, sms)
+    resident = first_wave(fn, int(np.prod(trace.grid)), arch, sms)
     return AccessReport(fn.name, trace.grid, threads, vec, global_ops, shared_ops + staging,
                         l2_estimate(trace, l2_bytes, resident), unmodeled)
 
@@ -699,16 +699,17 @@ def _tensor_core_mma(op, where, plan, threads, vec, executions) -> list[SharedAc
 
 # ---- L2 -----------------------------------------------------------------------------------------
 
-def first_wave(fn, generated, blocks: int, arch: str | None, sms: int = H100_SMS) -> int:
-    """How many blocks of the launch run at once: all of them where there are no more than SMs, else
-    SMs times the blocks one SM holds (the theoretical occupancy of the compiled kernel)."""
+def first_wave(fn, blocks: int, arch: str | None = None, sms: int = H100_SMS) -> int:
+    """How many of a launch's blocks run at once: all of them where there are no more than SMs, else
+    SMs times the blocks one SM holds (the theoretical occupancy of `fn` compiled for `arch`: the
+    GPU's, else sm_90; NVRTC, no GPU needed)."""
     if blocks <= sms:
         return blocks
-    from ..runtime.device import DEFAULT_ARCH
+    from ..runtime.device import target_arch
     from ..runtime.launch import build
     from .occupancy import theoretical_occupancy
-    arch = arch or DEFAULT_ARCH
-    _, module = build(fn, arch)
+    arch = target_arch(arch)
+    generated, module = build(fn, arch)
     resources = module.kernels[generated.name]
     per_sm = theoretical_occupancy(arch, generated.threads, resources.registers,
                                    generated.smem_bytes + resources.shared_static_bytes).blocks_per_sm
@@ -753,6 +754,7 @@ def l2_estimate(trace: Trace, l2_bytes: int = H100_L2_BYTES, resident: int = 1,
                 elif not cache.touch(s):
                     first_requests[s] = [block]
         for requesters in first_requests.values():
+            # the first to ask (launch order) and the blocks that go on with it arrive at once
             lead = synchronized.find(requesters[0])
             at_once = sum(synchronized.find(b) == lead for b in requesters)
             misses += min(at_once, partitions)
