@@ -32,7 +32,7 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.kernels import matmul, row_gather, softmax, transpose
-from tileworkbench.profile.access import H100_L2_BYTES, analyze
+from tileworkbench.profile.access import H100_L2_BYTES, H100_SMS, analyze
 from tileworkbench.profile.ncu import NcuUnavailable, collect
 
 
@@ -240,16 +240,17 @@ def main():
     if options.offline:
         with open(options.offline) as f:
             measured = {name: entry["ncu"] for name, entry in json.load(f).items()}
-        l2_bytes, arch = H100_L2_BYTES, "sm_90"   # the results this script commits are the H100's
+        l2_bytes, sms, arch = H100_L2_BYTES, H100_SMS, "sm_90"   # the results this script commits are the H100's
     else:
         import cupy
 
         from tileworkbench.runtime.driver import device_arch
-        l2_bytes = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        l2_bytes, sms = props["l2CacheSize"], props["multiProcessorCount"]
         arch = device_arch()   # the code a launch compiles for this GPU
     table = {}
     for name, (kernel, grid, make) in CASES.items():
-        model = _model(analyze(kernel, grid, make(), arch=arch, l2_bytes=l2_bytes))
+        model = _model(analyze(kernel, grid, make(), arch=arch, l2_bytes=l2_bytes, sms=sms))
         if options.offline:
             ncu = measured.get(name)
         else:
