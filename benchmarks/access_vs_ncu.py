@@ -11,7 +11,9 @@ on the GPU, kernel by kernel, with a verdict per metric against its tolerance (T
   identical (row and grouped matmul, the two transposes), which no address model predicts; the
   per-instruction wavefronts above are what the addresses decide;
 - L2 hit rate: within 10 percentage points. ncu flushes the caches before the profiled launch, so
-  the model starts cold: reads miss once, writes hit (see profile/access.py, l2_estimate).
+  the model starts cold: reads miss once, writes hit, except where blocks of the first wave that
+  waited on the same fill ask for a sector together (see profile/access.py, l2_estimate); the
+  model's reasoning is printed under each kernel.
 
     python benchmarks/access_vs_ncu.py [--json benchmarks/results/DATE-h100-access-vs-ncu.json]
     python benchmarks/access_vs_ncu.py --offline benchmarks/results/2026-11-24-h100-access-vs-ncu.json
@@ -30,7 +32,7 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.kernels import matmul, row_gather, softmax, transpose
-from tileworkbench.profile.access import H100_L2_BYTES, analyze
+from tileworkbench.profile.access import H100_L2_BYTES, H100_SMS, analyze
 from tileworkbench.profile.ncu import NcuUnavailable, collect
 
 
@@ -164,7 +166,7 @@ def _model(report) -> dict:
             "shared_ld_instructions": total("load", "requests"), "shared_st_instructions": total("store", "requests"),
             "ldmatrix_conflicts": total("ldsm", "conflicts"), "ldmatrix_instructions": total("ldsm", "requests"),
             "cp_async_conflicts": total("ldgsts", "conflicts"), "cp_async_instructions": total("ldgsts", "requests"),
-            "l2_hit_rate": 100 * report.l2.hit_rate,
+            "l2_hit_rate": 100 * report.l2.hit_rate, "l2_reasoning": report.l2.reasoning,
             "unmodeled": report.unmodeled}
 
 
@@ -218,6 +220,8 @@ def print_table(table: dict):
             print(f"  {metric:24s} model {_fmt(value):>10s}   {source:20s} {_fmt(measured):>10s}"
                   f"   allowed +-{_fmt(allowed):>9s}   {verdict}")
             verdicts.append(verdict)
+        if entry["model"].get("l2_reasoning"):
+            print(f"  L2 model: {entry['model']['l2_reasoning']}")
         for note in entry["model"].get("unmodeled", []):
             print(f"  not modelled: {note}")
     judged = [v for v in verdicts if v in ("agree", "DISAGREE")]
@@ -236,16 +240,17 @@ def main():
     if options.offline:
         with open(options.offline) as f:
             measured = {name: entry["ncu"] for name, entry in json.load(f).items()}
-        l2_bytes, arch = H100_L2_BYTES, "sm_90"   # the results this script commits are the H100's
+        l2_bytes, sms, arch = H100_L2_BYTES, H100_SMS, "sm_90"   # the results this script commits are the H100's
     else:
         import cupy
 
         from tileworkbench.runtime.driver import device_arch
-        l2_bytes = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["l2CacheSize"]
+        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+        l2_bytes, sms = props["l2CacheSize"], props["multiProcessorCount"]
         arch = device_arch()   # the code a launch compiles for this GPU
     table = {}
     for name, (kernel, grid, make) in CASES.items():
-        model = _model(analyze(kernel, grid, make(), arch=arch, l2_bytes=l2_bytes))
+        model = _model(analyze(kernel, grid, make(), arch=arch, l2_bytes=l2_bytes, sms=sms))
         if options.offline:
             ncu = measured.get(name)
         else:

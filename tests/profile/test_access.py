@@ -209,6 +209,70 @@ def test_l2_starts_cold_reads_miss_once_and_writes_hit():
     assert (estimate.accesses, estimate.misses, estimate.writes) == (4 * 8 + 4 * 8 + 4, 2 * 8 + 1, 4 * 8)
 
 
+@ct.kernel
+def tile_sum(x, y, STEPS: ct.Constant[int]):
+    acc = ct.zeros((32,), ct.float32)
+    for k in range(STEPS):
+        acc = acc + ct.load(x, (k,), (32,))
+    ct.store(y, (ct.bid(0),), acc)
+
+
+@ct.kernel
+def own_then_shared(x, s, t, y):
+    own = ct.load(x, (ct.bid(0),), (32,))
+    first = ct.load(s, (0,), (32,))
+    second = ct.load(t, (0,), (32,))
+    ct.store(y, (ct.bid(0),), own + first + second)
+
+
+def test_one_wave_asking_for_the_same_tiles_misses_once_per_partition_after_its_first_fill():
+    # 8 blocks read the same 3 tiles of 4 sectors (steps 0, 1, 2) and write 4 sectors each.
+    # One after another: each sector misses once (12). All 8 at once, in lockstep: step 0's requests
+    # are staggered by the launches (one miss per sector, the others find it on its way); the 8 blocks
+    # waited on the same fills, so they ask for the tiles of steps 1 and 2 together: once per L2
+    # partition, 2 * 8 more misses. In two waves of 4, the second finds everything in L2.
+    x = np.arange(96, dtype=np.float32)
+    trace = run(tile_sum, (8,), (x, np.zeros(256, np.float32), 3), trace=True)
+    one_by_one, one_wave, two_waves, one_partition = (
+        l2_estimate(trace, resident=r, partitions=p) for r, p in ((1, 2), (8, 2), (4, 2), (8, 1)))
+    assert one_by_one.accesses == one_wave.accesses == 8 * (3 * 4 + 4)
+    assert (one_by_one.misses, one_by_one.together) == (12, 0)
+    assert (one_wave.misses, one_wave.together, one_wave.resident) == (4 + 2 * 8, 8, 8)
+    assert (two_waves.misses, two_waves.together) == (4 + 2 * 8, 8)
+    assert one_partition.misses == 12
+    assert one_wave.hit_rate < one_by_one.hit_rate
+
+
+def test_blocks_that_shared_no_fill_ask_staggered_and_miss_once():
+    # step 0: each block its own tile (4 misses each, no fill shared); step 1: all ask for tile s at
+    # once but were launched apart: 4 misses; step 2: having waited on s's fills together, they ask
+    # for tile t together: 2 misses per sector
+    x, s, t = (np.arange(n, dtype=np.float32) for n in (256, 32, 32))
+    trace = run(own_then_shared, (8,), (x, s, t, np.zeros(256, np.float32)), trace=True)
+    estimate = l2_estimate(trace, resident=8)
+    assert (estimate.misses, estimate.together) == (8 * 4 + 4 + 2 * 4, 4)
+    assert estimate.writes == 8 * 4 and estimate.accesses == 8 * (4 + 4 + 4 + 4)
+
+
+def test_first_wave_is_the_grid_where_it_fits_else_sms_times_blocks_per_sm():
+    x = np.arange(4096, dtype=np.float32)
+    assert analyze(tile_sum, (8,), (x, np.zeros(256, np.float32), 3)).l2.resident == 8
+    # 128 blocks of one warp on one SM: the SM holds 32 blocks (sm_90's limit per SM)
+    report = analyze(copy, (128,), (x, np.zeros_like(x), 32), arch="sm_90", sms=1)
+    assert report.threads == 32 and report.l2.resident == 32
+    assert report.l2.misses == 512   # nothing shared: the wave changes nothing
+
+
+def test_l2_reasoning_says_which_blocks_ask_together():
+    x = np.arange(96, dtype=np.float32)
+    summary = analyze(tile_sum, (8,), (x, np.zeros(256, np.float32), 3)).summary()
+    assert summary["l2_reasoning"] == ("first wave: 8 blocks run at once; a sector several ask for misses once, "
+                                       "except 8 sectors requested together by blocks that waited on the same "
+                                       "fill: once per L2 partition (2)")
+    trace = run(tile_sum, (8,), (x, np.zeros(256, np.float32), 3), trace=True)
+    assert l2_estimate(trace).reasoning.startswith("blocks one after another")
+
+
 def test_summary_is_plain_numbers_per_op():
     x = np.arange(4096, dtype=np.float32)
     summary = analyze(copy, (4,), (x, np.zeros_like(x), 1024)).summary()

@@ -12,7 +12,7 @@ measures on the GPU (docs/access.md names the metric behind each number):
   loads and stores in another order, the generator's layout conversions), block reductions, and the
   operands of mma (CUDA cores; tensor cores: padded rows read by ldmatrix);
 - L2: the hit rate Nsight Compute measures for a launch, from an LRU cache of the device's size that
-  starts cold, over the blocks in launch order.
+  starts cold, over the blocks in launch order, the first wave of them in lockstep.
 
     report = analyze(matmul, (64,), (a, b, c, 32, 32, 16))
     report.global_ops[0].sectors_per_request, report.summary()
@@ -32,6 +32,8 @@ SECTOR = 32              # bytes: the unit L1 and L2 move
 WARP = 32
 BANKS, BANK_BYTES = 32, 4
 H100_L2_BYTES = 50 * 2**20
+H100_SMS = 132
+H100_L2_PARTITIONS = 2   # the L2 is two partitions, each caching what the SMs of its half of the chip read
 
 TOUCHING = (Status.LOADED, Status.STORED, Status.COLLISION)   # lanes that reach memory
 WRITES = {"store", "scatter", "store_adv"}
@@ -104,6 +106,9 @@ class L2Estimate:
     misses: int               # reads of a sector not in L2 (writes never miss: see l2_estimate)
     writes: int = 0           # of the accesses, writes
     written: int = 0          # distinct sectors written (written back to DRAM in the end)
+    resident: int = 1         # blocks of the first wave: they run at once, in lockstep
+    together: int = 0         # sectors asked for at once by blocks that waited on the same fill
+    partitions: int = H100_L2_PARTITIONS   # the most misses such a sector counts: one per L2 partition
 
     @property
     def hits(self) -> int:
@@ -117,6 +122,17 @@ class L2Estimate:
     def dram_bytes(self) -> int:
         """Read misses fetched, written sectors written back."""
         return (self.misses + self.written) * SECTOR
+
+    @property
+    def reasoning(self) -> str:
+        """Why the hit rate is what it is, in a phrase (`summary()` passes it on to the launch report)."""
+        if self.resident <= 1:
+            return "blocks one after another in launch order: each sector misses once, on its first read"
+        text = f"first wave: {self.resident} blocks run at once; a sector several ask for misses once"
+        if self.together:
+            text += (f", except {self.together} sectors requested together by blocks that waited on the same "
+                     f"fill: once per L2 partition ({self.partitions})")
+        return text
 
 
 @dataclass
@@ -145,6 +161,7 @@ class AccessReport:
             "shared_wavefronts": sum(s.wavefronts * s.executions for s in self.shared_ops),
             "l2_hit_rate": self.l2.hit_rate,
             "dram_bytes_estimate": self.l2.dram_bytes,
+            "l2_reasoning": self.l2.reasoning,
             "shared_unmodeled": list(self.unmodeled),
             "ops": [{"line": g.line, "op": g.op, "array": g.array, "requests": g.requests,
                      "sectors_per_request": g.sectors_per_request, "efficiency": g.efficiency,
@@ -155,18 +172,20 @@ class AccessReport:
         }
 
 
-def analyze(kernel, grid, args, *, arch: str | None = None, l2_bytes: int = H100_L2_BYTES) -> AccessReport:
+def analyze(kernel, grid, args, *, arch: str | None = None, l2_bytes: int = H100_L2_BYTES,
+            sms: int = H100_SMS) -> AccessReport:
     """Run `kernel` on the interpreter with a trace (NumPy `args` are updated, as by a launch) and
     analyze its accesses under the thread layout the code generator picks for this specialization."""
     from ..arguments import normalize_grid
     trace = run(kernel, normalize_grid(grid), args, trace=True)
-    return analyze_trace(kernel.specialize(args), trace, arch=arch, l2_bytes=l2_bytes)
+    return analyze_trace(kernel.specialize(args), trace, arch=arch, l2_bytes=l2_bytes, sms=sms)
 
 
 def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = H100_L2_BYTES,
-                  skew: bool = True) -> AccessReport:
-    """The analysis of a trace of `fn` (the IR Function it ran). `skew=False` models shared memory
-    without the tile library's skew of one element every 32 (to show what the skew saves)."""
+                  sms: int = H100_SMS, skew: bool = True) -> AccessReport:
+    """The analysis of a trace of `fn` (the IR Function it ran) on a GPU of `sms` SMs and an L2 of
+    `l2_bytes`. `skew=False` models shared memory without the tile library's skew of one element every
+    32 (to show what the skew saves)."""
     from ..codegen.cuda import generate
     generated = generate(fn, arch=arch)
     threads, vec = generated.threads, generated.vec
@@ -186,8 +205,9 @@ def analyze_trace(fn, trace: Trace, *, arch: str | None = None, l2_bytes: int = 
             itemsize = op.result.type.dtype.itemsize
             shared_ops += _staged(event, itemsize, threads, vec, skew, trace.grid, op.attrs.get("axes"))
     staging, unmodeled = _ir_staging(fn, trace, ops, generated, skew)
+    resident = first_wave(fn, int(np.prod(trace.grid)), arch, sms)
     return AccessReport(fn.name, trace.grid, threads, vec, global_ops, shared_ops + staging,
-                        l2_estimate(trace, l2_bytes), unmodeled)
+                        l2_estimate(trace, l2_bytes, resident), unmodeled)
 
 
 # ---- the thread layout --------------------------------------------------------------------------
@@ -679,14 +699,82 @@ def _tensor_core_mma(op, where, plan, threads, vec, executions) -> list[SharedAc
 
 # ---- L2 -----------------------------------------------------------------------------------------
 
-def l2_estimate(trace: Trace, l2_bytes: int = H100_L2_BYTES) -> L2Estimate:
+def first_wave(fn, blocks: int, arch: str | None = None, sms: int = H100_SMS) -> int:
+    """How many of a launch's blocks run at once: all of them where there are no more than SMs, else
+    SMs times the blocks one SM holds (the theoretical occupancy of `fn` compiled for `arch`: the
+    GPU's, else sm_90; NVRTC, no GPU needed)."""
+    if blocks <= sms:
+        return blocks
+    from ..runtime.device import target_arch
+    from ..runtime.launch import build
+    from .occupancy import theoretical_occupancy
+    arch = target_arch(arch)
+    generated, module = build(fn, arch)
+    resources = module.kernels[generated.name]
+    per_sm = theoretical_occupancy(arch, generated.threads, resources.registers,
+                                   generated.smem_bytes + resources.shared_static_bytes).blocks_per_sm
+    return min(blocks, sms * max(per_sm, 1))
+
+
+def l2_estimate(trace: Trace, l2_bytes: int = H100_L2_BYTES, resident: int = 1,
+                partitions: int = H100_L2_PARTITIONS) -> L2Estimate:
     """The L2 as Nsight Compute measures one launch (`lts__t_sector_hit_rate`): ncu flushes the caches
-    before it (--cache-control all, its default), so L2 starts cold. The blocks run in launch order
-    (x fastest); each touches its sectors once (its own repeated reads of a sector hit its SM's L1)
-    in an LRU cache of `l2_bytes`. A read misses where the sector is not in L2; a write hits: L2 is
-    write-back and takes a written sector without reading DRAM. Blocks that run at the same time are
-    taken one after another, so a sector that several running blocks read at once counts one miss
-    here, where the GPU may count a miss for each request that arrives before the data does."""
+    before it (--cache-control all, its default), so L2 starts cold; an LRU cache of `l2_bytes`. Each
+    block touches its sectors once (its own repeated reads of a sector hit its SM's L1). A read misses
+    where the sector is not in L2; a write hits: L2 is write-back and takes a written sector without
+    reading DRAM.
+
+    The first `resident` blocks in launch order (x fastest) run at once and in lockstep: their k-th
+    memory ops (step k) at about the same time. Of several of them asking for a sector in one step,
+    the first misses and the others find the line on its way from DRAM (hits: the launches stagger
+    them), unless they are blocks that waited on the same earlier fill: those got their data at the
+    same moment, went on together, and ask at once; such a sector misses once per L2 partition, up
+    to `partitions` (the H100's L2 is two partitions, each caching what its half of the SMs reads).
+    The other blocks follow one after another, finding what the first wave left."""
+    blocks = _block_accesses(trace)
+    order = sorted(blocks)
+    cache = _Lru(l2_bytes // SECTOR)
+    wave, rest = order[:resident], order[resident:]
+    synchronized = _Groups(wave)
+    accesses = misses = writes = together = 0
+    written: set[int] = set()
+    for step in range(max((len(blocks[b]) for b in wave), default=0)):
+        first_requests: dict[int, list[int]] = {}
+        for block in wave:
+            if step >= len(blocks[block]):
+                continue
+            for s, w in blocks[block][step]:
+                accesses += 1
+                writes += w
+                if w:
+                    written.add(s)
+                    cache.touch(s)
+                elif s in first_requests:
+                    first_requests[s].append(block)
+                elif not cache.touch(s):
+                    first_requests[s] = [block]
+        for requesters in first_requests.values():
+            # the first to ask (launch order) and the blocks that go on with it arrive at once
+            lead = synchronized.find(requesters[0])
+            at_once = sum(synchronized.find(b) == lead for b in requesters)
+            misses += min(at_once, partitions)
+            together += at_once > 1
+        for requesters in first_requests.values():   # they go on together after this step
+            synchronized.join(requesters)
+    for block in rest:
+        for ops in blocks[block]:
+            for s, w in ops:
+                accesses += 1
+                writes += w
+                if w:
+                    written.add(s)
+                misses += not cache.touch(s) and not w
+    return L2Estimate(l2_bytes, "launch", accesses, misses, writes, len(written), len(wave), together, partitions)
+
+
+def _block_accesses(trace: Trace) -> dict[int, list[list[tuple[int, bool]]]]:
+    """Linear block index (x fastest) -> per memory op the block executed (its steps, in program
+    order), the (sector, is a write) it touches there for the first time: each once per block."""
     per_block: dict[int, list[tuple[np.ndarray, bool]]] = {}
     gx, gy, _ = trace.grid
     bases, base = {}, 0
@@ -707,26 +795,50 @@ def l2_estimate(trace: Trace, l2_bytes: int = H100_L2_BYTES) -> L2Estimate:
         linear = (event.blocks[:, 2] * gy + event.blocks[:, 1]) * gx + event.blocks[:, 0]
         for row in range(rows):
             per_block.setdefault(int(linear[row]), []).append((sectors[row][active[row]], event.op in WRITES))
-    cache: OrderedDict[int, None] = OrderedDict()
-    capacity = l2_bytes // SECTOR
-    accesses = misses = writes = 0
-    written: set[int] = set()
-    for block in sorted(per_block):
-        touched = np.concatenate([s for s, _ in per_block[block]])
-        is_write = np.concatenate([np.full(len(s), w) for s, w in per_block[block]])
-        # each (sector, read or write) once per block, in the order the block first did it
+    result = {}
+    for block, ops in per_block.items():
+        touched = np.concatenate([s for s, _ in ops])
+        is_write = np.concatenate([np.full(len(s), w) for s, w in ops])
+        step = np.concatenate([np.full(len(s), k) for k, (s, _) in enumerate(ops)])
         _, first = np.unique(np.stack([touched, is_write]), axis=1, return_index=True)
         first = np.sort(first)
-        for s, w in zip(touched[first].tolist(), is_write[first].tolist()):
-            accesses += 1
-            writes += w
-            if w:
-                written.add(s)
-            if s in cache:
-                cache.move_to_end(s)
-                continue
-            misses += not w
-            cache[s] = None
-            if len(cache) > capacity:
-                cache.popitem(last=False)
-    return L2Estimate(l2_bytes, "launch", accesses, misses, writes, len(written))
+        steps: list[list[tuple[int, bool]]] = [[] for _ in ops]
+        for k, s, w in zip(step[first].tolist(), touched[first].tolist(), is_write[first].tolist()):
+            steps[k].append((s, w))
+        result[block] = steps
+    return result
+
+
+class _Lru:
+    """The L2's sectors, least recently used first."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.sectors = capacity, OrderedDict()
+
+    def touch(self, sector: int) -> bool:
+        """Use a sector: whether it was there; it is there now (the oldest evicted where full)."""
+        if sector in self.sectors:
+            self.sectors.move_to_end(sector)
+            return True
+        self.sectors[sector] = None
+        if len(self.sectors) > self.capacity:
+            self.sectors.popitem(last=False)
+        return False
+
+
+class _Groups:
+    """Blocks that go on together (union-find): those that waited on the same DRAM fill."""
+
+    def __init__(self, blocks):
+        self.parent = {b: b for b in blocks}
+
+    def find(self, block: int) -> int:
+        while self.parent[block] != block:
+            self.parent[block] = self.parent[self.parent[block]]
+            block = self.parent[block]
+        return block
+
+    def join(self, blocks: list[int]):
+        root = self.find(blocks[0])
+        for b in blocks[1:]:
+            self.parent[self.find(b)] = root
