@@ -42,6 +42,11 @@ def profile(run, calls: int) -> tuple[float, dict[str, float]]:
     return wall, dict(kernels)
 
 
+def _library_work(name: str) -> bool:
+    """A kernel or copy of the wrapper's PyTorch calls, not of the sample's tile kernels."""
+    return name.startswith(("Memcpy", "Memset")) or "at::native" in name or "(anonymous namespace)" in name
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default="sample", help="cases by key or prefix, as peers.py's --only")
@@ -66,7 +71,8 @@ def main(argv=None) -> int:
             except Exception as e:  # noqa: BLE001 - one sample's trouble is its row
                 print(f"{case.title[:34]:34} {name[:44]:44} failed: {peers.describe(e)}")
                 continue
-            top = sorted(kernels.items(), key=lambda kv: -kv[1])[:4]
+            # the sample's own kernels first (PyTorch's and copies after), slowest first
+            top = sorted(kernels.items(), key=lambda kv: (_library_work(kv[0]), -kv[1]))[:4]
             shown = ", ".join(f"{k[:40]} {v:.4f}" for k, v in top)
             print(f"{case.title[:34]:34} {name[:44]:44} {wall:9.4f} {sum(kernels.values()):9.4f}  {shown}", flush=True)
             del problem, run
