@@ -85,11 +85,13 @@ def test_an_a_operand_gathered_by_rows_in_the_loop_is_pipelined_through_a_row_ta
     assert "tw::broadcast<tw::shape<64, 32>>" not in generated.source
 
 
-def test_a_scatter_by_an_outer_product_of_indices_reads_them_from_tables_not_full_tiles():
+def test_a_scatter_by_an_outer_product_of_indices_makes_no_full_index_tiles():
+    # rows: a loaded tile, read from a table in shared memory; columns: start + arange, computed
     args = (np.zeros((130, 256), np.float16), np.zeros((256, 256), np.float16), np.zeros((130, 256), np.float16),
             np.zeros(128, np.int32), 128, 128, 64)
     source = generate(gathered_rows_matmul_scattered.specialize(args), arch="sm_90").source
-    assert source.count("tw::index_table<tw::shape<128, 128>>") == 2
+    assert source.count("tw::index_table<tw::shape<128, 128>>") == 1
+    assert source.count("tw::affine_index<int32_t, tw::shape<128, 128>, 1>") == 1
     assert "tw::broadcast<tw::shape<128, 128>>" not in source
 
 

@@ -204,6 +204,22 @@ case("gather-scatter-rows-2d", row_gather_scatter_2d, (1,),
 
 
 @ct.kernel
+def outer_product_indices(x, y, r0, c0):
+    # row and column indices start + arange: computed per element, a chunk of a row moved at once
+    # where inside, aligned and unmasked
+    rows = r0 + ct.arange(16, dtype=ct.int32)
+    cols = c0 + ct.arange(32, dtype=ct.int32)
+    t = ct.gather(x, (rows[:, None], cols[None, :]), mask=(cols[None, :] % 5) != 0, padding_value=-1)
+    ct.scatter(y, (rows[:, None], cols[None, :]), t * 2, mask=rows[:, None] != 3)
+
+
+for _dt in (np.float32, np.float16):
+    for _r0, _c0 in ((0, 0), (-2, 5), (5, 16), (10, 20)):  # inside; before the array; aligned; past its end
+        case(f"outer-product-indices-{np.dtype(_dt).name}-{_r0}-{_c0}", outer_product_indices, (1,),
+             lambda dt=_dt, r0=_r0, c0=_c0: (random_array((20, 48), dt), np.zeros((20, 48), dt), r0, c0), exact=True)
+
+
+@ct.kernel
 def advanced(x, y, z, start):
     rows = ct.load(z, (0,), (4,))
     t = ct.load_advanced_indexing(x, (rows, ct.Slice(start, 8)), padding_mode=ct.PaddingMode.ZERO)

@@ -288,7 +288,8 @@ class _Emitter:
                 self.loops -= op.name != "if"
                 self.loc = enclosing
                 continue
-            made = [v for v in op.operands if v not in self.plan.index_tables]  # (an index table is made by the rule)
+            made = [v for v in op.operands  # (an index computed or read from a table is made by the rule)
+                    if v not in self.plan.index_tables and v not in self.plan.affine_indices]
             own = {v: self[v] for v in made}
             for v in made:  # the rule sees each operand in the layout the op takes it in
                 self.names[v] = self.in_layout(v, wanted_layout(self.plan, op, v))
@@ -803,6 +804,11 @@ def _indices(e, op, index, shape) -> list[str]:
     if tables:
         e.need_smem(offset)
         e.emit("__syncthreads();  // the index tables are written")
+    for v in index:
+        if v in e.plan.affine_indices:
+            axis, start = e.plan.affine_indices[v]
+            first = "0" if start is None else e[start]
+            names[v] = f"tw::affine_index<{v.dtype.ctype}, {shape_type(shape)}, {axis}>{{{first}}}"
     return [names[v] if v in names else e.tile(v) for v in index]
 
 

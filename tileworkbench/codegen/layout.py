@@ -252,6 +252,9 @@ class LayoutPlan:
     # a gather's or scatter's index operand made by a broadcast -> the tile it broadcasts, which goes
     # to shared memory as a table read per element (tile_memory.cuh broadcast_index)
     index_tables: dict = field(default_factory=dict)
+    # one made by broadcasting `start + ct.arange(n)` along an axis -> (axis, start): computed from
+    # each element's coordinate (tile_memory.cuh affine_index)
+    affine_indices: dict = field(default_factory=dict)
 
     def of(self, v: Value):
         return self.layouts.get(v)
@@ -313,8 +316,30 @@ def _index_tables(fn: Function, plan: LayoutPlan):
             if (made is None or made.name != "broadcast" or uses[v] != 1 or plan.of(v) is not None
                     or made.operands[0].type.size <= 1):
                 continue
-            plan.index_tables[v] = made.operands[0]
+            affine = _affine_along(made.operands[0])
+            if affine is not None:
+                plan.affine_indices[v] = affine
+            else:
+                plan.index_tables[v] = made.operands[0]
             plan.unneeded.add(made)
+
+
+def _affine_along(x: Value):
+    """(axis, start) when x is `start + ct.arange(n)` (or `ct.arange(n)`: start None) reshaped to have
+    n along `axis` only, else None."""
+    along = [k for k, d in enumerate(x.shape) if d != 1]
+    if len(along) != 1:
+        return None
+    while x.owner is not None and x.owner.name == "reshape":
+        x = x.owner.operands[0]
+    add = x.owner
+    if add is not None and add.name == "iota":
+        return along[0], None
+    if add is None or add.name != "add" or len(x.shape) != 1:
+        return None
+    iota = next((y for y in add.operands if y.owner is not None and y.owner.name == "iota"), None)
+    start = next((_splat_of(y) for y in add.operands if y is not iota), None)
+    return None if iota is None or start is None else (along[0], start)
 
 
 def _plan_layouts(fn: Function, threads: int | None, arch: str | None, *, max_stages: int,

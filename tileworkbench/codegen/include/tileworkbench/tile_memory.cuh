@@ -178,6 +178,7 @@ __device__ bool in_range(I i, int n) {
 // row and column indices then holds no 128 x 128 index tiles in registers.
 template <class I, class SX, class S>
 struct broadcast_index {
+  using shape_type = S;
   const I* table;  // SX's elements in C order, skewed as to_smem writes them
   __device__ I operator[](int r) const {
     int c[S::rank];
@@ -198,10 +199,37 @@ __device__ broadcast_index<I, SX, S> index_table(const tile<I, SX>& x, int offse
   return {table};
 }
 
+// An index operand that is `start + ct.arange(n)` broadcast along Axis of the gather's or scatter's
+// tile S: each element's index is its coordinate plus start, nothing stored or read.
+template <class I, class S, int Axis>
+struct affine_index {
+  using shape_type = S;
+  I start;
+  __device__ I operator[](int r) const {
+    int c[S::rank];
+    S::unflatten(tile<I, S>::elem(r), c);
+    return start + I(c[Axis]);
+  }
+};
+
 template <class I, class S>
 __device__ I index_at(const tile<I, S>& index, int r) { return index.v[r]; }
 template <class I, class SX, class S>
 __device__ I index_at(const broadcast_index<I, SX, S>& index, int r) { return index[r]; }
+template <class I, class S, int Axis>
+__device__ I index_at(const affine_index<I, S, Axis>& index, int r) { return index[r]; }
+
+// How an index operand changes along the last axis of its tile, which a chunk of V consecutive
+// elements walks: `constant` (a broadcast of a tile of one column, or an affine index along another
+// axis), `step` (an affine index along that axis: +1 per element), else `any`.
+enum class along_last { any, constant, step };
+template <class Index> constexpr along_last along_last_of = along_last::any;
+template <class I, class SX, class S>
+constexpr along_last along_last_of<broadcast_index<I, SX, S>> =
+    SX::dim(SX::rank - 1) == 1 ? along_last::constant : along_last::any;
+template <class I, class S, int Axis>
+constexpr along_last along_last_of<affine_index<I, S, Axis>> =
+    Axis == S::rank - 1 ? along_last::step : along_last::constant;
 
 template <int Rank, class... Index>  // index tiles of one shape (none for a 0-d array)
 __device__ bool element_offset(const int32_t* shape, const int32_t* stride, int r, long long& offset,
@@ -221,6 +249,24 @@ __device__ bool element_offset(const int32_t*, const int32_t*, int, long long& o
   return true;
 }
 
+template <class... Index> struct last_type;
+template <class Last> struct last_type<Last> { using shape = typename Last::shape_type; };
+template <class First, class... Rest> struct last_type<First, Rest...> : last_type<Rest...> {};
+
+template <class Last>
+__device__ const Last& last_of(const Last& last) { return last; }
+template <class First, class... Rest>
+__device__ const auto& last_of(const First&, const Rest&... rest) { return last_of(rest...); }
+
+// Whether element r's indices are inside the array along every axis but the last.
+template <int Rank, class... Index>
+__device__ bool rows_in_range(const int32_t* shape, int r, const Index&... index) {
+  bool inside = true;
+  int d = 0;
+  ((inside = inside && (d == Rank - 1 || in_range(index_at(index, r), shape[d])), ++d), ...);
+  return inside;
+}
+
 // Where the V elements of a chunk (a thread's registers r0 .. r0+V-1) sit in the array, and whether
 // each is inside and unmasked. The chunk is `contiguous` when all are and their offsets run
 // offset[0], offset[0]+1, ...: then it moves as one vector access, so a gather or scatter whose
@@ -232,11 +278,39 @@ struct element_chunk {
   bool contiguous;
   template <class T, class M, class... Index>  // index tiles of one shape (none for a 0-d array)
   __device__ element_chunk(const array<T, Rank>& a, const M& mask, int r0, const Index&... index) {
-    contiguous = V > 1;
+    if constexpr (walks_one_row<Index...>()) {
+      // the chunk lies in one row of the tile (V divides its last axis), every index is constant
+      // along it but the last, which steps by one: one offset, then the last axis's bounds
+      const long long last = index_at(last_of(index...), r0);
+      element_offset<Rank>(a.shape, a.stride, r0, offset[0], index...);
+      const bool rows_inside = rows_in_range<Rank>(a.shape, r0, index...);
+      contiguous = V > 1 && a.stride[Rank - 1] == 1;
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-      ok[j] = element_offset<Rank>(a.shape, a.stride, r0 + j, offset[j], index...) && mask_at(mask, r0 + j);
-      contiguous = contiguous && ok[j] && offset[j] == offset[0] + j;
+      for (int j = 0; j < V; ++j) {
+        offset[j] = offset[0] + (long long)j * a.stride[Rank - 1];
+        ok[j] = rows_inside && last + j >= 0 && last + j < a.shape[Rank - 1] && mask_at(mask, r0 + j);
+        contiguous = contiguous && ok[j];
+      }
+    } else {
+      contiguous = V > 1;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        ok[j] = element_offset<Rank>(a.shape, a.stride, r0 + j, offset[j], index...) && mask_at(mask, r0 + j);
+        contiguous = contiguous && ok[j] && offset[j] == offset[0] + j;
+      }
+    }
+  }
+
+  template <class... Index>
+  __host__ __device__ static constexpr bool walks_one_row() {
+    if constexpr (sizeof...(Index) == 0) {
+      return false;
+    } else {
+      constexpr along_last kinds[] = {along_last_of<Index>...};
+      using S = typename last_type<Index...>::shape;
+      bool ok = S::dim(S::rank - 1) % V == 0 && kinds[sizeof...(Index) - 1] == along_last::step;
+      for (int k = 0; k + 1 < int(sizeof...(Index)); ++k) ok = ok && kinds[k] == along_last::constant;
+      return ok;
     }
   }
 };
