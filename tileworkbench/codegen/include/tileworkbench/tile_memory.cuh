@@ -305,6 +305,8 @@ struct element_chunk {
   __host__ __device__ static constexpr bool walks_one_row() {
     if constexpr (sizeof...(Index) == 0) {
       return false;
+    } else if constexpr (last_type<Index...>::shape::rank == 0) {  // scalar indices
+      return false;
     } else {
       constexpr along_last kinds[] = {along_last_of<Index>...};
       using S = typename last_type<Index...>::shape;
