@@ -204,6 +204,7 @@ class _Emitter:
         self.notes: dict = {}  # (line, text) -> None, in emission order
         self.tensor_maps: dict[Op, tuple[str, TensorMapParam]] = {}  # TMA load -> its parameter
         self.conversions: list = []  # (source line, tile type, from layout, to layout) of each convert_layout
+        self.operands: set | None = None  # every value some op reads (is_used), gathered at the first question
 
     # ---- names ----------------------------------------------------------------------------------
 
@@ -256,6 +257,12 @@ class _Emitter:
         """A codegen note at the kernel line being emitted."""
         if self.loc is not None:
             self.notes[(self.loc.line, text)] = None
+
+    def is_used(self, v: Value) -> bool:
+        """Whether any op (a yield included) reads v."""
+        if self.operands is None:
+            self.operands = {u for op in self.fn.walk() for u in op.operands}
+        return v in self.operands
 
     def need_smem(self, nbytes: int):
         self.smem = max(self.smem, (nbytes + 15) // 16 * 16)
@@ -850,16 +857,20 @@ def _atomic(e, op):
     nd = array.type.ndim
     index, values = rest[:nd], rest[nd:]
     t = op.result.type
-    if t.size < e.threads:  # replicas read the owners' results through shared memory
+    used = e.is_used(op.result)
+    if used and t.size < e.threads:  # replicas read the owners' results through shared memory
         e.need_smem(t.size * t.dtype.itemsize + 64)
     order = (f"tw::memory_order::{op.attrs['memory_order'].lower()}, "
-             f"tw::memory_scope::{op.attrs['memory_scope'].lower()}")
+             f"tw::memory_scope::{op.attrs['memory_scope'].lower()}" + ("" if used else ", false"))
     if op.name == "atomic_cas":
         fn = f"tw::atomic_cas<{order}>"
     else:
         fn = f"tw::atomic_rmw<tw::atomic_kind::{_ATOMIC_KIND[op.name]}, {order}>"
     operands = ", ".join([e[array]] + [e.tile(v) for v in values] + [e.tile(i) for i in index])
-    e.assign_tile_result(op, f"{fn}({operands})")
+    if used:
+        e.assign_tile_result(op, f"{fn}({operands})")
+    else:  # the old values are never read: no thread waits for them
+        e.emit(f"{fn}({operands});")
 
 
 def _advanced_operands(e, op, shape):

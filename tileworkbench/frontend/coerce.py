@@ -131,7 +131,8 @@ def broadcast(lw, v: Value, shape) -> Value:
         lw.fail(TileTypeError, f"Shape {v.shape} is not broadcastable to {shape}")
     if len(v.shape) < len(shape):
         v = lw.emit("reshape", [v], {"shape": (1,) * (len(shape) - len(v.shape)) + v.shape})
-    return lw.emit("broadcast", [v], {"shape": shape})
+    # a broadcast that stretches nothing would still move the tile through shared memory
+    return v if v.shape == shape else lw.emit("broadcast", [v], {"shape": shape})
 
 
 def common_dtype(lw, *xs):

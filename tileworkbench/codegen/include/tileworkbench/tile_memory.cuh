@@ -356,24 +356,27 @@ __device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const 
 
 // ---- atomics: per element, indexed like gather/scatter, returning the old values ------------------
 //
-// The read-modify-write is the hardware's device-scope atomic; the memory order adds fences of the
-// memory scope around it (release before, acquire after).
+// A tile's atomic is one step of the block's program: in release order every thread's earlier memory
+// operations come before it (a barrier, then each element's read-modify-write releasing), in acquire
+// order every thread's later ones come after it (each element's read-modify-write acquiring, then a
+// barrier). The order rides on the atomic instruction itself (atom.acquire: no fence at all; atom.release:
+// the lighter fence.acq_rel), not on a sequentially consistent fence around it, which waits for every
+// earlier store of the thread to reach every memory partition.
 
 enum class atomic_kind { cas, xchg, add, max, min, bit_and, bit_or, bit_xor };
 enum class memory_order { relaxed, acquire, release, acq_rel };
 enum class memory_scope { block, device, sys };
 
+template <memory_order Order>
+constexpr bool releases = Order == memory_order::release || Order == memory_order::acq_rel;
+template <memory_order Order>
+constexpr bool acquires = Order == memory_order::acquire || Order == memory_order::acq_rel;
+
 template <int Bytes> struct word;  // the unsigned integer the bit-level intrinsics take
 template <> struct word<4> { using type = unsigned; };
 template <> struct word<8> { using type = unsigned long long; };
 
-template <memory_scope Scope>
-__device__ void fence() {
-  if constexpr (Scope == memory_scope::block) __threadfence_block();
-  else if constexpr (Scope == memory_scope::device) __threadfence();
-  else __threadfence_system();
-}
-
+// The hardware's relaxed read-modify-write.
 template <atomic_kind Kind, class T>
 __device__ T atomic_element(T* p, T value, T expected) {
   using W = typename word<sizeof(T) >= 4 ? sizeof(T) : 4>::type;
@@ -391,47 +394,104 @@ __device__ T atomic_element(T* p, T value, T expected) {
   else return bitcast<T>(atomicCAS(reinterpret_cast<W*>(p), bitcast<W>(expected), bitcast<W>(value)));  // bits compared
 }
 
+// What the ordered builtins compute in: floats, and the max/min of integers, as they are; everything
+// else as unsigned words (integer adds wrap, a CAS or an exchange moves bits).
+template <atomic_kind Kind, class T>
+constexpr bool keeps_type = traits<T>::is_float ? Kind == atomic_kind::add
+                                                : Kind == atomic_kind::max || Kind == atomic_kind::min;
+template <bool Keep, class T, class W> struct computed_in { using type = W; };
+template <class T, class W> struct computed_in<true, T, W> { using type = T; };
+
+// The builtins take their memory order and scope as literals: TW_ORDERED(F) returns F(order, order of a
+// failed CAS, scope) with those of Order and Scope spelled out (a failed CAS writes nothing: it never releases).
+#define TW_ORDERED_IN(F, SCOPE)                                                                              \
+  if constexpr (Order == memory_order::acquire) return F(__NV_ATOMIC_ACQUIRE, __NV_ATOMIC_ACQUIRE, SCOPE);     \
+  else if constexpr (Order == memory_order::release) return F(__NV_ATOMIC_RELEASE, __NV_ATOMIC_RELAXED, SCOPE); \
+  else return F(__NV_ATOMIC_ACQ_REL, __NV_ATOMIC_ACQUIRE, SCOPE);
+#define TW_ORDERED(F)                                                                                \
+  if constexpr (Scope == memory_scope::block) { TW_ORDERED_IN(F, __NV_THREAD_SCOPE_BLOCK) }          \
+  else if constexpr (Scope == memory_scope::device) { TW_ORDERED_IN(F, __NV_THREAD_SCOPE_DEVICE) }   \
+  else { TW_ORDERED_IN(F, __NV_THREAD_SCOPE_SYSTEM) }
+#define TW_RMW(ORDER, FAILURE, SCOPE) [&] {                                                                   \
+    if constexpr (Kind == atomic_kind::cas) {                                                                  \
+      U old = bitcast<U>(expected), desired = bitcast<U>(value);                                               \
+      __nv_atomic_compare_exchange(q, &old, &desired, false, ORDER, FAILURE, SCOPE);                           \
+      return bitcast<T>(old);                                                                                  \
+    } else if constexpr (Kind == atomic_kind::xchg) {                                                          \
+      U update = bitcast<U>(value), old;                                                                       \
+      __nv_atomic_exchange(q, &update, &old, ORDER, SCOPE);                                                    \
+      return bitcast<T>(old);                                                                                  \
+    } else if constexpr (Kind == atomic_kind::add) return T(__nv_atomic_fetch_add(q, U(value), ORDER, SCOPE));   \
+    else if constexpr (Kind == atomic_kind::max) return T(__nv_atomic_fetch_max(q, U(value), ORDER, SCOPE));     \
+    else if constexpr (Kind == atomic_kind::min) return T(__nv_atomic_fetch_min(q, U(value), ORDER, SCOPE));     \
+    else if constexpr (Kind == atomic_kind::bit_and) return T(__nv_atomic_fetch_and(q, U(value), ORDER, SCOPE)); \
+    else if constexpr (Kind == atomic_kind::bit_or) return T(__nv_atomic_fetch_or(q, U(value), ORDER, SCOPE));   \
+    else return T(__nv_atomic_fetch_xor(q, U(value), ORDER, SCOPE));                                           \
+  }()
+
+// A relaxed read-modify-write between fences of the order (16-bit float adds, which no ordered builtin takes).
+#define TW_FENCED(ORDER, FAILURE, SCOPE) [&] {                                    \
+    if constexpr (releases<Order>) __nv_atomic_thread_fence(ORDER, SCOPE);         \
+    const T old = atomic_element<Kind>(p, value, expected);                        \
+    if constexpr (acquires<Order>) __nv_atomic_thread_fence(ORDER, SCOPE);         \
+    return old;                                                                    \
+  }()
+
+// The read-modify-write in memory order Order at scope Scope.
 template <atomic_kind Kind, memory_order Order, memory_scope Scope, class T>
 __device__ T atomic_ordered(T* p, T value, T expected) {
-  if constexpr (Order == memory_order::release || Order == memory_order::acq_rel) fence<Scope>();
-  T old = atomic_element<Kind>(p, value, expected);
-  if constexpr (Order == memory_order::acquire || Order == memory_order::acq_rel) fence<Scope>();
-  return old;
+  if constexpr (Order == memory_order::relaxed) {
+    return atomic_element<Kind>(p, value, expected);
+  } else if constexpr (sizeof(T) < 4) {
+    TW_ORDERED(TW_FENCED)
+  } else {
+    using U = typename computed_in<keeps_type<Kind, T>, T, typename word<sizeof(T)>::type>::type;
+    U* q = reinterpret_cast<U*>(p);
+    TW_ORDERED(TW_RMW)
+  }
 }
+#undef TW_FENCED
+#undef TW_RMW
+#undef TW_ORDERED
+#undef TW_ORDERED_IN
 
-// f(r) for each register r this thread owns; the threads holding replicas of a tile smaller than
-// the block read the owner's result (so each element is updated once).
-template <class T, class S, class F>
+// f(r) for each register r this thread owns, as one step of the block's program in memory order Order.
+// The threads holding replicas of a tile smaller than the block read the owner's result (so each element
+// is updated once); where the results go unused (Used false) nobody waits for them.
+template <class T, class S, memory_order Order, bool Used, class F>
 __device__ tile<T, S> owned_results(F f) {
   using Tile = tile<T, S>;
-  Tile out;
-  if constexpr (S::size >= TW_THREADS) {
-#pragma unroll
-    for (int r = 0; r < Tile::R; ++r) out.v[r] = f(r);
-  } else {
+  constexpr bool replicated = S::size < TW_THREADS, shared = replicated && Used;
+  Tile out = full<T, S>(T(0));
+  if constexpr (releases<Order> || shared) __syncthreads();  // earlier memory operations; earlier users of smem()
+  if constexpr (shared) {
     T* buf = reinterpret_cast<T*>(smem());
-    __syncthreads();
     if (Tile::owner()) buf[Tile::elem(0)] = f(0);
     __syncthreads();
     out.v[0] = buf[Tile::elem(0)];
+  } else if (Tile::owner()) {
+#pragma unroll
+    for (int r = 0; r < Tile::R; ++r) out.v[r] = f(r);
   }
+  if constexpr (acquires<Order> && !shared) __syncthreads();  // later memory operations
   return out;
 }
 
 // Outside the array nothing is written; the result there is 0 (a CAS returns `expected`).
-template <atomic_kind Kind, memory_order Order, memory_scope Scope, class T, int Rank, class S, class... Index>
+template <atomic_kind Kind, memory_order Order, memory_scope Scope, bool Used = true, class T, int Rank, class S,
+          class... Index>
 __device__ tile<T, S> atomic_rmw(const array<T, Rank>& a, const tile<T, S>& update, const Index&... index) {
-  return owned_results<T, S>([&](int r) {
+  return owned_results<T, S, Order, Used>([&](int r) {
     long long offset;
     if (!element_offset<Rank>(a.shape, a.stride, r, offset, index...)) return T(0);
     return atomic_ordered<Kind, Order, Scope>(a.ptr + offset, update.v[r], update.v[r]);
   });
 }
 
-template <memory_order Order, memory_scope Scope, class T, int Rank, class S, class... Index>
+template <memory_order Order, memory_scope Scope, bool Used = true, class T, int Rank, class S, class... Index>
 __device__ tile<T, S> atomic_cas(const array<T, Rank>& a, const tile<T, S>& expected, const tile<T, S>& desired,
                                  const Index&... index) {
-  return owned_results<T, S>([&](int r) {
+  return owned_results<T, S, Order, Used>([&](int r) {
     long long offset;
     if (!element_offset<Rank>(a.shape, a.stride, r, offset, index...)) return expected.v[r];
     return atomic_ordered<atomic_kind::cas, Order, Scope>(a.ptr + offset, desired.v[r], expected.v[r]);
