@@ -440,6 +440,71 @@ for _dt in (np.float32, np.float64, np.float16, BF16):  # directed roundings are
          lambda dt=_dt: (random_array(64, dt), random_array(64, dt), np.zeros((6, 64), dt)), exact=True)
 
 
+ORDERS = {"acquire": ct.MemoryOrder.ACQUIRE, "release": ct.MemoryOrder.RELEASE, "acq_rel": ct.MemoryOrder.ACQ_REL}
+
+
+@ct.kernel
+def ordered_atomics(values, olds, OP: ct.Constant[int], ORDER: ct.Constant[int]):
+    lanes = ct.arange(64, dtype=ct.int32) + ct.bid(0) * 64
+    update = ct.load(olds, (ct.bid(0),), (64,))
+    f = (ct.atomic_xchg, ct.atomic_add, ct.atomic_max, ct.atomic_min, ct.atomic_and, ct.atomic_or, ct.atomic_xor)[OP]
+    ct.store(olds, (ct.bid(0),), f(values, lanes, update, memory_order=tuple(ORDERS.values())[ORDER]))
+
+
+for _order, _order_name in enumerate(ORDERS):  # the order on the instruction: every kind, 4- and 8-byte words
+    for _op, _name in enumerate(ATOMICS):
+        _dt = (np.int32, np.uint64, np.int64)[_order]
+        case(f"atomic-{_name}-{_order_name}-{np.dtype(_dt).name}", ordered_atomics, (2,),
+             lambda op=_op, o=_order, dt=_dt: (random_array(128, dt), random_array(128, dt), op, o), exact=True)
+    for _dt in (np.float32, np.float64, np.float16):  # floats add as they are; 16-bit adds between fences
+        case(f"atomic-add-{_order_name}-{np.dtype(_dt).name}", ordered_atomics, (2,),
+             lambda o=_order, dt=_dt: (random_array(128, dt), random_array(128, dt), 1, o), exact=True)
+
+
+@ct.kernel
+def ordered_compare_and_swap(values, expected, olds, ORDER: ct.Constant[int]):
+    lanes = ct.arange(64, dtype=ct.int32) + ct.bid(0) * 64
+    e = ct.load(expected, (ct.bid(0),), (64,))
+    ct.store(olds, (ct.bid(0),), ct.atomic_cas(values, lanes, e, e + 1, memory_order=tuple(ORDERS.values())[ORDER]))
+
+
+for _order, _order_name in enumerate(ORDERS):
+    for _dt in (np.int32, np.float32, np.uint64):
+        case(f"atomic-cas-{_order_name}-{np.dtype(_dt).name}", ordered_compare_and_swap, (2,),
+             lambda o=_order, dt=_dt: (*_cas_args(dt), o), exact=True)
+
+
+@ct.kernel
+def locked_accumulate(x, total, lock, counter):
+    """Blocks add their rows into one row under a spin lock (acquire CAS, release exchange whose old
+    value goes unused), and count themselves with a relaxed add whose old value goes unused."""
+    t = ct.load(x, (ct.bid(0), 0), (1, 256))
+    while ct.atomic_cas(lock, 0, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+        pass
+    ct.store(total, (0, 0), ct.load(total, (0, 0), (1, 256)) + t)
+    ct.atomic_xchg(lock, 0, 0, memory_order=ct.MemoryOrder.RELEASE)
+    ct.atomic_add(counter, ct.arange(4, dtype=ct.int32), 1)
+
+
+case("atomic-spin-lock-accumulate", locked_accumulate, (24,),
+     lambda: (random_array((24, 256), np.int32), np.zeros((1, 256), np.int32), np.zeros(1, np.int32),
+              np.zeros(4, np.int32)), exact=True)
+
+
+@ct.kernel
+def ragged_16_bit_rows(x, wide, narrow):
+    """Tiles of bfloat16 and float32 over a ragged array: chunks of 8 that cross its edges go element by element."""
+    t = ct.load(x, (ct.bid(0), ct.bid(1)), (4, 64), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(wide, (ct.bid(0), ct.bid(1)), t.astype(ct.float32))
+    ct.store(narrow, (ct.bid(0), ct.bid(1)), ct.load(wide, (ct.bid(0), ct.bid(1)), (4, 64)).astype(narrow.dtype))
+
+
+for _dt in (BF16, np.float16, np.int16):
+    case(f"ragged-16-bit-rows-{np.dtype(_dt).name}", ragged_16_bit_rows, (ct.cdiv(13, 4), ct.cdiv(83, 64)),
+         lambda dt=_dt: (random_array((13, 83), dt), np.zeros((13, 83), np.float32), np.zeros((13, 83), dt)),
+         exact=True)
+
+
 # ---- arithmetic: within rounding -----------------------------------------------------------------
 
 UNARY = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "abs", "floor", "ceil"]
@@ -492,6 +557,25 @@ for _op, _name in enumerate(BINARY):
             continue
         exact = np.dtype(_dt).kind in "iu" and _name != "truediv"
         case(f"binary-{_name}-{np.dtype(_dt).name}", binary, (4,), lambda op=_op, dt=_dt: _binary_args(op, dt), exact)
+
+
+@ct.kernel
+def powers(x, y, out):
+    """x ** 2 (a constant exponent of 2: one multiply) and x ** y with y 2 in some lanes only."""
+    t = ct.load(x, (ct.bid(0),), (128,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out, (0, ct.bid(0)), (t ** 2).reshape((1, 128)))
+    ct.store(out, (1, ct.bid(0)), (t ** ct.load(y, (ct.bid(0),), (128,), padding_mode=ct.PaddingMode.ZERO)).reshape((1, 128)))
+
+
+def _powers_args(dt):
+    x = random_array(300, dt)
+    x[:4] = [np.inf, -np.inf, np.nan, -0.0]
+    y = RNG.choice([2.0, 0.5, 3.0, -1.0], 300).astype(dt)
+    return x, y, np.zeros((2, 300), dt)
+
+
+for _dt in FLOATS:
+    case(f"pow-square-{np.dtype(_dt).name}", powers, (3,), lambda dt=_dt: _powers_args(dt))
 
 
 @ct.kernel

@@ -1,0 +1,105 @@
+"""What the code generator does for row kernels (layer norm and its backward pass: row statistics,
+16-bit rows with ragged edges, a spin lock around a shared accumulator), compiled offline for sm_80
+and sm_90."""
+import re
+
+import numpy as np
+import pytest
+
+import tileworkbench.tile as ct
+from tileworkbench.codegen import generate
+from tileworkbench.kernels import layernorm
+
+from ..gpu.cases import CASES
+from .test_compile import _nvrtc_missing
+
+runtime = pytest.importorskip("tileworkbench.runtime.launch")
+pytestmark = pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+ARCHS = ["sm_80", "sm_90"]
+BF16 = ct.bfloat16.numpy
+
+
+def _build(case_id: str, arch: str):
+    case = next(c for c in CASES if c.id == case_id)
+    return runtime.build(case.kernel.specialize(case.args()), arch)
+
+
+def _layernorm(rows=8, cols=4096):
+    x, w = np.zeros((rows, cols), BF16), np.zeros(cols, BF16)
+    return layernorm.specialize((x, w, w, x, cols))
+
+
+@ct.kernel
+def _scaled_rows(x, w, y, N: ct.Constant[int]):
+    row = ct.load(x, (ct.bid(0), 0), (1, N))
+    ct.store(y, (ct.bid(0), 0), row * ct.load(w, (0,), (N,)))  # (1, N) * (N,)
+
+
+def test_a_broadcast_that_stretches_nothing_is_not_emitted():
+    """(N,) weights against a (1, N) row: the reshape to (1, N) is the whole broadcast, so the
+    weights do not go through shared memory."""
+    x, w = np.zeros((4, 1024), BF16), np.zeros(1024, BF16)
+    fn = _scaled_rows.specialize((x, w, x, 1024))
+    assert [op.name for op in fn.walk() if op.name in ("reshape", "broadcast")] == ["reshape"]
+    assert generate(fn, arch="sm_90").smem_bytes == 0
+
+
+def test_loads_stay_below_the_reductions_before_them():
+    source = generate(_layernorm(), arch="sm_90").source
+    last_sum = source.rindex("tw::sum<")
+    assert source.index("tw::load<tw::shape<4096>>(w") > last_sum
+    assert source.index("tw::load<tw::shape<4096>>(b") > last_sum
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_ordered_atomics_carry_their_order_on_the_instruction(arch):
+    """The spin lock's acquire CAS and release exchange are atom.acquire / atom.release, with no
+    sequentially consistent fence (fence.sc waits for every earlier store to reach every partition)."""
+    generated, module = _build("atomic-spin-lock-accumulate", arch)
+    assert re.search(r"atom\.cas\.acquire\.gpu", module.ptx)
+    assert re.search(r"atom\.exch\.release\.gpu", module.ptx)
+    assert re.search(r"atom\.add\.acq_rel\.gpu", module.ptx)  # ct.atomic_add's default order
+    assert not re.search(r"fence\.sc|membar\.gl", module.ptx)
+
+
+@pytest.mark.parametrize("case_id", ["atomic-add-release-float16", "atomic-cas-acq_rel-float32",
+                                     "atomic-xor-acquire-int32", "atomic-min-release-uint64"])
+def test_every_ordered_atomic_compiles_without_a_sequentially_consistent_fence(case_id):
+    generated, module = _build(case_id, "sm_90")
+    assert not re.search(r"fence\.sc|membar\.gl", module.ptx)
+
+
+def test_an_atomic_whose_old_values_go_unused_waits_for_nothing():
+    """The release exchange and the counter's add are statements: no thread reads their old values
+    back (no shared-memory broadcast, no barrier after them)."""
+    generated, _ = _build("atomic-spin-lock-accumulate", "sm_90")
+    statements = [line.strip() for line in generated.source.splitlines()]
+    assert ("tw::atomic_rmw<tw::atomic_kind::xchg, tw::memory_order::release, tw::memory_scope::device, false>"
+            "(lock, tw::make_scalar<int32_t>(0), tw::make_scalar<int32_t>(0));") in statements
+    assert any(s.startswith("tw::atomic_rmw<tw::atomic_kind::add, tw::memory_order::acq_rel, "
+                            "tw::memory_scope::device, false>(counter,") for s in statements)
+
+
+@ct.kernel
+def _square(x, y):
+    ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (128,)) ** 2)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_square_is_one_multiply_not_the_pow_routine(arch):
+    x = np.zeros(256, np.float32)
+    _, module = runtime.build(_square.specialize((x, x)), arch)
+    arithmetic = set(re.findall(r"^\s+((?:add|sub|mul|fma|rcp|cvt\.rni|lg2|ex2)\S*f32)", module.ptx, re.M))
+    assert arithmetic == {"mul.f32"}  # powf: a logarithm and an exponential in extended precision
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("case_id", ["ragged-16-bit-rows-bfloat16", "copy-ragged-bfloat16"])
+def test_ragged_16_bit_rows_keep_their_chunks_in_registers(arch, case_id):
+    """The element-by-element path at the edges loops over a chunk without putting it in local
+    memory, and the chunks inside the array still move as 16-byte vectors."""
+    generated, module = _build(case_id, arch)
+    resources = module.kernels[generated.name]
+    assert resources.local_bytes == 0 and not resources.spill_stores
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32)", module.ptx)
+    assert re.search(r"st\.global\.v4\.(u32|b32)", module.ptx)
