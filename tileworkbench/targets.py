@@ -13,6 +13,8 @@ WARP_SIZE = 32
 
 @dataclass(frozen=True)
 class ArchLimits:
+    """What one SM and one block of an architecture hold: threads, blocks, shared memory, registers."""
+
     max_threads_per_sm: int
     max_blocks_per_sm: int
     shared_per_sm: int  # bytes, the largest carveout

@@ -6,22 +6,24 @@ import sys
 import types
 import warnings
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.errors import ArgumentValueError
-from tileworkbench.ir.types import bfloat16, bool_, float16, float32, float64, int8, int64, uint16
+from tileworkbench.ir.types import bfloat16, bool_, float16, float32, float64, int8, int64, to_dtype, uint16
 from tileworkbench.runtime.arrays import stream_handle
 from tileworkbench.runtime.launch import (LAUNCH_CONFIG, LAUNCH_CONFIG_BYTES, Launcher, _launch_buffer,
                                           _scalar_expression)
 
 CTYPES = {"Q": ctypes.c_uint64, "i": ctypes.c_int32, "e": ctypes.c_uint16, "H": ctypes.c_uint16,
-          "q": ctypes.c_int64, "?": ctypes.c_bool, "b": ctypes.c_int8, "d": ctypes.c_double, "f": ctypes.c_float}
+          "q": ctypes.c_int64, "?": ctypes.c_bool, "b": ctypes.c_int8, "d": ctypes.c_double, "f": ctypes.c_float,
+          "2s": ctypes.c_uint16, "1s": ctypes.c_uint8}  # bfloat16 and fp8 scalars travel as their bytes
 
 
 @pytest.mark.parametrize("codes", [["Q", "i", "i"], ["Q", "i", "e", "q", "?", "Q", "i", "i", "i", "i"],
-                                   ["b", "d", "H", "f", "Q"], ["?"]])
+                                   ["b", "d", "H", "f", "Q"], ["?"], ["?", "2s", "1s", "2s", "q"]])
 def test_parameters_sit_where_a_c_struct_puts_them(codes):
     """CUDA lays kernel parameters out at their natural alignment, as a C struct does; they follow
     the launch configuration in the launcher's buffer."""
@@ -74,6 +76,15 @@ def _packed(dtype, value) -> bytes:
     (bfloat16, 1.5, 0x3FC0), (float16, 1.5, 0x3E00), (bool_, True, 1), (int8, -2, 0xFE), (uint16, 65535, 0xFFFF)])
 def test_scalars_pack_to_their_bits(dtype, value, bits):
     assert int.from_bytes(_packed(dtype, value), "little") == bits
+
+
+@pytest.mark.parametrize("value", [ml_dtypes.bfloat16(1.5), ml_dtypes.bfloat16(-0.0), ml_dtypes.bfloat16("nan"),
+                                   ml_dtypes.float8_e4m3fn(-3.5), ml_dtypes.float8_e5m2(57344)])
+def test_bfloat16_and_fp8_scalars_of_the_parameter_dtype_pack_their_own_bytes(value):
+    dtype = to_dtype(np.dtype(type(value)))
+    code, expression = _scalar_expression("x", dtype, value, {})
+    assert (code, expression) == (f"{dtype.itemsize}s", "x.tobytes()")
+    assert _packed(dtype, value) == value.tobytes()
 
 
 def test_float32_scalars_round_as_numpy_does():

@@ -52,6 +52,8 @@ class Block:
 
 @dataclass(eq=False)
 class Op:
+    """One operation: its operands and results (SSA values), attributes, nested blocks and source line."""
+
     name: str
     operands: list[Value]
     attrs: dict[str, Any]

@@ -54,6 +54,8 @@ class ViewKind(enum.Enum):
 
 @dataclass(frozen=True)
 class OpDecl:
+    """The one declaration of a tile op: its type rule, category, memory access, costs and docs."""
+
     name: str
     summary: str
     rule: Callable                 # (operand types, attrs) -> list of result types

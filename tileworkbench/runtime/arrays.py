@@ -17,6 +17,8 @@ from ..ir.types import DType, to_dtype
 
 @dataclass(frozen=True)
 class DeviceArray:
+    """A device array as a launch reads it, from any framework."""
+
     ptr: int
     shape: tuple[int, ...]
     strides: tuple[int, ...]  # in elements

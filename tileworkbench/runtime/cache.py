@@ -82,6 +82,8 @@ def cache_key(source: str, arch: str, options, header_version: str, compiler: st
 
 @dataclass(frozen=True)
 class CacheStats:
+    """This process's hits and misses, and what the directory holds."""
+
     memory_hits: int
     disk_hits: int
     misses: int
@@ -91,6 +93,8 @@ class CacheStats:
 
 @dataclass(frozen=True)
 class CacheEntry:
+    """One entry on disk, as `entries()` lists it."""
+
     key: str
     arch: str
     size: int

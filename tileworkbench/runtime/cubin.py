@@ -63,6 +63,8 @@ _SYMBOL = struct.Struct("<IBBHQQ")
 
 @dataclass(frozen=True)
 class _Section:
+    """An ELF section header: what the resource reader needs of it."""
+
     name: str
     type: int
     offset: int

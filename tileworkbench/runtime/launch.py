@@ -143,7 +143,9 @@ def _scalar_expression(name: str, dtype, example, env: dict, read: str | None = 
         if dtype.name == "float32" and type(example) is float:
             return code, f"({read} if -FLOAT32_FINITE < {read} < FLOAT32_FINITE else make_{name}({read}))"
         return code, f"make_{name}({read})"
-    bits = np.dtype(f"uint{dtype.bitwidth}")  # bfloat16, fp8: their bits
+    if type(example) is dtype.numpy.type:  # a bfloat16 or fp8 scalar: its bytes, the cheapest read of its bits
+        return f"{dtype.itemsize}s", f"{read}.tobytes()"
+    bits = np.dtype(f"uint{dtype.bitwidth}")  # converted to bfloat16 or fp8 first
     env[f"bits_{name}"] = lambda value, numpy=dtype.numpy: np.array(value, dtype=numpy).view(bits).item()
     return bits.char, f"bits_{name}({read})"
 
@@ -153,20 +155,22 @@ def _array_expressions(name: str, position: int, example, ndim: int, env: dict,
     """(checks, reads, expressions): what the argument `name` (read as `read`, an item of a list
     say) must be for this launcher, a statement that reads what its values need, and its pointer,
     shape and strides in elements, each read the cheapest way its framework allows (whole tuples
-    read once and indexed: a call with `*tuple` arguments costs as much as the pack itself)."""
+    read once and indexed: a call with `*tuple` arguments costs as much as the pack itself; the
+    shape, read in the checks, tells the rank too)."""
     read = read or name
     env[f"dtype_{name}"] = example.dtype
-    checks = [f"{read}.dtype == dtype_{name}", f"{read}.ndim == {ndim}"]
     dims = range(ndim)
+    shape = [f"shape_{name}[{d}]" for d in dims]
     if is_cupy_array(example):  # its shape and strides are tuples built at each read
-        return (checks, f"shape_{name}, strides_{name} = {read}.shape, {read}.strides",
-                [f"{read}.data.ptr"] + [f"shape_{name}[{d}]" for d in dims]
-                + [f"strides_{name}[{d}] // {example.itemsize}" for d in dims])
-    if is_torch_tensor(example):
-        return (checks + [f"{read}.is_cuda"], f"shape_{name}, stride_{name} = {read}.shape, {read}.stride()",
-                [f"{read}.data_ptr()"] + [f"shape_{name}[{d}]" for d in dims] + [f"stride_{name}[{d}]" for d in dims])
+        return ([f"{read}.dtype == dtype_{name}", f"len(shape_{name} := {read}.shape) == {ndim}"],
+                f"strides_{name} = {read}.strides",
+                [f"{read}.data.ptr"] + shape + [f"strides_{name}[{d}] // {example.itemsize}" for d in dims])
+    if is_torch_tensor(example):  # torch dtypes are singletons
+        return ([f"{read}.dtype is dtype_{name}", f"len(shape_{name} := {read}.shape) == {ndim}", f"{read}.is_cuda"],
+                f"stride_{name} = {read}.stride()",
+                [f"{read}.data_ptr()"] + shape + [f"stride_{name}[{d}]" for d in dims])
     env[f"describe_{name}"] = lambda value: device_array(value, position)
-    return (checks, f"described_{name} = describe_{name}({read})",
+    return ([f"{read}.dtype == dtype_{name}", f"{read}.ndim == {ndim}"], f"described_{name} = describe_{name}({read})",
             [f"described_{name}.ptr"] + [f"described_{name}.shape[{d}]" for d in dims]
             + [f"described_{name}.strides[{d}]" for d in dims])
 
@@ -229,7 +233,7 @@ class Launcher:
             ndim = len(rest) // 2
             maps.append(f"encode({dtype!r}, {ptr}, ({', '.join(rest[:ndim])},), ({', '.join(rest[ndim:])},), "
                         f"{param.box!r}, {param.swizzle})")
-            codes.append(f"{tensor_maps.TENSOR_MAP_BYTES}s")
+            codes.append(_TENSOR_MAP_CODE)
         self.struct, self.buffer, params = _launch_buffer(codes)
         legend = ", ".join(f"{name}: {parameter}" for name, parameter in zip(names, parameters))
         # With one device every context is on it, and asking costs a driver call per launch
@@ -329,6 +333,7 @@ _LIST_IN_GRAPH = ("List argument in CUDAGraph isn't supported yet: a launch with
 # (a null pointer and a count of 0, 16 bytes of zeros). The kernel's parameters follow it.
 LAUNCH_CONFIG = "7I4xQ16x"
 LAUNCH_CONFIG_BYTES = struct.calcsize("=" + LAUNCH_CONFIG)
+_TENSOR_MAP_CODE = f"{tensor_maps.TENSOR_MAP_BYTES}s"  # a CUtensorMap's bytes, 64-byte aligned
 
 
 def _launch_buffer(codes: list[str]):
@@ -340,7 +345,7 @@ def _launch_buffer(codes: list[str]):
     fmt, offsets, end = "=" + LAUNCH_CONFIG, [], 0  # `end`: bytes of parameters so far
     for code in codes:
         size = struct.calcsize("=" + code)
-        pad = -end % (64 if code.endswith("s") else size)
+        pad = -end % (64 if code == _TENSOR_MAP_CODE else size)
         fmt += "x" * pad + code
         offsets.append(LAUNCH_CONFIG_BYTES + end + pad)
         end += pad + size

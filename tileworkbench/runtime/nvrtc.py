@@ -61,6 +61,8 @@ class NvrtcError(TileCompilerExecutionError):
 
 @dataclass(frozen=True)
 class CompiledModule:
+    """What NVRTC made of one source: PTX, cubin, log and the resources of each kernel."""
+
     source: str
     arch: str
     options: tuple[str, ...]  # everything NVRTC was given, -arch first
