@@ -10,7 +10,8 @@ tileworkbench runs with PyTorch tensors and with CuPy arrays, beside CuPy's RawK
 `cuda.tile` imports, cuTile, on the same tensor. Two more rows
 split tileworkbench's time: the launcher with the driver call replaced by a Python no-op (its Python
 side on this machine, real tensors included), and the launcher's cuLaunchKernelEx alone through
-ctypes with the buffer as the last launch packed it (the floor of any ctypes launch).
+ctypes with the buffer as the last launch packed it (the floor of any ctypes launch); a last row
+makes the same launch by cuLaunchKernel, to tell whether the older entry point costs libcuda less.
 
 First launch: a new process (PyTorch imported and a tensor made before the clock, as a user's program
 has them) times `import tileworkbench.tile` and `tileworkbench.kernels`, then the first launch of
@@ -211,6 +212,7 @@ def tileworkbench_cases(mock: bool):
     if not mock:  # with the stand-in driver the first row is the Python side already
         yield "  of which Python: 1 PyTorch tensor, driver call a no-op", *python_side(empty, stream, torch_x, sync)
         yield "  of which the driver: cuLaunchKernelEx via ctypes, prepacked", *driver_alone(launcher), sync
+        yield "  the same launch by cuLaunchKernel via ctypes", *classic_driver_alone(launcher), sync
 
 
 def python_side(kernel, stream, x, sync):
@@ -237,6 +239,20 @@ def driver_alone(launcher):
     call, function = driver.launch_kernel_function(), ctypes.c_void_p(launcher.function)
     buffer, params = launcher.buffer, launcher.params
     return (lambda: call(buffer, function, params, None),)
+
+
+def classic_driver_alone(launcher):
+    """The launcher's last launch (function, configuration, parameters) made by cuLaunchKernel, the
+    entry point without launch attributes and with eleven arguments: whether libcuda spends less
+    in it than in cuLaunchKernelEx (ctypes spends about 0.13 us more on its arguments:
+    benchmarks/probe/ctypes_launch_call.py)."""
+    import ctypes
+
+    from tileworkbench.runtime import driver
+    call = driver.library().cuLaunchKernel
+    gx, gy, gz, bx, by, bz, shared, stream = launcher.struct.unpack_from(launcher.buffer)[:8]
+    function, stream, params = ctypes.c_void_p(launcher.function), ctypes.c_void_p(stream), launcher.params
+    return (lambda: call(function, gx, gy, gz, bx, by, bz, shared, stream, params, None),)
 
 
 def peer_cases():
