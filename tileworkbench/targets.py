@@ -5,14 +5,13 @@ counts blocks per SM with them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 KB = 1024
 WARP_SIZE = 32
 
 
-@dataclass(frozen=True)
-class ArchLimits:
+class ArchLimits(NamedTuple):
     """What one SM and one block of an architecture hold: threads, blocks, shared memory, registers."""
 
     max_threads_per_sm: int

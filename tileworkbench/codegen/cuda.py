@@ -19,6 +19,7 @@ import re
 import numpy as np
 import struct
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from pathlib import Path
 
 from ..errors import TileUnsupportedFeatureError
@@ -100,8 +101,7 @@ class GeneratedKernel:
     conversions: list = field(default_factory=list, repr=False, compare=False)
 
 
-@dataclass(frozen=True)
-class TensorMapParam:
+class TensorMapParam(NamedTuple):
     """A tensor map kernel parameter: for the array argument at `array` (its position among the
     kernel's runtime parameters, Function.runtime_params), a box of `box` elements in the array's
     axis order, with the 128/64/32-byte swizzle of `swizzle` bytes (tile_tma.cuh)."""

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from .types import ArrayType, DType, TileType, bool_, int32, scalar
 
@@ -52,8 +51,7 @@ class ViewKind(enum.Enum):
     TRANSFORM = "transform"      # where each output element came from
 
 
-@dataclass(frozen=True)
-class OpDecl:
+class OpDecl(NamedTuple):
     """The one declaration of a tile op: its type rule, category, memory access, costs and docs."""
 
     name: str

@@ -31,7 +31,8 @@ import re
 import stat
 import struct
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from typing import NamedTuple
 
 from .. import __version__
 from .cubin import Resources
@@ -80,8 +81,7 @@ def cache_key(source: str, arch: str, options, header_version: str, compiler: st
     return hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class CacheStats:
+class CacheStats(NamedTuple):
     """This process's hits and misses, and what the directory holds."""
 
     memory_hits: int
@@ -91,8 +91,7 @@ class CacheStats:
     bytes: int
 
 
-@dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(NamedTuple):
     """One entry on disk, as `entries()` lists it."""
 
     key: str

@@ -21,6 +21,7 @@ import math
 import re
 import struct
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,7 @@ _SECTION = struct.Struct("<IIQQQQIIQQ")
 _SYMBOL = struct.Struct("<IBBHQQ")
 
 
-@dataclass(frozen=True)
-class _Section:
+class _Section(NamedTuple):
     """An ELF section header: what the resource reader needs of it."""
 
     name: str
