@@ -3,7 +3,6 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import replace
 
 import pytest
 
@@ -114,7 +113,7 @@ def test_numbers_fixed_by_the_source_are_read_exactly(module):
 def test_cubin_agrees_with_the_ptxas_report_in_the_nvrtc_log(module):
     # NVRTC's log holds ptxas -v's report of the very compile that made the cubin.
     reported = resources_from_ptxas_log(module.log)
-    assert reported == {name: replace(r, max_threads=None) for name, r in module.kernels.items()}
+    assert reported == {name: r._replace(max_threads=None) for name, r in module.kernels.items()}
 
 
 def test_numbers_match_the_recorded_ptxas_run(module):
@@ -147,14 +146,14 @@ def test_parser_reads_what_ptxas_reports_for_its_own_cubin(module, tmp_path):
     report, cubin = run_ptxas(module.ptx, module.arch, tmp_path)
     reported = resources_from_ptxas_log(report)
     parsed = read_resources(cubin)
-    assert {n: replace(r, max_threads=None) for n, r in parsed.items()} == \
-        {n: replace(r, spill_stores=None, spill_loads=None) for n, r in reported.items()}
+    assert {n: r._replace(max_threads=None) for n, r in parsed.items()} == \
+        {n: r._replace(spill_stores=None, spill_loads=None) for n, r in reported.items()}
     assert parsed["shared_arrays"].max_threads == 128
     version = subprocess.run([PTXAS, "--version"], capture_output=True, text=True, check=True).stdout
     release = re.search(r"release (\d+\.\d+)", version)
     if release and release.group(1) == RECORDING_PTXAS and module.nvrtc_version in RECORDED:
         recorded = RECORDED[module.nvrtc_version][module.arch]
-        assert reported == {n: replace(r, max_threads=None) for n, r in recorded.items()}
+        assert reported == {n: r._replace(max_threads=None) for n, r in recorded.items()}
 
 
 @requires_nvrtc

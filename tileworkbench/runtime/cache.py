@@ -31,7 +31,6 @@ import re
 import stat
 import struct
 import warnings
-from dataclasses import asdict
 from typing import NamedTuple
 
 from .. import __version__
@@ -104,7 +103,7 @@ class CacheEntry(NamedTuple):
 def _encode(key: str, module: CompiledModule) -> bytes:
     meta = {
         "arch": module.arch, "options": list(module.options), "nvrtc_version": list(module.nvrtc_version),
-        "log": module.log, "kernels": {n: asdict(r) for n, r in module.kernels.items()},
+        "log": module.log, "kernels": {n: r._asdict() for n, r in module.kernels.items()},
         "lowered_names": module.lowered_names, "cubin_bytes": len(module.cubin),
     }
     text = json.dumps(meta).encode()

@@ -20,12 +20,10 @@ from __future__ import annotations
 import math
 import re
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Resources:
+class Resources(NamedTuple):
     """What one kernel needs per thread (registers, local bytes) and per block (static shared bytes)."""
 
     registers: int

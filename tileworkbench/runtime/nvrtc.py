@@ -17,7 +17,6 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from ..errors import ArgumentValueError, TileCompilerExecutionError, TileCompilerTimeoutError
@@ -59,8 +58,7 @@ class NvrtcError(TileCompilerExecutionError):
         self.diagnostics = diagnostics
 
 
-@dataclass(frozen=True)
-class CompiledModule:
+class CompiledModule(NamedTuple):
     """What NVRTC made of one source: PTX, cubin, log and the resources of each kernel."""
 
     source: str
@@ -71,7 +69,7 @@ class CompiledModule:
     log: str  # NVRTC's log: warnings, then ptxas -v's resource report per function
     nvrtc_version: tuple[int, int]
     kernels: dict[str, Resources]  # by the name in the cubin (mangled unless extern "C")
-    lowered_names: dict[str, str] = field(default_factory=dict)  # name expression -> cubin name
+    lowered_names: dict[str, str]  # name expression -> cubin name
 
 
 @functools.cache
@@ -269,5 +267,5 @@ def _compile(nvrtc, source, arch, options, name, name_expressions):
 
 def _with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:
     verbose = resources_from_ptxas_log(log)
-    return {name: replace(r, spill_stores=verbose[name].spill_stores, spill_loads=verbose[name].spill_loads)
+    return {name: r._replace(spill_stores=verbose[name].spill_stores, spill_loads=verbose[name].spill_loads)
             if name in verbose else r for name, r in kernels.items()}
