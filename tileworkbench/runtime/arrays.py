@@ -7,7 +7,7 @@ through `__cuda_array_interface__` or, failing that, DLPack via CuPy.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,8 +15,7 @@ from ..arguments import is_torch_tensor
 from ..ir.types import DType, to_dtype
 
 
-@dataclass(frozen=True)
-class DeviceArray:
+class DeviceArray(NamedTuple):
     """A device array as a launch reads it, from any framework."""
 
     ptr: int

@@ -12,7 +12,7 @@ import ctypes
 import os
 import struct
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -28,8 +28,7 @@ from .nvrtc import NvrtcError
 COMPILE_OPTIONS = ()  # the NVRTC layer adds -arch, -lineinfo and --std=c++17
 
 
-@dataclass
-class GpuKernel:
+class GpuKernel(NamedTuple):
     """A specialization compiled and loaded for one device."""
 
     generated: GeneratedKernel
