@@ -72,6 +72,22 @@ def test_16_bit_float_scalars_arrive_as_the_host_rounded_them():
         np.testing.assert_array_equal(x.get(), np.full(256, expected, np.float32))
 
 
+@ct.kernel
+def _fill_fp8(x, e4, e5, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(x, (i,), ct.full((TILE,), ct.astype(e4, ct.float32) + ct.astype(e5, ct.float32), ct.float32))
+
+
+@pytest.mark.gpu
+def test_fp8_scalars_arrive_as_their_bits():
+    cupy = pytest.importorskip("cupy")
+    x = cupy.zeros(256, cupy.float32)
+    for e4, e5 in ((ml_dtypes.float8_e4m3fn(-3.5), ml_dtypes.float8_e5m2(0.0078125)),
+                   (ml_dtypes.float8_e4m3fn(448), ml_dtypes.float8_e5m2(-57344))):
+        ct.launch(0, (2,), _fill_fp8, (x, e4, e5, 128))
+        np.testing.assert_array_equal(x.get(), np.full(256, np.float32(e4) + np.float32(e5), np.float32))
+
+
 @pytest.mark.gpu
 def test_a_grid_the_driver_refuses_raises_a_launch_error_naming_it():
     cupy = pytest.importorskip("cupy")
