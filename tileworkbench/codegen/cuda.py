@@ -27,7 +27,7 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
-from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, ROW_REDUCTIONS, LayoutPlan, MmaLayout, RowLayout, plan_layouts,
+from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts,
                      row_table_bytes, shared_budget, skewed, wanted_layout)
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -341,17 +341,16 @@ class _Emitter:
 def _loads_early(ops: list) -> list:
     """The ops with each tile load moved up to just after the ops its operands come from, never
     above an op with effects (a store, scatter, atomic, loop, if, print or assert): a load issued
-    early overlaps its latency with the work in between. Nor above a reduction: across one, the
-    loaded tile would hold its registers through the reduction's barriers, and in a kernel that
-    keeps a row in registers (layer norm's weights and bias) that costs blocks per SM, the latency
-    hiding that matters more there."""
+    early overlaps its latency with the work in between (layer norm's weights load while the row's
+    statistics reduce: on the H100, keeping them below the reductions took a bf16 layer norm of
+    32768 x 4096 from 0.200 to 0.211 ms, the registers it saved did not fit another block per SM)."""
     out: list = []
     for op in ops:
         if op.name == "load" and op.result.shape:
             at = 0
             for k, prev in enumerate(out):
                 scalar_constant = prev.name == "constant" and not prev.result.shape
-                if (OPS[prev.name].effects or prev.name == "load" or prev.name in ROW_REDUCTIONS  # loads keep their order
+                if (OPS[prev.name].effects or prev.name == "load"  # loads keep their order
                         or (not scalar_constant and any(r in op.operands for r in prev.results))):
                     at = k + 1
             out.insert(at, op)
