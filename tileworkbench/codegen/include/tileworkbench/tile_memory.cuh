@@ -98,41 +98,6 @@ struct chunk_place {
   }
 };
 
-// One chunk of V elements as 32-bit words, moved an element at a time: put() shifts every element down
-// one place and enters the new one at the top, take() hands out the lowest and shifts the rest down. A
-// loop over the chunk that is not unrolled then names no register by its counter (out.v[r0 + j] would
-// put the tile in local memory), so the element-by-element path of a load or store (the array's edges,
-// strided or misaligned rows) holds one element's address at a time rather than the whole chunk's,
-// and costs the fast path no registers. Used for chunks of 8 or more 2- or 4-byte elements (up to 32
-// bytes: the kernels whose narrowest dtype is 16-bit); shorter chunks are cheap unrolled, and for
-// longer ones the words themselves cost more than the addresses they save.
-template <class T, int V>
-struct __align__(16) chunk_words {
-  static constexpr bool fits = V >= 8 && (sizeof(T) == 2 || sizeof(T) == 4) && V * sizeof(T) <= 32;
-  static constexpr int Words = fits ? V * int(sizeof(T)) / 4 : 1, Bits = 8 * int(sizeof(T));
-  uint32_t w[Words];
-
-  __device__ void shift_down() {  // by one element
-#pragma unroll
-    for (int i = 0; i + 1 < Words; ++i) w[i] = Bits == 32 ? w[i + 1] : __funnelshift_r(w[i], w[i + 1], Bits);
-    w[Words - 1] = Bits == 32 ? 0u : w[Words - 1] >> Bits;
-  }
-  __device__ void put(T x) {
-    shift_down();
-    w[Words - 1] |= bits_of(x) << (32 - Bits);
-  }
-  __device__ T take() {
-    const uint32_t low = w[0];
-    shift_down();
-    if constexpr (sizeof(T) == 4) return bitcast<T>(low);
-    else return bitcast<T>(uint16_t(low));
-  }
-  __device__ static uint32_t bits_of(T x) {
-    if constexpr (sizeof(T) == 4) return bitcast<uint32_t>(x);
-    else return bitcast<uint16_t>(x);
-  }
-};
-
 // The tile at `index` of the array's tile space (identity order: other orders are a permute).
 template <class S, class T, int Rank>
 __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, typename same<T>::type pad) {
@@ -148,22 +113,14 @@ __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, t
       copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + p.offset);
       continue;
     }
-    auto element = [&](int j) {  // element j of the chunk, or pad
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
       if constexpr (rows_of_chunks) {  // element j is j steps along the chunk's row
-        return p.inside(a, j) ? a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] : pad;
+        out.v[r0 + j] = p.inside(a, j) ? a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] : pad;
       } else {
         chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
-        return q.inside(a, 0) ? a.ptr[q.offset] : pad;
+        out.v[r0 + j] = q.inside(a, 0) ? a.ptr[q.offset] : pad;
       }
-    };
-    if constexpr (chunk_words<T, V>::fits) {
-      chunk_words<T, V> c;
-#pragma unroll 1
-      for (int j = 0; j < V; ++j) c.put(element(j));
-      copy_chunk<V * sizeof(T)>(&out.v[r0], c.w);
-    } else {
-#pragma unroll
-      for (int j = 0; j < V; ++j) out.v[r0 + j] = element(j);
     }
   }
   return out;
@@ -183,22 +140,10 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
       copy_chunk<V * sizeof(T)>(a.ptr + p.offset, &x.v[r0]);
       continue;
     }
-    auto put = [&](int j, T value) {  // element j of the chunk, where it is inside the array
-      if constexpr (rows_of_chunks) {
-        if (p.inside(a, j)) a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] = value;
-      } else {
-        chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
-        if (q.inside(a, 0)) a.ptr[q.offset] = value;
-      }
-    };
-    if constexpr (chunk_words<T, V>::fits) {
-      chunk_words<T, V> c;
-      copy_chunk<V * sizeof(T)>(c.w, &x.v[r0]);
-#pragma unroll 1
-      for (int j = 0; j < V; ++j) put(j, c.take());
-    } else {
 #pragma unroll
-      for (int j = 0; j < V; ++j) put(j, x.v[r0 + j]);
+    for (int j = 0; j < V; ++j) {
+      chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
+      if (q.inside(a, 0)) a.ptr[q.offset] = x.v[r0 + j];
     }
   }
 }
