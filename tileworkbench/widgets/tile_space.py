@@ -374,6 +374,7 @@ def tile_space_svg(data: dict) -> str:
         body.append("</g>")
     font = max(MIN_FONT, int(cell * 0.42))
     threads = data["lane_thread"]
+    widest = None if threads is None else len(str(int(threads.max())))
     body.append('<g class="lanes" stroke="white" stroke-width="0.5">')
     for i, (x, y, s, k) in enumerate(zip(data["lane_x"], data["lane_y"], data["lane_status"], data["lane_id"])):
         colour = pal[outside] if s == Status.PADDED else data["status_colours"][int(s)]
@@ -385,7 +386,8 @@ def tile_space_svg(data: dict) -> str:
                 colour = warp_fill(k // WARP, k % WARP)
         body.append(f'<rect class="lane" data-status="{Status(int(s)).name}" data-lane="{data["lane_id"][i]}"{warp} '
                     f'x="{fmt(x)}" y="{fmt(y)}" width="{fmt(cell)}" height="{fmt(cell)}" fill="{colour}"/>')
-        if len(str(k)) * font * 0.6 <= cell - 2:   # a number only where it fits its cell legibly
+        # a number only where it fits its cell legibly; thread numbers all or none (a few would read as a pattern)
+        if (len(str(k)) if threads is None else widest) * font * 0.6 <= cell - 2:
             body.append(f'<text x="{fmt(x + cell / 2)}" y="{fmt(y + cell / 2 + font * 0.35)}" font-size="{font}" '
                         f'text-anchor="middle" fill="{ink_of(colour)}" stroke="none">{k}</text>')
     body.append("</g>")
