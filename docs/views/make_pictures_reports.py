@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 
 from tileworkbench.interp import run
-from tileworkbench.kernels import matmul, vector_add
+from tileworkbench.kernels import matmul, transpose, vector_add
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.widgets.code_view import CodeView
 from tileworkbench.widgets.launch_report import LaunchReportView, compile_report
@@ -28,10 +28,18 @@ def vector_args(tile):
     return np.zeros(1 << 20, np.float32), np.zeros(1 << 20, np.float32), np.zeros(1 << 20, np.float32), tile
 
 
+def access_picture():
+    """The report of a 512 x 512 transpose with its memory accesses modelled on the interpreter."""
+    x = np.arange(512 * 512, dtype=np.float32).reshape(512, 512)
+    LaunchReportView.measure(transpose, (8, 8), (x, np.zeros_like(x), 64), arch="sm_90").save_svg(
+        HERE / "launch_report_access.svg")
+
+
 def main():
     # No GPU here: the report is compile_report's (timing None), and says so.
     report = compile_report(matmul, (M // 64, N // 64), matmul_args(64, 64), arch="sm_90")
     LaunchReportView(report).save_svg(HERE / "launch_report_matmul.svg")
+    access_picture()
 
     result = sweep(matmul, lambda c: (M // c["TM"], N // c["TN"]), lambda c: matmul_args(c["TM"], c["TN"]),
                    {"TM": [32, 64, 128], "TN": [32, 48, 64, 128]}, arch="sm_90")

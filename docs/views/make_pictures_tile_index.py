@@ -8,6 +8,8 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
+from tileworkbench.kernels import transpose
+from tileworkbench.profile.access import analyze_trace
 from tileworkbench.widgets.index_map import IndexMapView
 from tileworkbench.widgets.tile_space import TileSpaceView
 
@@ -33,6 +35,16 @@ def gather_scatter(x, y, idx):
     ct.scatter(y, index, values)
 
 
+def warps_picture():
+    """The order="F" load of the library's transpose, coloured by the warp and thread that move each element."""
+    x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64)
+    args = (x.copy(), np.zeros((64, 32), np.float32), 32)
+    trace = run(transpose, (2, 1), args, trace=True)
+    access = analyze_trace(transpose.specialize(args), trace)
+    TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 0), values=x,
+                             access=access).save_svg(HERE / "tile_space_warps.svg")
+
+
 def main():
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
     trace = run(copy_ragged, (3, 2), (x.copy(), np.zeros_like(x)), trace=True)
@@ -48,6 +60,7 @@ def main():
     view = IndexMapView.from_trace(trace, op="scatter")
     view.lane = 4   # one of the two lanes writing element 5
     view.save_svg(HERE / "index_map_scatter.svg")
+    warps_picture()
 
 
 if __name__ == "__main__":

@@ -114,6 +114,8 @@ def test_every_view_renders_in_jupyterlab_and_is_screenshot(browser, lab):
         view = cell_outputs(page, source)
         assert view.count() == 1 and view.locator(drawn).first.is_visible(), kind
         assert SHOWN[kind] in show_something(kind, view), kind
+        if kind == "launch_report":   # the accesses modelled on the interpreter, below the resources
+            assert "memory access (modelled, " in view.locator("svg").first.text_content()
         box = view.bounding_box()
         assert box and box["width"] > 100 and box["height"] > 50, (kind, box)
         png = view.screenshot(path=str(ARTIFACTS / f"view_{kind}.png"), animations="disabled")

@@ -1,15 +1,21 @@
 """The launch report without a GPU: compiler resources, theoretical occupancy, work, and the untimed message."""
 import dataclasses
+import json
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
-from tileworkbench.kernels import vector_add
+from tileworkbench.kernels import transpose, vector_add
+from tileworkbench.profile.access import analyze
 from tileworkbench.profile.bench import DevicePeaks, Timing
+from tileworkbench.profile.ncu import NcuMetrics
 from tileworkbench.profile.occupancy import LIMITERS
-from tileworkbench.widgets.launch_report import (NO_ROOFLINE, UNTIMED_MESSAGE, CompileReport, LaunchReportView,
-                                                 compile_report, launch_report_data, roofline_layout, text_width)
+from tileworkbench.widgets import launch_report
+from tileworkbench.widgets.launch_report import (MAX_MODELLED_ELEMENTS, NO_ROOFLINE, UNTIMED_MESSAGE, CompileReport,
+                                                 LaunchReportView, compile_report, launch_report_data,
+                                                 modelled_access, report_text, roofline_layout, text_width)
 
 N, TILE = 4096, 256
 
@@ -114,3 +120,89 @@ def test_a_kernel_without_arithmetic_gets_a_note_instead_of_a_roofline(report):
     d = launch_report_data(zero)
     assert d["roofline"] is None and d["no_roofline"] == NO_ROOFLINE
     assert NO_ROOFLINE.split(":")[0] in LaunchReportView(zero).to_svg()
+
+
+# ---- memory access, modelled on the interpreter --------------------------------------------------
+
+T = 64
+
+
+def transpose_args():
+    x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    return x, np.zeros_like(x), T
+
+
+def test_work_counts_the_elements_the_memory_ops_move(report):
+    assert report.work.elements == 3 * N   # two loads and a store of N elements: the lanes a trace records
+
+
+def test_modelled_access_gives_the_models_numbers_per_op_and_leaves_the_arrays_alone():
+    args = transpose_args()
+    expected = analyze(transpose, (2, 2), tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+    report = compile_report(transpose, (2, 2), args)
+    a = modelled_access(transpose, (2, 2), args, "sm_90", report.work)
+    assert not args[1].any()   # the interpreter ran on copies
+    assert [(o["line"], o["op"], o["array"]) for o in a["ops"]] == [(g.line, g.op, g.array)
+                                                                   for g in expected.global_ops]
+    assert [o["sectors_per_request"] for o in a["ops"]] == [g.sectors_per_request for g in expected.global_ops]
+    assert a["bytes_moved"] == 2 * 128 * 128 * 4 == sum(g.bytes_moved for g in expected.global_ops)
+    summary = expected.summary()
+    assert a["shared"]["conflicts"] == summary["shared_bank_conflicts"] > 0
+    assert a["shared"]["wavefronts"] == summary["shared_wavefronts"]
+    worst = max((s for s in expected.shared_ops if s.conflicts), key=lambda s: s.conflicts * s.executions)
+    assert a["shared"]["worst"] == {"line": worst.line, "op": worst.op, "phase": worst.phase, "ways": worst.ways}
+    assert a["l2"] == {"hit_rate": expected.l2.hit_rate, "dram_bytes": expected.l2.dram_bytes,
+                       "reasoning": expected.l2.reasoning}
+    assert a["load_sectors_per_request"] == expected.global_ops[0].sectors_per_request
+    text = report_text(launch_report_data(report, access=a))
+    load = expected.global_ops[0]
+    assert re.search(r"\n  access +memory access \(modelled, \d+ threads\): 131,072 B moved", text)
+    assert f"line {load.line} load x: {load.sectors_per_request:.2f} sectors/request, 100% efficient" in text
+    assert f"{summary['shared_bank_conflicts']:,} bank conflicts; worst: line {worst.line}" in text
+    assert f"estimated hit rate {expected.l2.hit_rate:.1%}" in text and "vs ncu" not in text
+    assert "memory access (modelled" in LaunchReportView(report, access=a).to_svg()
+
+
+def test_measure_models_the_accesses_of_a_small_launch():
+    view = LaunchReportView.measure(transpose, (2, 2), transpose_args())
+    assert [o["array"] for o in view.data["access"]["ops"]] == ["x", "y"]
+
+
+def test_a_launch_too_large_to_trace_quickly_is_not_modelled_and_says_why(monkeypatch, report):
+    monkeypatch.setattr(launch_report, "analyze", lambda *a, **k: pytest.fail("the model ran"))
+    big = dataclasses.replace(report.work, elements=MAX_MODELLED_ELEMENTS + 1)
+    a = modelled_access(vector_add, (N // TILE,), args(), "sm_90", big)
+    assert a == {"message": f"not modelled: the launch moves {MAX_MODELLED_ELEMENTS + 1:,} elements, more than "
+                            f"the {MAX_MODELLED_ELEMENTS:,} the interpreter traces quickly "
+                            f"(profile.access.analyze models a smaller grid)"}
+    assert re.search(r"\n  access +not modelled: the launch moves", report_text(launch_report_data(report, access=a)))
+
+
+def test_the_report_renders_when_the_model_fails(monkeypatch, report):
+    def fail(*args, **kwargs):
+        raise RuntimeError("no thread layout")
+    monkeypatch.setattr(launch_report, "analyze", fail)
+    view = LaunchReportView.measure(vector_add, (N // TILE,), args())
+    assert view.data["access"] == {"message": "not modelled: RuntimeError: no thread layout"}
+    assert "not modelled: RuntimeError: no thread layout" in view.to_text()
+    root = ET.fromstring(view.to_svg())
+    assert any("not modelled" in (t.text or "") for t in root.iter() if t.tag.endswith("text"))
+
+
+def test_device_arrays_are_not_modelled(report):
+    class DeviceArray:
+        __cuda_array_interface__ = {}
+    a = modelled_access(vector_add, (N // TILE,), (DeviceArray(),) * 3 + (TILE,), "sm_90", report.work)
+    assert a["message"].startswith("not modelled: TypeError: the model runs the interpreter, which needs NumPy")
+
+
+def test_measured_sectors_and_hit_rate_stand_beside_the_modelled_ones(report):
+    a = modelled_access(vector_add, (N // TILE,), args(), "sm_90", report.work)
+    metrics = NcuMetrics("vector_add", {"l2_hit_rate": 50.25, "load_requests": 10, "load_sectors": 160,
+                                        "store_requests": 4, "store_sectors": 64})
+    text = report_text(launch_report_data(report, metrics, a))
+    assert re.search(r"\n  vs ncu +modelled / measured: ", text)
+    assert (f"modelled / measured: sectors per load request {a['load_sectors_per_request']:.2f} / 16.00, "
+            f"per store request {a['store_sectors_per_request']:.2f} / 16.00, "
+            f"L2 hit rate {100 * a['l2']['hit_rate']:.1f}% / 50.2%") in text
+    json.dumps(launch_report_data(report, metrics, a))   # plain data, for the widget

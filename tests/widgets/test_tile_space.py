@@ -7,6 +7,8 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.interp import Status, run
+from tileworkbench.kernels import transpose
+from tileworkbench.profile.access import analyze_trace
 from tileworkbench.widgets.tile_space import (
     MIN_CELL,
     PALETTE,
@@ -15,6 +17,7 @@ from tileworkbench.widgets.tile_space import (
     probe,
     tile_geometry,
     tile_space_data,
+    warp_fill,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -215,3 +218,53 @@ def test_widget_state_and_palette_travel_with_the_data():
     assert state["data"]["palette"] == PALETTE
     assert state["data"]["lane_status"]["dtype"] == "uint8" and state["data"]["values"]["shape"] == [8, 8]
     assert "image/svg+xml" in view._repr_mimebundle_()[0]
+
+
+# ---- coloured by warp: the generated code's thread layout ----------------------------------------
+
+def transpose_trace():
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    args = (x, np.zeros_like(x), 32)
+    trace = run(transpose, (2, 2), args, trace=True)
+    return trace, analyze_trace(transpose.specialize(args), trace)
+
+
+@pytest.mark.parametrize("op, array", [("load", "x"), ("store", "y")])
+def test_warp_colouring_follows_the_thread_layout_in_the_arrays_own_order(op, array):
+    trace, access = transpose_trace()
+    d = TileSpaceView.from_trace(trace, op=op, array=array, block=(1, 0), access=access).data
+    # each thread moves TW_VEC neighbours along the array's rows, whatever the tile's order (the load's is "F")
+    offset = (d["lane_r"] % 32) * 32 + d["lane_c"] % 32
+    assert (d["lane_thread"] == offset // access.vec % access.threads).all()
+    g = next(g for g in access.global_ops if (g.op, g.array) == (op, array))
+    assert d["warps"]["sectors_per_request"] == g.sectors_per_request
+    assert d["warps"]["warp_sectors_per_request"] == [s / r for s, r in zip(g.warp_sectors, g.warp_requests)]
+    warps = access.threads // 32
+    assert [e["label"] for e in d["legend"] if e["label"].startswith("warp")] == [f"warp {w}" for w in range(warps)]
+    lanes = cells(TileSpaceView(data=d).to_svg(), "lane")
+    first = next(e for e in lanes if e.get("data-lane") == "1")
+    thread = int(d["lane_thread"][1])
+    assert first.get("data-thread") == str(thread) and first.get("fill") == warp_fill(thread // 32, thread % 32)
+
+
+def test_lanes_that_reach_no_memory_keep_their_status_colour():
+    x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
+    args = (x.copy(), np.zeros_like(x))
+    trace = run(copy_ragged, (3, 2), args, trace=True)
+    access = analyze_trace(copy_ragged.specialize(args), trace)
+    d = TileSpaceView.from_trace(trace, op="load", array="x", block=(2, 1), access=access).data
+    fills = {e.get("data-status"): e.get("fill") for e in cells(TileSpaceView(data=d).to_svg(), "lane")}
+    assert fills["PADDED"] == PALETTE["NAN"]
+    loaded = [e for e in cells(TileSpaceView(data=d).to_svg(), "lane") if e.get("data-status") == "LOADED"]
+    assert {e.get("fill") for e in loaded} == {warp_fill(int(e.get("data-thread")) // 32, int(e.get("data-thread")) % 32)
+                                               for e in loaded}
+    assert "block's tile: padded" in [e["label"] for e in d["legend"]]
+
+
+def test_warp_colouring_needs_the_access_report_of_the_same_kernel():
+    trace, _ = transpose_trace()
+    x = np.zeros((10, 12), np.float32)
+    args = (x, np.zeros_like(x))
+    other = analyze_trace(copy_ragged.specialize(args), run(copy_ragged, (3, 2), args, trace=True))
+    with pytest.raises(ValueError, match=r"the access report of copy_ragged has no load of x on line \d+"):
+        TileSpaceView.from_trace(trace, op="load", array="x", block=(0, 0), access=other)

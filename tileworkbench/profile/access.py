@@ -224,14 +224,32 @@ def blocked_lanes(size: int, threads: int, tw_vec: int, *, writes: bool) -> tupl
     return (e // v) % threads, e, (e // v // threads) * v + e % v, v
 
 
+def memory_order(order) -> tuple[int, ...]:
+    """The tile's axes in the array's own axis order: tile axis k walks array axis order[k], and a load or
+    store in another order moves the tile so (then permutes it in shared memory)."""
+    return tuple(order.index(d) for d in range(len(order)))
+
+
+def tile_threads(tile_shape, order, threads: int, tw_vec: int) -> np.ndarray:
+    """The thread of the generated code that moves each element of a load's or store's tile (an array
+    of `tile_shape`): the blocked layout of the tile in the array's axis order. A tile smaller than the
+    block is replicated; its owner (thread e for element e, the one that stores it) is given."""
+    size = int(np.prod(tile_shape))
+    thread, element, _, _ = blocked_lanes(size, threads, tw_vec, writes=True)
+    # tile element at each position of the memory-order tile
+    tile_element = np.arange(size).reshape(tile_shape).transpose(memory_order(order)).reshape(-1)
+    owner = np.empty(size, np.int64)
+    owner[tile_element[element]] = thread
+    return owner.reshape(tile_shape)
+
+
 # ---- global memory ------------------------------------------------------------------------------
 
 def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
     coords, status = event.coords, event.status
     if order is not None:   # the code moves the tile in the array's axis order (then permutes it)
-        nd = len(order)
-        axes = (0, *(1 + order.index(d) for d in range(nd)))
-        coords, status = coords.transpose(*axes, nd + 1), status.transpose(*axes)
+        axes = (0, *(1 + a for a in memory_order(order)))
+        coords, status = coords.transpose(*axes, len(axes)), status.transpose(*axes)
     shape = tuple(trace.arrays[event.array]["shape"])
     rows, tile_shape = status.shape[0], status.shape[1:]
     size = int(np.prod(tile_shape))

@@ -37,6 +37,7 @@ class Work:
     bytes_read: int
     bytes_written: int
     flops: int
+    elements: int = 0   # elements the memory ops move: the lanes a trace of the launch records
 
     @property
     def bytes(self) -> int:
@@ -65,10 +66,10 @@ def launch_work(fn: Function, grid, shapes: dict) -> Work:
     for p, arg in zip(fn.runtime_params, fn.body.args):
         if p.kind == "array":
             values[arg] = _Shape(shapes[p.name])
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]   # bytes read, bytes written, flops, elements moved
     _walk(fn.body, values, _OneBlock(grid), 1, totals)
     blocks = int(np.prod(grid))
-    return Work(totals[0] * blocks, totals[1] * blocks, totals[2] * blocks)
+    return Work(*(t * blocks for t in totals))
 
 
 def _scalar(values, v):
@@ -82,6 +83,7 @@ def _walk(block: Block, values: dict, ctx, times: int, totals: list):
         if decl.access is not None:
             tile = decl.moved(op)
             totals[0 if decl.access == "read" else 1] += times * tile.size * tile.dtype.itemsize
+            totals[3] += times * tile.size
         elif decl.flops is not None:
             totals[2] += times * decl.flops(op)
         elif op.name == "for":
@@ -91,12 +93,12 @@ def _walk(block: Block, values: dict, ctx, times: int, totals: list):
         elif op.name == "if":  # count the heavier branch
             branches = []
             for region in op.regions:
-                sub = [0, 0, 0]
+                sub = [0] * len(totals)
                 _walk(region, values, ctx, times, sub)
                 branches.append(sub)
             heavier = max(branches, key=lambda t: t[0] + t[1] + t[2])
-            for k in range(3):
-                totals[k] += heavier[k]
+            for k, n in enumerate(heavier):
+                totals[k] += n
         _evaluate_scalar(op, values, ctx)
 
 

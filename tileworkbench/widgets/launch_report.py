@@ -6,6 +6,7 @@
 `launch_report_data(report)` turns a LaunchReport (profile.benchmark's) or a CompileReport (the same
 fields, timing and driver occupancy None) into plain numbers; static/launch_report.js and `to_svg`
 only draw them. Without a GPU the roofline uses a datasheet's peaks for the arch (NOMINAL_PEAKS).
+`measure` adds the memory-access model (`modelled_access`: profile.access on the interpreter).
 """
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import textwrap
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
+import numpy as np
+
+from ..arguments import is_array_like
 from ..profile import (
     DevicePeaks,
     Occupancy,
@@ -25,6 +29,7 @@ from ..profile import (
     occupancy_curve,
     theoretical_occupancy,
 )
+from ..profile.access import WRITES, analyze
 from ..runtime import device
 from ._base import Data, SvgView, static
 from .svg import svg_document
@@ -38,6 +43,10 @@ NOMINAL_PEAKS = {
 }
 NOTE_WIDTH = 96  # characters of a codegen note per card row
 MEASURED_TOP = 3  # stall reasons and hot lines the report lists
+MODELLED_OPS = 8  # global memory ops the report lists one by one
+# the most elements a launch may move for the report to model its accesses: the interpreter traces a few
+# million lanes in seconds
+MAX_MODELLED_ELEMENTS = 1 << 22
 CURVES = (("threads", "threads per block"), ("registers", "registers per thread"), ("shared", "shared bytes per block"))
 
 
@@ -191,8 +200,64 @@ def measured_data(ncu) -> dict | None:
             "hot_lines": [{"source": text.strip(), "samples": n} for text, n in ncu.hot_lines[:MEASURED_TOP]]}
 
 
-def launch_report_data(report, ncu=None) -> dict:
-    """Everything the view draws, as plain numbers and lists; `ncu` as `measured_data` takes it."""
+def modelled_access(kernel, grid, args, arch: str, work) -> dict:
+    """The memory-access model's numbers for the report (`access_data` of profile.access.analyze, run on
+    copies of the NumPy `args`), or {"message": why there are none}: a launch moving more than
+    MAX_MODELLED_ELEMENTS elements (`work`: its launch_work), arguments that are not NumPy arrays, or
+    the model failing. The report stands either way."""
+    if work.elements > MAX_MODELLED_ELEMENTS:
+        return {"message": f"not modelled: the launch moves {work.elements:,} elements, more than the "
+                           f"{MAX_MODELLED_ELEMENTS:,} the interpreter traces quickly (profile.access.analyze "
+                           f"models a smaller grid)"}
+    try:
+        host = _host_copy(args)
+        return access_data(analyze(kernel, grid, host, arch=arch))
+    except Exception as e:  # the model runs the kernel on the interpreter: whatever stops it, say so and go on
+        return {"message": f"not modelled: {type(e).__name__}: {e}"}
+
+
+def _host_copy(args):
+    """The arguments with NumPy arrays copied (the interpreter writes them) and lists and tuples opened."""
+    if isinstance(args, (list, tuple)):
+        return type(args)(_host_copy(a) for a in args)
+    if isinstance(args, np.ndarray):
+        return args.copy()
+    if is_array_like(args):
+        raise TypeError("the model runs the interpreter, which needs NumPy arrays (pass host copies)")
+    return args
+
+
+def access_data(report) -> dict:
+    """An AccessReport (profile.access) as the report shows it: per global op its sectors per request,
+    efficiency and bytes moved; the loads' and stores' sectors per request as Nsight Compute counts them
+    (op_ld: not the copies of cp.async or TMA); shared-memory wavefronts and conflicts with the worst
+    op; the L2 estimate and why."""
+    def per_request(ops):
+        requests = sum(g.requests for g in ops)
+        return sum(g.sectors for g in ops) / requests if requests else None
+    loads = [g for g in report.global_ops if g.op not in WRITES and g.copied_by is None]
+    stores = [g for g in report.global_ops if g.op in WRITES]
+    conflicted = [s for s in report.shared_ops if s.conflicts]
+    worst = max(conflicted, key=lambda s: (s.conflicts * s.executions, s.ways), default=None)
+    return {
+        "threads": report.threads,
+        "ops": [{"line": g.line, "op": g.op, "array": g.array, "copied_by": g.copied_by,
+                 "sectors_per_request": g.sectors_per_request, "efficiency": g.efficiency,
+                 "bytes_moved": g.bytes_moved} for g in report.global_ops],
+        "bytes_moved": sum(g.bytes_moved for g in report.global_ops),
+        "load_sectors_per_request": per_request(loads), "store_sectors_per_request": per_request(stores),
+        "shared": {"wavefronts": sum(s.wavefronts * s.executions for s in report.shared_ops),
+                   "conflicts": sum(s.conflicts * s.executions for s in report.shared_ops),
+                   "worst": None if worst is None else {"line": worst.line, "op": worst.op, "phase": worst.phase,
+                                                        "ways": worst.ways}},
+        "l2": {"hit_rate": report.l2.hit_rate, "dram_bytes": report.l2.dram_bytes, "reasoning": report.l2.reasoning},
+        "unmodeled": list(report.unmodeled),
+    }
+
+
+def launch_report_data(report, ncu=None, access=None) -> dict:
+    """Everything the view draws, as plain numbers and lists; `ncu` as `measured_data` takes it, `access`
+    as `modelled_access` gives it (None: not modelled)."""
     t, w, o, peaks = report.timing, report.work, report.occupancy, report.peaks
     timed = t is not None
     intensity = w.flops / w.bytes if w.bytes else 0.0
@@ -223,6 +288,7 @@ def launch_report_data(report, ncu=None) -> dict:
         "no_roofline": None if w.flops else NO_ROOFLINE,
         "notes": [{"line": line, "text": text} for line, text in getattr(report, "notes", ())],
         "measured": measured_data(ncu),
+        "access": access,
     }
 
 
@@ -230,18 +296,21 @@ class LaunchReportView(SvgView):
     _esm = static("launch_report.js")
     data = Data({})
 
-    def __init__(self, report, ncu=None, **kwargs):
+    def __init__(self, report, ncu=None, access=None, **kwargs):
         self.report = report
-        super().__init__(data=launch_report_data(report, ncu), **kwargs)
+        super().__init__(data=launch_report_data(report, ncu, access), **kwargs)
 
     @classmethod
     def measure(cls, kernel, grid, args, arch: str | None = None, ncu=None, **bench_options) -> "LaunchReportView":
         """On a GPU: profile.benchmark on the device's arch (NumPy arrays are copied to the GPU first).
         Without one: what the compiler decided for `arch` (default sm_90), and the view says that
-        timings need a GPU. `ncu`: Nsight Compute's measurements, or why there are none."""
+        timings need a GPU. `ncu`: Nsight Compute's measurements, or why there are none. The memory
+        accesses are modelled on the interpreter (`modelled_access`) for the report's arch."""
         if not device.gpu_available():
-            return cls(compile_report(kernel, grid, args, device.target_arch(arch)), ncu)
-        return cls(benchmark(kernel, grid, tuple(device.to_device(a) for a in args), **bench_options), ncu)
+            report = compile_report(kernel, grid, args, device.target_arch(arch))
+        else:
+            report = benchmark(kernel, grid, tuple(device.to_device(a) for a in args), **bench_options)
+        return cls(report, ncu, modelled_access(kernel, grid, args, report.occupancy.arch, report.work))
 
     def __repr__(self) -> str:
         d, o = self.data, self.data["occupancy"]
@@ -279,10 +348,45 @@ def card_lines(d: dict) -> list[tuple[str, str]]:
     spills = "-" if r["spill_stores"] is None else r["spill_stores"]
     rows.append(("resources", f"{r['registers']} registers/thread  {r['shared_bytes']} B shared  "
                               f"{r['local_bytes']} B local  {spills} spill stores"))
+    rows += access_lines(d.get("access"), d.get("measured"))
     rows += measured_lines(d.get("measured"))
     for note in d.get("notes", []):  # how the generator compiled the costly ops: what to change, and why
         for k, part in enumerate(textwrap.wrap(f"line {note['line']}: {note['text']}", NOTE_WIDTH)):
             rows.append(("codegen" if k == 0 else "", part if k == 0 else "    " + part))
+    return rows
+
+
+def access_lines(a: dict | None, m: dict | None) -> list[tuple[str, str]]:
+    """The "memory access (modelled)" rows; where Nsight Compute measured the launch, its sectors per
+    request and L2 hit rate beside the model's."""
+    if a is None:
+        return []
+    if "message" in a:
+        return [("access" if k == 0 else "", part) for k, part in enumerate(textwrap.wrap(a["message"], NOTE_WIDTH))]
+    rows = [("access", f"memory access (modelled, {a['threads']} threads): {a['bytes_moved']:,} B moved in "
+                       f"32-byte sectors")]
+    for g in a["ops"][:MODELLED_OPS]:
+        how = f" ({g['copied_by']})" if g["copied_by"] else ""
+        rows.append(("", f"line {g['line']} {g['op']} {g['array']}{how}: {g['sectors_per_request']:.2f} "
+                         f"sectors/request, {g['efficiency']:.0%} efficient, {g['bytes_moved']:,} B"))
+    if len(a["ops"]) > MODELLED_OPS:
+        rows.append(("", f"... {len(a['ops']) - MODELLED_OPS} more global memory ops"))
+    sh, worst = a["shared"], a["shared"]["worst"]
+    rows.append(("shared", f"{sh['wavefronts']:,} wavefronts, {sh['conflicts']:,} bank conflicts"
+                 + ("" if worst is None else f"; worst: line {worst['line']} {worst['op']}, shared "
+                                            f"{worst['phase']}s {worst['ways']:.2f}-way")))
+    for k, part in enumerate(textwrap.wrap(f"estimated hit rate {a['l2']['hit_rate']:.1%}, DRAM "
+                                           f"{a['l2']['dram_bytes']:,} B: {a['l2']['reasoning']}", NOTE_WIDTH)):
+        rows.append(("L2" if k == 0 else "", part if k == 0 else "    " + part))
+    for k, what in enumerate(a["unmodeled"]):
+        rows.append(("unmodelled" if k == 0 else "", what[:NOTE_WIDTH]))
+    if m is not None and "message" not in m:
+        per = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+        pct = lambda v: "-" if v is None else f"{v:.1f}%"  # noqa: E731
+        rows.append(("vs ncu", f"modelled / measured: sectors per load request {per(a['load_sectors_per_request'])}"
+                               f" / {per(m['load_sectors_per_request'])}, per store request "
+                               f"{per(a['store_sectors_per_request'])} / {per(m['store_sectors_per_request'])}, "
+                               f"L2 hit rate {pct(100 * a['l2']['hit_rate'])} / {pct(m['l2_hit_rate'])}"))
     return rows
 
 
@@ -374,7 +478,8 @@ def report_svg(d: dict) -> str:
     parts = [_text(10, 18, report_title(d), 13, weight="bold")]
     for k, (label, value) in enumerate(rows):
         y = 38 + 16 * k
-        colour = "#b45f06" if label == "time" and not d["timed"] else \
+        skipped = label == "access" and "message" in (d.get("access") or {})
+        colour = "#b45f06" if (label == "time" and not d["timed"]) or skipped else \
             "#d62728" if label == "resources" and d["resources"]["spill_stores"] else "#222"
         parts += [_text(10, y, label, fill="#666"), _text(90, y, value, fill=colour)]
     top = 38 + 16 * len(rows) + 20

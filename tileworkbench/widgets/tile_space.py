@@ -11,6 +11,11 @@ big enough, numbered in tile order, so an `order="F"` load visibly walks down th
 
 Sliders over the tile index and the (power-of-two) tile shape recompute the picture by running a
 one-block load through the interpreter (`probe`), so the geometry is always the interpreter's.
+
+With `access=` (profile.access's report of the same trace) the lanes are coloured by the warp of the
+generated code that moves them, lighter towards the warp's last thread, and numbered by thread:
+
+    >>> view = TileSpaceView.from_trace(trace, array="x", block=(1, 0), access=analyze_trace(fn, trace))
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ import traitlets
 import tileworkbench.tile as ct
 
 from ..interp import Status, run
+from ..profile.access import TOUCHING, WARP, tile_threads
 from ._base import Data, SvgView, static
 from .svg import (
     MIN_FONT,
@@ -32,9 +38,11 @@ from .svg import (
     TITLE_H,
     clip,
     fmt,
+    hex_colour,
     ink_of,
     legend_svg,
     legend_width,
+    rgb_of,
     svg_document,
     svg_text,
     text,
@@ -56,6 +64,9 @@ PALETTE = {"inside": "#e3e7ee", "tile_line": "#37474f", "element_line": "#ffffff
 PADDING_TEXT = {"UNDETERMINED": "undetermined (reads 0)", "ZERO": "0", "NEG_ZERO": "-0.0",
                 "NAN": "NaN", "POS_INF": "+inf", "NEG_INF": "-inf"}
 REGION_OPACITY = 0.45
+# warps in turn (a block of more warps reuses them), each lighter towards its last thread by up to LANE_FADE
+WARP_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+LANE_FADE = 0.55
 MAX_W, MAX_H, MAX_CELL = 720, 520, 28     # the drawing area in pixels, and the biggest cell
 MIN_CELL = 6                              # bigger arrays are drawn zoomed on the block's tile
 
@@ -177,13 +188,40 @@ def _as_2d(array_shape, coords, status, box):
     return (array_shape[-2:], list(box[-2:]), *_slice_of(array_shape, coords, status))
 
 
-def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title=None) -> dict:
+def warp_fill(warp: int, lane: int) -> str:
+    """The colour of thread `lane` of `warp`: the warp's colour, lighter towards lane 31."""
+    base = np.array(rgb_of(WARP_COLOURS[warp % len(WARP_COLOURS)]), float)
+    return hex_colour(base + (255 - base) * LANE_FADE * lane / (WARP - 1))
+
+
+def _warp_layout(access, event, tile_shape, order, lane_ids, lane_status) -> dict:
+    """Which thread of the generated code moves each drawn lane, and what the op's requests cost
+    (`access`: profile.access's AccessReport of the trace the event comes from)."""
+    g = next((g for g in access.global_ops if (g.op, g.array, g.line) == (event.op, event.array, event.line)), None)
+    if g is None:
+        raise ValueError(f"the access report of {access.kernel} has no {event.op} of {event.array} on line "
+                         f"{event.line}: analyze the trace the event comes from")
+    thread = tile_threads(tile_shape, order, access.threads, access.vec).reshape(-1)[lane_ids]
+    warps = np.unique(thread[np.isin(lane_status, TOUCHING)] // WARP).tolist()
+    sharing = [[w for w in warps if w % len(WARP_COLOURS) == k] for k in range(len(WARP_COLOURS))]
+    legend = [{"label": ("warps " if len(ws) > 1 else "warp ") + ", ".join(map(str, ws)), "colour": colour}
+              for ws, colour in zip(sharing, WARP_COLOURS) if ws]
+    about = (f"coloured by warp of {access.threads} threads (lighter: later lanes; numbers: threads), "
+             f"{g.sectors_per_request:.2f} sectors/request")
+    return {"thread": thread.astype(np.int32), "legend": legend, "about": about,
+            "info": {"threads": access.threads, "vec": access.vec, "sectors_per_request": g.sectors_per_request,
+                     "warp_sectors_per_request": [s / r if r else 0.0
+                                                  for s, r in zip(g.warp_sectors, g.warp_requests)]}}
+
+
+def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title=None, access=None) -> dict:
     """The figure of one block's `load`/`store` (`event`: the lanes of that block) on an array of
     `array_shape`: pixel geometry, tile-boundary lines, region rectangles (inside parts of the array
     and the padding parts of edge tiles), the block's lanes with statuses, the legend and,
     optionally, the array's values for hover read-outs. The padding is the event's recorded
     padding_mode and value; `padding_mode` names it where the event has none (a version 1 trace),
-    UNDETERMINED by default.
+    UNDETERMINED by default. `access` (profile.access's AccessReport of the same trace) colours the
+    lanes that reach memory by the warp and thread that move them (`lane_thread`, `warps`).
 
     Any size draws: an array too big for cells of MIN_CELL pixels is shown zoomed on the block's
     tile (the window from `lo`, `ext` elements, in whole tiles around it), and a 3-D-or-more array
@@ -256,6 +294,10 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
     if any(r[4] == 1 for r in regions) or Status.PADDED in present or Status.DROPPED in present:
         legend.append({"label": "outside the array: a store drops it" if store else
                        f"padding ({padding_mode}): reads {reads}", "colour": PALETTE[outside]})
+    warps = None if access is None else _warp_layout(access, event, tile_shape, order, lane_ids, lane_status)
+    if warps is not None:   # lanes that reach memory take their warp's colour; the others keep their status's
+        present = [s for s in present if s not in TOUCHING]
+        legend += warps["legend"]
     legend += [{"label": f"block's tile: {STATUS_LABELS[s]}",
                 "colour": PALETTE[padding_mode] if s == Status.PADDED else STATUS_COLOURS[s]} for s in present]
     if title is None:
@@ -268,6 +310,8 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
     if zoomed:   # the part of the array drawn, as an index expression
         about.append("shown: " + event.array + "[" + ", ".join(
             [*map(str, lead), *(f"{a}:{b}" for a, b in zip(lo, hi))][-nd:]) + "]")
+    if warps is not None:
+        about.append(warps["about"])
     texts = [text(PAD, 16, title, size=13, weight="bold"),
              text(PAD, TITLE_H + 14, f"{event.array} {array_shape}: {counts} tiles of {tuple(box)} in array "
                   f"order; tile space order {order}, tile {index} of shape {tile_shape}"),
@@ -281,7 +325,7 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
         texts += [text(x0 - 4, px(r, 0)[1] + min(cell, 14) / 2 + 4, r, size=MIN_FONT, anchor="end")
                   for r in range(lo[0] - lo[0] % row_step, int(hi[0]), row_step) if r >= lo[0]][:64]
     width = max(x0 + ext[1] * cell + PAD, PAD + 7 * len(title), PAD + 6.5 * len(texts[1]["text"]),
-                legend_width(legend))
+                PAD + 6.5 * len(texts[2]["text"]), legend_width(legend))
     data = {"title": title, "op": event.op, "array": event.array, "ndim": nd, "array_shape": list(array_shape),
             "shape2": list(shape2), "box": box, "box2": box2, "tiles2": tiles, "index": list(index),
             "tile_shape": list(tile_shape), "order": list(order), "lead": list(lead), "padding_mode": padding_mode,
@@ -296,7 +340,8 @@ def tile_space_data(event, array_shape, *, padding_mode=None, values=None, title
             "palette": PALETTE, "status_colours": {int(s): c for s, c in STATUS_COLOURS.items()},
             "status_labels": {int(s): t for s, t in STATUS_LABELS.items()}, "region_opacity": REGION_OPACITY,
             "legend": legend, "values": None, "values_lo": [0, 0], "dtype": None,
-            "tile_space_dims": [array_shape[o] for o in order]}
+            "tile_space_dims": [array_shape[o] for o in order],
+            "lane_thread": None if warps is None else warps["thread"], "warps": None if warps is None else warps["info"]}
     if values is not None:
         values = np.asarray(values)
         if values.shape != array_shape:
@@ -328,12 +373,21 @@ def tile_space_svg(data: dict) -> str:
         body += [f'<line x1="{fmt(a)}" y1="{fmt(b)}" x2="{fmt(c)}" y2="{fmt(d)}"/>' for a, b, c, d in lines]
         body.append("</g>")
     font = max(MIN_FONT, int(cell * 0.42))
+    threads = data["lane_thread"]
+    widest = None if threads is None else len(str(int(threads.max())))
     body.append('<g class="lanes" stroke="white" stroke-width="0.5">')
-    for x, y, s, k in zip(data["lane_x"], data["lane_y"], data["lane_status"], data["lane_id"]):
+    for i, (x, y, s, k) in enumerate(zip(data["lane_x"], data["lane_y"], data["lane_status"], data["lane_id"])):
         colour = pal[outside] if s == Status.PADDED else data["status_colours"][int(s)]
-        body.append(f'<rect class="lane" data-status="{Status(int(s)).name}" data-lane="{k}" x="{fmt(x)}" '
-                    f'y="{fmt(y)}" width="{fmt(cell)}" height="{fmt(cell)}" fill="{colour}"/>')
-        if len(str(k)) * font * 0.6 <= cell - 2:   # a number only where it fits its cell legibly
+        warp = ""
+        if threads is not None:   # the thread that moves the lane: its warp's colour, and its number
+            k = int(threads[i])
+            warp = f' data-warp="{k // WARP}" data-thread="{k}"'
+            if s in TOUCHING:
+                colour = warp_fill(k // WARP, k % WARP)
+        body.append(f'<rect class="lane" data-status="{Status(int(s)).name}" data-lane="{data["lane_id"][i]}"{warp} '
+                    f'x="{fmt(x)}" y="{fmt(y)}" width="{fmt(cell)}" height="{fmt(cell)}" fill="{colour}"/>')
+        # a number only where it fits its cell legibly; thread numbers all or none (a few would read as a pattern)
+        if (len(str(k)) if threads is None else widest) * font * 0.6 <= cell - 2:
             body.append(f'<text x="{fmt(x + cell / 2)}" y="{fmt(y + cell / 2 + font * 0.35)}" font-size="{font}" '
                         f'text-anchor="middle" fill="{ink_of(colour)}" stroke="none">{k}</text>')
     body.append("</g>")
@@ -379,11 +433,11 @@ class TileSpaceView(SvgView):
 
     @classmethod
     def from_trace(cls, trace, op: str = "load", array: str = "a", block=(0, 0), values=None, *,
-                   line: int | None = None, padding_mode: str | None = None) -> TileSpaceView:
+                   line: int | None = None, padding_mode: str | None = None, access=None) -> TileSpaceView:
         """The `op` ("load" or "store") of `array` executed by `block` (the first such op, or the one on
         `line`). The padding is the trace's record of the load; for a version 1 trace (no record) it
         is `padding_mode`, or what the op's source line says. values: the array's contents, for
-        hover read-outs."""
+        hover read-outs. access: profile.access's report of this trace, to colour the lanes by warp."""
         events = [e for e in trace.by_array(array) if e.op == op and (line is None or e.line == line)]
         if not events:
             raise ValueError(f"the trace of {trace.kernel} has no {op} of {array!r} (it has "
@@ -392,8 +446,8 @@ class TileSpaceView(SvgView):
         if not len(event.blocks):
             raise ValueError(f"block {tuple(block)} did not execute the {op} of {array} on line {events[0].line}")
         mode = event.padding_mode or padding_mode or padding_mode_of(event.source)
-        return cls(data=tile_space_data(event, trace.arrays[array]["shape"], padding_mode=mode, values=values),
-                   values=values)
+        return cls(data=tile_space_data(event, trace.arrays[array]["shape"], padding_mode=mode, values=values,
+                                        access=access), values=values)
 
     @staticmethod
     def _probe_data(array_shape, tile_shape, index, order, padding_mode, values):

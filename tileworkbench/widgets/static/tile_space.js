@@ -11,6 +11,25 @@ function formatValue(v) {
   return Number.isInteger(v) ? String(v) : Number(v).toPrecision(5);
 }
 
+/** The warp and thread of the generated code that move the block's lane at (r, c), and what the op's
+ * requests cost, where the view is coloured by warp; "" elsewhere. */
+function warpOf(data, threadAt, r, c) {
+  const t = threadAt.get(`${r},${c}`);
+  if (t === undefined) return "";
+  const w = Math.floor(t / 32), perWarp = data.warps.warp_sectors_per_request[w];
+  return `   warp ${w} thread ${t} (lane ${t % 32}): ${data.warps.sectors_per_request.toFixed(2)} sectors/request` +
+    (perWarp === undefined ? "" : ` (warp ${w}: ${perWarp.toFixed(2)})`);
+}
+
+/** Drawn lane (r, c) -> the thread that moves it, where the view is coloured by warp. */
+function threadsOf(data) {
+  const map = new Map();
+  if (!data.lane_thread) return map;
+  const rows = typed(data.lane_r), cols = typed(data.lane_c), threads = typed(data.lane_thread);
+  threads.forEach((t, i) => map.set(`${rows[i]},${cols[i]}`, t));
+  return map;
+}
+
 /** What the mouse is over: array element, tile coordinate, lane within the tile, value. */
 function describe(data, values, r, c) {
   const [M, N] = data.shape2, [th, tw] = data.box2;
@@ -80,6 +99,7 @@ export default {
       root.replaceChildren();
       if (!data) return;
       const values = data.values ? typed(data.values) : null;
+      const threadAt = threadsOf(data);
       const figure = pictureOf(model);
       const hover = svg("rect", { fill: "none", stroke: data.palette.hover, "stroke-width": 2, visibility: "hidden",
         "pointer-events": "none" }, figure);
@@ -96,7 +116,7 @@ export default {
         }
         Object.entries({ x: data.x0 + (c - data.lo[1]) * data.cell, y: data.y0 + (r - data.lo[0]) * data.cell,
           width: data.cell, height: data.cell, visibility: "visible" }).forEach(([k, v]) => hover.setAttribute(k, String(v)));
-        status.textContent = describe(data, values, r, c);
+        status.textContent = describe(data, values, r, c) + warpOf(data, threadAt, r, c);
       });
       figure.addEventListener("mouseleave", () => {
         hover.setAttribute("visibility", "hidden");
