@@ -44,9 +44,9 @@ NOMINAL_PEAKS = {
 NOTE_WIDTH = 96  # characters of a codegen note per card row
 MEASURED_TOP = 3  # stall reasons and hot lines the report lists
 MODELLED_OPS = 8  # global memory ops the report lists one by one
-# the most elements a launch may move for the report to model its accesses: the interpreter traces a few
-# million lanes in seconds
-MAX_MODELLED_ELEMENTS = 1 << 22
+# the most elements a launch may move for the report to model its accesses: the interpreter traces a
+# million lanes in about a second, which `--bench` may add to a cell without being noticed
+MAX_MODELLED_ELEMENTS = 1 << 20
 CURVES = (("threads", "threads per block"), ("registers", "registers per thread"), ("shared", "shared bytes per block"))
 
 
