@@ -1081,6 +1081,15 @@ def gathered_rows_matmul(A, B, C, rows, TM: ct.Constant[int], TN: ct.Constant[in
     ct.store(C, (bm, bn), acc)
 
 
+def _gathered_rows_product(A, B, r, bn, TM, TN, TK):
+    """A[r] @ B[:, block bn], A's rows gathered in the K loop (a helper the kernels below inline)."""
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        acc = ct.mma(ct.gather(A, (r[:, None], cols[None, :])), ct.load(B, (k, bn), (TK, TN)), acc)
+    return acc
+
+
 @ct.kernel
 def gathered_rows_matmul_weighted(A, B, C, rows, weights, TM: ct.Constant[int], TN: ct.Constant[int],
                                   TK: ct.Constant[int]):
@@ -1088,24 +1097,17 @@ def gathered_rows_matmul_weighted(A, B, C, rows, weights, TM: ct.Constant[int], 
     a (TM, 1) factor broadcast over the accumulator's rows."""
     bm, bn = ct.bid(0), ct.bid(1)
     r = ct.load(rows, (bm,), (TM,))
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.cdiv(A.shape[1], TK)):
-        cols = k * TK + ct.arange(TK, dtype=ct.int32)
-        acc = ct.mma(ct.gather(A, (r[:, None], cols[None, :])), ct.load(B, (k, bn), (TK, TN)), acc)
-    acc = acc * ct.gather(weights, r)[:, None]
+    acc = _gathered_rows_product(A, B, r, bn, TM, TN, TK) * ct.gather(weights, r)[:, None]
     ct.store(C, (bm, bn), acc)
 
 
 @ct.kernel
 def gathered_rows_matmul_scattered(A, B, C, rows, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     """Rows gathered, multiplied, and scattered back to the same rows of C (MoE's epilogue): the
-    scatter's row and column indices are an outer product, read from index tables."""
+    scatter's row indices are read from a table, its column indices computed."""
     bm, bn = ct.bid(0), ct.bid(1)
     r = ct.load(rows, (bm,), (TM,))
-    acc = ct.zeros((TM, TN), ct.float32)
-    for k in range(ct.cdiv(A.shape[1], TK)):
-        cols = k * TK + ct.arange(TK, dtype=ct.int32)
-        acc = ct.mma(ct.gather(A, (r[:, None], cols[None, :])), ct.load(B, (k, bn), (TK, TN)), acc)
+    acc = _gathered_rows_product(A, B, r, bn, TM, TN, TK)
     out_cols = bn * TN + ct.arange(TN, dtype=ct.int32)
     ct.scatter(C, (r[:, None], out_cols[None, :]), acc.astype(C.dtype))
 

@@ -76,6 +76,20 @@ __device__ void fill_chunk(unsigned char* dst, T pad) {
   copy_chunk<16>(dst, v);
 }
 
+// Start copying the 16-byte chunk of row i, columns j .. j + 7, into a stage at `dst`: by cp.async
+// where it lies inside a row-major array with 16-byte aligned rows, as one store of padding where
+// the row is outside the array, else element by element.
+template <class T>
+__device__ void chunk_async(unsigned char* dst, const array<T, 2>& a, long long i, long long j, bool rows_aligned,
+                            T pad) {
+  if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
+    cp_async_16(dst, a.ptr + i * a.stride[0] + j);
+  else if (i < 0 || i >= a.shape[0])
+    fill_chunk(dst, pad);
+  else
+    load_chunk_checked(dst, a, i, j, pad);
+}
+
 // Start copying tile `index` (shape R x C) of a 2-D array into `dst`. A tile wholly inside a
 // row-major array with 16-byte aligned rows goes by cp.async, chunk by chunk; any other (edges,
 // padding, other strides) is checked chunk by chunk and copied element by element where needed.
@@ -94,16 +108,9 @@ __device__ void load_async(swizzled<T, R, C> dst, const array<T, 2>& a, const co
     }
     return;
   }
-  for (int q = threadIdx.x; q < chunks; q += TW_THREADS) {
-    const long long i = i0 + q / per_row, j = j0 + q % per_row * 8;
-    unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
-    if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
-      cp_async_16(d, a.ptr + i * a.stride[0] + j);
-    else if (i < 0 || i >= a.shape[0])
-      fill_chunk(d, pad);
-    else
-      load_chunk_checked(d, a, i, j, pad);
-  }
+  for (int q = threadIdx.x; q < chunks; q += TW_THREADS)
+    chunk_async(dst.base + dst.chunk_offset(q / per_row, q % per_row), a, i0 + q / per_row, j0 + q % per_row * 8,
+                rows_aligned, pad);
 }
 
 // The same for a tile of shape (1, ..., 1, R, C) of an N-d array: the leading indices pick one
@@ -141,16 +148,9 @@ __device__ void gather_rows_async(swizzled<T, R, C> dst, const array<T, 2>& a, c
                                   T pad) {
   constexpr int chunks = R * C / 8, per_row = C / 8;
   const bool rows_aligned = a.stride[1] == 1 && a.stride[0] % 8 == 0 && aligned<16>(a.ptr);
-  for (int q = threadIdx.x; q < chunks; q += TW_THREADS) {
-    const long long i = rows[q / per_row], j = j0 + q % per_row * 8;
-    unsigned char* d = dst.base + dst.chunk_offset(q / per_row, q % per_row);
-    if (rows_aligned && i >= 0 && i < a.shape[0] && j >= 0 && j + 8 <= a.shape[1])
-      cp_async_16(d, a.ptr + i * a.stride[0] + j);
-    else if (i < 0 || i >= a.shape[0])
-      fill_chunk(d, pad);
-    else
-      load_chunk_checked(d, a, i, j, pad);
-  }
+  for (int q = threadIdx.x; q < chunks; q += TW_THREADS)
+    chunk_async(dst.base + dst.chunk_offset(q / per_row, q % per_row), a, rows[q / per_row], j0 + q % per_row * 8,
+                rows_aligned, pad);
 }
 
 // An operand stage that holds the transpose of the operand: the B operand (K x N) of `q @ k.T`
