@@ -27,6 +27,7 @@ SETUP = ['''\
 import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
+from tileworkbench.profile.access import analyze_trace
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.widgets.code_view import CodeView
 from tileworkbench.widgets.coverage import CoverageView
@@ -55,6 +56,8 @@ idx = np.array([0, 3, -1, 12, 5, 5, 7, 9], np.int32)''']
 # kind -> (the cell that shows it, what its widget draws)
 VIEWS = {
     "tile_space": ('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x)', "svg"),
+    "tile_space_warps": (('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x, '
+                          'access=analyze_trace(copy.specialize((x, y, 4, 4)), trace))'), "svg"),
     "index_map": (('IndexMapView.from_trace(run(masked_gather, (1,), (table, idx, np.zeros(8, np.float32)), '
                    'trace=True), op="gather", values=table)'), "svg"),
     "transform": ("TransformView.of(lambda t: ct.permute(t, (2, 0, 1)), (4, 2, 2))", "svg"),
@@ -71,6 +74,8 @@ def show_something(kind: str, view) -> str:
     """Hover (or click) what the screenshot should show; return the text that answers it."""
     if kind == "tile_space":       # the last lane of the ragged corner tile (1, 2): past both edges
         view.locator(TILE_SPACE_LANES).nth(15).hover(position=OFF_LABEL)
+    elif kind == "tile_space_warps":  # the corner tile's first lane, inside the array: who moves it
+        view.locator(TILE_SPACE_LANES).nth(0).hover(position=OFF_LABEL)
     elif kind == "index_map":      # lane 2, index -1, in the indices panel
         view.locator("svg > g").first.locator("rect").nth(2).hover(position=OFF_LABEL)
     elif kind == "transform":      # the last source element, in the input and the result
@@ -90,6 +95,7 @@ def show_something(kind: str, view) -> str:
 
 SHOWN = {   # kind -> what the view says once show_something has acted on it
     "tile_space": "x[7, 11] (padding: reads 0) tile (1, 2) lane (3, 3) \u2190 the block's tile",
+    "tile_space_warps": "warp 0 thread 0 (lane 0): ",
     "index_map": "lane 2: table[-1] \u2014 out of bounds, reads padding_value = -1",
     "transform": "source: operand 0, position 15",
     "coverage": "written by 0 block(s)",

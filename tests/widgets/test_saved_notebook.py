@@ -24,6 +24,7 @@ CELLS = ['''\
 import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.interp import run
+from tileworkbench.profile.access import analyze_trace
 from tileworkbench.widgets.coverage import CoverageView
 from tileworkbench.widgets.index_map import IndexMapView
 from tileworkbench.widgets.stepper import StepperView
@@ -43,6 +44,8 @@ def gather(table, idx, got):
 x = np.arange(60, dtype=np.float32).reshape(6, 10)
 trace = run(copy, (2, 3), (x, np.zeros_like(x)), trace=True)''',
          'TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x)',
+         ('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x, '
+          'access=analyze_trace(copy.specialize((x, np.zeros_like(x))), trace))'),
          'CoverageView.from_trace(trace)',
          'TransformView.of(lambda t: ct.permute(t, (1, 0)), (2, 4))',
          '''table = np.arange(10, dtype=np.float32)
