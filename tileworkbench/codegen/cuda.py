@@ -199,6 +199,7 @@ class _Emitter:
         self.smem = 0
         self.stage_views: dict[Value, str] = {}  # staged load result -> its stage in the pipelined loop
         self.stage_rings: dict[Op, str] = {}  # staged load op -> its stage buffers
+        self.row_tables: dict[Op, str] = {}  # staged gather op -> its row table in shared memory
         self.current: dict[Value, MmaLayout] = {}  # hoisted values: the layout their name now holds
         self.loops = 0  # how many loops enclose the op being emitted
         self.notes: dict = {}  # (line, text) -> None, in emission order
@@ -969,14 +970,12 @@ def _pipelined_loop(e, op, pipeline, i):
                f"{{tw::smem() + PIPELINE_BASE + {offset}}};  // loaded once, before the loop")
         offset += (load.result.type.size * load.result.dtype.itemsize + 1023) // 1024 * 1024
         e.stage_views[load.result] = name
-    row_tables = {}
     for gather, how in pipeline.gathers.items():
         name = e.define(Value(how.rows.type), f"{how.rows.name or 'gathered'}_rows")
         e.emit(f"long long* const {name} = (long long*)(tw::smem() + PIPELINE_BASE + {offset});  "
                f"// the rows {gather.result.name or 'the operand'} gathers, for every thread")
         offset += row_table_bytes(gather.result.shape[0])
-        row_tables[gather] = name
-    e.row_tables = row_tables
+        e.row_tables[gather] = name
     if pipeline.tma:
         barriers = e.define(Value(TileType(bool_, ())), "stage_barriers")
         e.emit(f"const tw::stage_barriers<{stages}> {barriers}{{(uint64_t*)(tw::smem() + PIPELINE_BASE + {offset})}};")
@@ -988,7 +987,7 @@ def _pipelined_loop(e, op, pipeline, i):
     e.emit("__syncthreads();  // earlier ops may still read the shared memory the stages reuse")
     for gather, how in pipeline.gathers.items():
         e.loc = gather.loc
-        e.emit(f"tw::store_row_table({row_tables[gather]}, {e.in_layout(how.rows, None)});")
+        e.emit(f"tw::store_row_table({e.row_tables[gather]}, {e.in_layout(how.rows, None)});")
     if pipeline.gathers:
         e.loc = loc
         e.emit("__syncthreads();  // the row tables are written")
