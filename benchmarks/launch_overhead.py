@@ -210,9 +210,23 @@ def tileworkbench_cases(mock: bool):
     yield ("tileworkbench, tensor + f16, bf16, f32, int scalars",
            lambda: ct.launch(stream, (1,), empty_scalars, scalars), sync)
     if not mock:  # with the stand-in driver the first row is the Python side already
+        yield "  the same by the Python path alone (no C launcher)", python_path(empty, stream, torch_x), sync
         yield "  of which Python: 1 PyTorch tensor, driver call a no-op", *python_side(empty, stream, torch_x, sync)
         yield "  of which the driver: cuLaunchKernelEx via ctypes, prepacked", *driver_alone(launcher), sync
         yield "  the same launch by cuLaunchKernel via ctypes", *classic_driver_alone(launcher), sync
+
+
+def python_path(kernel, stream, x):
+    """ct.launch of `kernel` by a launcher made with the C launcher turned off."""
+    import tileworkbench.tile as ct
+    from tileworkbench.runtime import native_launch
+    twin = ct.kernel(kernel.__wrapped__)
+    os.environ[native_launch.ENV] = "0"
+    try:
+        ct.launch(stream, (1,), twin, (x,))
+    finally:
+        del os.environ[native_launch.ENV]
+    return lambda: ct.launch(stream, (1,), twin, (x,))
 
 
 def python_side(kernel, stream, x, sync):

@@ -1,21 +1,29 @@
 """ct.launch's fast path without a GPU: repeated launches take the kernel's last launcher and read
 every argument anew, any change of the argument profile specializes anew, and bad arguments are
-refused as the first launch refuses them. libcuda is the benchmark's stand-in; loading a kernel
-is replaced by a handle, so only the Python side of launching runs."""
+refused as the first launch refuses them. libcuda is the benchmark's stand-in, with a C-callable
+cuLaunchKernelEx that records what each launch passes; loading a kernel is replaced by a handle.
+Every test runs twice: with the launchers' C path (runtime/native_launch.c, where it builds) and
+with the Python path alone."""
+import ctypes
 import gc
 import struct
 import sys
 import types
 import weakref
 
+import warnings
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tileworkbench.tile as ct
 from benchmarks.launch_overhead import StandInDriver
 from tileworkbench.errors import ArgumentTypeError, ArgumentValueError
 from tileworkbench.runtime import driver
 from tileworkbench.runtime import launch as runtime_launch
+from tileworkbench.runtime import native_launch
 from tileworkbench.runtime.launch import LAUNCH_CONFIG_BYTES
 
 
@@ -57,12 +65,41 @@ def _touch(x, y, n, T: ct.Constant[int]):
     pass
 
 
+_LAUNCH_KERNEL_EX = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+PARAMETER_BYTES_READ = 64  # of the parameters from the first one: all that these tests' kernels take
+
+
+def _recorder(launches: list):
+    """A cuLaunchKernelEx, callable from C, that records each launch as its configuration's bytes
+    followed by those of its parameters (where the Python path's buffer has them)."""
+    def launch(config, function, params, extra):
+        first = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))[0]
+        launches.append(ctypes.string_at(config, LAUNCH_CONFIG_BYTES) + ctypes.string_at(first, PARAMETER_BYTES_READ))
+        return 0
+    return _LAUNCH_KERNEL_EX(launch)
+
+
+@pytest.fixture(params=["C", "Python"])
+def path(request, monkeypatch):
+    """Which launch path runs: the C launchers (skipped where they do not build) or Python's."""
+    if request.param == "C" and native_launch.module() is None:
+        pytest.skip(f"no C launcher here: {native_launch.unavailable()}")
+    if request.param == "Python":
+        monkeypatch.setenv(native_launch.ENV, "0")
+    return request.param
+
+
 @pytest.fixture
-def gpu(monkeypatch):
+def gpu(path, stand_in_gpu):
+    return stand_in_gpu
+
+
+@pytest.fixture
+def stand_in_gpu(monkeypatch):
     """Launches go to a stand-in libcuda that records each launch's buffer; loading gives a handle."""
     stand_in = StandInDriver()
     stand_in.launches = []
-    stand_in.cuLaunchKernelEx = lambda config, function, params, extra: stand_in.launches.append(bytes(config)) or 0
+    stand_in.cuLaunchKernelEx = _recorder(stand_in.launches)
     monkeypatch.setattr(driver, "library", lambda: stand_in)
     driver.device_count.cache_clear()
     loaded = types.SimpleNamespace(generated=types.SimpleNamespace(threads=64, smem_bytes=0, name="touch",
@@ -146,3 +183,89 @@ def test_a_launcher_keeps_no_argument_alive(gpu):
     del x
     gc.collect()
     assert watched() is None
+
+
+@pytest.mark.skipif(native_launch.module() is None, reason="no C launcher here")
+def test_c_launches_pack_and_launch_without_the_python_path(stand_in_gpu):
+    gpu = stand_in_gpu
+    touch = ct.kernel(_touch)
+    x, y = _Tensor((128,), ptr=0x1000), _Tensor((64, 32), ptr=0x2000)
+    ct.launch(0, (1,), touch, (x, y, 5, 16))
+    python_path = touch.last_launcher.matches.__globals__  # the generated Python functions' namespace
+    packed_by_python = []
+    pack_into = python_path["pack_into"]
+    python_path["pack_into"] = lambda *values: packed_by_python.append(values) or pack_into(*values)
+    for n in (1, -7, 2**31 - 1):
+        ct.launch(_Stream(0x10), (2, 3), touch, (x, y, n, 16))
+    assert packed_by_python == [] and [_launched(b)[4] for b in gpu.launches] == [5, 1, -7, 2**31 - 1]
+    with pytest.raises(ArgumentValueError, match="does not fit int32"):  # a value C leaves to Python
+        ct.launch(0, (1,), touch, (x, y, 2**31, 16))
+    assert len(packed_by_python) == 1
+
+
+# ---- the C path against the Python path ------------------------------------------------------------
+
+def _scalar_and_constant(x, s, T: ct.Constant[int]):
+    pass
+
+
+class _Stream:
+    def __init__(self, handle):
+        self.cuda_stream = handle
+
+
+_INTEGER_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+_FLOAT_TYPES = {np.float16: 16, np.float32: 32, np.float64: 64}
+
+
+@st.composite
+def _scalars(draw):
+    """(an example, a value of its type): Python ints, floats and bools, and NumPy scalars."""
+    kind = draw(st.sampled_from([int, float, bool, *_INTEGER_TYPES, *_FLOAT_TYPES]))
+    if kind is int:
+        return 1, draw(st.integers(-2**70, 2**70))
+    if kind is float:
+        return 1.0, draw(st.floats(allow_nan=True, allow_infinity=True))
+    if kind is bool:
+        return True, draw(st.booleans())
+    if kind in _FLOAT_TYPES:
+        return kind(1), kind(draw(st.floats(width=_FLOAT_TYPES[kind], allow_nan=True, allow_infinity=True)))
+    info = np.iinfo(kind)
+    return kind(1), kind(draw(st.integers(int(info.min), int(info.max))))
+
+
+_grids = st.one_of(st.tuples(st.integers(-1, 2**25)), st.tuples(st.integers(1, 8), st.integers(0, 2**24 + 1)),
+                   st.tuples(*[st.integers(1, 4)] * 3), st.tuples(*[st.integers(1, 4)] * 4),
+                   st.just(()), st.just([2]), st.just((True,)), st.just((np.int64(3),)))
+_streams = st.one_of(st.integers(-2**65, 2**65), st.integers(0, 2**64 - 1).map(_Stream), st.just(None),
+                     st.just("default"))
+
+
+def _outcome(monkeypatch, stand_in, native: bool, example, value, stream, grid):
+    """What one launch with `value` for s does after a launch with `example` made the launcher: the
+    launch's bytes, or the error; the warnings; and how many launchers the kernel then has."""
+    monkeypatch.setenv(native_launch.ENV, "1" if native else "0")
+    kernel, x = ct.kernel(_scalar_and_constant), _Tensor((128,))
+    ct.launch(0, (1,), kernel, (x, example, 4))
+    assert (kernel.last_launcher.native is not None) == native
+    stand_in.launches.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            ct.launch(stream, grid, kernel, (x, value, 4))
+            error = None
+        except Exception as e:  # noqa: BLE001 - the error is the outcome compared
+            error = (type(e), str(e))
+    packed = [launch[:LAUNCH_CONFIG_BYTES + 24] for launch in stand_in.launches]  # x: 16 bytes, s: 8 at most
+    return packed, error, [str(w.message) for w in caught], len(kernel.launchers)
+
+
+@pytest.mark.skipif(native_launch.module() is None, reason="no C launcher here")
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scalar=_scalars(), stream=_streams, grid=_grids)
+def test_c_launches_pack_the_bytes_python_packs_and_refuse_what_python_refuses(monkeypatch, stand_in_gpu, scalar,
+                                                                               stream, grid):
+    example, value = scalar
+    native = _outcome(monkeypatch, stand_in_gpu, True, example, value, stream, grid)
+    python = _outcome(monkeypatch, stand_in_gpu, False, example, value, stream, grid)
+    assert native == python

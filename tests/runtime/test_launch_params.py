@@ -27,7 +27,7 @@ CTYPES = {"Q": ctypes.c_uint64, "i": ctypes.c_int32, "e": ctypes.c_uint16, "H": 
 def test_parameters_sit_where_a_c_struct_puts_them(codes):
     """CUDA lays kernel parameters out at their natural alignment, as a C struct does; they follow
     the launch configuration in the launcher's buffer."""
-    struct_, buffer, params = _launch_buffer(codes)
+    struct_, buffer, params, _ = _launch_buffer(codes)
 
     class Params(ctypes.Structure):
         _fields_ = [(f"p{k}", CTYPES[c]) for k, c in enumerate(codes)]
@@ -44,7 +44,7 @@ class LaunchConfig(ctypes.Structure):
 
 
 def test_the_launch_configuration_is_laid_out_as_cuda_h_declares_it():
-    struct_, buffer, _ = _launch_buffer(["Q"])
+    struct_, buffer, _, _ = _launch_buffer(["Q"])
     buffer.raw = b"\xff" * len(buffer)  # the configuration's padding and attributes are written too
     struct_.pack_into(buffer, 0, 7, 8, 9, 128, 1, 1, 4096, 0xABCDEF, 0x1234)
     config = LaunchConfig.from_buffer(buffer)
@@ -54,7 +54,7 @@ def test_the_launch_configuration_is_laid_out_as_cuda_h_declares_it():
 
 
 def test_packed_values_read_back_through_the_parameter_pointers():
-    struct_, buffer, params = _launch_buffer(["Q", "i", "i", "q"])
+    struct_, buffer, params, _ = _launch_buffer(["Q", "i", "i", "q"])
     struct_.pack_into(buffer, 0, *CONFIG, 0xDEADBEEF000, 7, -3, -2**40)
     read = [ctypes.c_uint64.from_address(params[0]).value, ctypes.c_int32.from_address(params[1]).value,
             ctypes.c_int32.from_address(params[2]).value, ctypes.c_int64.from_address(params[3]).value]
@@ -67,7 +67,7 @@ CONFIG = (1, 1, 1, 32, 1, 1, 0, 0)  # grid, block, shared bytes, stream
 def _packed(dtype, value) -> bytes:
     env = {}
     code, expression = _scalar_expression("x", dtype, value, env)
-    struct_, buffer, _ = _launch_buffer([code])
+    struct_, buffer, _, _ = _launch_buffer([code])
     struct_.pack_into(buffer, 0, *CONFIG, eval(expression, env, {"x": value}))
     return buffer.raw[LAUNCH_CONFIG_BYTES:LAUNCH_CONFIG_BYTES + dtype.itemsize]
 

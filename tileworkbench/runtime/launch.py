@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..arguments import argument_leaves, is_cupy_array, is_torch_tensor, param_spec
+from ..arguments import argument_leaves, is_cupy_array, is_torch_tensor, normalize_grid, param_spec
 from ..codegen import HEADER_VERSION, INCLUDE_DIR, GeneratedKernel, generate, line_file
 from ..errors import ArgumentValueError
 from ..ir.core import Function
 from ..ir.types import int64
-from . import driver, tensor_maps
+from . import driver, native_launch, tensor_maps
 from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
 
@@ -191,13 +191,18 @@ class Launcher:
         env, checks, reads, values, codes = {}, [], [], [], []
         arrays = {}  # runtime parameter position -> (dtype name, pointer, shape and stride expressions)
         params, taken, lists = iter(fn.params), [], []
+        # what the C launcher needs: per argument (kind, type, dtype or value, rank or struct code,
+        # itemsize, index of its first value among `codes`), and runtime array position -> argument
+        native_arguments, native_arrays, native_fits = [], {}, True
 
         def add(value, key: str, read: str, position: int):
             """What the argument read as `read` must be, and what of it is packed: a list or tuple
             item by item, each array or scalar in it being the next of the specialization's params."""
+            nonlocal native_fits
             env[f"type_{key}"] = type(value)
             checks.append(f"type({read}) is type_{key}")
             if isinstance(value, (list, tuple)):
+                native_fits = False  # lists and tuples of arrays: the Python path
                 if isinstance(value, list):
                     lists.append(read)
                 checks.append(f"len({read}) == {len(value)}")
@@ -209,7 +214,13 @@ class Launcher:
             if p.kind == "constant":
                 env[f"value_{key}"] = value
                 checks.append(f"{read} == value_{key}")
+                native_arguments.append((native_launch.CONSTANT, type(value), value, 0, 0, len(codes)))
             elif p.kind == "array":
+                kind = native_launch.array_kind(value)
+                native_fits = native_fits and kind is not None
+                native_arrays[fn.runtime_params.index(p)] = len(native_arguments)
+                native_arguments.append((kind, type(value), value.dtype, p.type.ndim,
+                                         getattr(value, "itemsize", 1), len(codes)))
                 array_checks, array_read, expressions = _array_expressions(key, position, value, p.type.ndim, env,
                                                                            read)
                 checks.extend(array_checks)
@@ -219,6 +230,8 @@ class Launcher:
                 arrays[fn.runtime_params.index(p)] = (p.type.dtype.name, expressions)
             else:
                 code, expression = _scalar_expression(key, p.type.dtype, value, env, read)
+                native_fits = native_fits and native_launch.packs_scalar(code, p.type.dtype, value)
+                native_arguments.append((native_launch.SCALAR, type(value), None, ord(code[-1]), 0, len(codes)))
                 values.append(expression)
                 codes.append(code)
         parameters = []  # the kernel's parameter names, for the legend
@@ -227,13 +240,15 @@ class Launcher:
             add(value, name, name, k)
             parameters.append(taken[first].name.split("[")[0] if len(taken) > first else "()")
         maps = []  # one expression per tensor map parameter: its bytes, or None
+        native_maps = []  # (argument, dtype name, box, swizzle, index among `codes`)
         for param in gpu.generated.tensor_maps:
             dtype, (ptr, *rest) = arrays[param.array]
             ndim = len(rest) // 2
             maps.append(f"encode({dtype!r}, {ptr}, ({', '.join(rest[:ndim])},), ({', '.join(rest[ndim:])},), "
                         f"{param.box!r}, {param.swizzle})")
+            native_maps.append((native_arrays[param.array], dtype, tuple(param.box), param.swizzle, len(codes)))
             codes.append(_TENSOR_MAP_CODE)
-        self.struct, self.buffer, params = _launch_buffer(codes)
+        self.struct, self.buffer, params, offsets = _launch_buffer(codes)
         legend = ", ".join(f"{name}: {parameter}" for name, parameter in zip(names, parameters))
         # With one device every context is on it, and asking costs a driver call per launch
         device_check = ["get_device() == device"] if driver.device_count() > 1 else []
@@ -244,7 +259,7 @@ class Launcher:
                    launch_kernel=driver.launch_kernel_function(), function=ctypes.c_void_p(self.function),
                    get_device=driver.current_device, device=device, stream_handle=stream_handle,
                    failed=self._failed, encode=tensor_maps.encode, fallback=self._fallback,
-                   is_capturing=driver.stream_is_capturing)
+                   is_capturing=driver.stream_is_capturing, normalize_grid=normalize_grid)
         unpack = (f"    try:\n        {', '.join(names)}, = args\n    except ValueError:  # another count\n"
                   f"        return False\n" if names else "    if args:\n        return False\n")
         # tensor maps, encoded (or found in the cache) at each launch: an array none describes
@@ -258,7 +273,9 @@ class Launcher:
         self.source = (
             f"# {fn.name}({legend})\n"
             f"def matches(args):\n{unpack}    return ({conditions})\n\n"
-            f"def relaunch(stream, grid, args):\n{unpack}"
+            f"def relaunch(stream, grid, args):\n"
+            f"    if type(args) is not tuple:\n        return False\n"
+            f"    grid = normalize_grid(grid)\n{unpack}"
             f"    if not ({conditions}):\n        return False\n"
             + "".join(f"    {read}\n" for read in reads)
             + f"{encoding}"
@@ -278,6 +295,14 @@ class Launcher:
         exec(compile(self.source, f"<launcher of {fn.name}>", "exec"), env)
         self.params = params
         self.matches, self.relaunch = env["matches"], env["relaunch"]
+        # the same launch from C where it builds here (runtime/native.py): the Python relaunch stays
+        # behind it for whatever C leaves to Python
+        self.native = None
+        if native_fits and not device_check:
+            self.native = native_launch.launcher(self.function, self.threads, self.smem, offsets, native_arguments,
+                                                 native_maps, self.relaunch)
+        if self.native is not None:
+            self.relaunch = self.native.relaunch
 
     def __call__(self, stream, grid, args):
         if not self.relaunch(stream, grid, args):
@@ -338,7 +363,8 @@ _TENSOR_MAP_CODE = f"{tensor_maps.TENSOR_MAP_BYTES}s"  # a CUtensorMap's bytes, 
 def _launch_buffer(codes: list[str]):
     """A struct for the launch configuration followed by the kernel's parameters, laid out as the
     CUDA ABI lays them (each at its natural alignment from the first parameter, a tensor map at 64
-    bytes), a buffer for it, and the array of pointers to each parameter that cuLaunchKernelEx takes.
+    bytes), a buffer for it, the array of pointers to each parameter that cuLaunchKernelEx takes,
+    and each parameter's offset from the first.
     The buffer is placed so that the parameters start at a 64-byte aligned address: a tensor map's
     bytes are then 64-byte aligned in host memory too, as a CUtensorMap is."""
     fmt, offsets, end = "=" + LAUNCH_CONFIG, [], 0  # `end`: bytes of parameters so far
@@ -353,7 +379,7 @@ def _launch_buffer(codes: list[str]):
     buffer = (ctypes.c_char * (LAUNCH_CONFIG_BYTES + end)).from_buffer(memory, shift)  # keeps `memory` alive
     base = ctypes.addressof(buffer)
     params = (ctypes.c_void_p * max(len(offsets), 1))(*(base + o for o in offsets))
-    return struct.Struct(fmt), buffer, params
+    return struct.Struct(fmt), buffer, params, [o - LAUNCH_CONFIG_BYTES for o in offsets]
 
 
 class LaunchError(RuntimeError):

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..arguments import (ParamSpec, argument_leaves, interpret_requested, is_array_like, is_host_tensor,
                          known_array_type, normalize_grid, param_spec, profile_key)
+# interpret_requested's first test, inlined in ct.launch's fast path: is TILEWORKBENCH_INTERPRET set at all
+from ..arguments import _ENVIRON_DATA, _INTERPRET_KEY
 from ..errors import ArgumentTypeError
 from ..ir import print_function
 
@@ -195,17 +197,18 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     stream, None included) and are updated in place, exactly as a GPU launch updates device arrays.
     With TILEWORKBENCH_INTERPRET=1 every launch runs on the interpreter (device arrays are copied to
     the host and the ones the kernel writes copied back)."""
+    # The GPU launcher used last checks the arguments and the grid and launches, in one call (from C
+    # where runtime/native_launch.c builds). It takes device arrays only, so host tensors (which run
+    # on the interpreter) never get past its check.
+    last = kernel.last_launcher if type(kernel) is Kernel else None
+    if last is not None and _INTERPRET_KEY not in _ENVIRON_DATA and last.relaunch(stream, grid, kernel_args):
+        return
     if not isinstance(kernel, Kernel):
         raise ArgumentTypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
     if not isinstance(kernel_args, tuple):
         raise ArgumentTypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
     interpret = interpret_requested()
-    # The GPU launcher used last checks and launches in one call. It takes device arrays only, so
-    # host tensors (which run on the interpreter) never get past its check.
-    last = kernel.last_launcher
-    if last is not None and not interpret and last.relaunch(stream, grid, kernel_args):
-        return
     # The interpreter is imported on first use: a program that launches on the GPU never loads it.
     leaves = argument_leaves(kernel_args)  # the arrays in list and tuple arguments count as arguments here
     if interpret or any(map(is_host_tensor, leaves)):

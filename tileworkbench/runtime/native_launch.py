@@ -1,0 +1,153 @@
+"""The launch fast path in C (native_launch.c): built on first need with the system C compiler, kept
+beside the kernel cache, and loaded from there by later processes.
+
+On a GPU machine the driver's launch call takes about 4 us; a launch's Python work (ct.launch, the
+generated relaunch: reading the tensor, packing, the ctypes call) took as long again. The C
+launcher does that work in about a tenth of the time. Where it cannot be built (no C compiler, no
+Python headers) or is turned off (TILEWORKBENCH_NATIVE_LAUNCH=0), launches take the Python path,
+which does the same work with the same answers: `unavailable()` says why.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("native_launch.c")
+MODULE_NAME = "tileworkbench_native_launch"
+ENV = "TILEWORKBENCH_NATIVE_LAUNCH"
+
+
+class NativeLaunchUnavailable(Exception):
+    """Why the C launcher cannot be used here."""
+
+
+def turned_off() -> bool:
+    return os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
+
+
+@functools.cache
+def _built():
+    """The loaded module, or the NativeLaunchUnavailable saying why not (built once per process)."""
+    try:
+        return _load(_compiled_path())
+    except NativeLaunchUnavailable as reason:
+        return reason
+
+
+def module():
+    """The C launcher's module, or None (see `unavailable`)."""
+    if turned_off():
+        return None
+    built = _built()
+    return None if isinstance(built, NativeLaunchUnavailable) else built
+
+
+def unavailable() -> str | None:
+    """Why launches take the Python path, or None where they take the C one."""
+    if turned_off():
+        return f"turned off by {ENV}"
+    built = _built()
+    return str(built) if isinstance(built, NativeLaunchUnavailable) else None
+
+
+def _compiler() -> list[str]:
+    for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if candidate and shutil.which(candidate.split()[0]):
+            return candidate.split()
+    raise NativeLaunchUnavailable("no C compiler (cc, gcc or clang) on PATH")
+
+
+def _compiled_path() -> Path:
+    """The built module in the cache directory, built there first if it is not (atomically: a
+    process building it beside another never loads a half-written file)."""
+    from .cache import default_directory
+    include = sysconfig.get_paths()["include"]
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        raise NativeLaunchUnavailable(f"no Python headers (Python.h) in {include}")
+    source = SOURCE.read_bytes()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    key = hashlib.sha256(source + sys.version.encode() + suffix.encode()).hexdigest()[:24]
+    directory = Path(default_directory()) / "native"
+    target = directory / f"launch-{key}{suffix}"
+    if target.exists():
+        return target
+    compiler = _compiler()
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=directory) as scratch:
+        built = Path(scratch) / target.name
+        done = subprocess.run([*compiler, "-O2", "-shared", "-fPIC", f"-I{include}", "-o", str(built), str(SOURCE)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise NativeLaunchUnavailable(f"{' '.join(compiler)} failed on {SOURCE.name}:\n{done.stderr.strip()}")
+        os.replace(built, target)
+    return target
+
+
+def _load(path: Path):
+    loader = importlib.machinery.ExtensionFileLoader(MODULE_NAME, str(path))
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, str(path), loader=loader)
+    try:
+        loaded = importlib.util.module_from_spec(spec)
+        loader.exec_module(loaded)
+    except ImportError as e:
+        raise NativeLaunchUnavailable(f"{path} does not load: {e}") from None
+    return loaded
+
+
+# ---- what a Launcher of native_launch.c is made of ------------------------------------------------
+
+# argument kinds, as native_launch.c's enum ArgumentKind
+TORCH_TENSOR, CUPY_ARRAY, SCALAR, CONSTANT = range(4)
+_FLOAT_CODES = {"float16": "e", "float32": "f", "float64": "d"}
+
+
+def array_kind(example) -> int | None:
+    """How C reads an array like `example`: a PyTorch tensor or a CuPy array; None for others
+    (Numba's, or any __cuda_array_interface__ or DLPack array), which take the Python path."""
+    from ..arguments import is_cupy_array, is_torch_tensor
+    return TORCH_TENSOR if is_torch_tensor(example) else CUPY_ARRAY if is_cupy_array(example) else None
+
+
+def packs_scalar(code: str, dtype, example) -> bool:
+    """Whether C packs a scalar parameter of `dtype` passed values like `example` as the Python
+    launcher does: integers and bools (range-checked as struct checks them), and floats that are
+    Python floats or NumPy scalars of the parameter's own type. bfloat16 and fp8 scalars, and
+    values converted from another type, take the Python path."""
+    if len(code) != 1:  # bfloat16 and fp8 travel as bytes
+        return False
+    if dtype.is_integral or dtype.name == "bool_":
+        return True
+    return _FLOAT_CODES.get(dtype.name) == code and (type(example) is float or type(example) is dtype.numpy.type)
+
+
+def launcher(function: int, threads: int, shared_bytes: int, offsets: list[int], arguments: list[tuple],
+             maps: list[tuple], python_relaunch):
+    """A C Launcher of one argument profile (see native_launch.c), or None where C is not available
+    or the driver's launch entry is not a C function (a stand-in driver, say)."""
+    import ctypes
+
+    from . import driver, tensor_maps
+    from .arrays import _stream_attributes, stream_handle
+    built = module()
+    if built is None:
+        return None
+    try:
+        address = ctypes.cast(driver.launch_kernel_function(), ctypes.c_void_p).value
+    except ctypes.ArgumentError:  # not a C function
+        return None
+    parameter_bytes = max(offsets, default=0) + tensor_maps.TENSOR_MAP_BYTES  # room for the widest last one
+    specs = tuple((kind, type_, expected, rank, itemsize, 0 if kind == CONSTANT else offsets[first])
+                  for kind, type_, expected, rank, itemsize, first in arguments)
+    tensor_map_specs = tuple((argument, dtype, box, swizzle, offsets[index])
+                             for argument, dtype, box, swizzle, index in maps)
+    return built.Launcher(address, function, threads, shared_bytes, parameter_bytes, tuple(offsets), specs,
+                          tensor_map_specs, python_relaunch, stream_handle, _stream_attributes, tensor_maps.encode)
