@@ -80,7 +80,33 @@ static PyObject *loop(PyObject *self, PyObject *const *args, Py_ssize_t n) {
     return PyFloat_FromDouble(((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / count);
 }
 
+/* read_attributes(x): what a launcher reads of a PyTorch tensor, attribute by attribute */
+static PyObject *str_dtype, *str_shape, *str_is_cuda, *str_stride, *str_data_ptr;
+static PyObject *read_attributes(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    PyObject *x = args[0];
+    PyObject *values[] = {PyObject_GetAttr(x, str_dtype), PyObject_GetAttr(x, str_shape),
+                          PyObject_GetAttr(x, str_is_cuda), PyObject_CallMethodNoArgs(x, str_stride),
+                          PyObject_CallMethodNoArgs(x, str_data_ptr)};
+    for (int k = 0; k < 5; k++)
+        Py_XDECREF(values[k]);
+    Py_RETURN_NONE;
+}
+
+/* read_dlpack(to_dlpack, x): the same through one DLPack export (DLManagedTensor's leading DLTensor) */
+typedef struct { void *data; int device_type, device_id, ndim; unsigned char code, bits; unsigned short lanes;
+                 long long *shape, *strides; unsigned long long byte_offset; } DLTensorHead;
+static PyObject *read_dlpack(PyObject *self, PyObject *const *args, Py_ssize_t n) {
+    PyObject *capsule = PyObject_CallOneArg(args[0], args[1]);
+    if (capsule == NULL) return NULL;
+    DLTensorHead *t = PyCapsule_GetPointer(capsule, "dltensor");
+    long long sum = t ? (long long)(size_t)t->data + t->ndim + t->shape[0] + (t->strides ? t->strides[0] : 0) : 0;
+    Py_DECREF(capsule);
+    return PyLong_FromLongLong(sum);
+}
+
 static PyMethodDef methods[] = {
+    {"read_attributes", (PyCFunction)(void (*)(void))read_attributes, METH_FASTCALL, ""},
+    {"read_dlpack", (PyCFunction)(void (*)(void))read_dlpack, METH_FASTCALL, ""},
     {"ex", (PyCFunction)(void (*)(void))ex, METH_FASTCALL, ""},
     {"ex_nogil", (PyCFunction)(void (*)(void))ex_nogil, METH_FASTCALL, ""},
     {"classic", (PyCFunction)(void (*)(void))classic, METH_FASTCALL, ""},
@@ -93,6 +119,11 @@ PyMODINIT_FUNC PyInit_probe_launch(void) {
     if (!cuda) return PyErr_Format(PyExc_ImportError, "libcuda: %s", dlerror());
     launch_ex = (launch_ex_t)dlsym(cuda, "cuLaunchKernelEx");
     launch_classic = (launch_t)dlsym(cuda, "cuLaunchKernel");
+    str_dtype = PyUnicode_InternFromString("dtype");
+    str_shape = PyUnicode_InternFromString("shape");
+    str_is_cuda = PyUnicode_InternFromString("is_cuda");
+    str_stride = PyUnicode_InternFromString("stride");
+    str_data_ptr = PyUnicode_InternFromString("data_ptr");
     return PyModule_Create(&module);
 }
 """
@@ -131,7 +162,7 @@ def part1() -> None:
     import torch
 
     import tileworkbench.tile as ct
-    from benchmarks.launch_overhead import python_side
+    from benchmarks.launch_overhead import python_path, python_side
     from tileworkbench.runtime import driver
     from tileworkbench.runtime.arrays import stream_handle
 
@@ -145,12 +176,13 @@ def part1() -> None:
     launcher = empty.last_launcher
     no_op_launch = python_side(empty, stream, x, sync)[0]
     values = launcher.struct.unpack_from(launcher.buffer)
-    lock = launcher.relaunch.__globals__["lock"]
+    lock = launcher.matches.__globals__["lock"]
+    python_launch = python_path(empty, stream, x)
     ns = dict(x=x, torch=torch, stream=stream, stream_handle=stream_handle, launcher=launcher, values=values,
               pack_into=launcher.struct.pack_into, buffer=launcher.buffer, lock=lock, no_op_launch=no_op_launch,
               ct=ct, empty=empty, grid=(1, 1, 1), args=(x,), nothing=lambda: None,
               call_ex=driver.launch_kernel_function(), function=ctypes.c_void_p(launcher.function),
-              params=launcher.params, dtype=x.dtype)
+              params=launcher.params, dtype=x.dtype, python_launch=python_launch)
     rows = [
         ("Python: an empty function call", "nothing()", None),
         ("tensor: x.dtype is dtype", "x.dtype is dtype", None),
@@ -163,8 +195,11 @@ def part1() -> None:
         ("lock acquire + release", "lock.acquire(); lock.release()", None),
         ("struct pack_into (config + 1 array)", "pack_into(buffer, 0, *values)", None),
         ("ct.launch, driver call a no-op", "no_op_launch()", None),
-        ("ct.launch (real)", "ct.launch(stream, grid, empty, args)", sync),
+        ("ct.launch (real; C launcher)" if launcher.native else "ct.launch (real; no C launcher)",
+         "ct.launch(stream, grid, empty, args)", sync),
         ("launcher.relaunch (real)", "launcher.relaunch(stream, grid, args)", sync),
+        ("launcher.relaunch (real), stream 0", "launcher.relaunch(0, grid, args)", sync),
+        ("ct.launch (real; Python path)", "python_launch()", sync),
         ("driver: ctypes cuLaunchKernelEx", "call_ex(buffer, function, params, None)", sync),
     ]
     with tempfile.TemporaryDirectory() as directory:
@@ -173,7 +208,10 @@ def part1() -> None:
             config, fptr = ctypes.addressof(launcher.buffer), launcher.function
             pptr, sptr = ctypes.addressof(launcher.params), values[7]
             ns.update(ext=ext, config=config, fptr=fptr, pptr=pptr, sptr=sptr)
-            rows += [("driver: C extension cuLaunchKernelEx, GIL held", "ext.ex(config, fptr, pptr)", sync),
+            ns["to_dlpack"] = torch._C._to_dlpack
+            rows += [("C: the tensor's 5 attributes read", "ext.read_attributes(x)", None),
+                     ("C: the tensor read by torch._C._to_dlpack", "ext.read_dlpack(to_dlpack, x)", None),
+                     ("driver: C extension cuLaunchKernelEx, GIL held", "ext.ex(config, fptr, pptr)", sync),
                      ("driver: C extension cuLaunchKernelEx, GIL released", "ext.ex_nogil(config, fptr, pptr)", sync),
                      ("driver: C extension cuLaunchKernel, GIL held", "ext.classic(fptr, sptr, pptr)", sync)]
         try:

@@ -178,3 +178,40 @@ def test_threads_launching_one_kernel_at_once_each_launch_their_own_arguments():
     torch.cuda.synchronize()
     assert errors == []
     assert all(torch.equal(out, 2 * inp) for inp, out in zip(inputs, outputs))
+
+
+def _copy_tiles_body(x, y, TILE: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (TILE, TILE)))
+
+
+_VIEWS = {  # of a 64 x 96 tensor `base`
+    "an offset window": lambda base: base[3:19, 5:69],
+    "one column": lambda base: base[:, 7:8],
+    "one row": lambda base: base[7:8, :],
+    "one row of a transposed view": lambda base: base.t()[:1],
+    "every second row, every third column": lambda base: base[::2, ::3],
+    "a row broadcast (stride 0)": lambda base: base[0].expand(64, 96),
+    "an empty slice": lambda base: base[:0],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("view", _VIEWS)
+def test_the_c_and_python_launch_paths_read_views_alike(view, monkeypatch):
+    torch = pytest.importorskip("torch")
+    from tileworkbench.runtime import native_launch
+    stream = torch.cuda.current_stream()
+    x = _VIEWS[view](torch.randn(64, 96, device="cuda"))
+    grid = (max(1, -(-x.shape[0] // 16)), max(1, -(-x.shape[1] // 16)))
+    results = {}
+    for path in ("C", "Python"):
+        monkeypatch.setenv(native_launch.ENV, "1" if path == "C" else "0")
+        kernel, y = ct.kernel(_copy_tiles_body), torch.full(x.shape, float("nan"), device="cuda")
+        ct.launch(stream, grid, kernel, (x, y, 16))  # the launcher is made here
+        y.fill_(float("nan"))
+        ct.launch(stream, grid, kernel, (x, y, 16))  # and used here
+        torch.cuda.synchronize()
+        assert (kernel.last_launcher.native is not None) == (path == "C" and native_launch.module() is not None)
+        results[path] = y
+    assert torch.equal(results["C"], x) and torch.equal(results["Python"], x)

@@ -269,3 +269,19 @@ def test_c_launches_pack_the_bytes_python_packs_and_refuse_what_python_refuses(m
     native = _outcome(monkeypatch, stand_in_gpu, True, example, value, stream, grid)
     python = _outcome(monkeypatch, stand_in_gpu, False, example, value, stream, grid)
     assert native == python
+
+
+def test_launches_alternating_between_profiles_keep_to_the_launchers_used_last(gpu, monkeypatch):
+    touch = ct.kernel(_touch)
+    x, y = _Tensor((128,)), _Tensor((64, 32))
+    profiles = [(x, y, 5, 16), (x, y, 5, 32), (_Tensor((128,), "float16"), y, 5, 16)]
+    for args in profiles:
+        ct.launch(0, (1,), touch, args)
+    first, second, third = (touch.launchers[key] for key in touch.launchers)
+    assert (touch.last_launcher, touch.earlier_launchers) == (third, (second, first))
+    monkeypatch.setattr(runtime_launch, "Launcher", None)  # no launcher made or found by profile from here
+    monkeypatch.setattr(type(touch), "profile_key", None)
+    for args in profiles * 3:
+        ct.launch(0, (2,), touch, args)
+    assert [_launched(b)[0] for b in gpu.launches] == [(1, 1, 1)] * 3 + [(2, 1, 1)] * 9
+    assert (touch.last_launcher, touch.earlier_launchers) == (third, (second, first))

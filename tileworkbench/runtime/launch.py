@@ -407,6 +407,6 @@ def launch(kernel, stream, grid, args) -> None:
     if launcher is None:
         fn = kernel.specialize(args)
         launcher = kernel.launchers[key] = Launcher(fn, load(fn), args, device)
-    kernel.last_launcher = launcher  # ct.launch tries it first next time
+    kernel.use_launcher(launcher)  # ct.launch tries it first next time
     launcher(stream, grid, args)
 

@@ -81,6 +81,7 @@ typedef struct {
     PyObject *stream_handle;    /* arrays.stream_handle, for streams that are not ints */
     PyObject *stream_attributes;  /* arrays' {stream type: the attribute holding its handle} */
     PyObject *encode;           /* tensor_maps.encode */
+    PyObject *to_dlpack;        /* torch._C._to_dlpack, or None (then tensors are read attribute by attribute) */
 } Launcher;
 
 static PyObject *str_dtype, *str_shape, *str_is_cuda, *str_stride, *str_data_ptr, *str_strides, *str_data, *str_ptr;
@@ -103,8 +104,58 @@ static enum Read read_int_tuple(PyObject *tuple, int rank, Py_ssize_t divisor, i
     return PACKED;
 }
 
+/* The head of DLPack's DLTensor (dlpack.h), which a DLManagedTensor starts with. */
+typedef struct {
+    void *data;
+    int32_t device_type, device_id;
+    int32_t ndim;
+    uint8_t code, bits;
+    uint16_t lanes;
+    int64_t *shape, *strides;
+    uint64_t byte_offset;
+} DLTensorHead;
+#define DL_CUDA 2
+
+/* A PyTorch tensor's pointer, shape and strides through one DLPack export (torch._C._to_dlpack),
+ * a third of the time of reading them one by one. PyTorch exports a size-0 or size-1 axis with
+ * stride 1, whatever its own stride: such a tensor's strides are read from x.stride(), so that both
+ * paths pack the same values. MISMATCH for a tensor not on a CUDA device, NEEDS_PYTHON where the
+ * export is refused (a tensor with its conjugate bit set, say). */
+static enum Read read_torch_dlpack(Launcher *self, const Argument *a, PyObject *x, int64_t *ptr, int64_t *shape,
+                                   int64_t *strides) {
+    PyObject *capsule = PyObject_CallOneArg(self->to_dlpack, x);
+    if (capsule == NULL) {
+        PyErr_Clear();
+        return NEEDS_PYTHON;
+    }
+    const DLTensorHead *t = PyCapsule_GetPointer(capsule, "dltensor");
+    enum Read r = t == NULL ? FAILED : t->device_type != DL_CUDA || t->ndim != a->rank ? MISMATCH : PACKED;
+    int squeezed = 0;
+    for (int d = 0; r == PACKED && d < a->rank; d++) {
+        shape[d] = t->shape[d];
+        strides[d] = t->strides ? t->strides[d] : 0;
+        squeezed |= shape[d] < 2;
+    }
+    if (r == PACKED) {
+        if (t->strides == NULL) {  /* compact row-major, as DLPack says */
+            int64_t step = 1;
+            for (int d = a->rank - 1; d >= 0; d--)
+                strides[d] = step, step *= shape[d];
+        }
+        *ptr = (int64_t)((uintptr_t)t->data + t->byte_offset);
+    }
+    Py_DECREF(capsule);  /* its destructor returns the export */
+    if (r == PACKED && squeezed) {
+        PyObject *stride_tuple = PyObject_CallMethodNoArgs(x, str_stride);
+        r = stride_tuple ? read_int_tuple(stride_tuple, a->rank, 1, strides) : FAILED;
+        Py_XDECREF(stride_tuple);
+    }
+    return r;
+}
+
 /* An array's pointer, shape and strides (in elements), read as the Python launcher reads them. */
-static enum Read read_array(const Argument *a, PyObject *x, int64_t *ptr, int64_t *shape, int64_t *strides) {
+static enum Read read_array(Launcher *self, const Argument *a, PyObject *x, int64_t *ptr, int64_t *shape,
+                            int64_t *strides) {
     PyObject *dtype = PyObject_GetAttr(x, str_dtype);
     if (dtype == NULL)
         return FAILED;
@@ -112,6 +163,8 @@ static enum Read read_array(const Argument *a, PyObject *x, int64_t *ptr, int64_
     Py_DECREF(dtype);
     if (same != 1)
         return same < 0 ? FAILED : MISMATCH;
+    if (a->kind == TORCH_TENSOR && self->to_dlpack != Py_None)
+        return read_torch_dlpack(self, a, x, ptr, shape, strides);
     PyObject *shape_tuple = PyObject_GetAttr(x, str_shape);
     if (shape_tuple == NULL)
         return FAILED;
@@ -328,7 +381,7 @@ static PyObject *Launcher_relaunch(Launcher *self, PyObject *const *call, Py_ssi
             r = pack_scalar(a->rank, value, self->parameters + a->offset);
         } else {
             int64_t ptr, shape[MAX_RANK], strides[MAX_RANK];
-            r = read_array(a, value, &ptr, shape, strides);
+            r = read_array(self, a, value, &ptr, shape, strides);
             if (r != PACKED)
                 break;
             unsigned char *out = self->parameters + a->offset;
@@ -411,7 +464,7 @@ static int parse_maps(Launcher *self, PyObject *specs) {
 }
 
 /* Launcher(launch_kernel, function, block, shared_bytes, parameter_bytes, offsets, arguments, maps,
- *          python_relaunch, stream_handle, stream_attributes, encode)
+ *          python_relaunch, stream_handle, stream_attributes, encode, to_dlpack)
  * launch_kernel and function: addresses; offsets: of each kernel parameter in the parameter block;
  * arguments: (kind, type, dtype or value, rank or struct code, itemsize, offset) per argument;
  * maps: (argument, dtype name, box, swizzle, offset) per tensor map. */
@@ -420,13 +473,13 @@ static int Launcher_init(Launcher *self, PyObject *args, PyObject *kwargs) {
     unsigned int block, shared;
     Py_ssize_t parameter_bytes;
     PyObject *offsets, *arguments, *maps;
-    if (!PyArg_ParseTuple(args, "KKIInO!O!O!OOO!O", &launch_kernel, &function, &block, &shared, &parameter_bytes,
+    if (!PyArg_ParseTuple(args, "KKIInO!O!O!OOO!OO", &launch_kernel, &function, &block, &shared, &parameter_bytes,
                           &PyTuple_Type, &offsets, &PyTuple_Type, &arguments, &PyTuple_Type, &maps,
                           &self->python_relaunch, &self->stream_handle, &PyDict_Type, &self->stream_attributes,
-                          &self->encode))
+                          &self->encode, &self->to_dlpack))
         return -1;
     Py_INCREF(self->python_relaunch), Py_INCREF(self->stream_handle), Py_INCREF(self->stream_attributes);
-    Py_INCREF(self->encode);
+    Py_INCREF(self->encode), Py_INCREF(self->to_dlpack);
     self->launch_kernel = (LaunchKernelEx)(uintptr_t)launch_kernel;
     self->function = (void *)(uintptr_t)function;
     self->config = (LaunchConfig){{1, 1, 1}, {block, 1, 1}, shared, NULL, NULL, 0};
@@ -463,6 +516,7 @@ static void Launcher_dealloc(Launcher *self) {
     Py_XDECREF(self->python_relaunch);
     Py_XDECREF(self->stream_handle);
     Py_XDECREF(self->encode);
+    Py_XDECREF(self->to_dlpack);
     Py_XDECREF(self->stream_attributes);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }

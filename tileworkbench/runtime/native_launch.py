@@ -149,5 +149,8 @@ def launcher(function: int, threads: int, shared_bytes: int, offsets: list[int],
                   for kind, type_, expected, rank, itemsize, first in arguments)
     tensor_map_specs = tuple((argument, dtype, box, swizzle, offsets[index])
                              for argument, dtype, box, swizzle, index in maps)
+    torch = sys.modules.get("torch") if any(spec[0] == TORCH_TENSOR for spec in specs) else None
+    to_dlpack = getattr(getattr(torch, "_C", None), "_to_dlpack", None)  # one call reads a whole tensor
     return built.Launcher(address, function, threads, shared_bytes, parameter_bytes, tuple(offsets), specs,
-                          tensor_map_specs, python_relaunch, stream_handle, _stream_attributes, tensor_maps.encode)
+                          tensor_map_specs, python_relaunch, stream_handle, _stream_attributes, tensor_maps.encode,
+                          to_dlpack)

@@ -54,6 +54,9 @@ def _has(annotation, cls) -> bool:
     return any(isinstance(m, cls) for m in getattr(annotation, "__metadata__", ()))
 
 
+EARLIER_LAUNCHERS = 3  # launchers ct.launch tries after the last one, before finding one by argument profile
+
+
 class kernel:
     """A tile kernel: `@ct.kernel` or `@ct.kernel(occupancy=2)` (any option may be a ByTarget).
     Launch it with `ct.launch(stream, grid, kernel, args)`; never call it. A class, as in cuTile, so
@@ -91,11 +94,28 @@ class kernel:
         self._constant_mask = tuple(self.is_constant_param(p.name) for p in self._params)
         self.launchers: dict = {}  # (device, argument profile) -> the GPU runtime's ready launcher
         self.last_launcher = None  # the one used last: ct.launch tries it first
+        self.earlier_launchers = ()  # the few used before it, latest first: ct.launch tries them next
         self.last_timing = None    # a measured launch (profile.bench), shown by the kernel inspector
         self.last_sweep = None     # the last sweep's outcome (profile.sweep), shown there too
 
     def __call__(self, *args, **kwargs):
         raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
+
+    def use_launcher(self, launcher) -> None:
+        """Make `launcher` the one ct.launch tries first, the one used before it among the next."""
+        if launcher is not self.last_launcher:
+            earlier = [self.last_launcher] if self.last_launcher is not None else []
+            earlier += [other for other in self.earlier_launchers if other is not launcher]
+            self.last_launcher, self.earlier_launchers = launcher, tuple(earlier[:EARLIER_LAUNCHERS])
+
+    def relaunch_earlier(self, stream, grid, args) -> bool:
+        """Launch by the first of the earlier launchers whose profile the arguments have (a program
+        alternating between a few argument profiles keeps to the fast path); False if none has."""
+        for launcher in self.earlier_launchers:
+            if launcher.relaunch(stream, grid, args):
+                self.use_launcher(launcher)
+                return True
+        return False
 
     def replace_hints(self, **hints) -> kernel:
         """The same kernel with other options (`occupancy`, `num_ctas`, ...), specialized anew."""
@@ -197,11 +217,12 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     stream, None included) and are updated in place, exactly as a GPU launch updates device arrays.
     With TILEWORKBENCH_INTERPRET=1 every launch runs on the interpreter (device arrays are copied to
     the host and the ones the kernel writes copied back)."""
-    # The GPU launcher used last checks the arguments and the grid and launches, in one call (from C
-    # where runtime/native_launch.c builds). It takes device arrays only, so host tensors (which run
-    # on the interpreter) never get past its check.
+    # The GPU launcher used last (then the few before it) checks the arguments and the grid and
+    # launches, in one call (from C where runtime/native_launch.c builds). It takes device arrays
+    # only, so host tensors (which run on the interpreter) never get past its check.
     last = kernel.last_launcher if type(kernel) is Kernel else None
-    if last is not None and _INTERPRET_KEY not in _ENVIRON_DATA and last.relaunch(stream, grid, kernel_args):
+    if last is not None and _INTERPRET_KEY not in _ENVIRON_DATA and (
+            last.relaunch(stream, grid, kernel_args) or kernel.relaunch_earlier(stream, grid, kernel_args)):
         return
     if not isinstance(kernel, Kernel):
         raise ArgumentTypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
