@@ -64,7 +64,9 @@ def test_pipelined_mma_sync_path_matches_interpreter_on_any_gpu(case, monkeypatc
     real_generate = launch.generate
     monkeypatch.setattr(launch, "generate", lambda fn, threads=None, arch=None, **options: real_generate(fn, threads=threads))
     monkeypatch.setattr(launch, "_loaded", {})
-    monkeypatch.setattr(case.kernel, "launchers", {})
+    monkeypatch.setattr(case.kernel, "launchers", {})  # and no launcher of the usual code outlives the test:
+    monkeypatch.setattr(case.kernel, "last_launcher", None)  # ct.launch would try these first
+    monkeypatch.setattr(case.kernel, "earlier_launchers", ())
     test_gpu_matches_interpreter(case)
 
 
