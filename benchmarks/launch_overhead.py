@@ -205,6 +205,8 @@ def tileworkbench_cases(mock: bool):
     scalars = (torch_x, np.float16(1.5), ml_dtypes.bfloat16(1.5), 2.5, 7)
     ct.launch(stream, (1,), empty, (torch_x,))
     launcher = empty.last_launcher  # the PyTorch tensor's
+    if not mock:  # the driver-alone rows launch the Python path's buffer: packed by one launch through it
+        launcher.matches.__globals__["relaunch"](stream, (1,), (torch_x,))
     yield "tileworkbench, 1 PyTorch tensor", lambda: ct.launch(stream, (1,), empty, (torch_x,)), sync
     yield "tileworkbench, 1 CuPy array", lambda: ct.launch(stream, (1,), empty, (cupy_x,)), sync
     yield ("tileworkbench, tensor + f16, bf16, f32, int scalars",
@@ -252,6 +254,7 @@ def driver_alone(launcher):
     from tileworkbench.runtime import driver
     call, function = driver.launch_kernel_function(), ctypes.c_void_p(launcher.function)
     buffer, params = launcher.buffer, launcher.params
+    driver.check(call(buffer, function, params, None), "cuLaunchKernelEx")  # a launch the driver takes
     return (lambda: call(buffer, function, params, None),)
 
 
@@ -266,6 +269,7 @@ def classic_driver_alone(launcher):
     call = driver.library().cuLaunchKernel
     gx, gy, gz, bx, by, bz, shared, stream = launcher.struct.unpack_from(launcher.buffer)[:8]
     function, stream, params = ctypes.c_void_p(launcher.function), ctypes.c_void_p(stream), launcher.params
+    driver.check(call(function, gx, gy, gz, bx, by, bz, shared, stream, params, None), "cuLaunchKernel")
     return (lambda: call(function, gx, gy, gz, bx, by, bz, shared, stream, params, None),)
 
 
