@@ -212,6 +212,7 @@ def part1() -> None:
             config, fptr = ctypes.addressof(launcher.buffer), launcher.function
             pptr, sptr = ctypes.addressof(launcher.params), values[7]
             ns.update(ext=ext, config=config, fptr=fptr, pptr=pptr, sptr=sptr)
+            assert ext.ex(config, fptr, pptr) == 0, "the driver refused the probe's launch"
             ns["to_dlpack"] = torch._C._to_dlpack
             rows += [("C: the tensor's 5 attributes read", "ext.read_attributes(x)", None),
                      ("C: the tensor read by torch._C._to_dlpack", "ext.read_dlpack(to_dlpack, x)", None),
