@@ -285,3 +285,41 @@ def test_launches_alternating_between_profiles_keep_to_the_launchers_used_last(g
         ct.launch(0, (2,), touch, args)
     assert [_launched(b)[0] for b in gpu.launches] == [(1, 1, 1)] * 3 + [(2, 1, 1)] * 9
     assert (touch.last_launcher, touch.earlier_launchers) == (third, (second, first))
+
+
+def test_without_a_c_compiler_launches_take_the_python_path_and_say_why(stand_in_gpu, monkeypatch, tmp_path):
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))  # nothing built there yet
+    monkeypatch.setenv("PATH", str(tmp_path))                     # and no compiler to build with
+    monkeypatch.delenv("CC", raising=False)
+    native_launch._built.cache_clear()
+    try:
+        assert "no C compiler" in native_launch.unavailable()
+        touch = ct.kernel(_touch)
+        ct.launch(0, (3,), touch, (_Tensor((128,)), _Tensor((64, 32)), 5, 16))
+        assert touch.last_launcher.native is None and _launched(stand_in_gpu.launches[0])[0] == (3, 1, 1)
+    finally:
+        native_launch._built.cache_clear()
+
+
+def test_an_unwritable_cache_directory_leaves_launches_on_the_python_path(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(blocker))
+    native_launch._built.cache_clear()
+    try:
+        assert native_launch.module() is None and "cannot build" in native_launch.unavailable()
+    finally:
+        native_launch._built.cache_clear()
+
+
+def test_the_c_launcher_is_built_once_into_the_cache_directory(monkeypatch, tmp_path):
+    if native_launch.unavailable():
+        pytest.skip(native_launch.unavailable())
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    native_launch._built.cache_clear()
+    try:
+        assert native_launch.module() is not None
+        (built,) = (tmp_path / "native").iterdir()
+        assert built.name.startswith("launch-") and built.stat().st_size > 0
+    finally:
+        native_launch._built.cache_clear()

@@ -14,11 +14,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import shutil
-import subprocess
 import sys
-import sysconfig
-import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("native_launch.c")
@@ -60,6 +56,7 @@ def unavailable() -> str | None:
 
 
 def _compiler() -> list[str]:
+    import shutil
     for candidate in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if candidate and shutil.which(candidate.split()[0]):
             return candidate.split()
@@ -70,26 +67,34 @@ def _compiled_path() -> Path:
     """The built module in the cache directory, built there first if it is not (atomically: a
     process building it beside another never loads a half-written file)."""
     from .cache import default_directory
+    source = SOURCE.read_bytes()
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. .cpython-312-x86_64-linux-gnu.so
+    key = hashlib.sha256(source + sys.version.encode() + suffix.encode()).hexdigest()[:24]
+    target = Path(default_directory()) / "native" / f"launch-{key}{suffix}"
+    if not target.exists():
+        try:
+            _build(target)
+        except OSError as e:  # a cache directory that cannot be written, say
+            raise NativeLaunchUnavailable(f"cannot build {target}: {e}") from None
+    return target
+
+
+def _build(target: Path) -> None:
+    import subprocess
+    import sysconfig
+    import tempfile
     include = sysconfig.get_paths()["include"]
     if not os.path.exists(os.path.join(include, "Python.h")):
         raise NativeLaunchUnavailable(f"no Python headers (Python.h) in {include}")
-    source = SOURCE.read_bytes()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = hashlib.sha256(source + sys.version.encode() + suffix.encode()).hexdigest()[:24]
-    directory = Path(default_directory()) / "native"
-    target = directory / f"launch-{key}{suffix}"
-    if target.exists():
-        return target
     compiler = _compiler()
-    directory.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=directory) as scratch:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
         built = Path(scratch) / target.name
         done = subprocess.run([*compiler, "-O2", "-shared", "-fPIC", f"-I{include}", "-o", str(built), str(SOURCE)],
                               capture_output=True, text=True)
         if done.returncode:
             raise NativeLaunchUnavailable(f"{' '.join(compiler)} failed on {SOURCE.name}:\n{done.stderr.strip()}")
         os.replace(built, target)
-    return target
 
 
 def _load(path: Path):
