@@ -323,3 +323,24 @@ def test_the_c_launcher_is_built_once_into_the_cache_directory(monkeypatch, tmp_
         assert built.name.startswith("launch-") and built.stat().st_size > 0
     finally:
         native_launch._built.cache_clear()
+
+
+@pytest.mark.skipif(native_launch.module() is None, reason="no C launcher here")
+def test_a_launch_made_while_another_reads_its_values_keeps_each_launchs_arguments(stand_in_gpu):
+    """Python code run while a value is read (here a stream's property, which launches the same
+    kernel, as another thread could at that point) does not change what the launch being read packs."""
+    touch = ct.kernel(_touch)
+    x, y = _Tensor((128,), ptr=0x1000), _Tensor((64, 32), ptr=0x2000)
+
+    class LaunchingStream:
+        @property
+        def cuda_stream(self):
+            ct.launch(0x22, (7,), touch, (_Tensor((16,), ptr=0x9000), y, 9, 16))
+            return 0x11
+
+    ct.launch(0, (1,), touch, (x, y, 5, 16))
+    assert touch.last_launcher.native is not None
+    ct.launch(LaunchingStream(), (2,), touch, (x, y, 6, 16))
+    launched = [_launched(b) for b in stand_in_gpu.launches[1:]]
+    assert [(grid, stream, x_fields[0], n) for grid, stream, x_fields, _, n in launched] == [
+        ((7, 1, 1), 0x22, 0x9000, 9), ((2, 1, 1), 0x11, 0x1000, 6)]

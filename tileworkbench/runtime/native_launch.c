@@ -13,9 +13,9 @@
  *     would round to inf (with NumPy's warning), an array no tensor map describes, a driver error
  *     (the Python path retries once and then raises with the launch configuration), and so on;
  *   - True once launched.
- * The GIL is held from the first read to the driver's return, so the launcher's own parameter buffer
- * needs no lock (the Python path has its own buffer and lock), and the launch is not preempted by
- * another thread between packing and launching.
+ * The GIL is held from the first read to the driver's return, and a launch that finds the launcher
+ * busy (another thread ran Python code while reading a value) takes the Python path, so the
+ * launcher's own parameter block needs no lock (the Python path has its own buffer and lock).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -82,6 +82,7 @@ typedef struct {
     PyObject *stream_attributes;  /* arrays' {stream type: the attribute holding its handle} */
     PyObject *encode;           /* tensor_maps.encode */
     PyObject *to_dlpack;        /* torch._C._to_dlpack, or None (then tensors are read attribute by attribute) */
+    int busy;                   /* a relaunch is between its first read and its launch */
 } Launcher;
 
 static PyObject *str_dtype, *str_shape, *str_is_cuda, *str_stride, *str_data_ptr, *str_strides, *str_data, *str_ptr;
@@ -357,13 +358,7 @@ static PyObject *python_relaunch(Launcher *self, PyObject *stream, PyObject *gri
 
 #define CUDA_SUCCESS 0
 
-/* relaunch(stream, grid, args) -> bool */
-static PyObject *Launcher_relaunch(Launcher *self, PyObject *const *call, Py_ssize_t n) {
-    if (n != 3) {
-        PyErr_SetString(PyExc_TypeError, "relaunch(stream, grid, args)");
-        return NULL;
-    }
-    PyObject *stream = call[0], *grid = call[1], *args = call[2];
+static PyObject *pack_and_launch(Launcher *self, PyObject *stream, PyObject *grid, PyObject *args) {
     if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != self->argument_count || !read_grid(grid, self->config.grid))
         Py_RETURN_FALSE;
     enum Read r = PACKED;
@@ -415,6 +410,23 @@ static PyObject *Launcher_relaunch(Launcher *self, PyObject *const *call, Py_ssi
     if (status != CUDA_SUCCESS)  /* a thread without a context, or a launch the driver refused */
         return python_relaunch(self, stream, grid, args);
     Py_RETURN_TRUE;
+}
+
+/* relaunch(stream, grid, args) -> bool */
+static PyObject *Launcher_relaunch(Launcher *self, PyObject *const *call, Py_ssize_t n) {
+    if (n != 3) {
+        PyErr_SetString(PyExc_TypeError, "relaunch(stream, grid, args)");
+        return NULL;
+    }
+    /* Reading a value can run Python code (a stream's property, the tensor map encoder), where the
+     * interpreter may switch threads: a launch that finds this launcher between another thread's
+     * reads takes the Python path, which has its own buffer and lock. */
+    if (self->busy)
+        return python_relaunch(self, call[0], call[1], call[2]);
+    self->busy = 1;
+    PyObject *result = pack_and_launch(self, call[0], call[1], call[2]);
+    self->busy = 0;
+    return result;
 }
 
 static int parse_arguments(Launcher *self, PyObject *specs) {
