@@ -27,6 +27,7 @@ import numpy as np
 from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed, stages_chunks,
                               stages_padded_rows)
 from ..interp import Status, Trace, run
+from ..ir import TileType
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
 WARP = 32
@@ -507,11 +508,18 @@ def _reduction(op, where, threads, vec, executions, skew, only_stored=False) -> 
     thread reads all of them. Several outputs: the tile is staged in C order (skewed, in passes),
     each output's group of threads reads its elements, then partials and results pass through
     shared memory as the group size needs; where the result is `only_stored`, only the threads that
-    own an element read it back."""
-    from ..codegen.cuda import reduction_bytes, reduction_passes
+    own an element read it back. A reduction over leading axes first folds each thread's chunks in
+    registers (`folded_reduction`): the folded tile of accumulators is what goes through shared
+    memory, reduced along its rows, or nothing where it is one row."""
+    from ..codegen.cuda import folded_reduction, reduction_bytes, reduction_passes
     x = op.operands[0].type
     axes = sorted(op.attrs["axes"] if "axes" in op.attrs else (op.attrs["axis"],))
     element, acc = reduction_bytes(op)
+    folded = folded_reduction(x.shape, axes, threads, vec)
+    if folded:
+        if folded[0] == 1:
+            return []
+        x, axes, element = TileType(x.dtype, folded), [0], acc
     table = _reduced_positions(x.shape, axes)
     outputs, reduced = table.shape
     warps = max(threads // WARP, 1)
@@ -523,7 +531,7 @@ def _reduction(op, where, threads, vec, executions, skew, only_stored=False) -> 
         return [_wavefronts(where, "store", executions, leaders, np.zeros_like(leaders), leaders // WARP * acc, acc),
                 _wavefronts(where, "load", executions, np.repeat(everyone, chunks), np.tile(np.arange(chunks), threads),
                             np.tile(np.arange(chunks), threads) * width, width)]
-    passes, staged_bytes = reduction_passes(x, threads, vec, element)
+    passes, staged_bytes = reduction_passes(x, axes, threads, vec, element, acc)
     per_pass = x.size // passes
     thread, elem, register, _ = blocked_lanes(x.size, threads, vec, writes=True)
     registers_per_pass = int(register.max()) // passes + 1
