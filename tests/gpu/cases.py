@@ -340,6 +340,30 @@ for _dt in (np.float32, BF16):
 
 
 @ct.kernel
+def leading_axes_reductions(x, out, at, TA: ct.Constant[int], TB: ct.Constant[int], TN: ct.Constant[int]):
+    """Reductions over the leading axes of a (TA, TB, TN) tile: each thread folds its register chunks
+    that land on the same outputs before anything goes through shared memory."""
+    t = ct.load(x, (0, 0, 0), (TA, TB, TN))
+    rows = ct.reshape(t, (TA * TB, TN))
+    least = ct.reduce(rows, 0, lambda a, b: ct.minimum(a, b), np.inf, keepdims=True)
+    ct.store(out, (0, 0, 0), ct.sum(t, axis=(0, 1), keepdims=True).astype(out.dtype))
+    ct.store(out, (1, 0, 0), ct.max(t, axis=(0, 1), keepdims=True).astype(out.dtype))
+    ct.store(out, (2, 0, 0), ct.reshape(least, (1, 1, TN)).astype(out.dtype))
+    ct.store(at, (0, 0), ct.argmax(rows, axis=0, keepdims=True))
+
+
+# (TA, TB, TN): the folded tile several rows ((32, 1, 1024): 4 rows on 512 threads, float32 chunks of
+# 32 bytes next to a bfloat16 array, as in a LayerNorm's weight gradient), one row, which is the
+# result ((8, 1, 2048)), two leading axes reduced ((4, 8, 256)); integers in [-3, 3] in eighths:
+# sums exact in any order, and ties for argmax, which goes to the smallest index
+for _shape, _dt in (((32, 1, 1024), BF16), ((8, 1, 2048), np.float32), ((4, 8, 256), np.float32)):
+    case(f"leading-axes-reductions-{'x'.join(map(str, _shape))}-{np.dtype(_dt).name}", leading_axes_reductions, (1,),
+         lambda shape=_shape, dt=_dt: (RNG.integers(-24, 25, shape).astype(np.float32) / 8,
+                                       np.zeros((3, 1, shape[2]), dt), np.zeros((1, shape[2]), np.int32), *shape),
+         exact=True)
+
+
+@ct.kernel
 def rounded_casts(x, to_float32, to_bfloat16, to_tfloat32):
     t = ct.load(x, (0,), (64,))
     f = t.astype(ct.float32)
