@@ -57,6 +57,20 @@ for _dt in FLOATS + INTS + [np.bool_]:
 
 
 @ct.kernel
+def widen_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (TM, TN)).astype(y.dtype))
+
+
+# float32 stored from a bfloat16 kernel: chunks of 8 floats (32 bytes), which neighbouring lanes store
+# in pairs where both are inside and aligned; ragged edges (a pair half outside) and rows of 101
+# floats (every other row unaligned) store chunk by chunk or element by element
+for _cols in (100, 101):
+    case(f"widen-pairs-of-32-byte-chunks-{_cols}", widen_2d, (ct.cdiv(37, 8), ct.cdiv(_cols, 64)),
+         lambda c=_cols: (random_array((37, c), BF16), np.zeros((37, c), np.float32), 8, 64), exact=True)
+
+
+@ct.kernel
 def load_padded(x, y, MODE: ct.Constant[int], ORDER: ct.Constant[int]):
     mode = (ct.PaddingMode.UNDETERMINED, ct.PaddingMode.ZERO, ct.PaddingMode.NEG_ZERO, ct.PaddingMode.NAN,
             ct.PaddingMode.POS_INF, ct.PaddingMode.NEG_INF)[MODE]
