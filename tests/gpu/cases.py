@@ -530,6 +530,29 @@ case("atomic-spin-lock-accumulate", locked_accumulate, (24,),
 
 
 @ct.kernel
+def locked_group_sums(x, partial, locks, TILE_N: ct.Constant[int]):
+    """Each row added into the float32 row of its group under the group's spin lock, tile by tile (the
+    partial weight gradients of a LayerNorm's backward pass): bfloat16 rows in, float32 rows of 32-byte
+    chunks loaded and stored inside the lock, whose neighbouring lanes store them in pairs."""
+    row = ct.bid(0)
+    group = row % partial.shape[0]
+    for j in range(ct.num_tiles(x, axis=1, shape=(1, TILE_N))):
+        t = ct.load(x, (row, j), (1, TILE_N), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
+        while ct.atomic_cas(locks, group, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+            pass
+        t += ct.load(partial, (group, j), (1, TILE_N), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(partial, (group, j), t)
+        ct.atomic_xchg(locks, group, 0, memory_order=ct.MemoryOrder.RELEASE)
+
+
+# eighths: the sums are exact in float32 whatever order the blocks take the lock in; 600 columns: in
+# the last tile a pair of chunks half outside the row goes chunk by chunk
+case("locked-group-sums-bfloat16-to-float32", locked_group_sums, (64,),
+     lambda: ((RNG.integers(-24, 25, (64, 600)) / 8).astype(BF16), np.zeros((4, 600), np.float32),
+              np.zeros(4, np.int32), 256), exact=True)
+
+
+@ct.kernel
 def ragged_16_bit_rows(x, wide, narrow):
     """Tiles of bfloat16 and float32 over a ragged array: chunks of 8 that cross its edges go element by element."""
     t = ct.load(x, (ct.bid(0), ct.bid(1)), (4, 64), padding_mode=ct.PaddingMode.ZERO)
