@@ -83,7 +83,8 @@ __device__ inline unsigned select_word(bool first, unsigned a, unsigned b) {
   // a real select: written as `first ? a : b` it becomes two stores under opposite predicates, each
   // with half of the warp's lanes, which splits every store back into partial sectors
   unsigned out;
-  asm("{ .reg .pred p; setp.ne.u32 p, %3, 0; selp.b32 %0, %1, %2, p; }" : "=r"(out) : "r"(a), "r"(b), "r"(unsigned(first)));
+  asm("{ .reg .pred p; setp.ne.u32 p, %3, 0; selp.b32 %0, %1, %2, p; }"
+      : "=r"(out) : "r"(a), "r"(b), "r"(unsigned(first)));
   return out;
 }
 __device__ inline uint4 select_chunk(bool first, uint4 a, uint4 b) {
@@ -167,8 +168,8 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
-    const bool vector = rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
-                        aligned<V * sizeof(T)>(a.ptr + p.offset);
+    const bool vector = rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) &&
+                        a.stride[Rank - 1] == 1 && aligned<V * sizeof(T)>(a.ptr + p.offset);
     if constexpr (in_pairs) {  // the neighbour's chunk is V elements on (odd lane: back): both lanes agree
       const int step = threadIdx.x & 1 ? -V : V;
       if (vector && p.inside(a, step) && p.inside(a, step + V - 1)) {

@@ -101,9 +101,9 @@ __device__ auto reduce(const tile<T, S>& x, A identity, Lift lift, Combine combi
 #pragma unroll
     for (int r = F; r < Tile::R; ++r) folded.v[r % F] = combine(folded.v[r % F], lift(x.v[r], Tile::elem(r) / K));
     tile<R, S2> out;
-    if constexpr (N == K) {  // each output once, in the result's own place
+    if constexpr (N == K) {  // each output once, in the result's own place (from the identity, as any fold)
 #pragma unroll
-      for (int r = 0; r < F; ++r) out.v[r] = finish(folded.v[r]);
+      for (int r = 0; r < F; ++r) out.v[r] = finish(combine(identity, folded.v[r]));
     } else {
       const auto rest = reduce<shape<1, K>, 1>(folded, identity, [](A a, int) { return a; }, combine, finish);
 #pragma unroll
