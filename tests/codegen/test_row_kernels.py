@@ -103,3 +103,77 @@ def test_ragged_16_bit_rows_keep_their_chunks_in_registers(arch, case_id):
     assert resources.local_bytes == 0 and not resources.spill_stores
     assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32)", module.ptx)
     assert re.search(r"st\.global\.v4\.(u32|b32)", module.ptx)
+
+
+# (shape, reduced axes, threads, TW_VEC): folded into several rows, into one row (the result), over two
+# leading axes, and not at all: a trailing axis reduced, one chunk per thread, chunks on distinct outputs
+FOLDS = [((32, 1024), (0,), 512, 8), ((8, 2048), (0,), 512, 4), ((4, 8, 256), (0, 1), 512, 4),
+         ((1, 32, 1024), (0, 1), 512, 8), ((512, 128), (0,), 512, 4), ((32, 1024), (1,), 512, 8),
+         ((16, 64), (0,), 256, 4), ((2, 16384), (0,), 512, 4), ((64, 64), (0,), 128, 8)]
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_the_folded_reduction_rule_is_the_tile_librarys(arch):
+    """codegen.cuda.folded_reduction (the shared memory the kernel asks for, the access model) and
+    tile_reduce.cuh's folded_chunks (what the kernel does) fold the same chunks."""
+    from tileworkbench.codegen.cuda import folded_reduction
+    from tileworkbench.runtime.nvrtc import compile_cuda
+    by_config = {}
+    for shape, axes, threads, vec in FOLDS:
+        folded = folded_reduction(shape, axes, threads, vec)
+        chunk = min(vec, max(1, int(np.prod(shape)) // threads))
+        chunks = 0 if folded is None else folded[0] * folded[1] // (threads * chunk)
+        kept = ", ".join("1" if d in axes else str(n) for d, n in enumerate(shape))
+        by_config.setdefault((threads, vec), []).append(
+            f"static_assert(tw::folded_chunks<tw::shape<{', '.join(map(str, shape))}>, tw::shape<{kept}>>() == "
+            f"{chunks}, \"{shape} over {axes}\");")
+    assert folded_reduction((8, 2048), (0,), 512, 4) == (1, 2048)
+    assert folded_reduction((32, 1024), (0,), 512, 8) == (4, 1024)
+    assert folded_reduction((32, 1024), (1,), 512, 8) is None
+    for (threads, vec), asserts in by_config.items():
+        source = "\n".join([f"#define TW_THREADS {threads}", f"#define TW_VEC {vec}",
+                            "#include <tileworkbench/tile.cuh>", *asserts])
+        compile_cuda(source, arch=arch, include_paths=(str(runtime.INCLUDE_DIR), *runtime.cuda_include_dirs()))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_weight_gradient_column_sum_stages_only_its_folded_rows(arch):
+    """The final reduction of a LayerNorm's partial weight gradients, a (32, 1024) float32 column sum
+    into bfloat16 on 512 threads: each thread folds its 8 chunks in registers, so one pass stages a
+    (4, 1024) tile (16 KB for the sum, where the whole tile took 128 KB in two passes)."""
+    generated, module = _build("leading-axes-reductions-32x1x1024-bfloat16", arch)
+    assert "tw::sum<tw::shape<1, 1, 1024>, 1>(" in generated.source
+    assert generated.smem_bytes < 48 * 1024  # the largest: argmax's folded (value, index) pairs, 33 KB
+    assert not module.kernels[generated.name].spill_stores
+
+
+@ct.kernel
+def _row_through_float32(x, y, N: ct.Constant[int]):
+    row = ct.load(x, (ct.bid(0), 0), (1, N)).astype(ct.float32)
+    ct.store(y, (ct.bid(0), 0), (row * 2).astype(y.dtype))
+
+
+def test_threads_give_two_16_byte_chunks_of_the_largest_tile_in_its_own_bytes():
+    """A bfloat16 row of 1024 computed in float32: the float32 tile (4 KB) takes 128 threads, one
+    32-byte chunk each, as a float32 kernel's row does; the same row kept in bfloat16 (2 KB) takes 64."""
+    x = np.zeros((4, 1024), BF16)
+    assert generate(_row_through_float32.specialize((x, x, 1024)), arch="sm_90").threads == 128
+    assert generate(_scaled_rows.specialize((x, np.zeros(1024, BF16), x, 1024)), arch="sm_90").threads == 64
+    f = np.zeros((4, 1024), np.float32)
+    assert generate(_row_through_float32.specialize((f, f, 1024)), arch="sm_90").threads == 128
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_float32_rows_under_a_lock_are_stored_by_pairs_of_lanes_in_whole_sectors(arch):
+    """A bfloat16 kernel's float32 group rows (32-byte chunks) are read and written inside the spin
+    lock: where both chunks of neighbouring lanes are inside, the lanes swap halves (4 shuffles) and
+    store as two warp-wide 16-byte stores, each writing whole sectors, not under opposite predicates
+    (which would split each store back into half sectors)."""
+    from tileworkbench.runtime.sass import disassemble, find_nvdisasm
+    generated, module = _build("locked-group-sums-bfloat16-to-float32", arch)
+    assert generated.threads == 32 and generated.vec == 8   # (1, 256) float32: one 32-byte chunk a lane
+    assert len(re.findall(r"shfl\.sync\.bfly\.b32", module.ptx)) == 4
+    if find_nvdisasm() is None:
+        pytest.skip("nvdisasm is not installed")
+    stores = re.findall(r"(@!?P\d+\s+)?STG\.E\.128\b", disassemble(module.cubin))
+    assert stores.count("") == 2   # the pair's two stores, for every lane

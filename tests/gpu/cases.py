@@ -57,6 +57,20 @@ for _dt in FLOATS + INTS + [np.bool_]:
 
 
 @ct.kernel
+def widen_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    ct.store(y, (i, j), ct.load(x, (i, j), (TM, TN)).astype(y.dtype))
+
+
+# float32 stored from a bfloat16 kernel: chunks of 8 floats (32 bytes), which neighbouring lanes store
+# in pairs where both are inside and aligned; ragged edges (a pair half outside) and rows of 101
+# floats (every other row unaligned) store chunk by chunk or element by element
+for _cols in (100, 101):
+    case(f"widen-pairs-of-32-byte-chunks-{_cols}", widen_2d, (ct.cdiv(37, 8), ct.cdiv(_cols, 64)),
+         lambda c=_cols: (random_array((37, c), BF16), np.zeros((37, c), np.float32), 8, 64), exact=True)
+
+
+@ct.kernel
 def load_padded(x, y, MODE: ct.Constant[int], ORDER: ct.Constant[int]):
     mode = (ct.PaddingMode.UNDETERMINED, ct.PaddingMode.ZERO, ct.PaddingMode.NEG_ZERO, ct.PaddingMode.NAN,
             ct.PaddingMode.POS_INF, ct.PaddingMode.NEG_INF)[MODE]
@@ -340,6 +354,30 @@ for _dt in (np.float32, BF16):
 
 
 @ct.kernel
+def leading_axes_reductions(x, out, at, TA: ct.Constant[int], TB: ct.Constant[int], TN: ct.Constant[int]):
+    """Reductions over the leading axes of a (TA, TB, TN) tile: each thread folds its register chunks
+    that land on the same outputs before anything goes through shared memory."""
+    t = ct.load(x, (0, 0, 0), (TA, TB, TN))
+    rows = ct.reshape(t, (TA * TB, TN))
+    least = ct.reduce(rows, 0, lambda a, b: ct.minimum(a, b), np.inf, keepdims=True)
+    ct.store(out, (0, 0, 0), ct.sum(t, axis=(0, 1), keepdims=True).astype(out.dtype))
+    ct.store(out, (1, 0, 0), ct.max(t, axis=(0, 1), keepdims=True).astype(out.dtype))
+    ct.store(out, (2, 0, 0), ct.reshape(least, (1, 1, TN)).astype(out.dtype))
+    ct.store(at, (0, 0), ct.argmax(rows, axis=0, keepdims=True))
+
+
+# (TA, TB, TN): the folded tile several rows ((32, 1, 1024): 4 rows on 512 threads, float32 chunks of
+# 32 bytes next to a bfloat16 array, as in a LayerNorm's weight gradient), one row, which is the
+# result ((8, 1, 2048)), two leading axes reduced ((4, 8, 256)); integers in [-3, 3] in eighths:
+# sums exact in any order, and ties for argmax, which goes to the smallest index
+for _shape, _dt in (((32, 1, 1024), BF16), ((8, 1, 2048), np.float32), ((4, 8, 256), np.float32)):
+    case(f"leading-axes-reductions-{'x'.join(map(str, _shape))}-{np.dtype(_dt).name}", leading_axes_reductions, (1,),
+         lambda shape=_shape, dt=_dt: (RNG.integers(-24, 25, shape).astype(np.float32) / 8,
+                                       np.zeros((3, 1, shape[2]), dt), np.zeros((1, shape[2]), np.int32), *shape),
+         exact=True)
+
+
+@ct.kernel
 def rounded_casts(x, to_float32, to_bfloat16, to_tfloat32):
     t = ct.load(x, (0,), (64,))
     f = t.astype(ct.float32)
@@ -489,6 +527,29 @@ def locked_accumulate(x, total, lock, counter):
 case("atomic-spin-lock-accumulate", locked_accumulate, (24,),
      lambda: (random_array((24, 256), np.int32), np.zeros((1, 256), np.int32), np.zeros(1, np.int32),
               np.zeros(4, np.int32)), exact=True)
+
+
+@ct.kernel
+def locked_group_sums(x, partial, locks, TILE_N: ct.Constant[int]):
+    """Each row added into the float32 row of its group under the group's spin lock, tile by tile (the
+    partial weight gradients of a LayerNorm's backward pass): bfloat16 rows in, float32 rows of 32-byte
+    chunks loaded and stored inside the lock, whose neighbouring lanes store them in pairs."""
+    row = ct.bid(0)
+    group = row % partial.shape[0]
+    for j in range(ct.num_tiles(x, axis=1, shape=(1, TILE_N))):
+        t = ct.load(x, (row, j), (1, TILE_N), padding_mode=ct.PaddingMode.ZERO).astype(ct.float32)
+        while ct.atomic_cas(locks, group, 0, 1, memory_order=ct.MemoryOrder.ACQUIRE) == 1:
+            pass
+        t += ct.load(partial, (group, j), (1, TILE_N), padding_mode=ct.PaddingMode.ZERO)
+        ct.store(partial, (group, j), t)
+        ct.atomic_xchg(locks, group, 0, memory_order=ct.MemoryOrder.RELEASE)
+
+
+# eighths: the sums are exact in float32 whatever order the blocks take the lock in; 600 columns: in
+# the last tile a pair of chunks half outside the row goes chunk by chunk
+case("locked-group-sums-bfloat16-to-float32", locked_group_sums, (64,),
+     lambda: ((RNG.integers(-24, 25, (64, 600)) / 8).astype(BF16), np.zeros((4, 600), np.float32),
+              np.zeros(4, np.int32), 256), exact=True)
 
 
 @ct.kernel

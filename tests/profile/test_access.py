@@ -78,6 +78,28 @@ def affine_gather(x, y, start, TILE: ct.Constant[int]):
     ct.scatter(y, i, ct.gather(x, i))
 
 
+@ct.kernel
+def widen(x, y, TILE: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(y, (i, 0), ct.load(x, (i, 0), (1, TILE)).astype(ct.float32))
+
+
+def test_a_float32_store_from_a_16_bit_kernel_writes_whole_sectors_from_pairs_of_lanes():
+    # bfloat16 in, float32 out: chunks of 8 elements, 32 bytes of float32. Each lane's two 16-byte
+    # stores would touch half of 32 sectors each; neighbouring lanes store their chunks together, the
+    # first request the even lane's, the second the odd lane's: 16 whole sectors per request. The
+    # float32 loads of such a kernel keep half sectors (the second half hits the sectors in L1)
+    report = analyze(widen, (4,), (np.zeros((4, 1024), ct.bfloat16.numpy), np.zeros((4, 1024), np.float32), 1024))
+    load, store = report.global_ops
+    assert (report.threads, report.vec) == (128, 8)
+    assert (load.sectors_per_request, load.efficiency) == (16, 1.0)   # 16 bytes of bfloat16 per lane
+    assert (store.requests, store.sectors_per_request, store.efficiency) == (4 * 4 * 2, 16, 1.0)
+    report = analyze(widen, (4,), (np.zeros((4, 1000), ct.bfloat16.numpy), np.zeros((4, 1000), np.float32), 1024))
+    store = report.global_ops[1]   # rows of 1000: chunk 124 (elements 992-999) is inside, its neighbour is not,
+    assert store.requests == 4 * (2 * 4 + 2)   # so the last warp stores it alone, in two more requests
+    assert store.warp_sectors == [4 * 32] * 3 + [4 * (14 + 14 + 1 + 1)]   # 14 pairs and chunk 124
+
+
 def test_a_gather_and_scatter_of_adjacent_aligned_elements_move_16_byte_vectors_like_a_copy():
     x = np.arange(4096, dtype=np.float32)
     report = analyze(affine_gather, (4,), (x, np.zeros_like(x), 0, 1024))
@@ -444,7 +466,35 @@ def test_model_uses_the_pipeline_stages_swizzle():
     assert swizzled_chunk_offset(0, 8, 64, 128) == 64 * 128   # 256-byte rows: the second panel of 128 bytes
 
 
+@ct.kernel
+def column_sums(x, y, f, TM: ct.Constant[int], TN: ct.Constant[int]):
+    t = ct.load(x, (0, 0), (TM, TN))
+    ct.store(y, (0, 0), ct.sum(t, axis=0, keepdims=True).astype(y.dtype))
+    ct.store(f, (0, 0), ct.max(t, axis=0, keepdims=True))
+
+
+def test_a_reduction_over_leading_axes_stages_only_the_chunks_each_thread_folded():
+    # (32, 1024) float32 with a bfloat16 output: 512 threads of 8-element chunks, 4096 elements apart, so
+    # a thread's 8 chunks share their 8 columns and fold into 1 in registers: a (4, 1024) tile goes
+    # through shared memory (4096 scalar stores, 1 per register, 8 per thread), not the (32, 1024) one;
+    # each thread then reads 4 rows of its 2 columns
+    x = np.zeros((32, 1024), np.float32)
+    report = analyze(column_sums, (1,), (x, np.zeros((1, 1024), ct.bfloat16.numpy), np.zeros((1, 1024), np.float32),
+                                         32, 1024))
+    assert (report.threads, report.vec) == (512, 8)
+    for line in {s.line for s in report.shared_ops}:
+        staged = [s for s in report.shared_ops if s.line == line]
+        assert [(s.phase, s.requests) for s in staged] == [("store", 16 * 8), ("load", 16 * 2 * 4)]
+    # (8, 2048) float32: 4-element chunks 2048 apart, each thread's 8 chunks land on the same 4 columns,
+    # and the folded chunks are the result as it lies: nothing through shared memory
+    report = analyze(column_sums, (1,), (np.zeros((8, 2048), np.float32), np.zeros((1, 2048), np.float32),
+                                         np.zeros((1, 2048), np.float32), 8, 2048))
+    assert report.shared_ops == [] and not report.unmodeled
+
+
 SASS_CASES = {
+    "column_sums": (column_sums, lambda: (np.zeros((32, 1024), np.float32), np.zeros((1, 1024), ct.bfloat16.numpy),
+                                          np.zeros((1, 1024), np.float32), 32, 1024)),
     "transpose": (transpose, lambda: (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32), 32)),
     "transpose_f16": (transpose, lambda: (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), 64)),
     "transpose_int8": (permuted, lambda: (np.zeros((128, 128), np.int8), np.zeros((128, 128), np.int8), 128)),

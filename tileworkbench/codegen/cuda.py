@@ -558,20 +558,39 @@ def _keepdims_shape(t: TileType, axes) -> tuple[int, ...]:
 REDUCTION_STAGE_BYTES = 96 * 1024
 
 
-def reduction_passes(t: TileType, threads: int, vec: int, element_bytes: int | None = None) -> tuple[int, int]:
+def folded_reduction(shape, axes, threads: int, vec: int) -> tuple[int, int] | None:
+    """The (rows, outputs) tile a reduction over leading axes folds each thread's register chunks into
+    before anything goes through shared memory (tile_reduce.cuh `folded_chunks`: chunks a multiple of
+    the output count apart land on the same outputs), or None where nothing folds. One row: the
+    folded chunks are the result."""
+    kept = [1 if d in axes else n for d, n in enumerate(shape)]
+    leading = next((d for d, n in enumerate(kept) if n != 1), len(kept))
+    size, outputs = math.prod(shape), math.prod(kept)
+    registers = size // threads if size >= threads else 1
+    chunk = min(vec, registers)
+    chunks, stride = registers // chunk, threads * chunk
+    if kept[leading:] != list(shape[leading:]) or size < threads or chunks < 2:
+        return None
+    folded = min(chunks, outputs // stride) if outputs % stride == 0 else 1
+    return (folded * stride // outputs, outputs) if folded < chunks else None
+
+
+def reduction_passes(t: TileType, axes, threads: int, vec: int, element_bytes: int, acc_bytes: int) -> tuple[int, int]:
     """(passes, bytes staged per pass) of a reduction of tile type `t` (elements of `element_bytes`,
-    its dtype's size unless given) to several outputs: the fewest slices, each a range of every
-    thread's register chunks, that fit REDUCTION_STAGE_BYTES."""
+    accumulators of `acc_bytes`) over `axes` to several outputs: a folded reduction stages its folded
+    tile of accumulators, once (nothing where that is the result); any other the fewest slices of the
+    tile, each a range of every thread's register chunks, that fit REDUCTION_STAGE_BYTES."""
+    def staged(n, item_bytes):
+        return ((n + n // 32 + 1) * item_bytes + 15) // 16 * 16
+    folded = folded_reduction(t.shape, axes, threads, vec)
+    if folded:
+        return 1, 0 if folded[0] == 1 else staged(math.prod(folded), acc_bytes)
     registers = max(1, t.size // threads)
     chunk = min(registers, vec)
-
-    def staged(passes):
-        n = t.size // passes
-        return ((n + n // 32 + 1) * (element_bytes or t.dtype.itemsize) + 15) // 16 * 16
     passes = 1
-    while staged(passes) > REDUCTION_STAGE_BYTES and registers % (2 * passes * chunk) == 0:
+    while staged(t.size // passes, element_bytes) > REDUCTION_STAGE_BYTES and registers % (2 * passes * chunk) == 0:
         passes *= 2
-    return passes, staged(passes)
+    return passes, staged(t.size // passes, element_bytes)
 
 
 def reduction_bytes(op) -> tuple[int, int]:
@@ -589,10 +608,11 @@ def _reduce(e, op):
     (x,) = op.operands
     keep = _keepdims_shape(x.type, op.attrs["axes"])
     flags = ", true" if op.attrs.get("propagate_nan") else ""
-    acc = reduction_bytes(op)[1]
+    element, acc = reduction_bytes(op)
     outputs = math.prod(keep)
-    passes, staged = reduction_passes(x.type, e.threads, e.vec) if outputs > 1 else (1, 0)
-    if not isinstance(e.plan.of(op.result), RowLayout):  # rows of an accumulator reduce in registers
+    passes, staged = reduction_passes(x.type, op.attrs["axes"], e.threads, e.vec, element, acc) if outputs > 1 \
+        else (1, 0)
+    if not isinstance(e.plan.of(op.result), RowLayout) and (outputs == 1 or staged):  # else all in registers
         e.need_smem(staged + (e.threads // 32 + 1) * acc + outputs * 8 + 64)
     expr = f"tw::{op.name}<{shape_type(keep)}, {passes}{flags}>({e[x]})"
     if not op.result.shape:
@@ -641,8 +661,10 @@ def _combine(e, op):
         expr, keep = f"tw::scan<{axis}, {reverse}>({operand}, {identity}, {combine})", x.shape
     else:
         keep = _keepdims_shape(x, (axis,))
-        passes, staged = reduction_passes(x, e.threads, e.vec, element_bytes) if math.prod(keep) > 1 else (1, 0)
-        if not isinstance(e.plan.of(op.results[0]), RowLayout):  # rows of an accumulator reduce in registers
+        several = math.prod(keep) > 1
+        passes, staged = reduction_passes(x, (axis,), e.threads, e.vec, element_bytes, element_bytes) if several \
+            else (1, 0)
+        if not isinstance(e.plan.of(op.results[0]), RowLayout) and (not several or staged):  # else in registers
             e.need_smem(staged + (e.threads // 32 + 1) * element_bytes + math.prod(keep) * max(8, element_bytes) + 64)
         expr = f"tw::reduce<{shape_type(keep)}, {passes}>({operand}, {identity}, {combine})"
     if packed:
@@ -1177,15 +1199,17 @@ def _memory_dtypes(fn: Function):
             yield p.type.dtype
 
 
-def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
-    """Threads per block: enough for two 16-byte chunks per thread of the largest tile, 32 to 512
-    (on the H100, 512 rather than 256 threads took a 32768 x 16384 f32 row softmax from 1796 to
-    3010 GB/s and a bf16 transpose from 2301 to 2540 GB/s; 1024 was slower again)."""
+def choose_threads(fn: Function, requested: int | None = None) -> int:
+    """Threads per block: enough for two 16-byte chunks per thread of the largest tile, counted in
+    its own bytes (a float32 row in a bfloat16 kernel, held in chunks of 8, takes twice the threads
+    of a bfloat16 one), 32 to 512 (on the H100, 512 rather than 256 threads took a 32768 x 16384 f32
+    row softmax from 1796 to 3010 GB/s and a bf16 transpose from 2301 to 2540 GB/s; 1024 was slower again)."""
     if requested:
         return requested
-    biggest = max((r.type.size for op in fn.walk() for r in op.results if isinstance(r.type, TileType)), default=1)
+    biggest = max((r.type.size * r.type.dtype.itemsize for op in fn.walk() for r in op.results
+                   if isinstance(r.type, TileType)), default=1)
     threads = 32
-    while threads < 512 and threads * vec * 2 < biggest:
+    while threads < 512 and threads * 16 * 2 < biggest:
         threads *= 2
     return threads
 
@@ -1229,7 +1253,7 @@ def _check_parameter_bytes(fn: Function):
 
 
 def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: str | None) -> GeneratedKernel:
-    threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
+    threads = 32 * plan.warps if plan.warps else choose_threads(fn, threads)
     e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []
     layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)

@@ -27,6 +27,7 @@ import numpy as np
 from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed, stages_chunks,
                               stages_padded_rows)
 from ..interp import Status, Trace, run
+from ..ir import TileType
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
 WARP = 32
@@ -262,7 +263,7 @@ def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
     thread, element, register, v = blocked_lanes(size, threads, tw_vec, writes=event.op in WRITES)
     lane_active, lane_address = active[:, element], address[:, element]
     chunk, j = register // v, register % v
-    vector = np.zeros_like(lane_active)
+    vector, paired = np.zeros_like(lane_active), None
     tile_space = event.op in TILE_SPACE and tile_shape[-1] % v == 0
     if v > 1 and (tile_space or event.op in ELEMENTWISE):
         chunk_bytes = v * itemsize
@@ -272,10 +273,18 @@ def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
         if not tile_space:   # a gather's or scatter's chunk is one vector where its elements are adjacent
             steps = np.diff(lane_address.reshape(rows, -1, v), axis=2)
             whole &= (steps == itemsize).all(axis=2)
-        vector = np.repeat(whole & (lane_address[:, j == 0] % alignment == 0), v, axis=1)
+        whole &= lane_address[:, j == 0] % alignment == 0
+        vector = np.repeat(whole, v, axis=1)
+        if event.op == "store" and chunk_bytes == 32 and tile_shape[-1] % (2 * v) == 0:
+            # neighbouring lanes store their two chunks together where both go as vectors (tile_memory.cuh
+            # store_chunk_pair): the first request writes the even lane's chunk, the second the odd one's
+            ids = np.arange(whole.shape[1])
+            paired = np.repeat(whole & whole[:, ids ^ 1], v, axis=1)
     access = np.where(vector, min(v * itemsize, 16), itemsize)
-    # a vector chunk is one request per 16 bytes; a scalar one is one request per element
+    # a vector chunk is one request per 16 bytes (a pair's: one per chunk); a scalar one, one per element
     sub = np.where(vector, j * itemsize // np.maximum(access, 1), v + j)
+    if paired is not None:
+        sub = np.where(paired, 2 + thread % 2, sub)
     warps = max(threads // WARP, 1)
     chunks = int(chunk.max()) + 1
     request = ((np.arange(rows)[:, None] * warps + thread // WARP) * chunks + chunk) * (2 * v) + sub
@@ -507,11 +516,18 @@ def _reduction(op, where, threads, vec, executions, skew, only_stored=False) -> 
     thread reads all of them. Several outputs: the tile is staged in C order (skewed, in passes),
     each output's group of threads reads its elements, then partials and results pass through
     shared memory as the group size needs; where the result is `only_stored`, only the threads that
-    own an element read it back."""
-    from ..codegen.cuda import reduction_bytes, reduction_passes
+    own an element read it back. A reduction over leading axes first folds each thread's chunks in
+    registers (`folded_reduction`): the folded tile of accumulators is what goes through shared
+    memory, reduced along its rows, or nothing where it is one row."""
+    from ..codegen.cuda import folded_reduction, reduction_bytes, reduction_passes
     x = op.operands[0].type
     axes = sorted(op.attrs["axes"] if "axes" in op.attrs else (op.attrs["axis"],))
     element, acc = reduction_bytes(op)
+    folded = folded_reduction(x.shape, axes, threads, vec)
+    if folded:
+        if folded[0] == 1:
+            return []
+        x, axes, element = TileType(x.dtype, folded), [0], acc
     table = _reduced_positions(x.shape, axes)
     outputs, reduced = table.shape
     warps = max(threads // WARP, 1)
@@ -523,7 +539,7 @@ def _reduction(op, where, threads, vec, executions, skew, only_stored=False) -> 
         return [_wavefronts(where, "store", executions, leaders, np.zeros_like(leaders), leaders // WARP * acc, acc),
                 _wavefronts(where, "load", executions, np.repeat(everyone, chunks), np.tile(np.arange(chunks), threads),
                             np.tile(np.arange(chunks), threads) * width, width)]
-    passes, staged_bytes = reduction_passes(x, threads, vec, element)
+    passes, staged_bytes = reduction_passes(x, axes, threads, vec, element, acc)
     per_pass = x.size // passes
     thread, elem, register, _ = blocked_lanes(x.size, threads, vec, writes=True)
     registers_per_pass = int(register.max()) // passes + 1

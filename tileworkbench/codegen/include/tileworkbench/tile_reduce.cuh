@@ -42,6 +42,28 @@ __device__ int reduced_element(int o, int j) {
   return S::flatten(c);
 }
 
+// A reduction over leading axes (S2 is 1 along the first axes and S's along the rest) sends element
+// e to output e % S2::size, reduced element j = e / S2::size. A thread's register chunks lie
+// TW_THREADS * V elements apart, so chunks whose distance is a multiple of the output count land on
+// the same outputs: they fold in registers first, into the chunks of a smaller tile of shape
+// <folded size / outputs, outputs> (chunk q into chunk q % folded_chunks). Returns folded_chunks, or
+// 0 where nothing folds. A (32, 1024) float column sum on 512 threads of 8-element chunks folds each
+// thread's 8 chunks into 1: a (4, 1024) tile, 16 KB instead of 128 KB through shared memory. Where the
+// folded tile is one row, it is the result as it lies, and nothing goes through shared memory
+// (codegen.cuda.folded_reduction is the same rule, for the shared memory the kernel asks for).
+template <class S, class S2>
+__host__ __device__ constexpr int folded_chunks() {
+  constexpr int R = blocked::registers<S>(), V = blocked::vec<S>(), K = S2::size;
+  constexpr int chunks = R / V, stride = TW_THREADS * V;  // a thread's chunks, elements between them
+  int leading = 0;  // the axes reduced (or of size 1) before the first one kept
+  while (leading < S::rank && S2::dim(leading) == 1) ++leading;
+  for (int d = leading; d < S::rank; ++d)
+    if (S2::dim(d) != S::dim(d)) return 0;
+  if (S::size < TW_THREADS || chunks < 2) return 0;
+  const int folded = K % stride == 0 ? (K / stride < chunks ? K / stride : chunks) : 1;  // else stride % K == 0
+  return folded < chunks ? folded : 0;
+}
+
 // Reduce x to the keepdims shape S2: lift(x_e, j) makes each element's accumulator, combine folds
 // two accumulators, finish turns the accumulator into the result element.
 //
@@ -70,6 +92,24 @@ __device__ auto reduce(const tile<T, S>& x, A identity, Lift lift, Combine combi
 #pragma unroll
     for (int w = 0; w < TW_THREADS / 32; ++w) acc = combine(acc, buf[w]);
     return full<R, S2>(finish(acc));
+  } else if constexpr (folded_chunks<S, S2>() > 0) {
+    constexpr int F = folded_chunks<S, S2>() * Tile::V, N = F * TW_THREADS;  // registers, elements folded
+    static_assert(Passes == 1, "a folded reduction stages its folded tile at once");
+    tile<A, shape<N / K, K>> folded;
+#pragma unroll
+    for (int r = 0; r < F; ++r) folded.v[r] = lift(x.v[r], Tile::elem(r) / K);
+#pragma unroll
+    for (int r = F; r < Tile::R; ++r) folded.v[r % F] = combine(folded.v[r % F], lift(x.v[r], Tile::elem(r) / K));
+    tile<R, S2> out;
+    if constexpr (N == K) {  // each output once, in the result's own place (from the identity, as any fold)
+#pragma unroll
+      for (int r = 0; r < F; ++r) out.v[r] = finish(combine(identity, folded.v[r]));
+    } else {
+      const auto rest = reduce<shape<1, K>, 1>(folded, identity, [](A a, int) { return a; }, combine, finish);
+#pragma unroll
+      for (int r = 0; r < tile<R, S2>::R; ++r) out.v[r] = rest.v[r];
+    }
+    return out;
   } else {
     static_assert(Passes == 1 || Tile::R % (Passes * Tile::V) == 0, "a pass stages whole register chunks");
     constexpr int C = S::size / Passes;         // elements staged per pass
