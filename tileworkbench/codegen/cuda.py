@@ -1199,17 +1199,15 @@ def _memory_dtypes(fn: Function):
             yield p.type.dtype
 
 
-def choose_threads(fn: Function, requested: int | None = None) -> int:
-    """Threads per block: enough for two 16-byte chunks per thread of the largest tile, counted in
-    its own bytes (a float32 row in a bfloat16 kernel, held in chunks of 8, takes twice the threads
-    of a bfloat16 one), 32 to 512 (on the H100, 512 rather than 256 threads took a 32768 x 16384 f32
-    row softmax from 1796 to 3010 GB/s and a bf16 transpose from 2301 to 2540 GB/s; 1024 was slower again)."""
+def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
+    """Threads per block: enough for two 16-byte chunks per thread of the largest tile, 32 to 512
+    (on the H100, 512 rather than 256 threads took a 32768 x 16384 f32 row softmax from 1796 to
+    3010 GB/s and a bf16 transpose from 2301 to 2540 GB/s; 1024 was slower again)."""
     if requested:
         return requested
-    biggest = max((r.type.size * r.type.dtype.itemsize for op in fn.walk() for r in op.results
-                   if isinstance(r.type, TileType)), default=1)
+    biggest = max((r.type.size for op in fn.walk() for r in op.results if isinstance(r.type, TileType)), default=1)
     threads = 32
-    while threads < 512 and threads * 16 * 2 < biggest:
+    while threads < 512 and threads * vec * 2 < biggest:
         threads *= 2
     return threads
 
@@ -1253,7 +1251,7 @@ def _check_parameter_bytes(fn: Function):
 
 
 def _emit(fn: Function, plan: LayoutPlan, threads: int | None, vec: int, arch: str | None) -> GeneratedKernel:
-    threads = 32 * plan.warps if plan.warps else choose_threads(fn, threads)
+    threads = 32 * plan.warps if plan.warps else choose_threads(fn, vec, threads)
     e = _Emitter(fn, threads, vec, plan)
     signature, setup, params = [], [], []
     layouts = sorted(set(plan.tensor_core.values()), key=lambda l: l.alias)
