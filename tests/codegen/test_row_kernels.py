@@ -147,21 +147,6 @@ def test_a_weight_gradient_column_sum_stages_only_its_folded_rows(arch):
     assert not module.kernels[generated.name].spill_stores
 
 
-@ct.kernel
-def _row_through_float32(x, y, N: ct.Constant[int]):
-    row = ct.load(x, (ct.bid(0), 0), (1, N)).astype(ct.float32)
-    ct.store(y, (ct.bid(0), 0), (row * 2).astype(y.dtype))
-
-
-def test_threads_give_two_16_byte_chunks_of_the_largest_tile_in_its_own_bytes():
-    """A bfloat16 row of 1024 computed in float32: the float32 tile (4 KB) takes 128 threads, one
-    32-byte chunk each, as a float32 kernel's row does; the same row kept in bfloat16 (2 KB) takes 64."""
-    x = np.zeros((4, 1024), BF16)
-    assert generate(_row_through_float32.specialize((x, x, 1024)), arch="sm_90").threads == 128
-    assert generate(_scaled_rows.specialize((x, np.zeros(1024, BF16), x, 1024)), arch="sm_90").threads == 64
-    f = np.zeros((4, 1024), np.float32)
-    assert generate(_row_through_float32.specialize((f, f, 1024)), arch="sm_90").threads == 128
-
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_float32_rows_under_a_lock_are_stored_by_pairs_of_lanes_in_whole_sectors(arch):
