@@ -74,8 +74,8 @@ def main() -> int:
     generate, stream = runtime.generate, torch.cuda.current_stream()
     try:
         for name, threads, edit in VARIANTS:
-            def variant(fn, *args, edit=edit, threads=threads, **options):
-                options["threads"] = threads or options.get("threads")
+            def variant(fn, *args, edit=edit, forced=threads, **options):
+                options["threads"] = forced or options.get("threads")
                 generated = generate(fn, *args, **options)
                 return dataclasses.replace(generated, source=edit(generated.source))
             runtime.generate = variant
