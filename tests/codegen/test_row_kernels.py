@@ -147,18 +147,3 @@ def test_a_weight_gradient_column_sum_stages_only_its_folded_rows(arch):
     assert not module.kernels[generated.name].spill_stores
 
 
-
-@pytest.mark.parametrize("arch", ARCHS)
-def test_float32_rows_under_a_lock_are_stored_by_pairs_of_lanes_in_whole_sectors(arch):
-    """A bfloat16 kernel's float32 group rows (32-byte chunks) are read and written inside the spin
-    lock: where both chunks of neighbouring lanes are inside, the lanes swap halves (4 shuffles) and
-    store as two warp-wide 16-byte stores, each writing whole sectors, not under opposite predicates
-    (which would split each store back into half sectors)."""
-    from tileworkbench.runtime.sass import disassemble, find_nvdisasm
-    generated, module = _build("locked-group-sums-bfloat16-to-float32", arch)
-    assert generated.threads == 32 and generated.vec == 8   # (1, 256) float32: one 32-byte chunk a lane
-    assert len(re.findall(r"shfl\.sync\.bfly\.b32", module.ptx)) == 4
-    if find_nvdisasm() is None:
-        pytest.skip("nvdisasm is not installed")
-    stores = re.findall(r"(@!?P\d+\s+)?STG\.E\.128\b", disassemble(module.cubin))
-    assert stores.count("") == 2   # the pair's two stores, for every lane

@@ -62,11 +62,10 @@ def widen_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(y, (i, j), ct.load(x, (i, j), (TM, TN)).astype(y.dtype))
 
 
-# float32 stored from a bfloat16 kernel: chunks of 8 floats (32 bytes), which neighbouring lanes store
-# in pairs where both are inside and aligned; ragged edges (a pair half outside) and rows of 101
+# float32 stored from a bfloat16 kernel: chunks of 8 floats (32 bytes); ragged edges and rows of 101
 # floats (every other row unaligned) store chunk by chunk or element by element
 for _cols in (100, 101):
-    case(f"widen-pairs-of-32-byte-chunks-{_cols}", widen_2d, (ct.cdiv(37, 8), ct.cdiv(_cols, 64)),
+    case(f"widen-to-32-byte-chunks-{_cols}", widen_2d, (ct.cdiv(37, 8), ct.cdiv(_cols, 64)),
          lambda c=_cols: (random_array((37, c), BF16), np.zeros((37, c), np.float32), 8, 64), exact=True)
 
 
@@ -533,7 +532,7 @@ case("atomic-spin-lock-accumulate", locked_accumulate, (24,),
 def locked_group_sums(x, partial, locks, TILE_N: ct.Constant[int]):
     """Each row added into the float32 row of its group under the group's spin lock, tile by tile (the
     partial weight gradients of a LayerNorm's backward pass): bfloat16 rows in, float32 rows of 32-byte
-    chunks loaded and stored inside the lock, whose neighbouring lanes store them in pairs."""
+    chunks loaded and stored inside the lock."""
     row = ct.bid(0)
     group = row % partial.shape[0]
     for j in range(ct.num_tiles(x, axis=1, shape=(1, TILE_N))):
@@ -545,8 +544,8 @@ def locked_group_sums(x, partial, locks, TILE_N: ct.Constant[int]):
         ct.atomic_xchg(locks, group, 0, memory_order=ct.MemoryOrder.RELEASE)
 
 
-# eighths: the sums are exact in float32 whatever order the blocks take the lock in; 600 columns: in
-# the last tile a pair of chunks half outside the row goes chunk by chunk
+# eighths: the sums are exact in float32 whatever order the blocks take the lock in; 600 columns: the
+# last tile's chunks cross the row's end
 case("locked-group-sums-bfloat16-to-float32", locked_group_sums, (64,),
      lambda: ((RNG.integers(-24, 25, (64, 600)) / 8).astype(BF16), np.zeros((4, 600), np.float32),
               np.zeros(4, np.int32), 256), exact=True)

@@ -78,29 +78,6 @@ def affine_gather(x, y, start, TILE: ct.Constant[int]):
     ct.scatter(y, i, ct.gather(x, i))
 
 
-@ct.kernel
-def widen(x, y, TILE: ct.Constant[int]):
-    i = ct.bid(0)
-    ct.store(y, (i, 0), ct.load(x, (i, 0), (1, TILE)).astype(ct.float32))
-
-
-def test_a_float32_store_from_a_16_bit_kernel_writes_whole_sectors_from_pairs_of_lanes():
-    # bfloat16 in, float32 out: chunks of 8 elements, 32 bytes of float32. Each lane's two 16-byte
-    # stores would touch half of 32 sectors each; neighbouring lanes store their chunks together, the
-    # first request the even lane's, the second the odd lane's: 16 whole sectors per request. The
-    # float32 loads of such a kernel keep half sectors (the second half hits the sectors in L1)
-    report = analyze(widen, (4,), (np.zeros((4, 1024), ct.bfloat16.numpy), np.zeros((4, 1024), np.float32), 1024))
-    load, store = report.global_ops
-    assert (report.threads, report.vec) == (64, 8)
-    assert (load.sectors_per_request, load.efficiency) == (16, 1.0)   # 16 bytes of bfloat16 per lane
-    assert (store.requests, store.sectors_per_request, store.efficiency) == (4 * 4 * 2, 16, 1.0)
-    report = analyze(widen, (4,), (np.zeros((4, 1000), ct.bfloat16.numpy), np.zeros((4, 1000), np.float32), 1024))
-    store = report.global_ops[1]   # rows of 1000: chunk 124 (elements 992-999) is inside, its neighbour is not,
-    assert store.requests == 4 * (2 * 4 + 2)   # so the warp holding it stores it alone, in two more requests
-    # 64 threads, thread t holding chunks t and t + 64: warp 0 stores chunks 0-31 and 64-95 whole; warp 1
-    # chunks 32-63 whole, then 14 pairs of 96-123 and chunk 124
-    assert store.warp_sectors == [4 * 2 * 32, 4 * (32 + 14 + 14 + 1 + 1)]
-
 
 def test_a_gather_and_scatter_of_adjacent_aligned_elements_move_16_byte_vectors_like_a_copy():
     x = np.arange(4096, dtype=np.float32)

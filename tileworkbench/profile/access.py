@@ -263,7 +263,7 @@ def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
     thread, element, register, v = blocked_lanes(size, threads, tw_vec, writes=event.op in WRITES)
     lane_active, lane_address = active[:, element], address[:, element]
     chunk, j = register // v, register % v
-    vector, paired = np.zeros_like(lane_active), None
+    vector = np.zeros_like(lane_active)
     tile_space = event.op in TILE_SPACE and tile_shape[-1] % v == 0
     if v > 1 and (tile_space or event.op in ELEMENTWISE):
         chunk_bytes = v * itemsize
@@ -273,18 +273,10 @@ def _global(event, trace, itemsize, threads, tw_vec, order) -> GlobalAccess:
         if not tile_space:   # a gather's or scatter's chunk is one vector where its elements are adjacent
             steps = np.diff(lane_address.reshape(rows, -1, v), axis=2)
             whole &= (steps == itemsize).all(axis=2)
-        whole &= lane_address[:, j == 0] % alignment == 0
-        vector = np.repeat(whole, v, axis=1)
-        if event.op == "store" and chunk_bytes == 32 and tile_shape[-1] % (2 * v) == 0:
-            # neighbouring lanes store their two chunks together where both go as vectors (tile_memory.cuh
-            # store_chunk_pair): the first request writes the even lane's chunk, the second the odd one's
-            ids = np.arange(whole.shape[1])
-            paired = np.repeat(whole & whole[:, ids ^ 1], v, axis=1)
+        vector = np.repeat(whole & (lane_address[:, j == 0] % alignment == 0), v, axis=1)
     access = np.where(vector, min(v * itemsize, 16), itemsize)
-    # a vector chunk is one request per 16 bytes (a pair's: one per chunk); a scalar one, one per element
+    # a vector chunk is one request per 16 bytes; a scalar one is one request per element
     sub = np.where(vector, j * itemsize // np.maximum(access, 1), v + j)
-    if paired is not None:
-        sub = np.where(paired, 2 + thread % 2, sub)
     warps = max(threads // WARP, 1)
     chunks = int(chunk.max()) + 1
     request = ((np.arange(rows)[:, None] * warps + thread // WARP) * chunks + chunk) * (2 * v) + sub

@@ -72,37 +72,6 @@ __device__ bool aligned(const void* p) {
   return reinterpret_cast<unsigned long long>(p) % a == 0;
 }
 
-// A chunk of 32 bytes is two 16-byte stores, and a lane alone writes half of each 32-byte sector per
-// store (a warp's store: 32 partial sectors, each a write of its own for L2). Where neighbouring lanes
-// l and l ^ 1 hold neighbouring chunks of a row and both go as vectors, they store them together: the
-// first store writes the even lane's chunk, the second the odd lane's, each lane the half at its
-// parity after one 16-byte shuffle (a warp's store: 16 whole sectors). `pair` is the even lane's
-// chunk; both lanes call this. (Loads need no such exchange: a second half reads the sectors the
-// first one brought into L1.)
-__device__ inline unsigned select_word(bool first, unsigned a, unsigned b) {
-  // a real select: written as `first ? a : b` it becomes two stores under opposite predicates, each
-  // with half of the warp's lanes, which splits every store back into partial sectors
-  unsigned out;
-  asm("{ .reg .pred p; setp.ne.u32 p, %3, 0; selp.b32 %0, %1, %2, p; }"
-      : "=r"(out) : "r"(a), "r"(b), "r"(unsigned(first)));
-  return out;
-}
-__device__ inline uint4 select_chunk(bool first, uint4 a, uint4 b) {
-  return {select_word(first, a.x, b.x), select_word(first, a.y, b.y), select_word(first, a.z, b.z),
-          select_word(first, a.w, b.w)};
-}
-
-__device__ inline void store_chunk_pair(void* pair, const uint4* chunk) {
-  const unsigned lanes = 3u << (threadIdx.x & 30);
-  const bool odd = threadIdx.x & 1;
-  const uint4 give = select_chunk(odd, chunk[0], chunk[1]), mine = select_chunk(odd, chunk[1], chunk[0]);
-  const uint4 theirs = {__shfl_xor_sync(lanes, give.x, 1), __shfl_xor_sync(lanes, give.y, 1),
-                        __shfl_xor_sync(lanes, give.z, 1), __shfl_xor_sync(lanes, give.w, 1)};
-  uint4* half = static_cast<uint4*>(pair) + odd;
-  half[0] = select_chunk(odd, theirs, mine);
-  half[2] = select_chunk(odd, mine, theirs);
-}
-
 // Where a chunk starting at tile element e0 sits in the array: its offset, and whether all of it
 // is inside the array along every axis but the last (and from `coord_last` along the last).
 template <class S, class T, int Rank>
@@ -162,22 +131,12 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
   using Tile = tile<T, S>;
   constexpr int V = Tile::V;
   constexpr bool rows_of_chunks = S::dim(Rank - 1) % V == 0;
-  // chunks of 32 bytes, rows of whole pairs of them: lanes l and l ^ 1 hold the two chunks of a pair
-  constexpr bool in_pairs = V * sizeof(T) == 32 && S::dim(Rank - 1) % (2 * V) == 0;
   if (!x.owner()) return;
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
-    const bool vector = rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) &&
-                        a.stride[Rank - 1] == 1 && aligned<V * sizeof(T)>(a.ptr + p.offset);
-    if constexpr (in_pairs) {  // the neighbour's chunk is V elements on (odd lane: back): both lanes agree
-      const int step = threadIdx.x & 1 ? -V : V;
-      if (vector && p.inside(a, step) && p.inside(a, step + V - 1)) {
-        store_chunk_pair(a.ptr + p.offset - (threadIdx.x & 1 ? V : 0), reinterpret_cast<const uint4*>(&x.v[r0]));
-        continue;
-      }
-    }
-    if (vector) {
+    if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
+        aligned<V * sizeof(T)>(a.ptr + p.offset)) {
       copy_chunk<V * sizeof(T)>(a.ptr + p.offset, &x.v[r0]);
       continue;
     }
