@@ -201,6 +201,8 @@ def tileworkbench_cases(mock: bool):
         import torch
         torch_x, stream, sync = torch.zeros(128, device="cuda"), torch.cuda.current_stream(), torch.cuda.synchronize
         cupy_x = cupy.asarray(torch_x)
+    from tileworkbench.runtime import native_launch
+    native_launch.module()  # launches measured once the C launcher is built (a machine's first builds it)
     import ml_dtypes  # here, not at the top: the first-launch probe imports this module and times the rest
     scalars = (torch_x, np.float16(1.5), ml_dtypes.bfloat16(1.5), 2.5, 7)
     ct.launch(stream, (1,), empty, (torch_x,))

@@ -344,3 +344,22 @@ def test_a_launch_made_while_another_reads_its_values_keeps_each_launchs_argumen
     launched = [_launched(b) for b in stand_in_gpu.launches[1:]]
     assert [(grid, stream, x_fields[0], n) for grid, stream, x_fields, _, n in launched] == [
         ((7, 1, 1), 0x22, 0x9000, 9), ((2, 1, 1), 0x11, 0x1000, 6)]
+
+
+def test_a_machines_first_launch_does_not_wait_for_the_c_compiler(stand_in_gpu, monkeypatch, tmp_path):
+    if native_launch.unavailable():
+        pytest.skip(native_launch.unavailable())
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))  # nothing built there yet
+    monkeypatch.setattr(native_launch, "_background_build", None)
+    native_launch._built.cache_clear()
+    try:
+        early = ct.kernel(_touch)
+        ct.launch(0, (1,), early, (_Tensor((128,)), _Tensor((64, 32)), 5, 16))
+        assert early.last_launcher.native is None  # launched from Python while the module builds
+        native_launch._background_build.join()
+        later = ct.kernel(_touch)
+        ct.launch(0, (2,), later, (_Tensor((128,)), _Tensor((64, 32)), 5, 16))
+        assert later.last_launcher.native is not None
+        assert [_launched(b)[0] for b in stand_in_gpu.launches] == [(1, 1, 1), (2, 1, 1)]
+    finally:
+        native_launch._built.cache_clear()

@@ -1,11 +1,13 @@
-"""The launch fast path in C (native_launch.c): built on first need with the system C compiler, kept
-beside the kernel cache, and loaded from there by later processes.
+"""The launch fast path in C (native_launch.c): built with the system C compiler, kept beside the
+kernel cache, and loaded from there by later processes.
 
-On a GPU machine the driver's launch call takes about 4 us; a launch's Python work (ct.launch, the
-generated relaunch: reading the tensor, packing, the ctypes call) took as long again. The C
-launcher does that work in about a tenth of the time. Where it cannot be built (no C compiler, no
-Python headers) or is turned off (TILEWORKBENCH_NATIVE_LAUNCH=0), launches take the Python path,
-which does the same work with the same answers: `unavailable()` says why.
+On the H100 host the driver's launch call takes about 3 us; ct.launch's Python work (reading the
+tensor, the stream, packing, the ctypes call) took about 2.5 us more, and takes about 0.8 us from C
+(benchmarks/probe/launch_host_path.py). A machine's first launch does not wait for the compiler
+(half a second): the module is built in the background, and launchers made once it is ready launch
+from C. Where it cannot be built (no C compiler, no Python headers, a cache directory that cannot be
+written) or is turned off (TILEWORKBENCH_NATIVE_LAUNCH=0), launches take the Python path, which does
+the same work with the same answers: `unavailable()` says why.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("native_launch.c")
@@ -47,6 +50,24 @@ def module():
     return None if isinstance(built, NativeLaunchUnavailable) else built
 
 
+_background_build = None  # the thread building the module for launchers made before it is ready
+
+
+def ready_module():
+    """The C launcher's module where it is built, else None, with a build started in the background:
+    a machine's first launch does not wait for the C compiler (half a second), and launchers made
+    once it is done launch from C. Built and loaded once per process."""
+    global _background_build
+    if turned_off():
+        return None
+    if _built.cache_info().currsize or _target().exists():  # answered, or loads in a fraction of a millisecond
+        return module()
+    if _background_build is None:
+        _background_build = threading.Thread(target=_built, name="tileworkbench C launcher build", daemon=True)
+        _background_build.start()
+    return None
+
+
 def unavailable() -> str | None:
     """Why launches take the Python path, or None where they take the C one."""
     if turned_off():
@@ -63,14 +84,18 @@ def _compiler() -> list[str]:
     raise NativeLaunchUnavailable("no C compiler (cc, gcc or clang) on PATH")
 
 
+def _target() -> Path:
+    """Where the module built from this source for this interpreter lives in the cache directory."""
+    from .cache import default_directory
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. .cpython-312-x86_64-linux-gnu.so
+    key = hashlib.sha256(SOURCE.read_bytes() + sys.version.encode() + suffix.encode()).hexdigest()[:24]
+    return Path(default_directory()) / "native" / f"launch-{key}{suffix}"
+
+
 def _compiled_path() -> Path:
     """The built module in the cache directory, built there first if it is not (atomically: a
     process building it beside another never loads a half-written file)."""
-    from .cache import default_directory
-    source = SOURCE.read_bytes()
-    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's, e.g. .cpython-312-x86_64-linux-gnu.so
-    key = hashlib.sha256(source + sys.version.encode() + suffix.encode()).hexdigest()[:24]
-    target = Path(default_directory()) / "native" / f"launch-{key}{suffix}"
+    target = _target()
     if not target.exists():
         try:
             _build(target)
@@ -142,7 +167,7 @@ def launcher(function: int, threads: int, shared_bytes: int, offsets: list[int],
 
     from . import driver, tensor_maps
     from .arrays import _stream_attributes, stream_handle
-    built = module()
+    built = ready_module()
     if built is None:
         return None
     try:
