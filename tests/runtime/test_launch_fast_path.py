@@ -363,3 +363,16 @@ def test_a_machines_first_launch_does_not_wait_for_the_c_compiler(stand_in_gpu, 
         assert [_launched(b)[0] for b in stand_in_gpu.launches] == [(1, 1, 1), (2, 1, 1)]
     finally:
         native_launch._built.cache_clear()
+
+
+def test_arguments_in_a_named_tuple_launch_as_in_a_tuple(gpu):
+    import collections
+    Args = collections.namedtuple("Args", "x y n T")
+    touch = ct.kernel(_touch)
+    x, y = _Tensor((128,), ptr=0x1000), _Tensor((64, 32), ptr=0x2000)
+    ct.launch(0, (1,), touch, Args(x, y, 5, 16))
+    ct.launch(0, (2,), touch, Args(x, y, 6, 16))
+    ct.launch(0, (3,), touch, (x, y, 7, 16))
+    assert [(_launched(b)[0], _launched(b)[4]) for b in gpu.launches] == [((1, 1, 1), 5), ((2, 1, 1), 6), ((3, 1, 1), 7)]
+    with pytest.raises(ArgumentTypeError, match="Kernel arguments must be a tuple, got list"):
+        ct.launch(0, (1,), touch, [x, y, 5, 16])

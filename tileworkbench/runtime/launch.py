@@ -274,7 +274,7 @@ class Launcher:
             f"# {fn.name}({legend})\n"
             f"def matches(args):\n{unpack}    return ({conditions})\n\n"
             f"def relaunch(stream, grid, args):\n"
-            f"    if type(args) is not tuple:\n        return False\n"
+            f"    if not isinstance(args, tuple):\n        return False\n"
             f"    grid = normalize_grid(grid)\n{unpack}"
             f"    if not ({conditions}):\n        return False\n"
             + "".join(f"    {read}\n" for read in reads)

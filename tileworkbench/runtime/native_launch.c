@@ -359,7 +359,7 @@ static PyObject *python_relaunch(Launcher *self, PyObject *stream, PyObject *gri
 #define CUDA_SUCCESS 0
 
 static PyObject *pack_and_launch(Launcher *self, PyObject *stream, PyObject *grid, PyObject *args) {
-    if (!PyTuple_CheckExact(args) || PyTuple_GET_SIZE(args) != self->argument_count || !read_grid(grid, self->config.grid))
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != self->argument_count || !read_grid(grid, self->config.grid))
         Py_RETURN_FALSE;
     enum Read r = PACKED;
     for (Py_ssize_t k = 0; k < self->argument_count && r == PACKED; k++) {
