@@ -298,6 +298,7 @@ class Launcher:
         # the same launch from C where it builds here (runtime/native.py): the Python relaunch stays
         # behind it for whatever C leaves to Python
         self.native = None
+        self.driver_call = driver.launch_kernel_function()  # the C launcher calls it by address: kept alive here
         if native_fits and not device_check:
             self.native = native_launch.launcher(self.function, self.threads, self.smem, offsets, native_arguments,
                                                  native_maps, self.relaunch)
