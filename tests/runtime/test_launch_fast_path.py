@@ -376,3 +376,13 @@ def test_arguments_in_a_named_tuple_launch_as_in_a_tuple(gpu):
     assert [(_launched(b)[0], _launched(b)[4]) for b in gpu.launches] == [((1, 1, 1), 5), ((2, 1, 1), 6), ((3, 1, 1), 7)]
     with pytest.raises(ArgumentTypeError, match="Kernel arguments must be a tuple, got list"):
         ct.launch(0, (1,), touch, [x, y, 5, 16])
+
+
+def test_an_interpreter_switch_set_to_off_keeps_launches_on_the_fast_path(gpu, monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", "0")
+    touch = ct.kernel(_touch)
+    args = (_Tensor((128,)), _Tensor((64, 32)), 5, 16)
+    ct.launch(0, (1,), touch, args)
+    monkeypatch.setattr(type(touch), "profile_key", None)  # no launcher found by profile from here
+    ct.launch(0, (2,), touch, args)
+    assert [_launched(b)[0] for b in gpu.launches] == [(1, 1, 1), (2, 1, 1)]

@@ -295,7 +295,7 @@ class Launcher:
         exec(compile(self.source, f"<launcher of {fn.name}>", "exec"), env)
         self.params = params
         self.matches, self.relaunch = env["matches"], env["relaunch"]
-        # the same launch from C where it builds here (runtime/native.py): the Python relaunch stays
+        # the same launch from C where it builds here (runtime/native_launch.py): the Python relaunch stays
         # behind it for whatever C leaves to Python
         self.native = None
         self.driver_call = driver.launch_kernel_function()  # the C launcher calls it by address: kept alive here

@@ -221,7 +221,7 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     # launches, in one call (from C where runtime/native_launch.c builds). It takes device arrays
     # only, so host tensors (which run on the interpreter) never get past its check.
     last = kernel.last_launcher if type(kernel) is Kernel else None
-    if last is not None and _INTERPRET_KEY not in _ENVIRON_DATA and (
+    if last is not None and (_INTERPRET_KEY not in _ENVIRON_DATA or not interpret_requested()) and (
             last.relaunch(stream, grid, kernel_args) or kernel.relaunch_earlier(stream, grid, kernel_args)):
         return
     if not isinstance(kernel, Kernel):
