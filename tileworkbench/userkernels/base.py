@@ -8,7 +8,6 @@ kept on the user kernel; a sweep on a GPU makes its fastest config the default f
 from __future__ import annotations
 
 import hashlib
-import keyword
 import linecache
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +17,9 @@ import numpy as np
 from .. import tile as ct
 from . import csemantics
 from .lexer import Snippet
+from .params import C_IDENTIFIER
 from .parser import parse_preamble
+from .pyast import user_name
 
 
 @dataclass
@@ -60,7 +61,8 @@ class Launch:
 
 
 def python_name(name: str) -> str:
-    return name if name.isidentifier() and not keyword.iskeyword(name) else f"kernel_{abs(hash(name)) % 10**6}"
+    """The generated tile kernel's function name (the kernel's, as pyast.user_name gives it)."""
+    return user_name(name)
 
 
 def compile_tile_kernel(name: str, source: str) -> ct.Kernel:
@@ -84,6 +86,8 @@ class UserKernel:
     call_keywords: tuple = ()        # the keywords of a call (`axis`, `size`, ...), as opposed to a sweep's
 
     def __init__(self, name: str, preamble: str, placeholders: set):
+        if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
+            raise ValueError(f'Invalid kernel name: "{name}"')
         self.name = name
         self.preamble = preamble
         self._preamble_nodes = parse_preamble(Snippet(preamble, name, "preamble"), placeholders) if preamble else ()

@@ -7,15 +7,16 @@ given in the call first, then from the input arrays (scalars fix nothing), as in
 """
 from __future__ import annotations
 
-import keyword
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..ir.types import DType, to_dtype
-from .cdtypes import SUPPORTED, param_dtype
+from .cdtypes import SUPPORTED, convert_constant, param_dtype
+from .pyast import user_name
 
-RESERVED = ("i",)
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -27,8 +28,8 @@ class Param:
 
     @property
     def py(self) -> str:
-        """The generated kernel's parameter: the C name, unless Python or the kernel's module names need it."""
-        return f"{self.name}_" if keyword.iskeyword(self.name) or self.name in ("ct", "cops") else self.name
+        """The generated kernel's parameter (pyast.user_name)."""
+        return user_name(self.name)
 
 
 def parse_params(text: str, what: str) -> tuple[Param, ...]:
@@ -41,10 +42,13 @@ def parse_params(text: str, what: str) -> tuple[Param, ...]:
         if len(words) != 2:
             raise ValueError(f"{what}: {item!r} is not `[raw] <type> <name>`")
         type_name, name = words
-        if not name.isidentifier():
-            raise ValueError(f"{what}: {name!r} is not a valid parameter name")
-        if name in RESERVED or name.startswith("_"):
-            raise ValueError(f"{what}: the name {name!r} is reserved (i and names starting with _ are)")
+        if not C_IDENTIFIER.fullmatch(name):
+            raise ValueError(f"{what}: {name!r} is not a valid parameter name (C names are ASCII letters, digits "
+                             f"and '_')")
+        if name == "i":
+            raise ValueError("Can not use 'i' as a parameter name")
+        if name.startswith("_"):
+            raise ValueError(f"{what}: the name {name!r} is reserved (names starting with _ are)")
         if any(p.name == name for p in params):
             raise ValueError(f"{what}: parameter {name!r} appears twice")
         if len(type_name) == 1:
@@ -62,7 +66,10 @@ def is_array(x) -> bool:
 
 
 def array_dtype(x) -> DType:
-    dtype = to_dtype(x.dtype)
+    try:
+        dtype = to_dtype(x.dtype)
+    except TypeError:
+        dtype = None
     if dtype not in SUPPORTED:
         raise TypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
     return dtype
@@ -96,8 +103,13 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
 
 def scalar_value(value, dtype: DType, param: Param, name: str):
     """A scalar argument as its parameter's type."""
-    if not isinstance(value, (bool, int, float, np.generic)):
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"{name}: argument {param.name!r}: scalars of type {type(value).__name__} are not supported")
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise TypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
     if param.raw:
         raise TypeError(f"{name}: the raw argument {param.name!r} must be an array")
-    return dtype.numpy.type(value)
+    try:   # as C converts it: integers wrap
+        return dtype.numpy.type(convert_constant(value.item() if isinstance(value, np.generic) else value, dtype))
+    except (OverflowError, ValueError):
+        raise ValueError(f"{name}: argument {param.name!r} = {value!r} cannot be converted to {dtype}") from None

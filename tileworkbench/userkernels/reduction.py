@@ -25,7 +25,8 @@ from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
 from .params import is_array, parse_params, resolve_types, scalar_value
 from .parser import parse_expression, parse_statements
-from .translate import CValue, NeedsInitialValue, Output, Translator, literal, python_literal
+from .pyast import Loop, Names, assign, comment, const, dtype_node, function_source, py, py_stmt
+from .translate import CValue, NeedsInitialValue, Output, Translator, literal
 
 TMS = [1, 2, 4, 8, 16, 32]
 TKS = [32, 64, 128, 256, 512, 1024]
@@ -62,8 +63,6 @@ class ReductionKernel(UserKernel):
         if any(p.raw for p in self.in_params + self.out_params):
             raise ValueError("raw arguments are not supported in reduction kernels")
         self.params = self.in_params + self.out_params
-        if {"TM", "TK"} & {p.name for p in self.params}:
-            raise ValueError("'TM' and 'TK' name the tile shape of the generated kernel: rename those parameters")
         placeholders = {p.placeholder for p in self.params if p.placeholder}
         super().__init__(name, preamble, placeholders)
         self.map_expr, self.reduce_expr, self.post_map_expr = map_expr, reduce_expr, post_map_expr
@@ -168,37 +167,38 @@ class ReductionKernel(UserKernel):
     # ---- the generated tile kernel ---------------------------------------------------------------
 
     def generate(self, placeholders, types, ranks, reduce_type: DType) -> str:
-        signature = [p.py for p in self.params] + ["TM: ct.Constant[int]", "TK: ct.Constant[int]"]
-        names = {p.py for p in self.params} | {"ct", "cops", "_block", "_k", "_acc", "_valid", "_part", "TM", "TK"}
+        names = Names()
+        block, k, acc, valid, part = (names.fresh(n) for n in ("block", "k", "acc", "valid", "part"))
         first = next(p.py for p, r in zip(self.in_params, ranks) if r)
-        inputs = {}
+        inputs, loads = {}, []
         for p, t, r in zip(self.in_params, types, ranks):
-            inputs[p.name] = CValue(f"{p.py}_val" if r else p.py, t, None, varies=bool(r))
-            names.add(f"{p.py}_val")
-        scalars = {name: value for name, value in inputs.items() if not value.varies}
-        identity = self.constant_identity(placeholders, reduce_type, names)
-        tile_fn, combine = _REDUCTIONS[self._reduction]
-        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    _block = ct.bid(0)",
-                 f"    _acc = ct.full((TM,), {python_literal(identity.const)}, ct.{reduce_type.name})",
-                 f"    for _k in range(ct.num_tiles({first}, 1, (TM, TK))):"]
-        for p, r in zip(self.in_params, ranks):
             if r:
-                lines.append(f"        {p.py}_val = ct.load({p.py}, (_block, _k), (TM, TK), "
-                             f"padding_mode=ct.PaddingMode.ZERO)")
-        mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names,
-                            indent="        ")
+                loaded = names.fresh(f"{p.name}_val")
+                loads.append(assign(loaded, py(f"ct.load(a, ({block}, {k}), (TM, TK), "
+                                               f"padding_mode=ct.PaddingMode.ZERO)", a=p.py)))
+                inputs[p.name] = CValue(py(loaded), t)
+            else:
+                inputs[p.name] = CValue(py(p.py), t, None, varies=False)
+        scalars = {name: value for name, value in inputs.items() if not value.varies}
+        identity = self.constant_identity(placeholders, reduce_type)
+        tile_fn, combine = _REDUCTIONS[self._reduction]
+        mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names)
         self.declare_preamble_constants(mapper)
-        mapper.emit(f"# {self.map_expr.strip()}")
+        mapper.emit(comment(f"map_expr: {self.map_expr}"))
         mapped = mapper.convert(mapper.expr(self._map), reduce_type)
         if not mapped.varies:
-            mapped = CValue(f"ct.broadcast_to({mapped.code}, (TM, TK))", reduce_type)
-        lines += mapper.lines
-        lines.append(f"        _valid = (_k * TK + ct.arange(TK, dtype=ct.int32))[None, :] < {first}.shape[1]")
-        lines.append(f"        _part = {tile_fn}(ct.where(_valid, {mapped.code}, {identity.code}), axis=1)")
-        lines.append(f"        _acc = {combine.format(acc='_acc', part='_part')}")
+            mapped = CValue(py("ct.broadcast_to(v, (TM, TK))", v=mapped.code), reduce_type)
+        loop_body = loads + mapper.body + [
+            assign(valid, py(f"({k} * TK + ct.arange(TK, dtype=ct.int32))[None, :] < a.shape[1]", a=first)),
+            assign(part, py(f"{tile_fn}(ct.where({valid}, v, e), axis=1)", v=mapped.code, e=identity.code)),
+            assign(acc, py(combine.format(acc=acc, part=part)))]
+        loop = py_stmt(f"for {k} in range(ct.num_tiles(a, 1, (TM, TK))): pass", a=first)
+        body = [assign(block, py("ct.bid(0)")),
+                assign(acc, py("ct.full((TM,), v, t)", v=const(identity.const), t=dtype_node(reduce_type))),
+                Loop(loop, loop_body)]
         outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
-        poster = Translator(self._snippets["post_map_expr"], placeholders, {**scalars, "a": CValue("_acc", reduce_type)},
-                            outputs, {}, {}, self.functions(), mapper.used_names)
+        poster = Translator(self._snippets["post_map_expr"], placeholders,
+                            {**scalars, "a": CValue(py(acc), reduce_type)}, outputs, {}, {}, self.functions(), names)
         self.declare_preamble_constants(poster)
         try:
             poster.statements(self._post)
@@ -206,14 +206,14 @@ class ReductionKernel(UserKernel):
             raise self._snippets["post_map_expr"].error(
                 TileTypeError, f"The post-map expression reads the output '{e.name}' before assigning it (or "
                                f"assigns it on some paths only)", 0, len(self.post_map_expr)) from None
-        lines += poster.lines
+        body += poster.body
         for name, out in poster.outputs.items():
             if out.value is not None:
-                code = out.value.code if out.value.varies else f"ct.broadcast_to({out.value.code}, (TM,))"
-                lines.append(f"    ct.store({self.param(name).py}, (_block,), {code})")
-        return "\n".join(lines) + "\n"
+                code = out.value.code if out.value.varies else py("ct.broadcast_to(v, (TM,))", v=out.value.code)
+                body.append(py_stmt(f"ct.store(a, ({block},), v)", a=self.param(name).py, v=code))
+        return function_source(python_name(self.name), [p.py for p in self.params], ["TM", "TK"], body)
 
-    def constant_identity(self, placeholders, reduce_type: DType, names) -> CValue:
+    def constant_identity(self, placeholders, reduce_type: DType) -> CValue:
         """The identity as a constant of the reduce type; without one, the reduction's own neutral
         element fills the padding lanes (an empty reduction without identity is an error)."""
         if self._identity is None:
@@ -224,7 +224,7 @@ class ReductionKernel(UserKernel):
                 neutral = (-np.inf if self._reduction == "max" else np.inf) if reduce_type.is_float else \
                     (int(extreme.min) if self._reduction == "max" else int(extreme.max))
             return literal(neutral, reduce_type)
-        translator = Translator(self._snippets["identity"], placeholders, {}, {}, {}, {}, {}, set(names))
+        translator = Translator(self._snippets["identity"], placeholders, {}, {}, {}, {}, {}, Names())
         value = translator.convert(translator.expr(self._identity), reduce_type)
         if value.const is None:
             raise self._snippets["identity"].error(TileTypeError, "The identity must be a constant",
