@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, ArgumentValueError
 from .. import tile as ct
 from . import csemantics
 from .lexer import Snippet
@@ -87,13 +88,18 @@ class UserKernel:
 
     def __init__(self, name: str, preamble: str, placeholders: set):
         if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
-            raise ValueError(f'Invalid kernel name: "{name}"')
+            raise ArgumentValueError(f'Invalid kernel name: "{name}"')
         self.name = name
         self.preamble = preamble
         self._preamble_nodes = parse_preamble(Snippet(preamble, name, "preamble"), placeholders) if preamble else ()
         self._kernels: dict = {}      # specialization key -> (tile kernel, generated source)
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
         self.last_tile_kernel = None  # the tile kernel of the last call planned (the kernel inspector shows it)
+
+    @property
+    def _cached_codes(self) -> dict:
+        """The generated source of each specialization compiled so far (CuPy's name)."""
+        return {key: source for key, (_, source) in self._kernels.items()}
 
     def param(self, name: str):
         return next(p for p in self.params if p.name == name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import bool_, int32, int64
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
@@ -39,12 +40,12 @@ class ElementwiseKernel(UserKernel):
     def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True, preamble="",
                  no_return=False, return_tuple=False, loop_prep="", after_loop="", options=(), tile=None, **kwargs):
         if kwargs:
-            raise TypeError(f"ElementwiseKernel got unexpected keyword arguments {sorted(kwargs)}")
+            raise ArgumentTypeError(f"ElementwiseKernel got unexpected keyword arguments {sorted(kwargs)}")
         self.in_params = parse_params(in_params, "in_params")
         self.out_params = parse_params(out_params, "out_params")
         clash = {p.name for p in self.in_params} & {p.name for p in self.out_params}
         if clash:
-            raise ValueError(f"{sorted(clash)} appear in both in_params and out_params")
+            raise ArgumentValueError(f"{sorted(clash)} appear in both in_params and out_params")
         self.params = self.in_params + self.out_params
         placeholders = {p.placeholder for p in self.params if p.placeholder}
         super().__init__(name, preamble, placeholders)
@@ -57,7 +58,7 @@ class ElementwiseKernel(UserKernel):
         self._prep = parse_statements(Snippet(loop_prep, name, "loop_prep"), placeholders) if loop_prep else ()
         if after_loop.strip():
             parse_statements(Snippet(after_loop, name, "after_loop"), placeholders)
-            raise ValueError("after_loop: code after the loop can only write raw arrays once per thread, which "
+            raise ArgumentValueError("after_loop: code after the loop can only write raw arrays once per thread, which "
                              "has no tile-kernel equivalent; move it into the operation")
         self._uses_strides = any(isinstance(n, s.Member) and n.member == "strides"
                                  for n in s.walk(self._body + self._prep + self._preamble_nodes))
@@ -80,25 +81,25 @@ class ElementwiseKernel(UserKernel):
 
     def launch_plan(self, *args, size=None, block_size=None) -> Launch:
         if block_size is not None and block_size <= 0:
-            raise ValueError("block_size must be greater than zero")
+            raise ArgumentValueError("block_size must be greater than zero")
         if len(args) not in (self.nin, self.nargs):
-            raise TypeError(f"Wrong number of arguments for {self.name!r}. It must be either {self.nin} or "
+            raise ArgumentTypeError(f"Wrong number of arguments for {self.name!r}. It must be either {self.nin} or "
                             f"{self.nargs} (with outputs), but given {len(args)}.")
         in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
         for a in out_args:
             if not is_array(a):
-                raise TypeError("Output arguments type must be cupy.ndarray")
+                raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
         xp = _array_module(args, self.name)
         in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
                                                           self.name)
         shape = self._loop_shape(in_args + out_args, size)
         if not out_args:
             if size is None and any(p.raw for p in self.out_params):
-                raise ValueError("Output array size is Undecided")
+                raise ArgumentValueError("Output array size is Undecided")
             out_args = [xp.empty(shape, t.numpy) for t in out_types]
         for p, a in zip(self.out_params, out_args):
             if not p.raw and tuple(a.shape) != shape:
-                raise ValueError("Out shape is mismatched")
+                raise ArgumentValueError("Out shape is mismatched")
         args = in_args + out_args
         types = in_types + out_types
         n = int(np.prod(shape, dtype=np.int64))
@@ -134,14 +135,14 @@ class ElementwiseKernel(UserKernel):
         shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array(a) and not p.raw]
         if size is not None:
             if shapes:
-                raise ValueError("Specified 'size' can be used only if all of the ndarray are 'raw'.")
+                raise ArgumentValueError("Specified 'size' can be used only if all of the ndarray are 'raw'.")
             return (int(size),)
         if not shapes:
-            raise ValueError("Loop size is undecided.")
+            raise ArgumentValueError("Loop size is undecided.")
         try:
             return tuple(np.broadcast_shapes(*shapes))
         except ValueError:
-            raise ValueError(f"{self.name}: the shapes {', '.join(map(str, shapes))} do not broadcast") from None
+            raise ArgumentValueError(f"{self.name}: the shapes {', '.join(map(str, shapes))} do not broadcast") from None
 
     # ---- the generated tile kernel ---------------------------------------------------------------
 
@@ -221,7 +222,7 @@ def _array_module(args, name: str):
     on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array(a)]
     if any(on_gpu):
         if not all(on_gpu):
-            raise TypeError(f"{name}: NumPy and GPU arrays cannot be mixed in one call")
+            raise ArgumentTypeError(f"{name}: NumPy and GPU arrays cannot be mixed in one call")
         import cupy
         return cupy
     return np

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import DType, to_dtype
 from .cdtypes import SUPPORTED, convert_constant, param_dtype
 from .pyast import user_name
@@ -40,24 +41,24 @@ def parse_params(text: str, what: str) -> tuple[Param, ...]:
         raw = bool(words) and words[0] == "raw"
         words = words[1:] if raw else words
         if len(words) != 2:
-            raise ValueError(f"{what}: {item!r} is not `[raw] <type> <name>`")
+            raise ArgumentValueError(f"{what}: {item!r} is not `[raw] <type> <name>`")
         type_name, name = words
         if not C_IDENTIFIER.fullmatch(name):
-            raise ValueError(f"{what}: {name!r} is not a valid parameter name (C names are ASCII letters, digits "
+            raise ArgumentValueError(f"{what}: {name!r} is not a valid parameter name (C names are ASCII letters, digits "
                              f"and '_')")
         if name == "i":
-            raise ValueError("Can not use 'i' as a parameter name")
+            raise ArgumentValueError("Can not use 'i' as a parameter name")
         if name.startswith("_"):
-            raise ValueError(f"{what}: the name {name!r} is reserved (names starting with _ are)")
+            raise ArgumentValueError(f"{what}: the name {name!r} is reserved (names starting with _ are)")
         if any(p.name == name for p in params):
-            raise ValueError(f"{what}: parameter {name!r} appears twice")
+            raise ArgumentValueError(f"{what}: parameter {name!r} appears twice")
         if len(type_name) == 1:
             params.append(Param(name, None, type_name, raw))
         else:
             try:
                 params.append(Param(name, param_dtype(type_name), None, raw))
             except TypeError as e:
-                raise ValueError(f"{what}: {e}") from None
+                raise ArgumentValueError(f"{what}: {e}") from None
     return tuple(params)
 
 
@@ -71,7 +72,7 @@ def array_dtype(x) -> DType:
     except TypeError:
         dtype = None
     if dtype not in SUPPORTED:
-        raise TypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
+        raise ArgumentTypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
     return dtype
 
 
@@ -87,7 +88,7 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
             want = p.dtype or placeholders.get(p.placeholder)
             if want is not None and want is not dtype:
                 kind = f"type {want}" if p.dtype else f"{p.placeholder} = {want}"
-                raise TypeError(f"{name}: argument {p.name!r} is a {dtype} array, but {kind}")
+                raise ArgumentTypeError(f"{name}: argument {p.name!r} is a {dtype} array, but {kind}")
             if p.dtype is None:
                 placeholders[p.placeholder] = dtype
     visit(out_params, out_args)
@@ -95,7 +96,7 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
     unresolved = sorted({p.placeholder for p in in_params + out_params
                          if p.dtype is None and p.placeholder not in placeholders})
     if unresolved:
-        raise TypeError(f"{name}: the type of {', '.join(unresolved)} cannot be determined from the arguments: "
+        raise ArgumentTypeError(f"{name}: the type of {', '.join(unresolved)} cannot be determined from the arguments: "
                         f"pass an array for it (outputs too)")
     types = [[p.dtype or placeholders[p.placeholder] for p in params] for params in (in_params, out_params)]
     return types[0], types[1], placeholders
@@ -104,12 +105,12 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
 def scalar_value(value, dtype: DType, param: Param, name: str):
     """A scalar argument as its parameter's type."""
     if isinstance(value, (complex, np.complexfloating)):
-        raise TypeError(f"{name}: argument {param.name!r}: scalars of type {type(value).__name__} are not supported")
+        raise ArgumentTypeError(f"{name}: argument {param.name!r}: scalars of type {type(value).__name__} are not supported")
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
-        raise TypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
+        raise ArgumentTypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
     if param.raw:
-        raise TypeError(f"{name}: the raw argument {param.name!r} must be an array")
+        raise ArgumentTypeError(f"{name}: the raw argument {param.name!r} must be an array")
     try:   # as C converts it: integers wrap
         return dtype.numpy.type(convert_constant(value.item() if isinstance(value, np.generic) else value, dtype))
     except (OverflowError, ValueError):
-        raise ValueError(f"{name}: argument {param.name!r} = {value!r} cannot be converted to {dtype}") from None
+        raise ArgumentValueError(f"{name}: argument {param.name!r} = {value!r} cannot be converted to {dtype}") from None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TileTypeError, TileUnsupportedFeatureError
+from ..errors import ArgumentTypeError, ArgumentValueError, TileTypeError, TileUnsupportedFeatureError, UserInputError
 from ..ir.types import DType
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
@@ -59,9 +59,9 @@ class ReductionKernel(UserKernel):
         self.in_params = parse_params(in_params, "in_params")
         self.out_params = parse_params(out_params, "out_params")
         if not self.out_params:
-            raise ValueError("out_params: a reduction needs an output")
+            raise ArgumentValueError("out_params: a reduction needs an output")
         if any(p.raw for p in self.in_params + self.out_params):
-            raise ValueError("raw arguments are not supported in reduction kernels")
+            raise ArgumentValueError("raw arguments are not supported in reduction kernels")
         self.params = self.in_params + self.out_params
         placeholders = {p.placeholder for p in self.params if p.placeholder}
         super().__init__(name, preamble, placeholders)
@@ -95,7 +95,7 @@ class ReductionKernel(UserKernel):
             return placeholders[self.reduce_type]
         dtype = C_TYPES.get(tuple(self.reduce_type.split()))
         if dtype is None:
-            raise TypeError(f"{self.name}: reduce_type {self.reduce_type!r} is neither a C type nor a placeholder "
+            raise ArgumentTypeError(f"{self.name}: reduce_type {self.reduce_type!r} is neither a C type nor a placeholder "
                             f"of the parameters")
         return dtype
 
@@ -103,12 +103,11 @@ class ReductionKernel(UserKernel):
 
     def launch_plan(self, *args, axis=None, keepdims=False, out=None) -> Launch:
         if len(args) not in (self.nin, self.nargs):
-            raise TypeError(f"Wrong number of arguments for {self.name}: {len(args)} given, {self.nin} inputs and "
-                            f"{self.nout} outputs")
+            raise ArgumentTypeError(f"Wrong number of arguments for {self.name}")
         in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
         if out is not None:
             if out_args:
-                raise ValueError("cannot specify 'out' as both a positional and keyword argument")
+                raise ArgumentValueError("cannot specify 'out' as both a positional and keyword argument")
             if self.nout != 1:
                 raise NotImplementedError("out= is for kernels with one output; pass the outputs positionally")
             out_args = [out]
@@ -119,11 +118,11 @@ class ReductionKernel(UserKernel):
         reduce_type = self._reduce_type(placeholders)
         arrays = [a for a in in_args if is_array(a)]
         if not arrays:
-            raise ValueError(f"{self.name}: a reduction needs at least one input array")
+            raise ArgumentValueError("Loop size is undecided.")
         try:
             shape = tuple(np.broadcast_shapes(*(tuple(a.shape) for a in arrays)))
         except ValueError:
-            raise ValueError(f"{self.name}: the input shapes do not broadcast") from None
+            raise ArgumentValueError(f"{self.name}: the input shapes do not broadcast") from None
         reduce_axes = _normalize_axis(axis, len(shape))
         kept = [d for d in range(len(shape)) if d not in reduce_axes]
         out_shape = tuple(1 if d in reduce_axes else shape[d] for d in range(len(shape))) if keepdims else \
@@ -132,12 +131,14 @@ class ReductionKernel(UserKernel):
         k = int(np.prod([shape[d] for d in reduce_axes], dtype=np.int64))
         if out_args:
             for p, a in zip(self.out_params, out_args):
-                if not is_array(a) or tuple(a.shape) != out_shape:
-                    raise ValueError(f"{self.name}: output {p.name!r} must be an array of shape {out_shape}")
+                if not is_array(a):
+                    raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
+                if tuple(a.shape) != out_shape:
+                    raise ArgumentValueError("Out shape is mismatched")
         else:
             out_args = [xp.empty(out_shape, t.numpy) for t in out_types]
         if k == 0 and self.identity is None and m > 0:
-            raise ValueError(f"zero-size array to reduction operation {self.name} which has no identity")
+            raise ArgumentValueError(f"zero-size array to reduction operation {self.name} which has no identity")
         values, finishers = [], []
         for p, a, t in zip(self.in_params, in_args, in_types):
             if is_array(a):
@@ -232,6 +233,10 @@ class ReductionKernel(UserKernel):
         return value
 
 
+class AxisError(UserInputError, np.exceptions.AxisError):
+    """NumPy's (and CuPy's) error for an axis out of range, shown in the notebook without a stack."""
+
+
 def _normalize_axis(axis, ndim: int) -> tuple:
     if axis is None:
         return tuple(range(ndim))
@@ -239,8 +244,8 @@ def _normalize_axis(axis, ndim: int) -> tuple:
     normalized = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(a, ndim)
+            raise AxisError(a, ndim)
         normalized.append(a % ndim)
     if len(set(normalized)) != len(normalized):
-        raise ValueError("duplicate value in 'axis'")
+        raise ArgumentValueError("duplicate value in 'axis'")
     return tuple(sorted(normalized))

@@ -30,7 +30,7 @@ from .lexer import Snippet
 from .parser import MAX_LOCAL_ARRAY
 from .pyast import Names, assign, comment, const, dtype_node, py, py_stmt, too_deep
 
-MAX_EXPANSION = 20_000    # expressions translated per kernel, inlined preamble functions included
+MAX_EXPANSION = 5_000     # expressions translated per kernel, inlined preamble functions included
 _MAX_DEPTH = 12           # deeper expression trees are bound to variables
 
 
