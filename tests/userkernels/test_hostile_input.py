@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tileworkbench import ElementwiseKernel, ReductionKernel
-from tileworkbench.errors import TileError, TileSyntaxError, TileUnsupportedFeatureError, TileValueError
+from tileworkbench.errors import TileError, TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError
 
 X = np.arange(4, dtype=np.float32)
 
@@ -105,11 +105,13 @@ def test_an_unterminated_comment_points_at_its_start():
     assert "col 8" in str(info.value)
 
 
-def test_structured_dtypes_are_refused_with_the_reason():
-    with pytest.raises(TileUnsupportedFeatureError, match="Structured dtypes"):
-        run("out.at<1>() = -in.at<0>();", "T in", "T out")
-    with pytest.raises(TileUnsupportedFeatureError, match="structured dtypes"):
-        run("z = T::field_count;", "T x", "T z")
+def test_field_access_on_plain_arrays_is_a_clear_error():
+    with pytest.raises(TileTypeError, match="'out' is not a structured output"):
+        run("out.at<1>() = x;", "T x", "T out")
+    with pytest.raises(TileTypeError, match="'x' has no fields"):
+        run("z = x.at<0>();", "T x", "T z")
+    with pytest.raises(TileUnsupportedFeatureError, match="only supported in `T::field_count`"):
+        run("z = x::y;")
 
 
 def test_complex_inputs_are_refused_at_the_call_with_the_projects_message():

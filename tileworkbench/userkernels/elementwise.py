@@ -18,10 +18,10 @@ from ..ir.types import bool_, int32, int64
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
 from .lexer import Snippet
-from .params import array_dtype, is_array, parse_params, resolve_types, scalar_value
+from .params import StructType, array_dtype, is_array, parse_params, resolve_types, scalar_value
 from .parser import parse_statements
 from .pyast import Names, assign, dtype_node, function_source, py, py_stmt
-from .translate import CValue, NeedsInitialValue, Output, RawArray, Translator
+from .translate import CValue, NeedsInitialValue, Output, RawArray, StructValue, Translator
 
 TILES = [128, 256, 512, 1024, 2048, 4096]
 
@@ -96,25 +96,33 @@ class ElementwiseKernel(UserKernel):
         if not out_args:
             if size is None and any(p.raw for p in self.out_params):
                 raise ArgumentValueError("Output array size is Undecided")
-            out_args = [xp.empty(shape, t.numpy) for t in out_types]
+            out_args = [xp.empty(shape, t.dtype if isinstance(t, StructType) else t.numpy) for t in out_types]
         for p, a in zip(self.out_params, out_args):
             if not p.raw and tuple(a.shape) != shape:
                 raise ArgumentValueError("Out shape is mismatched")
         args = in_args + out_args
         types = in_types + out_types
         n = int(np.prod(shape, dtype=np.int64))
-        flat = all(a.flags.c_contiguous and tuple(a.shape) == shape for p, a in zip(self.params, args)
-                   if is_array(a) and not p.raw)
+        for p, t in zip(self.params, types):
+            if p.raw and isinstance(t, StructType):
+                raise ArgumentTypeError(f"{self.name}: the raw argument {p.name!r} has the structured dtype {t.name}: "
+                                        f"structured arrays are supported as non-raw arguments only")
+        arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
+                  if is_array(a) and not p.raw]   # a structured array as its fields' views
+        flat = all(v.flags.c_contiguous and tuple(v.shape) == shape for _, views in arrays for v in views)
         values = []
         for p, a, t in zip(self.params, args, types):
             if not is_array(a):
                 values.append(scalar_value(a, t, p, self.name))
-            elif p.raw or p in self.out_params and not flat:
+            elif p.raw:
                 values.append(a)
-            elif flat:
-                values.append(a.reshape(-1))
-            else:
-                values.append(xp.broadcast_to(a, shape))
+            for v in (t.views(a) if isinstance(t, StructType) else [a]) if is_array(a) and not p.raw else ():
+                if p in self.out_params and not flat:
+                    values.append(v)
+                elif flat:
+                    values.append(v.reshape(-1))
+                else:
+                    values.append(xp.broadcast_to(v, shape))
         index_type = int32 if n < 2**31 else int64
         ranks = tuple(a.ndim if p.raw else is_array(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, flat or len(shape), index_type.name)
@@ -161,22 +169,31 @@ class ElementwiseKernel(UserKernel):
         dims = [] if flat else [names.fresh(f"d{k}") for k in range(ndim)]
         strides = {p.name: tuple(names.fresh(f"{p.name}_stride{d}") for d in range(r))
                    for p, r in zip(self.params, ranks) if p.raw and self._uses_strides}
-        inputs, outputs, raws, loads = {}, {}, {}, {}
+        inputs, outputs, raws = {}, {}, {}
+        arrays, loads, kernel_params = {}, {}, []   # arrays: an input, output or field -> its kernel parameter
         for p, t, r in zip(self.params, types, ranks):
             is_input = p in self.in_params
+            if isinstance(t, StructType) and r and not p.raw:   # one kernel array per field
+                fields = []
+                for k, field_type in enumerate(t.fields):
+                    key = f"{p.name}.at<{k}>"
+                    arrays[key] = names.fresh(f"{p.name}_f{k}")
+                    kernel_params.append(arrays[key])
+                    fields.append(self._slot(names, key, field_type, is_input, key in preload, loads, outputs))
+                if is_input:
+                    inputs[p.name] = StructValue(t, tuple(fields))
+                continue
+            kernel_params.append(p.py)
             if p.raw:
                 raws[p.name] = RawArray(p.py, t, r, not is_input,
                                         tuple(CValue(py(st), int64, None, False) for st in strides.get(p.name, ())))
             elif not r:
                 inputs[p.name] = CValue(py(p.py), t, None, varies=False)
-            elif is_input:
-                loads[p.name] = names.fresh(f"{p.name}_val")
-                inputs[p.name] = CValue(py(loads[p.name]), t)
             else:
-                outputs[p.name] = Output(p.name, t)
-                if p.name in preload:
-                    loads[p.name] = names.fresh(f"{p.name}_val")
-                    outputs[p.name].value = CValue(py(loads[p.name]), t)
+                arrays[p.name] = p.py
+                value = self._slot(names, p.name, t, is_input, p.name in preload, loads, outputs)
+                if is_input:
+                    inputs[p.name] = value
         i_name = names.fresh("i")
         specials = {"i": CValue(py(i_name), int64), "_ind.size()": CValue(py(n), int64, None, False),
                     "in_range": CValue(py(f"{index} < {n}"), bool_), "shape": "(TILE,)"}
@@ -201,21 +218,32 @@ class ElementwiseKernel(UserKernel):
                 parts.insert(0, c)
                 rest = next_rest
             coords = py(f"({', '.join([rest, *parts])},)")
-        for p in self.params:
-            if p.name in loads:
-                load = py(f"ct.load(a, ({block},), (TILE,), padding_mode=ct.PaddingMode.ZERO)", a=p.py) if flat \
-                    else py("ct.gather(a, c)", a=p.py, c=coords)
-                body.append(assign(loads[p.name], load))
+        for key, var in loads.items():
+            load = py(f"ct.load(a, ({block},), (TILE,), padding_mode=ct.PaddingMode.ZERO)", a=arrays[key]) if flat \
+                else py("ct.gather(a, c)", a=arrays[key], c=coords)
+            body.append(assign(var, load))
         body += translator.body
         for name, out in translator.outputs.items():
             if out.value is None:
                 continue   # never assigned: its memory is left as it was
             code = out.value.code if out.value.varies else py("ct.broadcast_to(v, (TILE,))", v=out.value.code)
-            store = py_stmt(f"ct.store(a, ({block},), v)", a=self.param(name).py, v=code) if flat else \
-                py_stmt("ct.scatter(a, c, v)", a=self.param(name).py, c=coords, v=code)
+            store = py_stmt(f"ct.store(a, ({block},), v)", a=arrays[name], v=code) if flat else \
+                py_stmt("ct.scatter(a, c, v)", a=arrays[name], c=coords, v=code)
             body.append(store)
-        params = [p.py for p in self.params] + [n] + dims + [st for group in strides.values() for st in group]
+        params = kernel_params + [n] + dims + [st for group in strides.values() for st in group]
         return function_source(python_name(self.name), params, ["TILE"], body)
+
+
+    @staticmethod
+    def _slot(names, key: str, dtype, is_input: bool, preloaded: bool, loads: dict, outputs: dict) -> CValue | None:
+        """An array input's loaded value, or an output (loaded first where the body reads it before
+        assigning it)."""
+        if is_input or preloaded:
+            loads[key] = names.fresh(f"{key.replace('.at<', '_f').rstrip('>')}_val")
+        value = CValue(py(loads[key]), dtype) if key in loads else None
+        if not is_input:
+            outputs[key] = Output(key, dtype, value)
+        return value
 
 
 def _array_module(args, name: str):

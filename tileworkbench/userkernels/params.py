@@ -66,7 +66,25 @@ def is_array(x) -> bool:
     return isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__")
 
 
-def array_dtype(x) -> DType:
+@dataclass(frozen=True)
+class StructType:
+    """A structured dtype: its fields, read and written by index (`x.at<1>()`) as in CuPy. The
+    kernel receives each field as an array of its own (a strided view)."""
+
+    dtype: np.dtype
+    fields: tuple[DType, ...]
+
+    @property
+    def name(self) -> str:
+        return str(self.dtype)
+
+    def views(self, array) -> list:
+        return [array[name] for name in self.dtype.names]
+
+
+def array_dtype(x) -> DType | StructType:
+    if x.dtype.names is not None:
+        return struct_type(x.dtype)
     try:
         dtype = to_dtype(x.dtype)
     except TypeError:
@@ -74,6 +92,20 @@ def array_dtype(x) -> DType:
     if dtype not in SUPPORTED:
         raise ArgumentTypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
     return dtype
+
+
+def struct_type(dtype: np.dtype) -> StructType:
+    fields = []
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        try:
+            fields.append(to_dtype(field) if field.names is None and not field.shape else None)
+        except TypeError:
+            fields.append(None)
+        if fields[-1] not in SUPPORTED:
+            raise ArgumentTypeError(f"Structured dtype {dtype}: field {name!r} of dtype {field} is not supported "
+                                    f"(fields are bool, int8-64, uint8-64 or float16/32/64; no nested or sub-arrays)")
+    return StructType(dtype, tuple(fields))
 
 
 def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[list, list, dict]:
@@ -86,7 +118,7 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
                 continue
             dtype = array_dtype(a)
             want = p.dtype or placeholders.get(p.placeholder)
-            if want is not None and want is not dtype:
+            if want is not None and want != dtype:
                 kind = f"type {want}" if p.dtype else f"{p.placeholder} = {want}"
                 raise ArgumentTypeError(f"{name}: argument {p.name!r} is a {dtype} array, but {kind}")
             if p.dtype is None:
@@ -108,8 +140,8 @@ def scalar_value(value, dtype: DType, param: Param, name: str):
         raise ArgumentTypeError(f"{name}: argument {param.name!r}: scalars of type {type(value).__name__} are not supported")
     if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
         raise ArgumentTypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
-    if param.raw:
-        raise ArgumentTypeError(f"{name}: the raw argument {param.name!r} must be an array")
+    if param.raw or isinstance(dtype, StructType):
+        raise ArgumentTypeError(f"{name}: the argument {param.name!r} must be an array")
     try:   # as C converts it: integers wrap
         return dtype.numpy.type(convert_constant(value.item() if isinstance(value, np.generic) else value, dtype))
     except (OverflowError, ValueError):

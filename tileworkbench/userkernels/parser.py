@@ -32,8 +32,7 @@ _QUALIFIERS = ("const", "__device__", "__host__", "static", "inline", "__inline_
 _UNSUPPORTED_STATEMENTS = {"for": "loops", "while": "loops", "do": "loops", "switch": "switch statements",
                            "goto": "goto", "break": "break", "continue": "continue", "template": "templates",
                            "struct": "structs", "class": "classes", "typedef": "typedefs", "using": "using",
-                           "__syncthreads": "thread synchronization", "atomicAdd": "atomics",
-                           "static_assert": "static assertions"}
+                           "__syncthreads": "thread synchronization", "atomicAdd": "atomics"}
 
 
 class Parser:
@@ -166,17 +165,24 @@ class Parser:
             elif self.at("."):
                 node = self.member(node)
             elif self.at("::"):
-                self.fail("'::' is not supported (structured dtypes and their `T::field_count` are not: pass each "
-                          "field as its own array)", cls=TileUnsupportedFeatureError)
+                self.fail("'::' is only supported in `T::field_count` (T a type placeholder)",
+                          cls=TileUnsupportedFeatureError)
             else:
                 return node
 
-    def member(self, obj: s.Node) -> s.Member:
+    def member(self, obj: s.Node) -> s.Member | s.Field:
         dot = self.advance()
         member = self.tok
-        if member.text == "at" and self.peek().text == "<":
-            self.fail("Structured dtypes (`.at<k>()`) are not supported: pass each field as its own array",
-                      tok=dot, cls=TileUnsupportedFeatureError)
+        if member.text == "at" and self.peek().text == "<" and isinstance(obj, s.Name):
+            self.advance()
+            self.advance()
+            if self.tok.kind != "int" or not self.tok.text.isdigit():
+                self.fail("Expected a field number: x.at<0>()")
+            index = int(self.advance().text)
+            self.expect(">", " after the field number")
+            self.expect("(")
+            end = self.expect(")", f" in {obj.id}.at<{index}>()").end
+            return s.Field(obj.start, end, obj, index)
         allowed = ("size",) if isinstance(obj, s.Name) and obj.id == "_ind" else ("size", "shape", "strides")
         if not (isinstance(obj, s.Name) and member.text in allowed and self.peek().text == "("):
             self.fail("Member access is not supported (only _ind.size(), and size(), shape() and strides() of a raw "
@@ -220,6 +226,13 @@ class Parser:
             operand = self.expression()
             end = self.expect(")").end
             return s.Cast(tok.start, end, type_, operand)
+        if tok.kind == "name" and tok.text in self.type_names and self.peek().text == "::":
+            type_ = self.type_name()
+            self.advance()
+            if self.tok.text != "field_count":
+                self.fail("Only `T::field_count` is supported after '::'", cls=TileUnsupportedFeatureError)
+            end = self.advance().end
+            return s.FieldCount(tok.start, end, type_)
         if tok.kind == "name" and tok.text in self.type_names and self.peek().text == "(":
             type_ = self.type_name()  # a functional cast: float(x)
             self.expect("(")
@@ -269,6 +282,8 @@ class Parser:
             return s.Block(tok.start, end, body)
         if self.at("if"):
             return self.if_statement()
+        if self.at("static_assert"):
+            return self.static_assert()
         if self.at("return"):
             self.advance()
             value = self.expression()
@@ -277,12 +292,26 @@ class Parser:
         if tok.kind == "name" and tok.text in _UNSUPPORTED_STATEMENTS:
             self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",
                       cls=TileUnsupportedFeatureError)
-        if self.at_type() and not (self.peek().text == "(" and self.tok.text in self.type_names):
+        if self.at_type() and not (self.peek().text in ("(", "::") and self.tok.text in self.type_names):
             node = self.declaration()
         else:
             node = self.assignment()
         self.end_of_statement()
         return node
+
+    def static_assert(self) -> s.StaticAssert:
+        start = self.advance().start
+        self.expect("(", " after 'static_assert'")
+        cond = self.expression()
+        message = None
+        if self.at(","):
+            self.advance()
+            if self.tok.kind != "string" or not self.tok.text.startswith('"'):
+                self.fail("Expected the message string of static_assert")
+            message = self.advance().text[1:-1]
+        end = self.expect(")", " after the static_assert").end
+        self.end_of_statement()
+        return s.StaticAssert(start, end, cond, message)
 
     def if_statement(self) -> s.If:
         start = self.advance().start
@@ -366,7 +395,8 @@ class Parser:
         return s.Assign(target.start, value.end, target, op, value)
 
     def check_target(self, target: s.Node, tok: Token):
-        if not (isinstance(target, s.Name) or isinstance(target, s.Subscript) and isinstance(target.array, s.Name)):
+        if not (isinstance(target, (s.Name, s.Field)) or isinstance(target, s.Subscript)
+                and isinstance(target.array, s.Name)):
             raise self.snippet.error(TileSyntaxError, "Only a variable, an output or an array element can be "
                                      "assigned", target.start, target.end)
 

@@ -42,6 +42,21 @@ class Member(Node):
 
 
 @dataclass(frozen=True)
+class Field(Node):
+    """`x.at<k>()`: field k of a structured value."""
+
+    obj: Name
+    index: int
+
+
+@dataclass(frozen=True)
+class FieldCount(Node):
+    """`T::field_count`: the number of fields of a structured type."""
+
+    type: TypeName
+
+
+@dataclass(frozen=True)
 class InitList(Node):
     """`{a, b, c}`: the initializer of a local array."""
 
@@ -122,6 +137,12 @@ class If(Node):
     cond: Node
     then: tuple[Node, ...]
     orelse: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class StaticAssert(Node):
+    cond: Node
+    message: str | None
 
 
 @dataclass(frozen=True)

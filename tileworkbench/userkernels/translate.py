@@ -18,15 +18,23 @@ MAX_EXPANSION translated expressions per kernel.
 from __future__ import annotations
 
 import ast
+import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import TileSyntaxError, TileTypeError, TileUnsupportedFeatureError, TileValueError
+from ..errors import (
+    TileStaticAssertionError,
+    TileSyntaxError,
+    TileTypeError,
+    TileUnsupportedFeatureError,
+    TileValueError,
+)
 from ..ir.types import DType, bool_, float32, float64, int32, int64, uint32
 from . import syntax as s
 from .cdtypes import C_SPELLING, C_TYPES, SUPPORTED, arithmetic, convert_constant, int_literal_type, integer_promotion
 from .lexer import Snippet
+from .params import StructType
 from .parser import MAX_LOCAL_ARRAY
 from .pyast import Names, assign, comment, const, dtype_node, py, py_stmt, too_deep
 
@@ -53,6 +61,14 @@ class LocalArray:
 
 
 @dataclass(frozen=True)
+class StructValue:
+    """A structured input: one value per field."""
+
+    type: StructType
+    fields: tuple[CValue, ...]
+
+
+@dataclass(frozen=True)
 class RawArray:
     """A `raw` parameter: indexed by hand with a flat (C-order) index or one index per dimension."""
 
@@ -65,7 +81,8 @@ class RawArray:
 
 @dataclass
 class Output:
-    """An output variable: unset until the body assigns it (then its last value is stored)."""
+    """An output variable (or a field of a structured output, named `out.at<k>`): unset until
+    the body assigns it (then its last value is stored)."""
 
     name: str
     type: DType
@@ -111,6 +128,8 @@ def math_function(name: str):
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+            "!=": operator.ne}
 _PY_OPS = {"+": ast.Add, "-": ast.Sub, "*": ast.Mult, "&": ast.BitAnd, "|": ast.BitOr, "^": ast.BitXor,
            "<<": ast.LShift, ">>": ast.RShift}
 _PY_COMPARE = {"<": ast.Lt, "<=": ast.LtE, ">": ast.Gt, ">=": ast.GtE, "==": ast.Eq, "!=": ast.NotEq}
@@ -188,7 +207,11 @@ class Translator:
         if type_.words == ("auto",):
             return None
         if len(type_.words) == 1 and type_.words[0] in self.placeholders:
-            return self.placeholders[type_.words[0]]
+            dtype = self.placeholders[type_.words[0]]
+            if isinstance(dtype, StructType):
+                raise self.error(TileUnsupportedFeatureError, f"'{type_.words[0]}' is the structured dtype "
+                                 f"{dtype.name}: only its fields are values (x.at<k>())", type_)
+            return dtype
         dtype = C_TYPES.get(type_.words)
         if dtype is None:
             raise self.error(TileTypeError, f"Unknown type '{' '.join(type_.words)}'", type_)
@@ -217,6 +240,9 @@ class Translator:
         value = self.value(node)
         if isinstance(value, LocalArray):
             raise self.error(TileTypeError, "An array is not a value here: index it", node)
+        if isinstance(value, StructValue):
+            raise self.error(TileTypeError, f"A value of structured dtype {value.type.name} is read by field: "
+                             f"x.at<k>()", node)
         return value
 
     def value(self, node: s.Node) -> CValue | LocalArray:
@@ -301,6 +327,29 @@ class Translator:
             size = CValue(binop("*", size.code, extent.code), int64, None, False)
         return size
 
+    def expr_Field(self, node: s.Field) -> CValue:
+        key = field_key(node)
+        if key in self.outputs:
+            out = self.outputs[key]
+            if out.value is None:
+                raise NeedsInitialValue(key)
+            return out.value
+        value = self.value(node.obj)
+        if not isinstance(value, StructValue):
+            raise self.error(TileTypeError, f"'{node.obj.id}' has no fields: .at<k>() reads a field of a structured "
+                             f"dtype", node)
+        if node.index >= len(value.fields):
+            raise self.error(TileTypeError, f"'{node.obj.id}' has {len(value.fields)} fields: there is no field "
+                             f"{node.index}", node)
+        return value.fields[node.index]
+
+    def expr_FieldCount(self, node: s.FieldCount) -> CValue:
+        dtype = self.placeholders.get(node.type.words[0]) if len(node.type.words) == 1 else None
+        if not isinstance(dtype, StructType):
+            what = dtype if dtype is not None else " ".join(node.type.words)
+            raise self.error(TileTypeError, f"{what} is not a structured dtype: it has no field_count", node)
+        return literal(len(dtype.fields), int32)
+
     def expr_Unary(self, node: s.Unary) -> CValue:
         operand = self.expr(node.operand)
         if node.op == "!":
@@ -340,6 +389,8 @@ class Translator:
         op = node.op
         if op in ("&&", "||"):
             a, b = self.truth(left), self.truth(right)
+            if a.const is not None and b.const is not None:
+                return literal(a.const and b.const if op == "&&" else a.const or b.const, bool_)
             return CValue(binop("&" if op == "&&" else "|", a.code, b.code), bool_, None, a.varies or b.varies)
         if op in ("<<", ">>"):
             t = integer_promotion(left.type)
@@ -351,6 +402,8 @@ class Translator:
         a, b = self.convert(left, t), self.convert(right, t)
         varies = a.varies or b.varies
         if op in _COMPARISONS:
+            if a.const is not None and b.const is not None:   # folded: static_assert needs it
+                return literal(_COMPARE[op](a.const, b.const), bool_)
             return CValue(binop(op, a.code, b.code), bool_, None, varies)
         if op in ("%", "&", "|", "^") and not t.is_integral:
             hint = " (fmod is not supported)" if op == "%" else ""
@@ -527,6 +580,14 @@ class Translator:
     def source_comment(self, start: int, end: int) -> str:
         return comment(f"{self.snippet.part} line {self.snippet.line_of(start)}: {self.snippet.text[start:end]}")
 
+    def stmt_StaticAssert(self, node: s.StaticAssert):
+        cond = self.truth(self.expr(node.cond))
+        if cond.const is None:
+            raise self.error(TileTypeError, "static_assert needs a condition known when the kernel is compiled",
+                             node.cond)
+        if not cond.const:
+            raise self.error(TileStaticAssertionError, node.message or "static assertion failed", node)
+
     def stmt_Declaration(self, node: s.Declaration):
         to = self.resolve_type(node.type)
         for d in node.names:
@@ -573,9 +634,32 @@ class Translator:
         if isinstance(target, s.Subscript):
             self.store_local(node)
             return
+        if isinstance(target, s.Field):
+            key = field_key(target)
+            if key not in self.outputs:
+                count = sum(k.startswith(f"{target.obj.id}.at<") for k in self.outputs)
+                raise self.error(TileTypeError, f"'{target.obj.id}' has {count} fields: there is no field "
+                                 f"{target.index}" if count else f"'{target.obj.id}' is not a structured output: "
+                                 f"only those fields can be assigned", target)
+            self.outputs[key].value = self.bind(target.obj.id, self.convert(self.assigned_value(node),
+                                                                            self.outputs[key].type, node))
+            return
+        if f"{target.id}.at<0>" in self.outputs and node.op == "=":
+            self.assign_struct(target, self.value(node.value), node)
+            return
         name = target.id
         current_type = self.assigned_type(target)
         self.assign(name, self.bind(name, self.convert(self.assigned_value(node), current_type, node)))
+
+    def assign_struct(self, target: s.Name, value, node: s.Assign):
+        """`out = in;` for structured values: field by field."""
+        keys = [k for k in self.outputs if k.startswith(f"{target.id}.at<")]
+        if not isinstance(value, StructValue) or len(value.fields) != len(keys):
+            raise self.error(TileTypeError, f"'{target.id}' is structured: assign a structured value with "
+                             f"{len(keys)} fields, or its fields (x.at<k>() = ...)", node)
+        for k, field in enumerate(value.fields):
+            key = f"{target.id}.at<{k}>"
+            self.outputs[key].value = self.convert(field, self.outputs[key].type, node)
 
     def assigned_value(self, node: s.Assign) -> CValue:
         if node.op == "=":
@@ -701,6 +785,10 @@ class Translator:
             self.outputs[name].value = value
             return
         where.names[name] = value
+
+
+def field_key(node: s.Field) -> str:
+    return f"{node.obj.id}.at<{node.index}>"
 
 
 def _fits(value: float, to: DType) -> bool:
