@@ -52,7 +52,7 @@ def test_files(checkout: Path | None, into: Path) -> Path:
 
 
 def run(folder: Path, plugin: str, report: Path, extra: list[str]) -> dict:
-    env = {**os.environ, "CUPY_SHIM_REPORT": str(report),
+    env = {**os.environ, "CUPY_SHIM_REPORT": str(report), "CUPY_TWIN_REPORT": str(report),
            "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     command = [sys.executable, "-m", "pytest", "-p", plugin, "-p", "no:cacheprovider", "--rootdir", str(folder),
                "-q", "-rN", "-m", "not slow", "--tb=no", "-o", "addopts=", *[str(folder / f) for f in FILES], *extra]
@@ -87,6 +87,7 @@ def main(argv=None) -> int:
         report = Path(tmp) / "report.json"
         results = run(folder, "cupy_twin" if args.gpu else "cupy_shim", report, args.pytest_args)
     if args.gpu:
+        sys.path.insert(0, str(ROOT))
         from cupy_twin import print_report, time_guide_kernels
         results["timings"] = time_guide_kernels()
         print_report(results)
