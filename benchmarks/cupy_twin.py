@@ -213,6 +213,10 @@ def time_guide_kernels() -> list:
         row = {"kernel": label, "shape": [list(a.shape) for a in args if isinstance(a, cupy.ndarray)][0],
                "dtype": str(args[0].dtype)}
         row["cupy_ms"] = _time_ms(lambda: twin._theirs(*args, **kwargs))
+        if twin._ours is None:
+            row["match"], row["detail"] = False, f"ours refused the definition: {twin._refused!r}"
+            rows.append(row)
+            continue
         try:
             ours_args, ours_kwargs = outputs_copied(twin._ours, args, kwargs)
             ours = twin._ours(*ours_args, **ours_kwargs)

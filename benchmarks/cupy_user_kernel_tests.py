@@ -1,7 +1,8 @@
 """CuPy's own user-kernel tests against tileworkbench's ElementwiseKernel and ReductionKernel.
 
     python benchmarks/cupy_user_kernel_tests.py                        # downloads the files at CUPY_TAG
-    python benchmarks/cupy_user_kernel_tests.py --cupy /tmp/cupy       # a checkout of cupy/cupy
+    python benchmarks/cupy_user_kernel_tests.py --cupy /tmp/cupy       # a checkout of cupy/cupy (or a
+                                                                       # folder holding the five files)
     python benchmarks/cupy_user_kernel_tests.py --json out.json -- -k carray
     python benchmarks/cupy_user_kernel_tests.py --gpu                  # on a GPU, with CuPy installed
 
@@ -39,10 +40,11 @@ ROOT = HERE.parent
 
 
 def test_files(checkout: Path | None, into: Path) -> Path:
-    """The test files in a fresh folder (from the checkout, or downloaded at CUPY_TAG)."""
+    """The test files in a fresh folder (from a checkout or a folder holding them, or downloaded at
+    CUPY_TAG)."""
     for name in FILES:
         if checkout is not None:
-            text = (checkout / TEST_DIR / name).read_text()
+            text = (checkout / name if (checkout / name).exists() else checkout / TEST_DIR / name).read_text()
         else:
             url = f"https://raw.githubusercontent.com/cupy/cupy/{CUPY_TAG}/{TEST_DIR}/{name}"
             with urllib.request.urlopen(url, timeout=60) as response:   # noqa: S310 - a fixed https URL
