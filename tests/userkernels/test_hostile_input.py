@@ -99,6 +99,25 @@ def test_doubling_helpers_stop_at_the_expansion_budget_at_the_users_call():
     assert "z = f16(x);" in str(info.value) and "<k operation>" in str(info.value)
 
 
+def test_a_long_chain_of_helpers_stops_at_the_inlining_depth_at_the_users_call():
+    preamble = "__device__ float f0(float v) { return v + 1; }\n" + "".join(
+        f"__device__ float f{k + 1}(float v) {{ return f{k}(v); }}\n" for k in range(300))
+    with pytest.raises(TileUnsupportedFeatureError, match="more than 32 levels deep") as info:
+        ElementwiseKernel("float32 x", "float32 z", "z = f300(x);", "k", preamble=preamble)
+    assert "z = f300(x);" in str(info.value)
+    chain = ElementwiseKernel("float32 x", "float32 z", "z = f30(x);", "k", preamble=preamble)
+    np.testing.assert_array_equal(chain(X), X + 1)
+
+
+def test_deep_expressions_in_every_helper_of_a_chain_are_one_error_at_the_statement():
+    deep = "-(" * 30 + "{call}" + ")" * 30
+    preamble = "__device__ float f0(float v) { return v; }\n" + "".join(
+        f"__device__ float f{k + 1}(float v) {{ return {deep.format(call=f'f{k}(v)')}; }}\n" for k in range(31))
+    with pytest.raises(TileUnsupportedFeatureError, match="nests too deeply") as info:
+        ElementwiseKernel("float32 x", "float32 z", "float t = 1; z = f31(x);", "k", preamble=preamble)
+    assert "z = f31(x);" in str(info.value)
+
+
 def test_an_unterminated_comment_points_at_its_start():
     with pytest.raises(TileSyntaxError, match="Unterminated comment") as info:
         run("z = x; /* no end")

@@ -13,8 +13,8 @@ array is a tuple of them (arrays.py has the rules for arrays and structured valu
 what they are). `if` statements are if-converted: both branches run, and every
 variable either assigns is merged with `ct.where` on the condition; raw-array stores inside a
 branch are masked by it. Code is built as Python syntax trees (pyast), each C statement
-preceded by a comment with its text. Preamble functions are inlined at each call, within
-MAX_EXPANSION translated expressions per kernel.
+preceded by a comment with its text. Preamble functions are inlined at each call, at most
+MAX_INLINE_DEPTH calls deep and within MAX_EXPANSION translated expressions per kernel.
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from .values import CValue, LocalArray, NeedsInitialValue, Output, RawArray, Str
 __all__ = ["CValue", "NeedsInitialValue", "Output", "RawArray", "StructValue", "Translator", "literal"]
 
 MAX_EXPANSION = 5_000     # expressions translated per kernel, inlined preamble functions included
+MAX_INLINE_DEPTH = 32     # preamble functions calling preamble functions
 _MAX_DEPTH = 12           # deeper expression trees are bound to variables
 
 
@@ -350,6 +351,11 @@ class Translator(ArrayRules):
         if len(node.args) != len(function.params):
             raise self.error(TileTypeError, f"{node.func}() takes {len(function.params)} arguments, got "
                              f"{len(node.args)}", node)
+        if len(self.inlining) >= MAX_INLINE_DEPTH:
+            _, outermost, snippet = self.inlining[0]
+            raise snippet.error(TileUnsupportedFeatureError, f"Preamble functions call each other more than "
+                                f"{MAX_INLINE_DEPTH} levels deep from here (each call is inlined)", outermost.start,
+                                outermost.end)
         args = [self.expr(a) for a in node.args]
         outer_snippet, outer_scope = self.snippet, self.scope
         self.inlining.append((node.func, node, self.snippet))
@@ -383,7 +389,15 @@ class Translator(ArrayRules):
 
     def statements(self, body):
         for node in body:
-            self.statement(node)
+            if self.inlining:
+                self.statement(node)
+                continue
+            try:
+                self.statement(node)
+            except RecursionError:   # the limits above make this rare: deep nesting in every helper
+                raise self.error(TileUnsupportedFeatureError, "This statement nests too deeply to translate "
+                                 "(its expressions and the preamble functions it calls): split it with "
+                                 "variables", node) from None
 
     def statement(self, node: s.Node):
         if isinstance(node, s.Block):
