@@ -193,3 +193,9 @@ def test_arbitrary_text_gives_the_result_or_one_tile_error_and_runs_no_python(bo
         except TileError as error:
             assert '"<k operation>", line' in str(error) or '"<k ' in str(error)
     assert printed.getvalue() == ""
+
+
+def test_hex_floats_hex_and_octal_integers_are_read_as_c_reads_them():
+    np.testing.assert_array_equal(run("z = x * 0x1p3 + 0x1.8p1f + 0x.8p0 + 0x1F + 010;"), X * 8 + 3 + 0.5 + 31 + 8)
+    with pytest.raises(TileSyntaxError, match="Invalid octal literal"):
+        run("z = 09;")

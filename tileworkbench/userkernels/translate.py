@@ -197,9 +197,10 @@ class Translator(ArrayRules):
     def expr_Number(self, node: s.Number) -> CValue:
         text = node.text
         is_hex = text.lower().startswith("0x")
-        if not is_hex and (any(c in text for c in ".eE") or text[-1] in "fF"):
+        if "p" in text.lower() or not is_hex and (any(c in text for c in ".eE") or text[-1] in "fF"):
             body = text.rstrip("fFlL")
-            return literal(float(body), float32 if text[-1] in "fF" else float64)
+            value = float.fromhex(body) if is_hex else float(body)
+            return literal(value, float32 if text[-1] in "fF" else float64)
         digits = text.rstrip("uUlL")
         suffix = text[len(digits):]
         if len(digits) > 24:   # no C integer type holds it (and Python limits int() of long strings)
