@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import linecache
+import os
 
 import numpy as np
 from IPython.display import display
@@ -50,11 +51,34 @@ def show_cpp(kernel, what: str, arch: str | None):
         return
     module = kernel.compile(arch)
     if what == "ptx":
+        if kernel.dialect == "cuda::tiles":
+            print("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)")
         print(module.ptx)
     elif what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
+        print(module.log.strip() or "(the compiler printed nothing)")
+    elif what == "sass":
+        print(cpp_sass_text(kernel, arch))
     else:
         print(_cpp_resources_text(kernel, arch))
+
+
+def cpp_sass_text(kernel, arch: str) -> str:
+    """The kernel's SASS in program order, each run of instructions under the cell line it came from."""
+    from ..runtime.sass import SassUnavailableError, disassemble, parse_listing
+    try:
+        instructions = parse_listing(disassemble(kernel.compile(arch).cubin))[kernel.cubin_name(arch)]
+    except SassUnavailableError as e:
+        return f"No SASS: {e}"
+    lines = kernel.source.splitlines()
+    out, last = [], object()
+    for i in instructions:
+        line = next((n for f, n in reversed(i.inlined) if os.path.basename(f) == "cell"), None)
+        if line != last:
+            text = lines[line - kernel.first_line].strip() if line and 0 <= line - kernel.first_line < len(lines) else ""
+            out.append(f"// cell line {line}: {text}" if line else "// (no cell line)")
+            last = line
+        out.append(f"  /*{i.offset:04x}*/  {i.text}")
+    return "\n".join(out)
 
 
 def _cpp_resources_text(kernel, arch: str) -> str:

@@ -77,6 +77,7 @@ class CppKernel:
         self.declarations = [d.strip() for d in _split_parameters(kernels[self.name].parameters)]
         self.signature = f"({', '.join(self.declarations)})"
         self._modules: dict = {}   # arch -> CompiledModule
+        self._errors: dict = {}    # arch -> the located compile error
         self._functions: dict = {}  # (arch, device) -> (cupy Module, its Function)
         self.last_timing = None  # set by a measured launch (--bench), read by the kernel inspector
         self.block = None   # (x, y, z) of the last launch, or the cell's --block: occupancy reports assume it
@@ -100,11 +101,14 @@ class CppKernel:
         the cell line NVRTC names, with the quoted token it complains about underlined."""
         module = self._modules.get(arch)
         if module is None:
+            if arch in self._errors:  # the source cannot change: the same error, without compiling again
+                raise self._errors[arch]
             try:
                 module = self._compile_module(arch)
             except NvrtcError as e:
                 self.last_log = e.log
-                raise self._located(e, arch) from None
+                self._errors[arch] = self._located(e, arch)
+                raise self._errors[arch] from None
             self._modules[arch] = module
         return module
 
