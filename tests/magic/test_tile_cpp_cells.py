@@ -84,3 +84,14 @@ def test_a_cuda_tile_cell_without_the_tile_compiler_says_what_to_install(shell, 
     with capture_output() as out, pytest.raises(TileKernelCellError, match="needs NVIDIA's tile compiler"):
         shell.run_cell_magic("tilekernel", '--lang cpp "axpy<1024>"', AXPY)
     assert [o for o in out.outputs if KERNEL_MIME in o.data]
+
+
+def test_a_cuda_tile_cell_shows_the_views_of_its_launch_without_a_gpu(shell):
+    import numpy as np
+    shell.user_ns.update(x=np.arange(3000, dtype=np.float32), y=np.zeros(3000, np.float32))
+    out = run(shell, '--lang cpp "axpy<1024>" --viz --grid 3 --args "x, y, 2.0, 3000"', AXPY)
+    widgets = [o.data for o in out.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    assert len(widgets) == 4  # coverage, then an index map for each pointer-tile load and the store
+    (record,) = records(out)
+    assert record["stopped"] is None
+    assert (shell.user_ns["y"] == 0).all()  # traced, not run

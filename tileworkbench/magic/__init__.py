@@ -269,6 +269,13 @@ class TileKernelMagics(Magics):
             raise TileKernelCellError("--block: a CUDA Tile C++ kernel launches with one thread per block (the tile "
                                       "compiler chooses its threads, as kernel<<<grid, 1>>> in CUDA); drop --block", [])
         self.compile_cpp(kernel, args)
+        if tile and args.viz:  # traced on the CPU from the Tile IR: needs no GPU
+            if not (args.grid and args.args):
+                raise TileKernelCellError("--viz needs --grid and --args (NumPy arrays for the pointers)", [])
+            for what in args.show:
+                actions.show_cpp(kernel, what, args.arch)
+            return actions.visualize_tile_cpp(kernel, self.evaluate(args.grid, "grid"),
+                                              self.evaluate(f"({args.args},)", "args"))
         if args.viz or args.sweep or args.cpu or "ir" in args.show:
             option = "--viz" if args.viz else "--sweep" if args.sweep else "--cpu" if args.cpu else "--show ir"
             raise TileKernelCellError(f"{option} needs the tile language: --lang cpp kernels have no IR and run on "

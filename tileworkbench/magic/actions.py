@@ -53,13 +53,22 @@ def show_cpp(kernel, what: str, arch: str | None):
     if what == "ptx":
         if kernel.dialect == "cuda::tiles":
             print("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)")
-        print(module.ptx)
+            print(_without_locations(module.ptx))
+        else:
+            print(module.ptx)
     elif what == "log":
         print(module.log.strip() or "(the compiler printed nothing)")
     elif what == "sass":
         print(cpp_sass_text(kernel, arch))
     else:
         print(_cpp_resources_text(kernel, arch))
+
+
+def _without_locations(tile_ir: str) -> str:
+    """Tile IR as tileirdisasm prints it without -g: no `loc(...)` notes, no location table."""
+    import re
+    lines = [re.sub(r" loc\(#loc\d*\)", "", line) for line in tile_ir.splitlines() if not line.startswith(("#loc", "#di"))]
+    return "\n".join(lines).rstrip()
 
 
 def cpp_sass_text(kernel, arch: str) -> str:
@@ -163,6 +172,19 @@ def visualize(kernel, grid, args):
     trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
     views = views_of_trace(trace, before)
     for view in views:
+        display(view)
+    return None
+
+
+def visualize_tile_cpp(kernel, grid, args):
+    """--viz for a CUDA Tile C++ cell: the views of what the launch touches, from its Tile IR."""
+    if not _is_numpy_launch(args):
+        raise TileKernelCellError("--viz traces the launch on the CPU, which needs NumPy arrays for the pointers", [])
+    from ..runtime.tile_ir_trace import trace_launch
+    from ..widgets.views import views_of_trace
+    before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters("sm_90"), args)
+              if isinstance(a, np.ndarray)}
+    for view in views_of_trace(trace_launch(kernel, _grid3(grid), args), before):
         display(view)
     return None
 

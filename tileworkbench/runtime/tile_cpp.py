@@ -174,7 +174,8 @@ def _assemble(chain: Toolchain, bytecode: bytes, arch: str) -> tuple[bytes, str,
         if done.returncode != 0:
             raise TileCompilerExecutionError(f"tileiras could not compile the cell's Tile IR for {arch}: "
                                              f"{(done.stderr or done.stdout).strip()}")
-        listing = subprocess.run([chain.disassembler, bc], capture_output=True, text=True, env=chain.env)
+        # -g: each operation with its source location, which the access trace (tile_ir_trace) reads
+        listing = subprocess.run([chain.disassembler, "-g", bc], capture_output=True, text=True, env=chain.env)
         with open(cubin, "rb") as f:
             return f.read(), listing.stdout if listing.returncode == 0 else "", done.stdout + done.stderr
 
@@ -210,7 +211,8 @@ class TileCppKernel(CppKernel):
         chain = toolchain()
         options = (*OPTIONS, *(f"--include-path={p}" for p in cuda_include_dirs()))
         return default_cache().get_or_compile(self.compile_source, tile_arch(arch), options,
-                                              f"tileiras {chain.version}", compile_tile_cpp, (self.expression,))
+                                              f"tileiras {chain.version}, Tile IR with locations", compile_tile_cpp,
+                                              (self.expression,))
 
     def threads(self, arch: str) -> int:
         """The threads per block the tile compiler chose (the cubin's required block size)."""
