@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import linecache
+import os
 
 import numpy as np
 from IPython.display import display
@@ -50,11 +51,43 @@ def show_cpp(kernel, what: str, arch: str | None):
         return
     module = kernel.compile(arch)
     if what == "ptx":
-        print(module.ptx)
+        if kernel.dialect == "cuda::tiles":
+            print("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)")
+            print(_without_locations(module.ptx))
+        else:
+            print(module.ptx)
     elif what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
+        print(module.log.strip() or "(the compiler printed nothing)")
+    elif what == "sass":
+        print(cpp_sass_text(kernel, arch))
     else:
         print(_cpp_resources_text(kernel, arch))
+
+
+def _without_locations(tile_ir: str) -> str:
+    """Tile IR as tileirdisasm prints it without -g: no `loc(...)` notes, no location table."""
+    import re
+    lines = [re.sub(r" loc\(#loc\d*\)", "", line) for line in tile_ir.splitlines() if not line.startswith(("#loc", "#di"))]
+    return "\n".join(lines).rstrip()
+
+
+def cpp_sass_text(kernel, arch: str) -> str:
+    """The kernel's SASS in program order, each run of instructions under the cell line it came from."""
+    from ..runtime.sass import SassUnavailableError, disassemble, parse_listing
+    try:
+        instructions = parse_listing(disassemble(kernel.compile(arch).cubin))[kernel.cubin_name(arch)]
+    except SassUnavailableError as e:
+        return f"No SASS: {e}"
+    lines = kernel.source.splitlines()
+    out, last = [], object()
+    for i in instructions:
+        line = next((n for f, n in reversed(i.inlined) if os.path.basename(f) == "cell"), None)
+        if line != last:
+            text = lines[line - kernel.first_line].strip() if line and 0 <= line - kernel.first_line < len(lines) else ""
+            out.append(f"// cell line {line}: {text}" if line else "// (no cell line)")
+            last = line
+        out.append(f"  /*{i.offset:04x}*/  {i.text}")
+    return "\n".join(out)
 
 
 def _cpp_resources_text(kernel, arch: str) -> str:
@@ -139,6 +172,19 @@ def visualize(kernel, grid, args):
     trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
     views = views_of_trace(trace, before)
     for view in views:
+        display(view)
+    return None
+
+
+def visualize_tile_cpp(kernel, grid, args):
+    """--viz for a CUDA Tile C++ cell: the views of what the launch touches, from its Tile IR."""
+    if not _is_numpy_launch(args):
+        raise TileKernelCellError("--viz traces the launch on the CPU, which needs NumPy arrays for the pointers", [])
+    from ..runtime.tile_ir_trace import trace_launch
+    from ..widgets.views import views_of_trace
+    before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters("sm_90"), args)
+              if isinstance(a, np.ndarray)}
+    for view in views_of_trace(trace_launch(kernel, _grid3(grid), args), before):
         display(view)
     return None
 

@@ -22,7 +22,6 @@ from .nvrtc import NvrtcError
 
 # `extern "C" __global__ void __launch_bounds__(256) scale(const float* x, ...)`: after `__global__`,
 # the first `identifier(` that is not an attribute names the kernel
-_GLOBAL = re.compile(r"__global__\b")
 _CALL = re.compile(r"(\w+)\s*\(")
 _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas"}
 # one PTX entry parameter: `.param .u64 .ptr .global .align 1 scale_param_0` or `.param .align 2 .b8 p[2]`
@@ -54,20 +53,22 @@ class CppKernel:
     "ops::scale" (in a namespace). `name_at` is (line, text) where `name` is written, for errors."""
 
     lang = "cpp"
+    dialect = "tw::"  # the project's tile header; TileCppKernel is NVIDIA's cuda::tiles
+    marker = "__global__"
 
     def __init__(self, source: str, filename: str, name: str | None = None, first_line: int = 1,
                  name_at: tuple[int, str] | None = None):
         self.source, self.filename, self.first_line, self.name_at = source, filename, first_line, name_at
-        kernels = {found.name: found for found in _kernels(source)}
+        kernels = {found.name: found for found in _kernels(source, self.marker)}
         if not kernels:
             raise TileCompilerExecutionError(
-                "A --lang cpp cell must define a kernel: extern \"C\" __global__ void name(...) { ... }")
+                f"A --lang cpp cell must define a kernel: {self.marker} void name(...) {{ ... }}")
         base = re.sub(r"<.*", "", name).split("::")[-1].strip() if name else None
         if base is not None and base not in kernels:
-            raise TileCompilerExecutionError(f"The cell defines no __global__ function named {base!r} "
+            raise TileCompilerExecutionError(f"The cell defines no {self.marker} function named {base!r} "
                                              f"(it defines {', '.join(kernels)})")
         self.name = base or list(kernels)[-1]  # the Python name it is bound to
-        template = kernels[self.name].template
+        self.template = template = kernels[self.name].template
         if template and "<" not in (name or ""):
             raise TileCompilerExecutionError(
                 f"`{self.name}` is a function template {template}: name the instance to compile, e.g. "
@@ -76,9 +77,11 @@ class CppKernel:
         self.declarations = [d.strip() for d in _split_parameters(kernels[self.name].parameters)]
         self.signature = f"({', '.join(self.declarations)})"
         self._modules: dict = {}   # arch -> CompiledModule
+        self._errors: dict = {}    # arch -> the located compile error
         self._functions: dict = {}  # (arch, device) -> (cupy Module, its Function)
         self.last_timing = None  # set by a measured launch (--bench), read by the kernel inspector
         self.block = None   # (x, y, z) of the last launch, or the cell's --block: occupancy reports assume it
+        self.last_log = None  # the whole compiler log of the last failed compile (`--show log` prints it)
 
     def __repr__(self) -> str:
         return f"<C++ tile kernel {self.expression}{self.signature}>"
@@ -98,17 +101,24 @@ class CppKernel:
         the cell line NVRTC names, with the quoted token it complains about underlined."""
         module = self._modules.get(arch)
         if module is None:
-            from ..codegen import HEADER_VERSION, INCLUDE_DIR
-            from .cache import compile_cached
-            from .launch import cuda_include_dirs
+            if arch in self._errors:  # the source cannot change: the same error, without compiling again
+                raise self._errors[arch]
             try:
-                module = compile_cached(self.compile_source, arch=arch, header_version=HEADER_VERSION,
-                                        include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()),
-                                        name_expressions=(self.expression,))
+                module = self._compile_module(arch)
             except NvrtcError as e:
-                raise self._located(e, arch) from None
+                self.last_log = e.log
+                self._errors[arch] = self._located(e, arch)
+                raise self._errors[arch] from None
             self._modules[arch] = module
         return module
+
+    def _compile_module(self, arch: str):
+        from ..codegen import HEADER_VERSION, INCLUDE_DIR
+        from .cache import compile_cached
+        from .launch import cuda_include_dirs
+        return compile_cached(self.compile_source, arch=arch, header_version=HEADER_VERSION,
+                              include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()),
+                              name_expressions=(self.expression,))
 
     def _located(self, error: NvrtcError, arch: str) -> NvrtcError:
         """The first error in the cell at its line; else one about the kernel's name at `name_at`."""
@@ -217,9 +227,9 @@ class _Global(NamedTuple):
     template: str     # "<typename T, int TILE>" when declared under `template <...>`, else ""
 
 
-def _kernels(source: str):
-    """Each __global__ function, in order."""
-    for found in _GLOBAL.finditer(source):
+def _kernels(source: str, marker: str = "__global__"):
+    """Each kernel (a function declared with `marker`), in order."""
+    for found in re.finditer(rf"(?<!\w){marker}\b", source):
         # the declaration's start: after the previous statement or brace
         start = max(source.rfind(c, 0, found.start()) for c in ";{}") + 1
         template = re.search(r"\btemplate\s*(<.*>)", source[start:found.start()], re.S)

@@ -246,7 +246,19 @@ def _interruptible(work, timeout_s: float | None = None):
 
 def _compile(nvrtc, source, arch, options, name, name_expressions):
     """(ptx, cubin, log, lowered names) of one NVRTC program, which it creates and destroys."""
-    program = _call(nvrtc, nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), 0, [], [])
+    def outputs(program):
+        ptx = _read(nvrtc, program, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
+        return ptx, _read(nvrtc, program, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+    (ptx, cubin), log, lowered = run_program(nvrtc, source, arch, options, name, name_expressions, outputs)
+    return ptx, cubin, log, lowered
+
+
+def run_program(nvrtc, source, arch, options, name, name_expressions, outputs, headers=None):
+    """(outputs(program), log, lowered names) of one NVRTC program, which it creates and destroys;
+    a compile error raises NvrtcError. `headers` maps include names to their text."""
+    headers = headers or {}
+    program = _call(nvrtc, nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), len(headers),
+                    [h.encode() for h in headers.values()], [h.encode() for h in headers])
     try:
         for expression in name_expressions:
             _call(nvrtc, nvrtc.nvrtcAddNameExpression, program, expression.encode())
@@ -257,12 +269,11 @@ def _compile(nvrtc, source, arch, options, name, name_expressions):
             diagnostics = parse_diagnostics(log)
             summary = "\n".join(f"{d.filename}:{d.line}: {d.message}" for d in diagnostics) or log.strip()
             raise NvrtcError(f"NVRTC could not compile {name} for {arch}:\n{summary}", log, diagnostics)
-        ptx = _read(nvrtc, program, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
-        cubin = _read(nvrtc, program, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        produced = outputs(program)
         lowered = {e: _call(nvrtc, nvrtc.nvrtcGetLoweredName, program, e.encode()).decode() for e in name_expressions}
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    return ptx, cubin, log, lowered
+    return produced, log, lowered
 
 
 def _with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:
