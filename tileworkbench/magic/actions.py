@@ -23,24 +23,26 @@ def show(kernel, args, what: str, arch: str | None):
         from ..codegen import generate
         print(generate(fn, arch=arch).source)
         return
-    from ..profile import theoretical_occupancy
     from ..runtime.launch import build
-    generated, module = build(fn, arch)
-    if what == "ptx":
-        print(module.ptx)
+    compiled = build(fn, arch)
+    if what in ("ptx", "log"):
+        print(_stage_text(compiled, what))
         return
-    if what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
-        return
-    r = module.kernels[generated.name]
-    occupancy = theoretical_occupancy(arch, generated.threads, r.registers, generated.smem_bytes + r.shared_static_bytes)
-    print(f"{generated.name} for {arch}: {generated.threads} threads/block, {r.registers} registers/thread, "
-          f"{generated.smem_bytes + r.shared_static_bytes} B shared memory, {r.local_bytes} B local memory, "
-          f"spills {r.spill_stores or 0} stores / {r.spill_loads or 0} loads\n"
+    c, occupancy = compiled, compiled.occupancy
+    print(f"{c.name} for {arch}: {c.threads} threads/block, {c.registers} registers/thread, "
+          f"{c.shared_bytes} B shared memory, {c.local_bytes} B local memory, "
+          f"spills {c.spill_stores or 0} stores / {c.spill_loads or 0} loads\n"
           f"theoretical occupancy {occupancy.occupancy:.0%} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
-    for line, text in generated.notes:
+    for line, text in c.notes:
         print(f"  line {line}: {text}")
+
+
+def _stage_text(compiled, what: str) -> str:
+    """--show ptx or --show log of a compiled record."""
+    if what == "log":
+        return compiled.asm["log"].strip() or "(NVRTC printed nothing)"
+    return compiled.asm[what]
 
 
 def show_cpp(kernel, what: str, arch: str | None):
@@ -48,26 +50,20 @@ def show_cpp(kernel, what: str, arch: str | None):
     if what == "cuda":
         print(kernel.compile_source)
         return
-    module = kernel.compile(arch)
-    if what == "ptx":
-        print(module.ptx)
-    elif what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
+    if what in ("ptx", "log"):
+        print(_stage_text(kernel.compiled(arch), what))
     else:
         print(_cpp_resources_text(kernel, arch))
 
 
 def _cpp_resources_text(kernel, arch: str) -> str:
-    from ..profile import theoretical_occupancy
-    from .inspector import cpp_block_threads
-    r = kernel.resources(arch)
-    threads = cpp_block_threads(kernel, arch)
-    occupancy = theoretical_occupancy(arch, threads, r.registers, r.shared_static_bytes)
+    compiled = kernel.compiled(arch)
+    r, threads, occupancy = compiled.resources, compiled.threads, compiled.occupancy
     parameters = ", ".join(f"{p.name}: {p.ptx_type}{f'[{p.size}]' if p.ptx_type == '.b8' else ''}"
                            for p in kernel.parameters(arch))
-    cubin_name = kernel.cubin_name(arch)
-    named = kernel.expression if cubin_name == kernel.expression else f"{kernel.expression} ({cubin_name} in the cubin)"
-    return (f"{named} for {arch}: {r.registers} registers/thread, {r.shared_static_bytes} B static "
+    named = kernel.expression if compiled.name == kernel.expression else \
+        f"{kernel.expression} ({compiled.name} in the cubin)"
+    return (f"{named} for {arch}: {r.registers} registers/thread, {compiled.static_shared_bytes} B static "
             f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
             f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
             f"parameters (as compiled): {parameters}\n"
