@@ -105,12 +105,11 @@ def _array_sources(fn) -> dict:
     return sources
 
 
-def run_anywhere(kernel, grid, args) -> None:
-    """Run a launch on the interpreter with host copies of its device arrays, copying back the
-    arrays the kernel writes."""
+def run_anywhere(fn, grid, args) -> None:
+    """Run a launch of the specialization `fn` on the interpreter with host copies of its device
+    arrays, copying back the arrays the kernel writes."""
     from ..arguments import argument_leaves, normalize_grid
     from .executor import execute
-    fn = kernel.specialize(args)
     copies = [_to_host(a) if _is_array(a) else (a, None) for a in argument_leaves(args)]
     execute(fn, normalize_grid(grid), [h for h, _ in copies])
     written = written_params(fn)

@@ -128,11 +128,9 @@ def launch(kernel, grid, args, cpu: bool):
 def visualize(kernel, grid, args):
     if not _is_numpy_launch(args):
         raise TileKernelCellError("--viz runs the interpreter with tracing, which needs NumPy arrays", [])
-    from ..interp import run
     from ..widgets.views import views_of_trace
-    before = {p: np.array(a, copy=True) for p, a in zip(kernel._signature.parameters, args)
-              if isinstance(a, np.ndarray)}
-    trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
+    before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters, args) if isinstance(a, np.ndarray)}
+    trace = ct.interpret(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
     views = views_of_trace(trace, before)
     for view in views:
         display(view)

@@ -72,7 +72,7 @@ def _signature(kernel) -> str:
         return kernel.signature
     import inspect
     parts = []
-    for p in kernel._signature.parameters.values():
+    for p in kernel.parameters:
         annotation = p.annotation
         if annotation is inspect.Parameter.empty:
             parts.append(p.name)

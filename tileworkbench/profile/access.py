@@ -176,7 +176,7 @@ def analyze(kernel, grid, args, *, arch: str | None = None, l2_bytes: int = H100
     """Run `kernel` on the interpreter with a trace (NumPy `args` are updated, as by a launch) and
     analyze its accesses under the thread layout the code generator picks for this specialization."""
     from ..arguments import normalize_grid
-    trace = run(kernel, normalize_grid(grid), args, trace=True)
+    trace = run(kernel.specialize(args), normalize_grid(grid), args, trace=True)
     return analyze_trace(kernel.specialize(args), trace, arch=arch, l2_bytes=l2_bytes, sms=sms)
 
 

@@ -400,18 +400,16 @@ _HINTS = {
 }
 
 
-def launch(kernel, stream, grid, args) -> None:
-    """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
+def launch_device() -> int:
+    """The device a launch goes to (0 with one device: then nothing is asked); a clear error without one."""
     try:  # with one device there is nothing to ask (launchers then make a context current where needed)
-        device = driver.current_device() if driver.device_count() > 1 else 0
+        return driver.current_device() if driver.device_count() > 1 else 0
     except Exception as e:
         raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
                            f"interpreter, pass NumPy arrays to ct.launch.") from None
-    key = (device, kernel.profile_key(args))
-    launcher = kernel.launchers.get(key)
-    if launcher is None:
-        fn = kernel.specialize(args)
-        launcher = kernel.launchers[key] = Launcher(fn, load(fn), args, device)
-    kernel.use_launcher(launcher)  # ct.launch tries it first next time
-    launcher(stream, grid, args)
 
+
+def launcher(fn: Function, args, device: int) -> Launcher:
+    """A launcher of the specialization `fn` for arguments of the profile of `args` on `device`
+    (compiled and loaded on first need): what ct.launch keeps per argument profile."""
+    return Launcher(fn, load(fn), args, device)
