@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import is_array_like
 from ..ir.types import int32, int64
 from .base import Launch, UserKernel, pow2_at_least, python_name
 from .lexer import Snippet
-from .params import array_dtype, is_array, parse_params, resolve_types, scalar_value
+from .params import array_dtype, parse_params, resolve_types, scalar_value
 from .parser import parse_statements
 from .translate import CValue, NeedsInitialValue, Output, RawArray, Translator
 
@@ -88,7 +89,7 @@ class ElementwiseKernel(UserKernel):
         if not out_args:
             out_args = [xp.empty(shape, t.numpy) for t in out_types]
         for p, a in zip(self.out_params, out_args):
-            if not is_array(a):
+            if not is_array_like(a):
                 raise TypeError(f"{self.name}: output {p.name!r} must be an array")
             if not p.raw and tuple(a.shape) != shape:
                 raise ValueError(f"{self.name}: output {p.name!r} has shape {tuple(a.shape)}, the loop's is {shape}")
@@ -96,10 +97,10 @@ class ElementwiseKernel(UserKernel):
         types = in_types + out_types
         n = int(np.prod(shape, dtype=np.int64))
         flat = all(a.flags.c_contiguous and tuple(a.shape) == shape for p, a in zip(self.params, args)
-                   if is_array(a) and not p.raw)
+                   if is_array_like(a) and not p.raw)
         values = []
         for p, a, t in zip(self.params, args, types):
-            if not is_array(a):
+            if not is_array_like(a):
                 values.append(scalar_value(a, t, p, self.name))
             elif p.raw or p in self.out_params and not flat:
                 values.append(a)
@@ -108,7 +109,7 @@ class ElementwiseKernel(UserKernel):
             else:
                 values.append(xp.broadcast_to(a, shape))
         index_type = int32 if n < 2**31 else int64
-        ranks = tuple(a.ndim if p.raw else is_array(a) for p, a in zip(self.params, args))
+        ranks = tuple(a.ndim if p.raw else is_array_like(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, flat or len(shape), index_type.name)
         dims = () if flat else tuple(index_type.numpy.type(d) for d in shape)
         kernel = None
@@ -120,7 +121,7 @@ class ElementwiseKernel(UserKernel):
                       lambda config: (max(1, -(-n // config["TILE"])),), {"TILE": TILES}, out_args, key)
 
     def _loop_shape(self, args, size) -> tuple:
-        shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array(a) and not p.raw]
+        shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array_like(a) and not p.raw]
         if size is not None:
             if shapes:
                 raise ValueError(f"{self.name}: `size` is only for kernels whose arguments are all raw or scalars")
@@ -211,7 +212,7 @@ class ElementwiseKernel(UserKernel):
 
 
 def _array_module(args, name: str):
-    on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array(a)]
+    on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array_like(a)]
     if any(on_gpu):
         if not all(on_gpu):
             raise TypeError(f"{name}: NumPy and GPU arrays cannot be mixed in one call")
