@@ -27,11 +27,11 @@ def test_a_record_counts_static_and_dynamic_shared_memory_and_works_out_its_occu
     assert compiled.occupancy.limiter == "registers" and compiled.occupancy.blocks_per_sm == 2
 
 
-def test_a_record_launched_with_another_block_has_that_block_occupancy():
-    compiled = CompiledKernel("k", "k", "sm_80", b"", Resources(32, 0, 0), threads=1024)
-    smaller = compiled.with_threads(128)
-    assert smaller.threads == 128 and smaller.occupancy.blocks_per_sm == arch_limits("sm_80").max_blocks_per_sm // 2
-    assert compiled.occupancy.blocks_per_sm == 2
+def test_a_record_has_the_occupancy_of_the_block_it_is_launched_with():
+    large = CompiledKernel("k", "k", "sm_80", b"", Resources(32, 0, 0), threads=1024)
+    small = CompiledKernel("k", "k", "sm_80", b"", Resources(32, 0, 0), threads=128)
+    assert large.occupancy.blocks_per_sm == 2 and large.occupancy.limiter == "warps"
+    assert small.occupancy.blocks_per_sm == arch_limits("sm_80").max_blocks_per_sm // 2 == 16
 
 
 def test_build_returns_one_record_with_every_stage_text():

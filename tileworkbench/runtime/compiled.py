@@ -100,12 +100,6 @@ class CompiledKernel:
         from .sass import parse_listing
         return parse_listing(self.sass)[self.name]
 
-    def with_threads(self, threads: int, dynamic_shared_bytes: int | None = None) -> CompiledKernel:
-        """The same compiled kernel launched with another block size (a C++ cell's block is chosen at launch)."""
-        import dataclasses
-        shared = self.dynamic_shared_bytes if dynamic_shared_bytes is None else dynamic_shared_bytes
-        return dataclasses.replace(self, threads=threads, dynamic_shared_bytes=shared)
-
     def resources_text(self) -> str:
         """The resources and occupancy as aligned lines of text (what `--show resources` prints)."""
         o = self.occupancy
