@@ -24,24 +24,26 @@ def show(kernel, args, what: str, arch: str | None):
         from ..codegen import generate
         print(generate(fn, arch=arch).source)
         return
-    from ..profile import theoretical_occupancy
     from ..runtime.launch import build
-    generated, module = build(fn, arch)
-    if what == "ptx":
-        print(module.ptx)
+    compiled = build(fn, arch)
+    if what in ("ptx", "log"):
+        print(_stage_text(compiled, what))
         return
-    if what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
-        return
-    r = module.kernels[generated.name]
-    occupancy = theoretical_occupancy(arch, generated.threads, r.registers, generated.smem_bytes + r.shared_static_bytes)
-    print(f"{generated.name} for {arch}: {generated.threads} threads/block, {r.registers} registers/thread, "
-          f"{generated.smem_bytes + r.shared_static_bytes} B shared memory, {r.local_bytes} B local memory, "
-          f"spills {r.spill_stores or 0} stores / {r.spill_loads or 0} loads\n"
+    c, occupancy = compiled, compiled.occupancy
+    print(f"{c.name} for {arch}: {c.threads} threads/block, {c.registers} registers/thread, "
+          f"{c.shared_bytes} B shared memory, {c.local_bytes} B local memory, "
+          f"spills {c.spill_stores or 0} stores / {c.spill_loads or 0} loads\n"
           f"theoretical occupancy {occupancy.occupancy:.0%} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
-    for line, text in generated.notes:
+    for line, text in c.notes:
         print(f"  line {line}: {text}")
+
+
+def _stage_text(compiled, what: str) -> str:
+    """--show ptx or --show log of a compiled record."""
+    if what == "log":
+        return compiled.asm["log"].strip() or "(the compiler printed nothing)"
+    return compiled.asm[what]
 
 
 def show_cpp(kernel, what: str, arch: str | None):
@@ -49,15 +51,12 @@ def show_cpp(kernel, what: str, arch: str | None):
     if what == "cuda":
         print(kernel.compile_source)
         return
-    module = kernel.compile(arch)
-    if what == "ptx":
-        if kernel.dialect == "cuda::tiles":
-            print("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)")
-            print(_without_locations(module.ptx))
-        else:
-            print(module.ptx)
-    elif what == "log":
-        print(module.log.strip() or "(the compiler printed nothing)")
+    compiled = kernel.compiled(arch)
+    if what == "ptx" and kernel.dialect == "cuda::tiles":
+        print("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)")
+        print(_without_locations(compiled.asm["ir"]))
+    elif what in ("ptx", "log"):
+        print(_stage_text(compiled, what))
     elif what == "sass":
         print(cpp_sass_text(kernel, arch))
     else:
@@ -75,7 +74,7 @@ def cpp_sass_text(kernel, arch: str) -> str:
     """The kernel's SASS in program order, each run of instructions under the cell line it came from."""
     from ..runtime.sass import SassUnavailableError, disassemble, parse_listing
     try:
-        instructions = parse_listing(disassemble(kernel.compile(arch).cubin))[kernel.cubin_name(arch)]
+        instructions = kernel.compiled(arch).instructions
     except SassUnavailableError as e:
         return f"No SASS: {e}"
     lines = kernel.source.splitlines()
@@ -91,16 +90,13 @@ def cpp_sass_text(kernel, arch: str) -> str:
 
 
 def _cpp_resources_text(kernel, arch: str) -> str:
-    from ..profile import theoretical_occupancy
-    from .inspector import cpp_block_threads
-    r = kernel.resources(arch)
-    threads = cpp_block_threads(kernel, arch)
-    occupancy = theoretical_occupancy(arch, threads, r.registers, r.shared_static_bytes)
+    compiled = kernel.compiled(arch)
+    r, threads, occupancy = compiled.resources, compiled.threads, compiled.occupancy
     parameters = ", ".join(f"{p.name}: {p.ptx_type}{f'[{p.size}]' if p.ptx_type == '.b8' else ''}"
                            for p in kernel.parameters(arch))
-    cubin_name = kernel.cubin_name(arch)
-    named = kernel.expression if cubin_name == kernel.expression else f"{kernel.expression} ({cubin_name} in the cubin)"
-    return (f"{named} for {arch}: {r.registers} registers/thread, {r.shared_static_bytes} B static "
+    named = kernel.expression if compiled.name == kernel.expression else \
+        f"{kernel.expression} ({compiled.name} in the cubin)"
+    return (f"{named} for {arch}: {r.registers} registers/thread, {compiled.static_shared_bytes} B static "
             f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
             f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
             f"parameters (as compiled): {parameters}\n"
@@ -165,11 +161,9 @@ def launch(kernel, grid, args, cpu: bool):
 def visualize(kernel, grid, args):
     if not _is_numpy_launch(args):
         raise TileKernelCellError("--viz runs the interpreter with tracing, which needs NumPy arrays", [])
-    from ..interp import run
     from ..widgets.views import views_of_trace
-    before = {p: np.array(a, copy=True) for p, a in zip(kernel._signature.parameters, args)
-              if isinstance(a, np.ndarray)}
-    trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
+    before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters, args) if isinstance(a, np.ndarray)}
+    trace = ct.interpret(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
     views = views_of_trace(trace, before)
     for view in views:
         display(view)

@@ -2,6 +2,7 @@
 
     kernel = CppKernel(source, "<cell>")           # parses the __global__ functions, compiles nothing
     module = kernel.compile("sm_90")                # NVRTC through the compile cache; no GPU needed
+    kernel.compiled("sm_90")                        # its record: texts, resources, occupancy (runtime.compiled)
     kernel.parameters("sm_90")                      # what the compiler made of each parameter (from PTX)
     kernel.launch(grid, block, (x, y, n))           # on the GPU: arrays become device pointers
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import SourceLoc, TileCompilerExecutionError
+from .compiled import CompiledKernel
 from .nvrtc import NvrtcError
 
 # `extern "C" __global__ void __launch_bounds__(256) scale(const float* x, ...)`: after `__global__`,
@@ -55,6 +57,7 @@ class CppKernel:
     lang = "cpp"
     dialect = "tw::"  # the project's tile header; TileCppKernel is NVIDIA's cuda::tiles
     marker = "__global__"
+    assembly_stage = "ptx"  # the stage whose text NVRTC hands the assembler
 
     def __init__(self, source: str, filename: str, name: str | None = None, first_line: int = 1,
                  name_at: tuple[int, str] | None = None):
@@ -151,6 +154,28 @@ class CppKernel:
 
     def resources(self, arch: str):
         return self.compile(arch).kernels[self.cubin_name(arch)]
+
+    def block_threads(self, arch: str) -> int:
+        """The threads per block reports assume (the block is chosen at launch): the last launch's
+        (or the cell's --block), else the kernel's __launch_bounds__, else 256."""
+        if self.block:
+            x, y, z = self.block
+            return x * y * z
+        try:
+            bound = self.resources(arch).max_threads
+        except Exception:  # a compile error: reported where the record is asked for
+            bound = None
+        return bound or 256
+
+    def compiled(self, arch: str, threads: int | None = None, dynamic_shared_bytes: int = 0) -> CompiledKernel:
+        """The record of this kernel compiled for `arch` (the same a tile kernel's build gives),
+        launched with `threads` per block (default: `block_threads`) and `dynamic_shared_bytes`."""
+        module = self.compile(arch)
+        name = self.cubin_name(arch)
+        return CompiledKernel.from_cubin(name, module.cubin, arch, threads or self.block_threads(arch),
+                                         kernel=self.expression, resources=module.kernels[name],
+                                         texts={"cuda": self.source, self.assembly_stage: module.ptx, "log": module.log},
+                                         dynamic_shared_bytes=dynamic_shared_bytes)
 
     def parameters(self, arch: str) -> list[CppParameter]:
         """The kernel's parameters as the compiler laid them out."""

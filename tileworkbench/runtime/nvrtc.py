@@ -20,7 +20,7 @@ import time
 from typing import NamedTuple
 
 from ..errors import ArgumentValueError, TileCompilerExecutionError, TileCompilerTimeoutError
-from .cubin import Resources, read_resources, resources_from_ptxas_log
+from .cubin import Resources, read_resources, with_spills
 
 INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime"
 # Always passed: -lineinfo lets profilers map SASS to source lines; ptxas -v is where spill counts
@@ -187,7 +187,7 @@ def compile_cuda(source: str, *, arch: str = "sm_90", options=(), name: str = "k
                                               timeout_s=compile_timeout_s())
     return CompiledModule(
         source=source, arch=arch, options=options, ptx=ptx, cubin=cubin, log=log,
-        nvrtc_version=nvrtc_version(), kernels=_with_spills(read_resources(cubin), log), lowered_names=lowered)
+        nvrtc_version=nvrtc_version(), kernels=with_spills(read_resources(cubin), log), lowered_names=lowered)
 
 
 def compile_timeout_s() -> float | None:
@@ -275,8 +275,3 @@ def run_program(nvrtc, source, arch, options, name, name_expressions, outputs, h
         nvrtc.nvrtcDestroyProgram(program)
     return produced, log, lowered
 
-
-def _with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:
-    verbose = resources_from_ptxas_log(log)
-    return {name: r._replace(spill_stores=verbose[name].spill_stores, spill_loads=verbose[name].spill_loads)
-            if name in verbose else r for name, r in kernels.items()}

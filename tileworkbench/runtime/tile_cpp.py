@@ -199,6 +199,7 @@ class TileCppKernel(CppKernel):
 
     dialect = "cuda::tiles"
     marker = "__tile_global__"
+    assembly_stage = "ir"  # NVRTC's tile mode gives Tile IR, which tileiras assembles: no PTX
 
     @property
     def compile_source(self) -> str:
@@ -214,7 +215,7 @@ class TileCppKernel(CppKernel):
                                               f"tileiras {chain.version}, Tile IR with locations", compile_tile_cpp,
                                               (self.expression,))
 
-    def threads(self, arch: str) -> int:
+    def block_threads(self, arch: str) -> int:
         """The threads per block the tile compiler chose (the cubin's required block size)."""
         return self.resources(arch).max_threads or 1
 
@@ -240,7 +241,7 @@ class TileCppKernel(CppKernel):
         """Launch on the current GPU with one thread per block: the cubin says how many it runs."""
         from .driver import device_arch
         super().launch(grid, 1, args, shared_bytes=shared_bytes, stream=stream)
-        self.block = (self.threads(device_arch()), 1, 1)
+        self.block = (self.block_threads(device_arch()), 1, 1)
 
 
 def _template_arguments(template: str, expression: str) -> dict[str, str]:

@@ -142,11 +142,11 @@ class UserKernel:
 
     def trace(self, *args, **kwargs):
         """Run a call on the interpreter with an access trace; returns (outputs, trace, arrays before)."""
-        from ..interp import run
+        from ..tile import interpret
         launch = self.launch_plan(*args, **kwargs)
-        names = list(launch.kernel._signature.parameters)
+        names = [p.name for p in launch.kernel.parameters]
         before = {n: np.array(a, copy=True) for n, a in zip(names, launch.args) if isinstance(a, np.ndarray)}
-        trace = run(launch.kernel, launch.grid, launch.args, trace=True)
+        trace = interpret(launch.kernel, launch.grid, launch.args, trace=True)
         launch.finish()
         return launch.outputs, trace, before
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import bool_, int32, int64
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
 from .lexer import Snippet
-from .params import StructType, array_dtype, is_array, parse_params, resolve_types, scalar_value
+from .params import StructType, array_dtype, parse_params, resolve_types, scalar_value
 from .parser import parse_statements
 from .pyast import Names, assign, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, RawArray, StructValue, Translator
@@ -87,7 +88,7 @@ class ElementwiseKernel(UserKernel):
                             f"{self.nargs} (with outputs), but given {len(args)}.")
         in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
         for a in out_args:
-            if not is_array(a):
+            if not is_array_like(a):
                 raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
         xp = _array_module(args, self.name)
         in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
@@ -108,15 +109,15 @@ class ElementwiseKernel(UserKernel):
                 raise ArgumentTypeError(f"{self.name}: the raw argument {p.name!r} has the structured dtype {t.name}: "
                                         f"structured arrays are supported as non-raw arguments only")
         arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
-                  if is_array(a) and not p.raw]   # a structured array as its fields' views
+                  if is_array_like(a) and not p.raw]   # a structured array as its fields' views
         flat = all(v.flags.c_contiguous and tuple(v.shape) == shape for _, views in arrays for v in views)
         values = []
         for p, a, t in zip(self.params, args, types):
-            if not is_array(a):
+            if not is_array_like(a):
                 values.append(scalar_value(a, t, p, self.name))
             elif p.raw:
                 values.append(a)
-            for v in (t.views(a) if isinstance(t, StructType) else [a]) if is_array(a) and not p.raw else ():
+            for v in (t.views(a) if isinstance(t, StructType) else [a]) if is_array_like(a) and not p.raw else ():
                 if p in self.out_params and not flat:
                     values.append(v)
                 elif flat:
@@ -124,7 +125,7 @@ class ElementwiseKernel(UserKernel):
                 else:
                     values.append(xp.broadcast_to(v, shape))
         index_type = int32 if n < 2**31 else int64
-        ranks = tuple(a.ndim if p.raw else is_array(a) for p, a in zip(self.params, args))
+        ranks = tuple(a.ndim if p.raw else is_array_like(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, flat or len(shape), index_type.name)
         dims = () if flat else tuple(index_type.numpy.type(d) for d in shape)
         strides = tuple(np.int64(st) for p, a in zip(self.params, args) if p.raw and self._uses_strides
@@ -140,7 +141,7 @@ class ElementwiseKernel(UserKernel):
     def _loop_shape(self, args, size) -> tuple:
         """CuPy's rule: the non-raw arrays broadcast to the loop's shape, or, where every array is
         raw, `size` gives it."""
-        shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array(a) and not p.raw]
+        shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array_like(a) and not p.raw]
         if size is not None:
             if shapes:
                 raise ArgumentValueError("Specified 'size' can be used only if all of the ndarray are 'raw'.")
@@ -247,7 +248,7 @@ class ElementwiseKernel(UserKernel):
 
 
 def _array_module(args, name: str):
-    on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array(a)]
+    on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array_like(a)]
     if any(on_gpu):
         if not all(on_gpu):
             raise ArgumentTypeError(f"{name}: NumPy and GPU arrays cannot be mixed in one call")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import DType, to_dtype
 from .cdtypes import SUPPORTED, convert_constant, param_dtype
@@ -62,10 +63,6 @@ def parse_params(text: str, what: str) -> tuple[Param, ...]:
     return tuple(params)
 
 
-def is_array(x) -> bool:
-    return isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__")
-
-
 @dataclass(frozen=True)
 class StructType:
     """A structured dtype: its fields, read and written by index (`x.at<1>()`) as in CuPy. The
@@ -114,7 +111,7 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
 
     def visit(params, args):
         for p, a in zip(params, args):
-            if not is_array(a):
+            if not is_array_like(a):
                 continue
             dtype = array_dtype(a)
             want = p.dtype or placeholders.get(p.placeholder)

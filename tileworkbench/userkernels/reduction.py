@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError, TileTypeError, TileUnsupportedFeatureError, UserInputError
 from ..ir.types import DType
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
 from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
-from .params import is_array, parse_params, resolve_types, scalar_value
+from .params import parse_params, resolve_types, scalar_value
 from .parser import parse_expression, parse_statements
 from .pyast import Loop, Names, assign, comment, const, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, Translator, literal
@@ -116,7 +117,7 @@ class ReductionKernel(UserKernel):
         in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
                                                           self.name)
         reduce_type = self._reduce_type(placeholders)
-        arrays = [a for a in in_args if is_array(a)]
+        arrays = [a for a in in_args if is_array_like(a)]
         if not arrays:
             raise ArgumentValueError("Loop size is undecided.")
         try:
@@ -131,7 +132,7 @@ class ReductionKernel(UserKernel):
         k = int(np.prod([shape[d] for d in reduce_axes], dtype=np.int64))
         if out_args:
             for p, a in zip(self.out_params, out_args):
-                if not is_array(a):
+                if not is_array_like(a):
                     raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
                 if tuple(a.shape) != out_shape:
                     raise ArgumentValueError("Out shape is mismatched")
@@ -141,7 +142,7 @@ class ReductionKernel(UserKernel):
             raise ArgumentValueError(f"zero-size array to reduction operation {self.name} which has no identity")
         values, finishers = [], []
         for p, a, t in zip(self.in_params, in_args, in_types):
-            if is_array(a):
+            if is_array_like(a):
                 moved = xp.broadcast_to(a, shape).transpose(kept + list(reduce_axes))
                 values.append(moved.reshape(m, k))
             else:
@@ -154,7 +155,7 @@ class ReductionKernel(UserKernel):
                 values.append(buffer)
                 finishers.append(lambda a=a, buffer=buffer: a.__setitem__(Ellipsis, buffer.reshape(a.shape)))
         types = in_types + out_types
-        ranks = tuple(is_array(a) for a in in_args) + (True,) * self.nout
+        ranks = tuple(is_array_like(a) for a in in_args) + (True,) * self.nout
         key = (tuple(t.name for t in types), ranks, reduce_type.name)
         kernel = None
         if m > 0:

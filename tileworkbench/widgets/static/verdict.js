@@ -1,10 +1,9 @@
 // Verdict: interpreter vs GPU for one launch: match per array, errors, and the first mismatches.
 
-import { hidePicture } from "./_picture.js";
+import { renderView } from "./_picture.js";
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("data", ({ model, el }) => {
     const draw = () => {
       const d = model.get("data");
       el.replaceChildren();
@@ -44,8 +43,6 @@ export default {
         el.appendChild(list);
       }
     };
-    draw();
-    model.on("change:data", draw);
-    return () => model.off("change:data", draw);
-  },
+    return draw;
+  }),
 };
