@@ -12,7 +12,7 @@ blocks would never let the holder go on.
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +66,7 @@ class Context:
     trace: Trace | None
     strict_padding: bool = False
     steps: StepLog | None = None   # per-op values for the block stepper, when recorded
+    op_numbers: dict = field(default_factory=dict)   # op -> its place in fn.walk(): which op an event is of
 
     @property
     def size(self) -> int:
@@ -81,8 +82,7 @@ class Context:
         return next(name for name, arg in self.arrays.values() if arg is base)
 
     def subset(self, rows) -> Context:
-        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding,
-                       self.steps)
+        return replace(self, bids=self.bids[rows])
 
     def iteration(self, op, k: int):
         """The steps of iteration `k` of loop `op` (when values are recorded)."""
@@ -98,9 +98,13 @@ class Context:
         if padding is not None:
             padding = np.asarray(padding).item() if np.ndim(padding) == 0 else \
                 padding_scalar(np.array(np.broadcast_to(padding, full)))
-        self.trace.events.append(Event(op.name, array_name, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
-                                       op.loc.source_line if op.loc else "", self.bids.copy(), stacked,
-                                       np.asarray(status, np.uint8), padding_mode=padding_mode, padding_value=padding))
+        self.add_event(op, Event(op.name, array_name, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
+                                 op.loc.source_line if op.loc else "", self.bids.copy(), stacked,
+                                 np.asarray(status, np.uint8), padding_mode=padding_mode, padding_value=padding))
+
+    def add_event(self, op, event: Event) -> None:
+        event.op_number = self.op_numbers[op]
+        self.trace.events.append(event)
 
 
 def _elements_per_block(fn: Function) -> int:
@@ -156,9 +160,10 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     tr = Trace(fn.name, tuple(grid), {p.name: {"shape": list(a.shape), "dtype": str(p.type.dtype)}
                                       for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"},
                steps=steps) if trace else None
+    numbers = {op: k for k, op in enumerate(fn.walk())} if trace else {}
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
         for bids in _batches(fn, tuple(grid), blocks):
-            ctx = Context(fn, tuple(grid), bids, arrays, checked, tr, strict_padding, steps)
+            ctx = Context(fn, tuple(grid), bids, arrays, checked, tr, strict_padding, steps, numbers)
             run_block(ctx, fn.body, Env(env))
     if before is not None and steps.truncated is not None:
         after = _copies(args, [k for k, a in enumerate(args) if isinstance(a, np.ndarray) and k not in before])
@@ -512,9 +517,9 @@ def _record_shape_op(ctx, op, args):
     coords = [operand, local]
     full = source.shape
     blocks = ctx.bids if source.shape[0] > 1 else ctx.bids[:1]
-    ctx.trace.events.append(Event(op.name, None, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
-                                  op.loc.source_line if op.loc else "", blocks.copy(),
-                                  np.stack([np.broadcast_to(c, full) for c in coords], -1).astype(np.int32),
-                                  np.full(full, Status.MOVED, np.uint8),
-                                  tuple(v.type.shape for v in op.operands[:data_operands])))
+    ctx.add_event(op, Event(op.name, None, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
+                            op.loc.source_line if op.loc else "", blocks.copy(),
+                            np.stack([np.broadcast_to(c, full) for c in coords], -1).astype(np.int32),
+                            np.full(full, Status.MOVED, np.uint8),
+                            tuple(v.type.shape for v in op.operands[:data_operands])))
 
