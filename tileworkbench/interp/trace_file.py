@@ -85,7 +85,7 @@ def load(path, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
                 return _read_trace(_Members(archive, name, max_bytes), name)
         except InvalidTraceError:
             raise
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, KeyError, IndexError, ValueError,
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError, KeyError, IndexError, ValueError,
                 TypeError, AttributeError, UnicodeDecodeError, RecursionError, NotImplementedError, OverflowError,
                 SyntaxError, tokenize.TokenError) as e:
             raise InvalidTraceError(f"{name} is not a readable tileworkbench trace: {type(e).__name__}: {e}") from None
