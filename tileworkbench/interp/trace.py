@@ -22,9 +22,21 @@ claims; docs/traces.md has the format).
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+MAX_TRACE_BYTES = 1 << 30   # what recording a trace, and loading one, may take unless told more
+# the views count reads and writes per array element and keep lists per block (int64 each): a
+# trace is charged for them as if they were allocated, when recorded and when loaded
+VIEW_BYTES_PER_ELEMENT = 16
+
+
+def view_bytes(grid, arrays: dict) -> int:
+    """What the views of a trace over `grid` with `arrays` ({name: {"shape", ...}}) allocate at most."""
+    elements = math.prod(grid) + sum(math.prod(info["shape"]) for info in arrays.values())
+    return elements * VIEW_BYTES_PER_ELEMENT
 
 
 class InvalidTraceError(ValueError):
@@ -63,6 +75,11 @@ class Event:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.status.shape[1:])
+
+    @property
+    def nbytes(self) -> int:
+        padding = self.padding_value.nbytes if isinstance(self.padding_value, np.ndarray) else 0
+        return self.blocks.nbytes + self.coords.nbytes + self.status.nbytes + padding
 
     def padding_of_lanes(self) -> np.ndarray | None:
         """The padding value of every lane, (B, *shape), or None for ops that do not pad."""
@@ -118,7 +135,7 @@ class Trace:
     def load(cls, path, *, max_bytes: int | None = None) -> Trace:
         """Read a trace file; InvalidTraceError naming the file and the reason if it is not one, or
         if reading and viewing it would take more than `max_bytes` (default 1 GiB) of memory."""
-        from .trace_file import MAX_TRACE_BYTES, load
+        from .trace_file import load
         return load(path, MAX_TRACE_BYTES if max_bytes is None else max_bytes)
 
 

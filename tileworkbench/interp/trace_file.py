@@ -24,18 +24,14 @@ import numpy as np
 from ..ir.attrs import PaddingMode
 from ..ir.ops import OPS, Category
 from ..ir.types import dtype_named
-from .trace import Event, InvalidTraceError, Status, Trace
+from .trace import MAX_TRACE_BYTES, Event, InvalidTraceError, Status, Trace, view_bytes
 
 FORMAT = "tileworkbench-trace"
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 PER_LANE = "lanes"   # meta's padding_value when the value differs between lanes (in e<k>_padding)
-MAX_TRACE_BYTES = 1 << 30  # what `load` allocates at most unless told more: a small zip can claim GiBs
 _MAX_META_BYTES = 16 << 20
 _MAX_META_CONTAINERS = 1 << 17   # JSON objects and lists: 64 MiB of `{},` would take GBs parsed
-# the views count reads and writes per array element and keep per-block lists (int64 each): an array
-# or grid the file claims is paid for from the budget as if allocated
-_VIEW_BYTES_PER_ELEMENT = 16
 _MAX_GRID = (1 << 31) - 1   # blocks are int32
 _MAX_RANK = 8
 _LANE_STATUSES = {  # what each kind of op writes in its events (interp/memory.py, executor.py)
@@ -126,6 +122,7 @@ class _Members:
         self.budget -= nbytes
 
     def read(self, name: str, limit: int | None = None) -> np.ndarray:
+        """Member `name`, paid for from the budget; `limit`: at most so many bytes, outside the budget."""
         try:
             info = self.archive.getinfo(name + ".npy")
         except KeyError:
@@ -145,7 +142,10 @@ class _Members:
                 raise InvalidTraceError(f"{self.name}: entry {name} holds Python objects or records")
             count = int(np.prod(shape, dtype=object))
             nbytes = count * dtype.itemsize
-            self.spend(nbytes, f"entry {name} of shape {tuple(shape)}")
+            if limit is None:
+                self.spend(nbytes, f"entry {name} of shape {tuple(shape)}")
+            elif nbytes > limit:
+                raise InvalidTraceError(f"{self.name}: entry {name} has {nbytes} bytes, more than {limit}")
             if nbytes > info.file_size:
                 raise InvalidTraceError(f"{self.name}: entry {name} of shape {tuple(shape)} claims {nbytes} bytes "
                                         f"but holds {info.file_size}")
@@ -199,16 +199,15 @@ def _read_trace(members: _Members, name: str) -> Trace:
     check(isinstance(meta.get("kernel"), str), "its kernel name is not a string")
     grid = check.shape(meta.get("grid"), "its grid")
     check(len(grid) == 3 and min(grid) >= 1, f"its grid {list(grid)} is not 3 positive sizes")
-    members.spend(int(np.prod(grid, dtype=object)) * _VIEW_BYTES_PER_ELEMENT, f"a grid of {list(grid)} in the views")
     arrays = meta.get("arrays")
     check(isinstance(arrays, dict), "its arrays are not a JSON object")
     for array, info in arrays.items():
         check(isinstance(info, dict) and set(info) == {"shape", "dtype"}, f"array {repr(array)[:40]} is not {{shape, dtype}}")
-        shape = check.shape(info["shape"], f"array {repr(array)[:40]}'s shape")
+        check.shape(info["shape"], f"array {repr(array)[:40]}'s shape")
         check(isinstance(info["dtype"], str) and _known_dtype(info["dtype"]),
               f"array {repr(array)[:40]}'s dtype {repr(info['dtype'])[:40]} is not a tile dtype")
-        members.spend(int(np.prod(shape, dtype=object)) * _VIEW_BYTES_PER_ELEMENT,
-                      f"array {repr(array)[:40]} of shape {list(shape)} in the views")
+    members.spend(view_bytes(grid, arrays), f"viewing a grid of {list(grid)} and arrays of shapes "
+                                           f"{[info['shape'] for info in arrays.values()]}"[:300])
     events = meta.get("events")
     check(isinstance(events, list), "its events are not a list")
     out = [_event(members, check, k, m, grid, arrays, version) for k, m in enumerate(events)]
