@@ -91,9 +91,9 @@ class Event:
         """The lanes of one block (a tuple of 1 to 3 grid coordinates)."""
         block = tuple(block) + (0,) * (3 - len(block))
         rows = np.nonzero((self.blocks == np.asarray(block, np.int32)).all(axis=1))[0]
-        if self.array is None:  # a shape op's map is the same in every block
-            rows = np.zeros(1, np.intp) if len(rows) else rows
-            return Event(self.op, None, self.line, self.col, self.source, self.blocks[:len(rows)],
+        if self.array is None:  # a shape op: the block's map, once (a loop runs the same op again)
+            rows = rows[:1]
+            return Event(self.op, None, self.line, self.col, self.source, self.blocks[rows],
                          self.coords[rows], self.status[rows], self.operand_shapes)
         pad = self.padding_value[rows] if isinstance(self.padding_value, np.ndarray) else self.padding_value
         return Event(self.op, self.array, self.line, self.col, self.source, self.blocks[rows],
