@@ -145,6 +145,18 @@ def _mutate_array(rng: random.Random, array: np.ndarray) -> bytes:
     return bytes(data)
 
 
+def _mutate_coordinates(rng: random.Random, deltas: np.ndarray) -> np.ndarray:
+    """Coordinates saved as lane differences (version 3), some lanes moved: to a neighbour's place,
+    an edge of the plausible range, or far out. (Editing the differences moves every later lane.)"""
+    coords = np.cumsum(deltas, axis=1, dtype=np.int32)
+    top = int(coords.max())
+    for _ in range(rng.randint(1, 6)):
+        d, lane = rng.randrange(coords.shape[0]), rng.randrange(coords.shape[1])
+        coords[d, lane] = rng.choice([0, 1, -1, top, top + 1, rng.randint(0, max(top, 0)), 2**31 - 1, -2**31,
+                                      int(coords[d, rng.randrange(coords.shape[1])])])
+    return np.diff(coords, axis=1, prepend=np.zeros((coords.shape[0], 1), np.int32))
+
+
 def mutate(rng: random.Random, data: bytes) -> bytes:
     """One hostile variant of a trace file's bytes."""
     if rng.random() < 0.15:
@@ -170,7 +182,11 @@ def _mutate_members(rng: random.Random, entries: dict[str, bytes]) -> bytes:
         entries["meta.npy"] = _npy(np.frombuffer(json.dumps(meta).encode(), np.uint8))
     elif kind < 0.9:   # an array member
         name = rng.choice([n for n in entries if n != "meta.npy"])
-        entries[name] = _mutate_array(rng, np.load(io.BytesIO(entries[name])))
+        array = np.load(io.BytesIO(entries[name]))
+        if name.endswith("_coords.npy") and array.ndim == 2 and array.size and rng.random() < 0.5:
+            entries[name] = _npy(_mutate_coordinates(rng, array))
+        else:
+            entries[name] = _mutate_array(rng, array)
     else:   # whole members
         name = rng.choice(list(entries))
         if rng.random() < 0.5:

@@ -215,7 +215,7 @@ def _zip_bomb(path):
     header["shape"] = (2, 1 << 30)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
         z.writestr("meta.npy", _npy(np.frombuffer(json.dumps(_meta(events=[dict(_meta()["events"][0],
-                                                                              shape=[1 << 30])])).encode(), np.uint8)))
+                                                                              shape=[1 << 24])])).encode(), np.uint8)))
         z.writestr("e0_blocks.npy", _npy(np.array([[0, 0, 0], [1, 0, 0]], np.int32)))
         with z.open("e0_status.npy", "w", force_zip64=True) as member:
             np.lib.format.write_array_header_1_0(member, header)

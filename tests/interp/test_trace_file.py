@@ -102,7 +102,10 @@ def _event0(**fields):
     (_event0(padding_mode="SOMETIMES"), "padding_mode 'SOMETIMES' is not a PaddingMode"),
     (_event0(op="print"), "op 'print' is not a memory or shape op"),
     (_event0(line=-1), "line must be an integer"),
-    (lambda e: _set(e, "e0_coords", e["e0_coords"] + 100), "touches elements outside array 't_in'"),
+    (lambda e: e["e0_coords"].__setitem__((0, 0), 100), "touches elements outside array 't_in'"),
+    (lambda e: _set(e, "e0_coords", e["e0_coords"] + 1), "lanes do not form a tile"),
+    (_event0(shape=[0]), r"shape \[0\] is not a tile shape"),
+    (lambda e: e["meta"]["events"][1].update(operand_shapes=[[8], [8]]), r"operand_shapes are not the 1 tile shape\(s\) of a reshape"),
     (lambda e: _set(e, "e0_coords", np.zeros(e["e0_coords"].shape, np.int64)), "not 32-bit integers"),
 ])
 def test_a_trace_file_the_views_cannot_show_is_refused(tmp_path, change, reason):
@@ -177,3 +180,37 @@ def test_a_zip_entry_flagged_encrypted_is_refused(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(InvalidTraceError, match="is encrypted"):
         Trace.load(path)
+
+
+@ct.kernel
+def joined(x, y):
+    t = ct.load(x, (0, 0), (2, 4))
+    ct.store(y, (0, 0), ct.cat((t, t), 1))
+
+
+def test_a_shape_op_that_loads_is_drawn_with_its_recorded_operand_shapes(tmp_path):
+    trace = run(joined, (1,), (np.ones((2, 4), np.float32), np.zeros((2, 8), np.float32)), trace=True)
+    (cat,) = trace.by_op("cat")
+    cat.coords[..., 0], cat.coords[..., 1] = 0, 0   # every element from the first operand's first: odd, but a map
+    trace.save(tmp_path / "t.npz")
+    loaded = Trace.load(tmp_path / "t.npz")
+    assert loaded.by_op("cat")[0].operand_shapes == ((2, 4), (2, 4))
+    views_of_trace(loaded, limit=20)
+
+
+def _plain_coordinates(entries):
+    """Coordinates as versions 1 and 2 store them, from version 3's lane differences."""
+    for name in [n for n in entries if n.endswith("_coords")]:
+        lanes = entries[name[:-len("coords")] + "status"].shape
+        rows = np.cumsum(entries[name], axis=1, dtype=np.int32)
+        entries[name] = np.moveaxis(rows.reshape((rows.shape[0], *lanes)), 0, -1)
+
+
+def test_a_version_1_shape_op_without_operand_shapes_is_shown_flat(tmp_path):
+    path = tmp_path / "v1.npz"
+    run(joined, (1,), (np.ones((2, 4), np.float32), np.zeros((2, 8), np.float32)), trace=True).save(path)
+    _rewritten(path, lambda e: (_plain_coordinates(e), e["meta"].update(version=1),
+                                e["meta"]["events"][1].update(operand_shapes=None)))
+    loaded = Trace.load(path)
+    assert loaded.by_op("cat")[0].operand_shapes == ((8,), (8,))
+    views_of_trace(loaded, limit=20)

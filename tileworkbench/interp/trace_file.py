@@ -12,6 +12,7 @@ a status they do not know or an allocation the file did not pay for.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import tempfile
@@ -22,7 +23,7 @@ import zlib
 import numpy as np
 
 from ..ir.attrs import PaddingMode
-from ..ir.ops import OPS, Category
+from ..ir.ops import OPS, Category, ViewKind
 from ..ir.types import dtype_named
 from .trace import MAX_TRACE_BYTES, Event, InvalidTraceError, Status, Trace, view_bytes
 
@@ -34,6 +35,7 @@ _MAX_META_BYTES = 16 << 20
 _MAX_META_CONTAINERS = 1 << 17   # JSON objects and lists: 64 MiB of `{},` would take GBs parsed
 _MAX_GRID = (1 << 31) - 1   # blocks are int32
 _MAX_RANK = 8
+MAX_TILE_ELEMENTS = 1 << 24   # as frontend/compiler.py's: an event's tile, a shape op's operand
 _LANE_STATUSES = {  # what each kind of op writes in its events (interp/memory.py, executor.py)
     "read": {Status.LOADED, Status.PADDED, Status.MASKED, Status.OUT_OF_BOUNDS},
     "write": {Status.STORED, Status.DROPPED, Status.MASKED, Status.OUT_OF_BOUNDS, Status.COLLISION},
@@ -236,6 +238,7 @@ def _event(members: _Members, check: _Checker, k: int, m, grid: tuple, arrays: d
     line, col = check.count(m.get("line"), f"{what}'s line"), check.count(m.get("col"), f"{what}'s col")
     check(isinstance(m.get("source"), str), f"{what}'s source is not a string")
     shape = check.shape(m.get("shape"), f"{what}'s shape")
+    check(_is_tile_shape(shape), f"{what}'s shape {list(shape)} is not a tile shape")
 
     blocks, status = members.read(f"e{k}_blocks"), members.read(f"e{k}_status")
     check(blocks.ndim == 2 and blocks.shape[1] == 3 and len(blocks) >= 1 and status.shape == blocks.shape[:1] + shape,
@@ -257,10 +260,12 @@ def _event(members: _Members, check: _Checker, k: int, m, grid: tuple, arrays: d
     check(coords.shape == status.shape + (ndim,), f"{what}'s coordinates {coords.shape} do not match its status "
                                                   f"{status.shape}")
     coords = coords.astype(np.int32, copy=False)
-    operand_shapes = _operand_shapes(check, what, m.get("operand_shapes"), is_shape)
+    operand_shapes = _operand_shapes(check, what, op, m.get("operand_shapes"), is_shape, coords, version)
     if is_shape:
         _check_moves(check, what, coords, operand_shapes)
     else:
+        check(decl.view is not ViewKind.TILE_SPACE or _is_tile_lattice(coords),
+              f"{what}'s lanes do not form a tile: a {op} touches a box of the array, one lane per element")
         inside = np.isin(status, _INSIDE)
         bounds = np.asarray(arrays[array]["shape"], np.int64)
         check(((coords[inside] >= 0) & (coords[inside] < bounds)).all(),
@@ -269,18 +274,49 @@ def _event(members: _Members, check: _Checker, k: int, m, grid: tuple, arrays: d
                  operand_shapes, *_padding(members, check, k, m, status.shape))
 
 
-def _operand_shapes(check: _Checker, what: str, shapes, is_shape: bool):
-    if not shapes:
+def _operand_shapes(check: _Checker, what: str, op: str, shapes, is_shape: bool, coords, version: int):
+    """A shape op's operand shapes: one tile shape per data operand. Version 1 files may lack them:
+    then each operand is shown flat, as long as its positions reach."""
+    if not is_shape:
+        check(not shapes, f"{what} is a memory op with operand_shapes")
         return None
-    check(is_shape and isinstance(shapes, list) and 1 <= len(shapes) <= 2,
-          f"{what}'s operand_shapes are not one or two tile shapes of a shape op")
-    return tuple(check.shape(s, f"{what}'s operand shape") for s in shapes)
+    count = 2 if op in ("cat", "insert") else 1
+    if not shapes and version == 1:
+        operand, position = coords[..., 0], coords[..., 1]
+        out = tuple((int(position[operand == k].max(initial=0)) + 1,) for k in range(count))
+    else:
+        check(isinstance(shapes, list) and len(shapes) == count,
+              f"{what}'s operand_shapes are not the {count} tile shape(s) of a {op}")
+        out = tuple(check.shape(s, f"{what}'s operand shape") for s in shapes)
+    check(all(_is_tile_shape(s) for s in out), f"{what}'s operand shapes {list(out)} are not tile shapes")
+    return out
+
+
+def _is_tile_shape(shape: tuple) -> bool:
+    return all(n >= 1 for n in shape) and math.prod(shape) <= MAX_TILE_ELEMENTS
+
+
+def _is_tile_lattice(coords: np.ndarray) -> bool:
+    """Whether each row of (B, *tile, ndim) coordinates is a tile's box: lane i at origin + i, the
+    tile's axes in some order (a load's `order`)."""
+    tile, ndim = coords.shape[1:-1], coords.shape[-1]
+    if len(tile) != ndim:
+        return False
+    offsets = coords - coords[(slice(None),) + (0,) * ndim + (None,) * ndim]
+    lane = np.indices(tile, dtype=np.int32)
+    free = list(range(ndim))
+    for d in range(ndim):
+        axis = next((a for a in free if (offsets[..., d] == lane[a]).all()), None)
+        if axis is None:
+            return False
+        free.remove(axis)
+    return True
 
 
 def _check_moves(check: _Checker, what: str, coords: np.ndarray, operand_shapes) -> None:
     """A shape op's lanes each name (operand, flat position) inside that operand."""
     operand, position = coords[..., 0], coords[..., 1]
-    sizes = np.array([int(np.prod(s)) for s in operand_shapes] if operand_shapes else [np.iinfo(np.int32).max])
+    sizes = np.array([math.prod(s) for s in operand_shapes])
     check(((operand >= 0) & (operand < len(sizes))).all(), f"{what} moves elements from operands it does not have")
     check(((position >= 0) & (position < sizes[np.clip(operand, 0, len(sizes) - 1)])).all(),
           f"{what} moves elements from outside its operands")
