@@ -47,3 +47,21 @@ def test_what_cutile_refuses_by_keyword_or_position_is_a_type_error(call, messag
         call(a)
     with pytest.raises(ct.TileTypeError, match=message):
         ct.launch(None, (1,), k, (np.zeros(4, np.float32),))
+
+
+def test_static_iter_takes_its_iterable_by_keyword_and_static_eval_its_expression_only_by_position():
+    @ct.kernel
+    def unrolled(out):
+        total = 0
+        for k in ct.static_iter(iterable=(1, 2, 3)):
+            total += k
+        ct.store(out, (0,), ct.full((1,), total, ct.int32))
+    out = np.zeros(1, np.int32)
+    ct.launch(None, (1,), unrolled, (out,))
+    assert out[0] == 6
+
+    @ct.kernel
+    def named_expr(out):
+        ct.store(out, (0,), ct.full((1,), ct.static_eval(expr=1), ct.int32))
+    with pytest.raises(ct.TileSyntaxError, match="takes exactly one expression"):
+        ct.launch(None, (1,), named_expr, (out,))

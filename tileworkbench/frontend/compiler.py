@@ -994,11 +994,14 @@ class Lowerer:
     def static_eval(self, node, what: str):
         """static_eval(expr) / static_iter(expr): `expr` run as Python, now, on the constants and
         the tiles and arrays (standing for themselves) it names."""
-        if len(node.args) != 1 or node.keywords:
+        # cuTile's static_iter(iterable) may name its one argument; static_eval(expr, /) may not
+        named = [k.value for k in node.keywords if what == "static_iter" and k.arg == "iterable"]
+        expressions = node.args + named
+        if len(expressions) != 1 or len(named) != len(node.keywords):
             self.fail(TileSyntaxError, f"{what}() takes exactly one expression")
         namespace = {**self.source.globals, **self.source.closure,
                      **{k: v for k, v in self.scope.items() if k.isidentifier() and not isinstance(v, _Undefined)}}
-        code = compile(ast.fix_missing_locations(ast.Expression(node.args[0])), self.source.filename, "eval")
+        code = compile(ast.fix_missing_locations(ast.Expression(expressions[0])), self.source.filename, "eval")
         try:
             value = eval(code, namespace)  # the user's own expression, run as Python would
             if what == "static_iter":

@@ -48,8 +48,9 @@ def bind_call(lw, stub, args, kwargs) -> dict:
     except TypeError as e:
         lw.fail(TileTypeError, f"{stub.__name__}(): {e}")
     bound.apply_defaults()
-    return {name: tuple(v) if p.kind is p.VAR_POSITIONAL else v
-            for (name, p), v in zip(inspect.signature(stub).parameters.items(), bound.arguments.values())}
+    params = bound.signature.parameters
+    return {name: tuple(v) if params[name].kind is inspect.Parameter.VAR_POSITIONAL else v
+            for name, v in bound.arguments.items()}
 
 
 class SliceValue:
