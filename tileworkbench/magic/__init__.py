@@ -199,6 +199,8 @@ class TileKernelMagics(Magics):
             exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the cell, as IPython would run it
         except TileError as error:
             self.report(error, name or "kernel")
+        except UserInputError as error:  # a bad parameter list or kernel name: its message says it all
+            raise TileKernelCellError(f"{type(error).__name__}: {error}", []) from None
         kernels = [n for n in assigned if isinstance(namespace.get(n), UserKernel)]
         if not kernels:
             raise TileKernelCellError("A %%tilekernel cell must define a function (def name(...): ...) or assign a "
