@@ -23,6 +23,7 @@ from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, 
 from . import coerce
 from .coerce import broadcast, cast, is_const, to_value, unify
 
+
 def _matches_stub(stub, lowering):
     """As cuTile's @impl checks: the lowering takes every parameter of the tile function by name
     (after `lw`; more only with defaults, or **arguments), so a renamed parameter fails at import."""
