@@ -52,6 +52,12 @@ CASES = [
     UserKernelCase("math-functions", lambda m: m.ElementwiseKernel(
         "float32 x", "float32 z", "z = sqrtf(fabsf(x)) + expf(-x * x) + max(x, 0.25f)", "math"),
         lambda: (_floats(70_000),), exact=False),
+    UserKernelCase("math-functions-erf-log1p-expm1-erfc-cbrt-hypot", lambda m: m.ElementwiseKernel(
+        "float32 x, float32 y", "float32 z, float64 w",
+        "z = erff(x) + log1pf(fabsf(x)) + expm1f(x) - erfcf(y) + cbrtf(y) + hypotf(x, y); "
+        "w = erf((double)x) + log1p(fabs((double)y)) + expm1((double)y) + erfc((double)x) + cbrt((double)x) "
+        "+ hypot((double)x, (double)y)", "more_math"),
+        lambda: (_floats(70_000), _floats(70_000)), exact=False),
     UserKernelCase("float16-generic", lambda m: m.ElementwiseKernel(
         "T x, T y", "T z", "z = x * y + x", "half_ops"),
         lambda: (_floats(4096, np.float16), _floats(4096, np.float16)), exact=False),
