@@ -235,10 +235,10 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     if not isinstance(kernel_args, tuple):
         raise ArgumentTypeError(f"Kernel arguments must be a tuple, got {type(kernel_args).__name__}")
     grid = normalize_grid(grid)
-    interpret = interpret_requested()
+    switched = interpret_requested()
     # The interpreter is imported on first use: a program that launches on the GPU never loads it.
     leaves = argument_leaves(kernel_args)  # the arrays in list and tuple arguments count as arguments here
-    if interpret or any(map(is_host_tensor, leaves)):
+    if switched or any(map(is_host_tensor, leaves)):
         from ..interp.host import run_anywhere
         run_anywhere(kernel.specialize(kernel_args), grid, kernel_args)
         return
