@@ -297,7 +297,7 @@ class _Emitter:
                 self.loc = enclosing
                 continue
             made = [v for v in op.operands  # (an index computed or read from a table is made by the rule)
-                    if v not in self.plan.index_tables and v not in self.plan.affine_indices]
+                    if op.name not in ("gather", "scatter") or not _computed_index(self.plan, v)]
             own = {v: self[v] for v in made}
             for v in made:  # the rule sees each operand in the layout the op takes it in
                 self.names[v] = self.in_layout(v, wanted_layout(self.plan, op, v))
@@ -387,12 +387,16 @@ def _narrow(dtype) -> bool:
 
 
 def _rounded(e, op) -> bool:
-    """An op in a directed rounding mode: tw::<op>_rounded<tw::RZ>(...) (tw::op:: for scalars)."""
+    """An op in a directed rounding mode: tw::<op>_rounded<tw::RZ>(...), or in APPROX:
+    tw::<op>_approx<flush to zero>(...), the hardware's approximate instruction (tw::op:: for scalars)."""
     mode = op.attrs.get("rounding")
+    space = "tw::op::" if not op.result.shape else "tw::"
+    operands = ", ".join(e[v] for v in op.operands)
     if mode:
-        space = "tw::op::" if not op.result.shape else "tw::"
-        e.assign(op, f"{space}{op.name}_rounded<tw::{mode}>({', '.join(e[v] for v in op.operands)})")
-    return bool(mode)
+        e.assign(op, f"{space}{op.name}_rounded<tw::{mode}>({operands})")
+    elif op.attrs.get("approx"):
+        e.assign(op, f"{space}{op.name}_approx<{str(bool(op.attrs.get('flush_to_zero'))).lower()}>({operands})")
+    return bool(mode) or bool(op.attrs.get("approx"))
 
 
 def _flushed(e, op, expr: str | None = None) -> list[str] | str:
@@ -840,7 +844,14 @@ def _indices(e, op, index, shape) -> list[str]:
             axis, start = e.plan.affine_indices[v]
             first = "0" if start is None else e[start]
             names[v] = f"tw::affine_index<{v.dtype.ctype}, {shape_type(shape)}, {axis}>{{{first}}}"
+        elif v in e.plan.uniform_indices:
+            names[v] = f"tw::uniform_index<{v.dtype.ctype}, {shape_type(shape)}>{{{e[e.plan.uniform_indices[v]]}}}"
     return [names[v] if v in names else e.tile(v) for v in index]
+
+
+def _computed_index(plan, v: Value) -> bool:
+    """Whether a gather's or scatter's index operand v is not read as a tile (layout.py _index_tables)."""
+    return v in plan.index_tables or v in plan.affine_indices or v in plan.uniform_indices
 
 
 @emits("gather")
