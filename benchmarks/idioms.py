@@ -48,7 +48,9 @@ def next_pow2(n: int) -> int:
 @dataclass
 class Idiom:
     """One kernel at one size: its arrays (name -> (shape, dtype; None: the run's dtype)), the outputs
-    among them, the launch grid and arguments, and a reference of the outputs from the inputs' rows."""
+    among them, the launch grid and arguments, and a reference of the outputs from the inputs' rows.
+    `key` names it at every size."""
+    key: str
     name: str
     kernel: str
     arrays: dict
@@ -92,33 +94,35 @@ def idioms(smoke: bool) -> list[Idiom]:
     seq, heads, half = (5, 4, 8) if smoke else (4096, 32, 64)
     seed = 1234
 
-    def softmax_rows(name, kernel, m, c, persistent=False):
+    def softmax_rows(key, name, kernel, m, c, persistent=False):
         tile = next_pow2(c)
         args = (lambda a: (a["x"], a["y"], m, c, tile)) if persistent else (lambda a: (a["x"], a["y"], c, tile))
-        return Idiom(name, kernel, {"x": ((m, c), None), "y": ((m, c), None)}, ("y",),
+        return Idiom(key, name, kernel, {"x": ((m, c), None), "y": ((m, c), None)}, ("y",),
                      (lambda a, sms: (min(m, 4 * sms),)) if persistent else (lambda a, sms: (m,)), args,
                      lambda x, first: {"y": _softmax(x["x"])})
 
     out = [
-        softmax_rows(f"softmax gather {cols}", "softmax_gather", rows, cols),
-        softmax_rows(f"softmax gather {wide}", "softmax_gather", wide_rows, wide),
-        softmax_rows(f"softmax gather {cols - cols // 32 - 3} (masked)", "softmax_gather", rows, cols - cols // 32 - 3),
-        softmax_rows(f"softmax gather persistent {cols}", "softmax_gather_persistent", rows, cols, persistent=True),
-        Idiom(f"softmax load {cols}", "softmax_load", {"x": ((rows, cols), None), "y": ((rows, cols), None)}, ("y",),
+        softmax_rows("softmax_gather", f"softmax gather {cols}", "softmax_gather", rows, cols),
+        softmax_rows("softmax_gather_wide", f"softmax gather {wide}", "softmax_gather", wide_rows, wide),
+        softmax_rows("softmax_gather_masked", f"softmax gather {cols - cols // 32 - 3} (masked)", "softmax_gather",
+                     rows, cols - cols // 32 - 3),
+        softmax_rows("softmax_gather_persistent", f"softmax gather persistent {cols}", "softmax_gather_persistent",
+                     rows, cols, persistent=True),
+        Idiom("softmax_load", f"softmax load {cols}", "softmax_load", {"x": ((rows, cols), None), "y": ((rows, cols), None)}, ("y",),
               lambda a, sms: (rows,), lambda a: (a["x"], a["y"], cols),
               lambda x, first: {"y": _softmax(x["x"])}),
-        Idiom(f"swiglu {cols}", "swiglu", {"a": ((rows, cols), None), "b": ((rows, cols), None),
+        Idiom("swiglu", f"swiglu {cols}", "swiglu", {"a": ((rows, cols), None), "b": ((rows, cols), None),
                                            "c": ((rows, cols), None)}, ("c",),
               lambda a, sms: (min(rows, 4 * sms),), lambda a: (a["a"], a["b"], a["c"], next_pow2(cols)),
               lambda x, first: {"c": _silu_mul(x["a"], x["b"])}),
-        Idiom(f"silu and mul {d}", "silu_and_mul", {"x": ((rows // 2, 2 * d), None), "y": ((rows // 2, d), None)},
+        Idiom("silu_and_mul", f"silu and mul {d}", "silu_and_mul", {"x": ((rows // 2, 2 * d), None), "y": ((rows // 2, d), None)},
               ("y",), lambda a, sms: (rows // 2,), lambda a: (a["x"], a["y"], d, next_pow2(d)),
               lambda x, first: {"y": _silu_mul(x["x"][:, :d], x["x"][:, d:])}),
-        Idiom(f"dropout {n}", "dropout", {"x": ((n,), None), "y": ((n,), None)}, ("y",),
+        Idiom("dropout", f"dropout {n}", "dropout", {"x": ((n,), None), "y": ((n,), None)}, ("y",),
               lambda a, sms: (-(-n // block),), lambda a: (a["x"], a["y"], n, seed, DROP_P, block),
               lambda x, first: {"y": np.where(hash_uniform(np.arange(first, first + len(x["x"])), seed) >= DROP_P,
                                               x["x"] / (1 - DROP_P), 0.0)}),
-        Idiom(f"rope {seq}x{heads}x{2 * half}", "rope",
+        Idiom("rope", f"rope {seq}x{heads}x{2 * half}", "rope",
               {"x": ((seq, heads, 2 * half), None), "cos": ((seq, half), "float32"), "sin": ((seq, half), "float32"),
                "y": ((seq, heads, 2 * half), None)}, ("y",),
               lambda a, sms: (seq,), lambda a: (a["x"], a["cos"], a["sin"], a["y"], heads, half),
