@@ -14,6 +14,8 @@ import cuda.tile as ct
 ConstInt = ct.Constant[int]
 ConstFloat = ct.Constant[float]
 APPROX = ct.RoundingMode.APPROX
+NEG_INF = float("-inf")
+TWO_TO_MINUS_24 = 5.9604644775390625e-08
 
 
 @ct.kernel
@@ -22,7 +24,7 @@ def softmax_gather(x, y, n_cols: int, TILE: ConstInt):
     row = ct.bid(0)
     cols = ct.arange(TILE, dtype=ct.int32)
     t = ct.gather(x, (row, cols), check_bounds=True, padding_value=0).astype(ct.float32)
-    t = ct.where(cols < n_cols, t, -float("inf"))
+    t = ct.where(cols < n_cols, t, NEG_INF)
     e = ct.exp(t - ct.max(t, 0))
     out = ct.truediv(e, ct.sum(e, 0), rounding_mode=APPROX, flush_to_zero=True)
     ct.scatter(y, (row, cols), out.astype(y.dtype), check_bounds=True)
@@ -34,7 +36,7 @@ def softmax_gather_persistent(x, y, n_rows: int, n_cols: int, TILE: ConstInt):
     cols = ct.arange(TILE, dtype=ct.int32)
     for row in range(ct.bid(0), n_rows, ct.num_blocks(0)):
         t = ct.gather(x, (row, cols), check_bounds=True, padding_value=0).astype(ct.float32)
-        t = ct.where(cols < n_cols, t, -float("inf"))
+        t = ct.where(cols < n_cols, t, NEG_INF)
         e = ct.exp(t - ct.max(t, 0))
         out = ct.truediv(e, ct.sum(e, 0), rounding_mode=APPROX, flush_to_zero=True)
         ct.scatter(y, (row, cols), out.astype(y.dtype), check_bounds=True)
@@ -83,7 +85,7 @@ def _uniform(index, seed):
     h = h ^ (h >> 15)
     h = h * 0x2C1B3C6D
     h = h ^ (h >> 16)
-    return (h >> 8).astype(ct.float32) * (1.0 / (1 << 24))
+    return (h >> 8).astype(ct.float32) * TWO_TO_MINUS_24
 
 
 @ct.kernel

@@ -1,7 +1,7 @@
 """Memory-bound kernels in the idioms of third-party cuTile code, under tileworkbench and cuTile.
 
-    python benchmarks/idioms.py                    # GPU: every idiom in bf16, f16 and f32; a table last
-    python benchmarks/idioms.py --only softmax --dtypes bfloat16
+    python benchmarks/idioms.py                    # GPU: every idiom in bf16 and f32; a table last (< 3 min)
+    python benchmarks/idioms.py --only softmax --dtypes bfloat16,float16
     python benchmarks/idioms.py --smoke            # no GPU: tiny sizes on the interpreter, against NumPy
 
 The kernels are in benchmarks/idiom_kernels.py, written as cuTile users write them: rows gathered
@@ -34,6 +34,7 @@ if REPO not in sys.path:  # run as a script: tileworkbench from this checkout
 KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "idiom_kernels.py")
 NAMES = ("softmax_gather", "softmax_gather_persistent", "softmax_load", "swiglu", "silu_and_mul", "dropout", "rope")
 DTYPES = ("bfloat16", "float16", "float32")
+DEFAULT_DTYPES = ("bfloat16", "float32")  # (float16 moves as bfloat16 does)
 TOLERANCE = {"bfloat16": 2e-2, "float16": 4e-3, "float32": 2e-5}  # relative norm error of the rows checked
 CHECKED_ROWS = 64  # rows (dropout: blocks of elements) checked at each end
 DROP_P = 0.1
@@ -219,7 +220,7 @@ def _no_nan(arrays: dict, idiom: Idiom) -> bool:
     return not any(bool(arrays[k].isnan().any()) for k in idiom.outputs)
 
 
-def bench(dtypes=DTYPES, only=(), repetitions: int = 30) -> list[dict]:
+def bench(dtypes=DEFAULT_DTYPES, only=(), repetitions: int = 20) -> list[dict]:
     """Every idiom on the GPU under tileworkbench and cuTile (where importable), and a torch copy of the
     same bytes: one row per idiom and dtype."""
     import torch
@@ -301,11 +302,13 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the interpreter (no GPU)")
     parser.add_argument("--only", default="", help="comma-separated words: idioms whose name has one")
-    parser.add_argument("--dtypes", default=",".join(DTYPES), help=f"comma-separated, of {', '.join(DTYPES)}")
-    parser.add_argument("--repetitions", type=int, default=30)
+    parser.add_argument("--dtypes", default=None,
+                        help=f"comma-separated, of {', '.join(DTYPES)} (default: {', '.join(DEFAULT_DTYPES)} on the "
+                             f"GPU, all with --smoke)")
+    parser.add_argument("--repetitions", type=int, default=20)
     args = parser.parse_args(argv)
     only = tuple(w for w in args.only.split(",") if w)
-    dtypes = tuple(d for d in args.dtypes.split(",") if d)
+    dtypes = tuple(d for d in (args.dtypes or ",".join(DTYPES if args.smoke else DEFAULT_DTYPES)).split(",") if d)
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown:
         parser.error(f"unknown --dtypes {', '.join(unknown)} (known: {', '.join(DTYPES)})")

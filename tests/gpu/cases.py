@@ -180,7 +180,7 @@ for _dt in (np.float32, np.int32, np.int8, np.float16):
 def gather_2d(x, rows, out):
     r = ct.load(rows, (0,), (8,))
     c = ct.arange(16, dtype=ct.int32)
-    ct.store(out, (0,), ct.gather(x, (r[:, None], c[None, :])))
+    ct.store(out, (0, 0), ct.gather(x, (r[:, None], c[None, :])))
 
 
 case("gather-broadcast-indices", gather_2d, (1,),
@@ -233,20 +233,23 @@ for _dt in (np.float32, np.float16):
 
 
 @ct.kernel
-def row_by_scalar_index(x, y, shift, T: ct.Constant[int]):
-    # a row per block at (row, start + arange): the scalar row is one index for every element and the
-    # columns step by one, so a chunk is checked at its ends and moved whole; rows past the array
-    # (the grid has more blocks than rows), columns past it and unaligned starts element by element
+def row_by_scalar_index(x, y, shift, n, T: ct.Constant[int]):
+    # a row per block at (row, start + arange), masked by `cols < n`: the scalar row is one index for
+    # every element, the columns step by one and the mask is computed from them, so a chunk is checked
+    # at its ends and moved whole; rows past the array (the grid has more blocks than rows), columns
+    # past it, masked columns and unaligned starts element by element
     row = ct.bid(0)
     cols = ct.arange(T, dtype=ct.int32)
-    t = ct.gather(x, (row, cols + shift), check_bounds=True, padding_value=7)
+    t = ct.gather(x, (row, cols + shift), mask=cols < n, padding_value=7)
     ct.scatter(y, (row, cols), t, check_bounds=True)
 
 
 for _dt in (BF16, np.float16, np.float32):
-    for _cols, _shift in ((64, 0), (61, 0), (64, 1), (64, -3)):  # whole rows; a short last chunk; unaligned
-        case(f"row-by-scalar-index-{np.dtype(_dt).name}-{_cols}-shift{_shift}", row_by_scalar_index, (6,),
-             lambda dt=_dt, c=_cols, s=_shift: (random_array((5, c), dt), np.zeros((5, c), dt), s, 64), exact=True)
+    # whole rows; a short last chunk; unaligned; before the row; a mask ending inside a chunk
+    for _cols, _shift, _n in ((64, 0, 64), (61, 0, 64), (64, 1, 64), (64, -3, 64), (64, 0, 50)):
+        case(f"row-by-scalar-index-{np.dtype(_dt).name}-{_cols}-shift{_shift}-mask{_n}", row_by_scalar_index, (6,),
+             lambda dt=_dt, c=_cols, s=_shift, n=_n: (random_array((5, c), dt), np.zeros((5, c), dt), s, n, 64),
+             exact=True)
 
 
 @ct.kernel
@@ -315,7 +318,7 @@ case("cdiv-int8-and-invert-bool", narrow_integer_ops, (1,),
 @ct.kernel
 def nan_rows(x, out):
     t = ct.load(x, (0, 0), (8, 32))
-    ct.store(out, (0,), ct.max(t, axis=1, keepdims=True))
+    ct.store(out, (0, 0), ct.max(t, axis=1, keepdims=True))
     ct.store(out, (0, 1), ct.min(t, axis=1, keepdims=True))
 
 
@@ -335,7 +338,7 @@ def accumulator_row_extremes(a, b, c, out):
     acc = ct.mma(ct.load(a, (0, 0), (128, 16)), ct.load(b, (0, 0), (16, 64)), ct.load(c, (0, 0), (128, 64)))
     row_max = ct.max(acc, axis=1, keepdims=True)
     row_min = ct.min(acc, axis=1, keepdims=True)
-    ct.store(out, (0,), row_max)
+    ct.store(out, (0, 0), row_max)
     ct.store(out, (0, 1), row_min)
 
 
@@ -375,7 +378,7 @@ case("causal-row-max", causal_row_max, (2,), lambda: (
 def large_reduction(x, out, AXIS: ct.Constant[int], OP: ct.Constant[int]):
     t = ct.load(x, (0, 0), (512, 128))
     r = (ct.sum, ct.max, ct.argmin)[OP](t, axis=AXIS, keepdims=True)
-    ct.store(out, (0,), r.astype(out.dtype))
+    ct.store(out, (0, 0), r.astype(out.dtype))
 
 
 LARGE_REDUCTIONS = []  # (512, 128) tiles: larger than shared memory, staged in several passes
@@ -504,12 +507,12 @@ case("atomic-scalar-cas", scalar_atomic, (1,), lambda: (np.zeros(1, np.int32), n
 def rounded_arithmetic(x, y, out):
     a, b = ct.load(x, (0,), (64,)), ct.load(y, (0,), (64,))
     R = ct.RoundingMode
-    ct.store(out, (0,), ct.add(a, b, rounding_mode=R.RZ).reshape((1, 64)))
-    ct.store(out, (1,), ct.sub(a, b, rounding_mode=R.RM).reshape((1, 64)))
-    ct.store(out, (2,), ct.mul(a, b, rounding_mode=R.RP).reshape((1, 64)))
-    ct.store(out, (3,), ct.truediv(a, b, rounding_mode=R.RM).reshape((1, 64)))
-    ct.store(out, (4,), ct.sqrt(ct.abs(a), rounding_mode=R.RP).reshape((1, 64)))
-    ct.store(out, (5,), ct.truediv(a, b, rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (0, 0), ct.add(a, b, rounding_mode=R.RZ).reshape((1, 64)))
+    ct.store(out, (1, 0), ct.sub(a, b, rounding_mode=R.RM).reshape((1, 64)))
+    ct.store(out, (2, 0), ct.mul(a, b, rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (3, 0), ct.truediv(a, b, rounding_mode=R.RM).reshape((1, 64)))
+    ct.store(out, (4, 0), ct.sqrt(ct.abs(a), rounding_mode=R.RP).reshape((1, 64)))
+    ct.store(out, (5, 0), ct.truediv(a, b, rounding_mode=R.RP).reshape((1, 64)))
 
 
 for _dt in (np.float32, np.float64, np.float16, BF16):  # directed roundings are exact: bit for bit
@@ -687,7 +690,7 @@ def reductions(x, out, AXIS: ct.Constant[int]):
     a = ct.argmax(t, axis=AXIS, keepdims=True).astype(x.dtype)
     b = ct.argmin(t, axis=AXIS, keepdims=True).astype(x.dtype)
     c = ct.cumsum(t, axis=AXIS)
-    ct.store(out, (0,), c + ct.broadcast_to(s + m - n + a - b, (16, 64)))
+    ct.store(out, (0, 0), c + ct.broadcast_to(s + m - n + a - b, (16, 64)))
 
 
 for _axis in (0, 1):
@@ -1289,7 +1292,7 @@ for _dt in (np.float32, np.int16, BF16):
 @ct.kernel
 def list_constant_index(arrays, out):
     t = ct.load(arrays[2], (0, 0), (8, 16)) - ct.load(arrays[0], (0, 0), (8, 16))
-    ct.store(out, (0,), t * len(arrays))
+    ct.store(out, (0, 0), t * len(arrays))
 
 
 case("list-constant-index", list_constant_index, (1,),
@@ -1311,7 +1314,7 @@ case("list-copy-by-block-index", list_copy_by_block, (3,),
 @ct.kernel
 def list_item_of_a_0d_index(arrays, out):
     first = ct.full((), 0, dtype=ct.int32)
-    ct.store(out, (0,), ct.load(arrays[first + 1], (0, 0), (4, 8)) + ct.load(arrays[first], (0, 0), (4, 8)))
+    ct.store(out, (0, 0), ct.load(arrays[first + 1], (0, 0), (4, 8)) + ct.load(arrays[first], (0, 0), (4, 8)))
 
 
 case("list-item-of-0d-tile-index", list_item_of_a_0d_index, (1,),
@@ -1323,7 +1326,7 @@ case("list-item-of-0d-tile-index", list_item_of_a_0d_index, (1,),
 def tuple_arguments(pair, out, config):
     t = ct.load(pair[0], (0, 0), (4, 8)) * ct.load(pair[1], (0, 0), (4, 8))
     (scale, shift), lists = config
-    ct.store(out, (0,), t * scale + shift + ct.load(lists[1], (0, 0), (4, 8)))
+    ct.store(out, (0, 0), t * scale + shift + ct.load(lists[1], (0, 0), (4, 8)))
 
 
 case("tuple-of-arrays-scalars-and-a-list", tuple_arguments, (1,),

@@ -849,9 +849,22 @@ def _indices(e, op, index, shape) -> list[str]:
     return [names[v] if v in names else e.tile(v) for v in index]
 
 
+def _mask(e, mask: Value | None, shape) -> str:
+    """A gather's or scatter's mask: none, `start + ct.arange(n) < bound` computed per element
+    (layout.py _affine_mask), or a tile."""
+    if mask is None:
+        return "tw::no_mask{}"
+    if mask in e.plan.affine_masks:
+        axis, start, bound = e.plan.affine_masks[mask]
+        first = "0" if start is None else e[start]
+        return f"tw::affine_mask<{bound.dtype.ctype}, {shape_type(shape)}, {axis}>{{{first}, {e[bound]}}}"
+    return e.tile(mask)
+
+
 def _computed_index(plan, v: Value) -> bool:
-    """Whether a gather's or scatter's index operand v is not read as a tile (layout.py _index_tables)."""
-    return v in plan.index_tables or v in plan.affine_indices or v in plan.uniform_indices
+    """Whether a gather's or scatter's index or mask operand v is not read as a tile (layout.py _index_tables)."""
+    return (v in plan.index_tables or v in plan.affine_indices or v in plan.uniform_indices
+            or v in plan.affine_masks)
 
 
 @emits("gather")
@@ -859,7 +872,7 @@ def _gather(e, op):
     array, *rest = op.operands
     nd = array.type.ndim
     index, pad, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
-    mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
+    mask_text = _mask(e, mask, op.result.shape)
     indices = _indices(e, op, index, op.result.shape)
     e.assign_tile_result(op, f"tw::gather({', '.join([e[array], e.tile(pad), mask_text] + indices)})")
 
@@ -869,7 +882,7 @@ def _scatter(e, op):
     array, *rest = op.operands
     nd = array.type.ndim
     index, value, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
-    mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
+    mask_text = _mask(e, mask, value.shape)
     indices = _indices(e, op, index, value.shape)
     e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + indices)});")
 

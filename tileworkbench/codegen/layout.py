@@ -258,6 +258,9 @@ class LayoutPlan:
     # one made by broadcasting a scalar (`row` in `ct.gather(x, (row, cols))`) -> that scalar: the same
     # index for every element, no tile made (tile_memory.cuh uniform_index)
     uniform_indices: dict = field(default_factory=dict)
+    # a gather's or scatter's mask `start + ct.arange(n) < bound` -> (axis, start, bound): each element's
+    # bit from its coordinate, a chunk checked at its ends (tile_memory.cuh affine_mask)
+    affine_masks: dict = field(default_factory=dict)
 
     def of(self, v: Value):
         return self.layouts.get(v)
@@ -317,6 +320,10 @@ def _index_tables(fn: Function, plan: LayoutPlan):
     for op in fn.walk():
         if op.name not in ("gather", "scatter") or op.results and op.results[0] in plan.staged:
             continue
+        if op.attrs["has_mask"] and plan.of(op.operands[-1]) is None:
+            mask = _affine_mask(op.operands[-1])
+            if mask is not None:
+                plan.affine_masks[op.operands[-1]] = mask
         for v in op.operands[1:1 + op.operands[0].type.ndim]:
             made = v.owner
             if made is None or plan.of(v) is not None:
@@ -340,6 +347,16 @@ def _index_tables(fn: Function, plan: LayoutPlan):
             else:
                 plan.index_tables[v] = made.operands[0]
             plan.unneeded.add(made)
+
+
+def _affine_mask(m: Value):
+    """(axis, start, bound) when the mask m is `start + ct.arange(n) < bound` (the arange as it is or
+    reshaped, `bound` a scalar broadcast), else None."""
+    op = m.owner
+    if op is None or op.name != "lt" or op.operands[0].shape != m.shape:
+        return None
+    affine, bound = _affine_along(op.operands[0]), _splat_of(op.operands[1])
+    return None if affine is None or bound is None else (*affine, bound)
 
 
 def _affine_along(x: Value):

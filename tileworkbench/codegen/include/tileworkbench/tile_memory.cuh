@@ -165,6 +165,35 @@ __device__ inline bool mask_at(const no_mask&, int) { return true; }
 template <class S>
 __device__ bool mask_at(const tile<bool, S>& m, int r) { return m.v[r]; }
 
+// A mask that is `start + ct.arange(n) < bound` along Axis of the gather's or scatter's tile S
+// (`mask=cols < n`): each element's bit from its coordinate, no tile made; a chunk of V elements
+// along the last axis is unmasked when its last element is and no value wraps between its ends.
+template <class I, class S, int Axis>
+struct affine_mask {
+  I start, bound;
+  __device__ I value(int r) const {
+    int c[S::rank];
+    S::unflatten(tile<bool, S>::elem(r), c);
+    return I(start + I(c[Axis]));
+  }
+};
+template <class I, class S, int Axis>
+__device__ bool mask_at(const affine_mask<I, S, Axis>& m, int r) { return m.value(r) < m.bound; }
+
+// Whether all V elements of the chunk at register r0 (in one row of the tile) are unmasked.
+template <int V, class M>
+__device__ bool chunk_unmasked(const M& mask, int r0) {
+  bool all = true;
+#pragma unroll
+  for (int j = 0; j < V; ++j) all = all && mask_at(mask, r0 + j);
+  return all;
+}
+template <int V, class I, class S, int Axis>
+__device__ bool chunk_unmasked(const affine_mask<I, S, Axis>& mask, int r0) {
+  if constexpr (Axis == S::rank - 1) return mask.value(r0) <= mask.value(r0 + V - 1) && mask_at(mask, r0 + V - 1);
+  else return mask_at(mask, r0);
+}
+
 // A signed or unsigned index is inside [0, n) exactly when its unsigned 64-bit value is below n.
 template <class I>
 __device__ bool in_range(I i, int n) {
@@ -341,9 +370,8 @@ struct element_chunk {
       step = a.stride[Rank - 1];
       element_offset<Rank>(a.shape, a.stride, r0, offsets[0], index...);
       rows_inside = rows_in_range<Rank>(a.shape, r0, index...);
-      contiguous = V > 1 && step == 1 && rows_inside && last >= 0 && last <= position(extent) - V;
-#pragma unroll
-      for (int j = 0; j < V; ++j) contiguous = contiguous && mask_at(mask, r0 + j);
+      contiguous = V > 1 && step == 1 && rows_inside && last >= 0 && last <= position(extent) - V &&
+                   chunk_unmasked<V>(mask, r0);
     } else {
       contiguous = V > 1;
 #pragma unroll
