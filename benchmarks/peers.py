@@ -17,7 +17,8 @@ Cases: device-to-device copy (the ceiling), vector add, transposes (f32, bf16, f
 softmax, layernorm forward bf16, matmul f16 and bf16 at 4096^3 and 8192^3, attention forward
 (B=4, H=16, S=4096; d 64 and 128; causal or not; f16 and bf16), the rest of cuTile's single-GPU
 samples (vector add plain and by gather, batch matmul, layernorm backward, FFT, MoE), CuPy's
-user-defined kernels run by CuPy and by tileworkbench; then compile latency (cold, disk-cache hit,
+user-defined kernels run by CuPy and by tileworkbench, the memory-bound kernels of benchmarks/idioms.py
+(bf16 and f32; one source under cuTile and tileworkbench); then compile latency (cold, disk-cache hit,
 same-process hit), host launch overhead and a new process's first launch (benchmarks/launch_overhead.py).
 
 Method: every implementation is checked on fresh random inputs against a float32/float64 torch
@@ -314,7 +315,7 @@ def format_table(doc: dict) -> str:
 class Problem(SimpleNamespace):
     """One implementation's inputs (torch tensors on the GPU, fresh random values) and output `y`.
     Fields by op: `x, y` (copy, transpose, softmax), `a, b, y` (add, matmul), `table, ids, y`
-    (gather), `x, w, b, y` (layernorm)."""
+    (gather), `x, w, b, y` (layernorm); an idiom: its arrays by name, `y` its output, and `idiom`."""
 
     def poison(self):
         self.y.fill_(float("nan"))
@@ -518,6 +519,32 @@ def sample_cases(z: dict) -> list[Case]:
     ]
 
 
+IDIOM_DTYPES = ("bfloat16", "float32")
+
+
+def idiom_cases(size: str) -> list[Case]:
+    """The kernels of benchmarks/idioms.py (cuTile code as third parties write it: row gathers and
+    scatters, whole-row tiles, APPROX divisions, persistent loops, hashed dropout, RoPE) in bf16 and
+    f32, their whole outputs checked against the NumPy reference there."""
+    from benchmarks import idioms
+    cases = []
+    for idiom in idioms.idioms(smoke=size == "dry"):
+        for dtype in IDIOM_DTYPES:
+            def make(idiom=idiom, dtype=dtype):
+                arrays = {k: (_nan if k in idiom.outputs else _randn)(*shape, dtype=d or dtype)
+                          for k, (shape, d) in idiom.arrays.items()}
+                return Problem(**{**arrays, "y": arrays[idiom.outputs[0]]}, idiom=idiom)
+
+            def reference(p, idiom=idiom):
+                import torch
+                host = {k: getattr(p, k).double().cpu().numpy() for k in idiom.arrays if k not in idiom.outputs}
+                return torch.from_numpy(idiom.reference(host, 0)[idiom.outputs[0]]).to(p.y.device)
+            cases.append(Case(f"idiom_{idiom.key}_{SHORT[dtype]}", f"{idiom.name} {SHORT[dtype]} (idiom)", "memory",
+                              "idiom", {"idiom": idiom.key, "dtype": dtype}, idiom.nbytes(dtype), 0,
+                              idioms.TOLERANCE[dtype], make, reference))
+    return cases
+
+
 # sizes: "full" fills an H100; "quick" is a smoke test on a GPU; "dry" runs on the interpreter, no GPU
 # FFT: cuTile's sample loads the whole batch into one tile in every block (it is written for a batch of
 # 2), so its batch stays small: 256 FFTs are a 4096-element tile
@@ -545,7 +572,8 @@ def all_cases(size: str = "full") -> list[Case]:
               for dtype in ("float16", "bfloat16")),
             *(attention_case(batch, heads, seq, d, dtype, causal) for d in (64, 128)
               for dtype in ("float16", "bfloat16") for causal in (False, True)),
-            *sample_cases(z["samples"]), cupy_elementwise_case(n), cupy_reduction_case(rows, 4096)]
+            *sample_cases(z["samples"]), cupy_elementwise_case(n), cupy_reduction_case(rows, 4096),
+            *idiom_cases(size)]
 
 
 # ---- measuring: check every configuration, keep the fastest correct one, time round-robin ---------
@@ -858,6 +886,24 @@ def torch_sdpa(p):
         with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
             p.y = scaled_dot_product_attention(p.q, p.k, p.v, is_causal=p.causal, scale=p.scale)
     return run
+
+
+# -- the idiom kernels (benchmarks/idiom_kernels.py): one source, under tileworkbench and under cuTile
+
+@functools.cache
+def _idiom_kernels(cuda_tile: str):
+    from benchmarks.idioms import load_kernels
+    return load_kernels(cuda_tile)
+
+
+def _idiom(cuda_tile: str):
+    def offer(p):
+        launch = tw.launch if cuda_tile == "tileworkbench" else importlib.import_module("cuda.tile").launch
+        idiom, kernel, stream = p.idiom, getattr(_idiom_kernels(cuda_tile), p.idiom.kernel), _stream()
+        arrays = {k: getattr(p, k) for k in idiom.arrays}
+        grid, args = idiom.grid(arrays, _sms()), idiom.args(arrays)
+        return lambda: launch(stream, grid, kernel, args)
+    return offer
 
 
 # -- tileworkbench's own kernels (tileworkbench/kernels.py), a few tile shapes where they take one
@@ -1505,6 +1551,8 @@ OWN = {
                          ("CuPy ElementwiseKernel", "CuPy", cupy_own_elementwise)],
     "cupy_reduction": [("tileworkbench ReductionKernel", "tileworkbench", tw_cupy_reduction),
                        ("CuPy ReductionKernel", "CuPy", cupy_own_reduction)],
+    "idiom": [("tileworkbench: idiom_kernels.py", "tileworkbench", _idiom("tileworkbench")),
+              ("cuTile: idiom_kernels.py", "cuTile", _idiom("cuTile"))],
 }
 IMPLEMENTATIONS = {op: PUBLISHED_CALLS.get(op, []) + OWN.get(op, []) for op in {**PUBLISHED_CALLS, **OWN}}
 FAMILIES = ("tileworkbench", "cuTile", "Triton", "CuPy", "torch")

@@ -81,3 +81,12 @@ def test_a_missing_published_file_skips_its_row_and_says_how_to_get_it(monkeypat
     monkeypatch.setitem(peers.PUBLISHED, "Triton", str(tmp_path))
     with pytest.raises(Skipped, match="prepare_triton_tutorials.sh"):
         published_module("Triton", "06-fused-attention.py", ("attention",))
+
+
+def test_every_idiom_kernel_is_a_case_in_bf16_and_f32_under_tileworkbench_and_cutile():
+    from benchmarks.idioms import idioms
+    cases = {c.key: c for c in all_cases() if c.op == "idiom"}
+    assert set(cases) == {f"idiom_{i.key}_{t}" for i in idioms(smoke=False) for t in ("bf16", "f32")}
+    assert cases["idiom_softmax_gather_bf16"].bytes == 2 * 16384 * 4096 * 2 and \
+        cases["idiom_softmax_gather_bf16"].kind == "memory"
+    assert {family for _, family, _ in IMPLEMENTATIONS["idiom"]} == {"tileworkbench", "cuTile"}

@@ -233,6 +233,49 @@ for _dt in (np.float32, np.float16):
 
 
 @ct.kernel
+def row_by_scalar_index(x, y, shift, n, T: ct.Constant[int]):
+    # a row per block at (row, start + arange), masked by `cols < n`: the scalar row is one index for
+    # every element, the columns step by one and the mask is computed from them, so a chunk is checked
+    # at its ends and moved whole; rows past the array (the grid has more blocks than rows), columns
+    # past it, masked columns and unaligned starts element by element
+    row = ct.bid(0)
+    cols = ct.arange(T, dtype=ct.int32)
+    t = ct.gather(x, (row, cols + shift), mask=cols < n, padding_value=7)
+    ct.scatter(y, (row, cols), t, check_bounds=True)
+
+
+for _dt in (BF16, np.float16, np.float32):
+    # whole rows; a short last chunk; unaligned; before the row; a mask ending inside a chunk
+    for _cols, _shift, _n in ((64, 0, 64), (61, 0, 64), (64, 1, 64), (64, -3, 64), (64, 0, 50)):
+        case(f"row-by-scalar-index-{np.dtype(_dt).name}-{_cols}-shift{_shift}-mask{_n}", row_by_scalar_index, (6,),
+             lambda dt=_dt, c=_cols, s=_shift, n=_n: (random_array((5, c), dt), np.zeros((5, c), dt), s, n, 64),
+             exact=True)
+
+
+@ct.kernel
+def approx_math(x, y, out):
+    # APPROX: the hardware's approximate division, exponential and square root, with and without flushing
+    a, b = ct.load(x, (0,), (256,)), ct.load(y, (0,), (256,))
+    A = ct.RoundingMode.APPROX
+    ct.store(out, (0,), ct.truediv(a, b, rounding_mode=A))
+    ct.store(out, (1,), ct.truediv(a, b, rounding_mode=A, flush_to_zero=True))
+    ct.store(out, (2,), ct.exp(a, rounding_mode=A))
+    ct.store(out, (3,), ct.exp(a, rounding_mode=A, flush_to_zero=True))
+    ct.store(out, (4,), ct.sqrt(ct.abs(b), rounding_mode=A))
+    ct.store(out, (5,), ct.sqrt(ct.abs(b), rounding_mode=A, flush_to_zero=True))
+
+
+def _approx_args():
+    x, y = random_array(256, np.float32) * 8, random_array(256, np.float32) + 3
+    x[:4] = [1e-39, -1e-39, 0.0, -100.0]  # subnormals (flushed or not), exp of a large negative
+    y[4:6] = [1e-39, -1e-39]
+    return x, y, np.zeros(6 * 256, np.float32)
+
+
+case("approx-division-exp-sqrt-float32", approx_math, (1,), _approx_args)
+
+
+@ct.kernel
 def advanced(x, y, z, start):
     rows = ct.load(z, (0,), (4,))
     t = ct.load_advanced_indexing(x, (rows, ct.Slice(start, 8)), padding_mode=ct.PaddingMode.ZERO)

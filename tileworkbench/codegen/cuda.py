@@ -297,7 +297,7 @@ class _Emitter:
                 self.loc = enclosing
                 continue
             made = [v for v in op.operands  # (an index computed or read from a table is made by the rule)
-                    if v not in self.plan.index_tables and v not in self.plan.affine_indices]
+                    if op.name not in ("gather", "scatter") or not _computed_index(self.plan, v)]
             own = {v: self[v] for v in made}
             for v in made:  # the rule sees each operand in the layout the op takes it in
                 self.names[v] = self.in_layout(v, wanted_layout(self.plan, op, v))
@@ -373,12 +373,16 @@ def _narrow(dtype) -> bool:
 
 
 def _rounded(e, op) -> bool:
-    """An op in a directed rounding mode: tw::<op>_rounded<tw::RZ>(...) (tw::op:: for scalars)."""
+    """An op in a directed rounding mode: tw::<op>_rounded<tw::RZ>(...), or in APPROX:
+    tw::<op>_approx<flush to zero>(...), the hardware's approximate instruction (tw::op:: for scalars)."""
     mode = op.attrs.get("rounding")
+    space = "tw::op::" if not op.result.shape else "tw::"
+    operands = ", ".join(e[v] for v in op.operands)
     if mode:
-        space = "tw::op::" if not op.result.shape else "tw::"
-        e.assign(op, f"{space}{op.name}_rounded<tw::{mode}>({', '.join(e[v] for v in op.operands)})")
-    return bool(mode)
+        e.assign(op, f"{space}{op.name}_rounded<tw::{mode}>({operands})")
+    elif op.attrs.get("approx"):
+        e.assign(op, f"{space}{op.name}_approx<{str(bool(op.attrs.get('flush_to_zero'))).lower()}>({operands})")
+    return bool(mode) or bool(op.attrs.get("approx"))
 
 
 def _flushed(e, op, expr: str | None = None) -> list[str] | str:
@@ -831,7 +835,27 @@ def _indices(e, op, index, shape) -> list[str]:
             axis, start = e.plan.affine_indices[v]
             first = "0" if start is None else e[start]
             names[v] = f"tw::affine_index<{v.dtype.ctype}, {shape_type(shape)}, {axis}>{{{first}}}"
+        elif v in e.plan.uniform_indices:
+            names[v] = f"tw::uniform_index<{v.dtype.ctype}, {shape_type(shape)}>{{{e[e.plan.uniform_indices[v]]}}}"
     return [names[v] if v in names else e.tile(v) for v in index]
+
+
+def _mask(e, mask: Value | None, shape) -> str:
+    """A gather's or scatter's mask: none, `start + ct.arange(n) < bound` computed per element
+    (layout.py _affine_mask), or a tile."""
+    if mask is None:
+        return "tw::no_mask{}"
+    if mask in e.plan.affine_masks:
+        axis, start, bound = e.plan.affine_masks[mask]
+        first = "0" if start is None else e[start]
+        return f"tw::affine_mask<{bound.dtype.ctype}, {shape_type(shape)}, {axis}>{{{first}, {e[bound]}}}"
+    return e.tile(mask)
+
+
+def _computed_index(plan, v: Value) -> bool:
+    """Whether a gather's or scatter's index or mask operand v is not read as a tile (layout.py _index_tables)."""
+    return (v in plan.index_tables or v in plan.affine_indices or v in plan.uniform_indices
+            or v in plan.affine_masks)
 
 
 @emits("gather")
@@ -839,7 +863,7 @@ def _gather(e, op):
     array, *rest = op.operands
     nd = array.type.ndim
     index, pad, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
-    mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
+    mask_text = _mask(e, mask, op.result.shape)
     indices = _indices(e, op, index, op.result.shape)
     e.assign_tile_result(op, f"tw::gather({', '.join([e[array], e.tile(pad), mask_text] + indices)})")
 
@@ -849,7 +873,7 @@ def _scatter(e, op):
     array, *rest = op.operands
     nd = array.type.ndim
     index, value, mask = rest[:nd], rest[nd], (rest[nd + 1] if op.attrs["has_mask"] else None)
-    mask_text = e.tile(mask) if mask is not None else "tw::no_mask{}"
+    mask_text = _mask(e, mask, value.shape)
     indices = _indices(e, op, index, value.shape)
     e.emit(f"tw::scatter({', '.join([e[array], e.tile(value), mask_text] + indices)});")
 

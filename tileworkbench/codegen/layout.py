@@ -252,9 +252,15 @@ class LayoutPlan:
     # a gather's or scatter's index operand made by a broadcast -> the tile it broadcasts, which goes
     # to shared memory as a table read per element (tile_memory.cuh broadcast_index)
     index_tables: dict = field(default_factory=dict)
-    # one made by broadcasting `start + ct.arange(n)` along an axis -> (axis, start): computed from
-    # each element's coordinate (tile_memory.cuh affine_index)
+    # one that is `start + ct.arange(n)`, as it is or broadcast along an axis -> (axis, start): computed
+    # from each element's coordinate (tile_memory.cuh affine_index)
     affine_indices: dict = field(default_factory=dict)
+    # one made by broadcasting a scalar (`row` in `ct.gather(x, (row, cols))`) -> that scalar: the same
+    # index for every element, no tile made (tile_memory.cuh uniform_index)
+    uniform_indices: dict = field(default_factory=dict)
+    # a gather's or scatter's mask `start + ct.arange(n) < bound` -> (axis, start, bound): each element's
+    # bit from its coordinate, a chunk checked at its ends (tile_memory.cuh affine_mask)
+    affine_masks: dict = field(default_factory=dict)
 
     def of(self, v: Value):
         return self.layouts.get(v)
@@ -304,17 +310,36 @@ def plan_layouts(fn: Function, threads: int | None = None, arch: str | None = No
 
 
 def _index_tables(fn: Function, plan: LayoutPlan):
-    """A gather's or scatter's index operand made by a broadcast used nowhere else is not made: the
-    tile it broadcasts goes to shared memory and each element reads its index there. Outer products
-    of row and column indices (`a[rows[:, None], cols[None, :]]`) then hold no full index tiles."""
+    """A gather's or scatter's index operand that is a scalar broadcast, or `start + ct.arange(n)`
+    (as it is, or broadcast along an axis), is computed where each element needs it; one made by
+    another broadcast used nowhere else is not made: the tile it broadcasts goes to shared memory and
+    each element reads its index there. So `a[row, cols]` and outer products of row and column indices
+    (`a[rows[:, None], cols[None, :]]`) hold no full index tiles, and a chunk of a thread's elements
+    whose indices step along a row is checked and moved as one vector."""
     uses = _use_counts(fn)
     for op in fn.walk():
         if op.name not in ("gather", "scatter") or op.results and op.results[0] in plan.staged:
             continue
+        if op.attrs["has_mask"] and plan.of(op.operands[-1]) is None:
+            mask = _affine_mask(op.operands[-1])
+            if mask is not None:
+                plan.affine_masks[op.operands[-1]] = mask
         for v in op.operands[1:1 + op.operands[0].type.ndim]:
             made = v.owner
-            if (made is None or made.name != "broadcast" or uses[v] != 1 or plan.of(v) is not None
-                    or made.operands[0].type.size <= 1):
+            if made is None or plan.of(v) is not None:
+                continue
+            scalar = _splat_of(v) if v.shape else None
+            if scalar is not None:
+                plan.uniform_indices[v] = scalar
+                if uses[v] == 1:
+                    plan.unneeded.add(made)
+                continue
+            if made.name != "broadcast":
+                affine = _affine_along(v)
+                if affine is not None:
+                    plan.affine_indices[v] = affine
+                continue
+            if uses[v] != 1 or made.operands[0].type.size <= 1:
                 continue
             affine = _affine_along(made.operands[0])
             if affine is not None:
@@ -322,6 +347,16 @@ def _index_tables(fn: Function, plan: LayoutPlan):
             else:
                 plan.index_tables[v] = made.operands[0]
             plan.unneeded.add(made)
+
+
+def _affine_mask(m: Value):
+    """(axis, start, bound) when the mask m is `start + ct.arange(n) < bound` (the arange as it is or
+    reshaped, `bound` a scalar broadcast), else None."""
+    op = m.owner
+    if op is None or op.name != "lt" or op.operands[0].shape != m.shape:
+        return None
+    affine, bound = _affine_along(op.operands[0]), _splat_of(op.operands[1])
+    return None if affine is None or bound is None else (*affine, bound)
 
 
 def _affine_along(x: Value):

@@ -728,12 +728,15 @@ def check_flush_to_zero(lw, flush_to_zero, dtype):
         lw.fail(TileTypeError, "Flush to zero can only be used for float32 type", lw.arg("flush_to_zero"))
 
 
-# The rounding modes each elementwise op takes (cuTile's); RZ, RM and RP are kept on the op, the
-# others compute as without one (FULL and APPROX allow any result at least as precise).
+# The rounding modes each elementwise op takes (cuTile's); RZ, RM and RP are kept on the op, APPROX
+# as `approx` where the hardware's approximate instruction is within a few ulp (_APPROXIMATED: the
+# CUDA backend uses it; the interpreter computes as without a mode, a result at least as precise);
+# FULL, and APPROX elsewhere (tanh.approx is off by up to 2^-11), compute as without one.
 _DIRECTED = ("RZ", "RM", "RP")
 _ROUNDING_MODES = {"add": ("RN",) + _DIRECTED, "sub": ("RN",) + _DIRECTED, "mul": ("RN",) + _DIRECTED,
                    "truediv": ("RN",) + _DIRECTED + ("FULL", "APPROX"), "sqrt": ("RN",) + _DIRECTED + ("APPROX",),
                    "exp": ("FULL", "APPROX"), "tanh": ("FULL", "APPROX")}
+_APPROXIMATED = ("truediv", "exp", "sqrt")
 
 
 def rounding_attrs(lw, name, rounding_mode, dtype, stub=None) -> dict:
@@ -753,7 +756,9 @@ def rounding_attrs(lw, name, rounding_mode, dtype, stub=None) -> dict:
     if mode in ("FULL", "APPROX") and dtype is not float32:
         lw.fail(TileTypeError, f"Rounding mode {rounding_mode.value} can only be used for float32 type, but got "
                                f"{dtype} (RoundingMode.{mode})", lw.arg("rounding_mode"))
-    return {"rounding": mode} if mode in _DIRECTED else {}
+    if mode in _DIRECTED:
+        return {"rounding": mode}
+    return {"approx": True} if mode == "APPROX" and name in _APPROXIMATED else {}
 
 
 def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):

@@ -485,7 +485,34 @@ template <int Mode> __device__ double sqrt_rounded(double a) {
   return Mode == RZ ? __dsqrt_rz(a) : Mode == RM ? __dsqrt_rd(a) : __dsqrt_ru(a);
 }
 template <int Mode, class T> __device__ T sqrt_rounded(T a) { return convert_rounded<T, Mode>(sqrt_rounded<Mode>(widen(a))); }
+// RoundingMode.APPROX (float32 only): the hardware's approximate instructions (within a few ulp),
+// with subnormal operands and results flushed to zero where Ftz (flush_to_zero) says so. A division
+// is one reciprocal and one multiply instead of IEEE division's refinement and slow path.
+#define TW_APPROX_ASM(text, ftz_text, ...)                              \
+  float y;                                                             \
+  if constexpr (Ftz) asm(ftz_text : "=f"(y) : __VA_ARGS__);            \
+  else asm(text : "=f"(y) : __VA_ARGS__);                              \
+  return y;
+template <bool Ftz> __device__ float truediv_approx(float a, float b) {
+  TW_APPROX_ASM("div.approx.f32 %0, %1, %2;", "div.approx.ftz.f32 %0, %1, %2;", "f"(a), "f"(b))
+}
+template <bool Ftz> __device__ float exp_approx(float x) {  // e^x = 2^(x log2 e)
+  const float t = x * 1.4426950408889634f;
+  TW_APPROX_ASM("ex2.approx.f32 %0, %1;", "ex2.approx.ftz.f32 %0, %1;", "f"(t))
+}
+template <bool Ftz> __device__ float sqrt_approx(float x) {
+  TW_APPROX_ASM("sqrt.approx.f32 %0, %1;", "sqrt.approx.ftz.f32 %0, %1;", "f"(x))
+}
+#undef TW_APPROX_ASM
+
 }  // namespace op
+
+#define TW_APPROX_TILE(name)                                                                    \
+  template <bool Ftz, class S, class L, class... Ts>                                            \
+  __device__ auto name(const tile<float, S, L>& x, const tile<Ts, S, L>&... y) {                \
+    return map([](float a, Ts... b) { return op::name<Ftz>(a, b...); }, x, y...);               \
+  }
+TW_APPROX_TILE(truediv_approx) TW_APPROX_TILE(exp_approx) TW_APPROX_TILE(sqrt_approx)
 
 #define TW_ROUNDED_TILE(name)                                                                     \
   template <int Mode, class T, class S, class L, class... Ts>                                     \

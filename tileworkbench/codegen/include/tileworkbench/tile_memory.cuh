@@ -165,6 +165,35 @@ __device__ inline bool mask_at(const no_mask&, int) { return true; }
 template <class S>
 __device__ bool mask_at(const tile<bool, S>& m, int r) { return m.v[r]; }
 
+// A mask that is `start + ct.arange(n) < bound` along Axis of the gather's or scatter's tile S
+// (`mask=cols < n`): each element's bit from its coordinate, no tile made; a chunk of V elements
+// along the last axis is unmasked when its last element is and no value wraps between its ends.
+template <class I, class S, int Axis>
+struct affine_mask {
+  I start, bound;
+  __device__ I value(int r) const {
+    int c[S::rank];
+    S::unflatten(tile<bool, S>::elem(r), c);
+    return I(start + I(c[Axis]));
+  }
+};
+template <class I, class S, int Axis>
+__device__ bool mask_at(const affine_mask<I, S, Axis>& m, int r) { return m.value(r) < m.bound; }
+
+// Whether all V elements of the chunk at register r0 (in one row of the tile) are unmasked.
+template <int V, class M>
+__device__ bool chunk_unmasked(const M& mask, int r0) {
+  bool all = true;
+#pragma unroll
+  for (int j = 0; j < V; ++j) all = all && mask_at(mask, r0 + j);
+  return all;
+}
+template <int V, class I, class S, int Axis>
+__device__ bool chunk_unmasked(const affine_mask<I, S, Axis>& mask, int r0) {
+  if constexpr (Axis == S::rank - 1) return mask.value(r0) <= mask.value(r0 + V - 1) && mask_at(mask, r0 + V - 1);
+  else return mask_at(mask, r0);
+}
+
 // A signed or unsigned index is inside [0, n) exactly when its unsigned 64-bit value is below n.
 template <class I>
 __device__ bool in_range(I i, int n) {
@@ -212,8 +241,18 @@ struct affine_index {
   }
 };
 
+// An index operand that is one scalar broadcast to the gather's or scatter's tile S (`row` in
+// `ct.gather(x, (row, cols))`): the same index for every element, no tile made.
+template <class I, class S>
+struct uniform_index {
+  using shape_type = S;
+  I value;
+};
+
 template <class I, class S>
 __device__ I index_at(const tile<I, S>& index, int r) { return index.v[r]; }
+template <class I, class S>
+__device__ I index_at(const uniform_index<I, S>& index, int) { return index.value; }
 template <class I, class SX, class S>
 __device__ I index_at(const broadcast_index<I, SX, S>& index, int r) { return index[r]; }
 template <class I, class S, int Axis>
@@ -227,6 +266,8 @@ template <class Index> constexpr along_last along_last_of = along_last::any;
 template <class I, class SX, class S>
 constexpr along_last along_last_of<broadcast_index<I, SX, S>> =
     SX::dim(SX::rank - 1) == 1 ? along_last::constant : along_last::any;
+template <class I, class S>
+constexpr along_last along_last_of<uniform_index<I, S>> = along_last::constant;
 template <class I, class S, int Axis>
 constexpr along_last along_last_of<affine_index<I, S, Axis>> =
     Axis == S::rank - 1 ? along_last::step : along_last::constant;
@@ -267,55 +308,94 @@ __device__ bool rows_in_range(const int32_t* shape, int r, const Index&... index
   return inside;
 }
 
+// The integer type of the last of a gather's or scatter's index operands, and the type a position
+// along the array's last axis is compared in: int for 32-bit signed indices (no overflow: |index| and
+// extents are below 2^31), else long long.
+template <class Index> struct index_of;
+template <class I, class S> struct index_of<tile<I, S>> { using type = I; };
+template <class I, class S> struct index_of<uniform_index<I, S>> { using type = I; };
+template <class I, class S, int Axis> struct index_of<affine_index<I, S, Axis>> { using type = I; };
+template <class I, class SX, class S> struct index_of<broadcast_index<I, SX, S>> { using type = I; };
+template <class... Index> struct index_type { using type = int; };  // (a 0-d array: no index)
+template <class Last> struct index_type<Last> : index_of<Last> {};
+template <class First, class... Rest> struct index_type<First, Rest...> : index_type<Rest...> {};
+template <class I> struct position_of { using type = long long; };
+template <> struct position_of<int32_t> { using type = int; };
+template <> struct position_of<int16_t> { using type = int; };
+template <> struct position_of<int8_t> { using type = int; };
+
+// Whether a chunk of V consecutive elements of a tile indexed by `Index...` lies in one row of the
+// tile (V divides its last axis) along which every index is constant but the last, which steps by
+// one (`a[row, cols]`, `a[rows[:, None], start + ct.arange(n)[None, :]]`): its elements then sit at
+// one offset and the next ones along the array's last axis.
+template <int V, class... Index>
+__host__ __device__ constexpr bool walks_one_row() {
+  if constexpr (sizeof...(Index) == 0) {
+    return false;
+  } else if constexpr (last_type<Index...>::shape::rank == 0) {  // scalar indices
+    return false;
+  } else {
+    constexpr along_last kinds[] = {along_last_of<Index>...};
+    using S = typename last_type<Index...>::shape;
+    bool ok = S::dim(S::rank - 1) % V == 0 && kinds[sizeof...(Index) - 1] == along_last::step;
+    for (int k = 0; k + 1 < int(sizeof...(Index)); ++k) ok = ok && kinds[k] == along_last::constant;
+    return ok;
+  }
+}
+
 // Where the V elements of a chunk (a thread's registers r0 .. r0+V-1) sit in the array, and whether
 // each is inside and unmasked. The chunk is `contiguous` when all are and their offsets run
-// offset[0], offset[0]+1, ...: then it moves as one vector access, so a gather or scatter whose
+// offset(0), offset(0)+1, ...: then it moves as one vector access, so a gather or scatter whose
 // indices are affine in arange (bid * T + arange(T), a row of a 2-d array) is as fast as a load.
-template <int V, int Rank>
+// A chunk that walks one row is decided by its first and last elements' positions (two comparisons,
+// in 32 bits for 32-bit signed indices); the positions and checks of its single elements, which only
+// a chunk at an edge needs, are computed there.
+template <int V, int Rank, class M, class... Index>  // index tiles of one shape (none for a 0-d array)
 struct element_chunk {
-  long long offset[V];
-  bool ok[V];
+  static constexpr bool one_row = walks_one_row<V, Index...>();
+  // compares in the index's own width where that cannot overflow against an extent
+  using position = typename position_of<typename index_type<Index...>::type>::type;
+  long long offsets[one_row ? 1 : V];  // (one row: the first element's only)
+  bool oks[one_row ? 1 : V];
+  position last;  // (one row) the chunk's first position along the array's last axis
+  int32_t extent, step;  // (one row) the array's last extent and stride
+  bool rows_inside;  // (one row) the chunk's row is inside the array along the other axes
   bool contiguous;
-  template <class T, class M, class... Index>  // index tiles of one shape (none for a 0-d array)
+
+  template <class T>
   __device__ element_chunk(const array<T, Rank>& a, const M& mask, int r0, const Index&... index) {
-    if constexpr (walks_one_row<Index...>()) {
-      // the chunk lies in one row of the tile (V divides its last axis), every index is constant
-      // along it but the last, which steps by one: one offset, then the last axis's bounds
-      const long long last = index_at(last_of(index...), r0);
-      element_offset<Rank>(a.shape, a.stride, r0, offset[0], index...);
-      const bool rows_inside = rows_in_range<Rank>(a.shape, r0, index...);
-      contiguous = V > 1 && a.stride[Rank - 1] == 1;
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        offset[j] = offset[0] + (long long)j * a.stride[Rank - 1];
-        ok[j] = rows_inside && last + j >= 0 && last + j < a.shape[Rank - 1] && mask_at(mask, r0 + j);
-        contiguous = contiguous && ok[j];
-      }
+    if constexpr (one_row) {
+      last = position(index_at(last_of(index...), r0));
+      extent = a.shape[Rank - 1];
+      step = a.stride[Rank - 1];
+      element_offset<Rank>(a.shape, a.stride, r0, offsets[0], index...);
+      rows_inside = rows_in_range<Rank>(a.shape, r0, index...);
+      contiguous = V > 1 && step == 1 && rows_inside && last >= 0 && last <= position(extent) - V &&
+                   chunk_unmasked<V>(mask, r0);
     } else {
       contiguous = V > 1;
 #pragma unroll
       for (int j = 0; j < V; ++j) {
-        ok[j] = element_offset<Rank>(a.shape, a.stride, r0 + j, offset[j], index...) && mask_at(mask, r0 + j);
-        contiguous = contiguous && ok[j] && offset[j] == offset[0] + j;
+        oks[j] = element_offset<Rank>(a.shape, a.stride, r0 + j, offsets[j], index...) && mask_at(mask, r0 + j);
+        contiguous = contiguous && oks[j] && offsets[j] == offsets[0] + j;
       }
     }
   }
-
-  template <class... Index>
-  __host__ __device__ static constexpr bool walks_one_row() {
-    if constexpr (sizeof...(Index) == 0) {
-      return false;
-    } else if constexpr (last_type<Index...>::shape::rank == 0) {  // scalar indices
-      return false;
-    } else {
-      constexpr along_last kinds[] = {along_last_of<Index>...};
-      using S = typename last_type<Index...>::shape;
-      bool ok = S::dim(S::rank - 1) % V == 0 && kinds[sizeof...(Index) - 1] == along_last::step;
-      for (int k = 0; k + 1 < int(sizeof...(Index)); ++k) ok = ok && kinds[k] == along_last::constant;
-      return ok;
-    }
+  __device__ long long offset(int j) const {
+    if constexpr (one_row) return offsets[0] + (long long)j * step;
+    else return offsets[j];
+  }
+  __device__ bool ok(int j, const M& mask, int r0) const {  // (the mask and r0 the chunk was made with)
+    if constexpr (one_row) return rows_inside && last + j >= 0 && last + j < extent && mask_at(mask, r0 + j);
+    else return oks[j];
   }
 };
+
+template <int V, int Rank, class T, class M, class... Index>
+__device__ element_chunk<V, Rank, M, Index...> chunk_at(const array<T, Rank>& a, const M& mask, int r0,
+                                                        const Index&... index) {
+  return {a, mask, r0, index...};
+}
 
 // t[...] = a[index0[...], index1[...], ...] where inside and unmasked, else pad
 template <class T, int Rank, class S, class M, class... Index>  // index tiles, or broadcast_index of shape S
@@ -325,13 +405,13 @@ __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, con
   Tile out;
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
-    element_chunk<V, Rank> c(a, mask, r0, index...);
-    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset[0])) {
-      copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + c.offset[0]);
+    const auto c = chunk_at<V>(a, mask, r0, index...);
+    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset(0))) {
+      copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + c.offset(0));
       continue;
     }
 #pragma unroll
-    for (int j = 0; j < V; ++j) out.v[r0 + j] = c.ok[j] ? a.ptr[c.offset[j]] : pad.v[r0 + j];
+    for (int j = 0; j < V; ++j) out.v[r0 + j] = c.ok(j, mask, r0) ? a.ptr[c.offset(j)] : pad.v[r0 + j];
   }
   return out;
 }
@@ -343,14 +423,14 @@ __device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const 
   if (!value.owner()) return;
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
-    element_chunk<V, Rank> c(a, mask, r0, index...);
-    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset[0])) {
-      copy_chunk<V * sizeof(T)>(a.ptr + c.offset[0], &value.v[r0]);
+    const auto c = chunk_at<V>(a, mask, r0, index...);
+    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset(0))) {
+      copy_chunk<V * sizeof(T)>(a.ptr + c.offset(0), &value.v[r0]);
       continue;
     }
 #pragma unroll
     for (int j = 0; j < V; ++j)
-      if (c.ok[j]) a.ptr[c.offset[j]] = value.v[r0 + j];
+      if (c.ok(j, mask, r0)) a.ptr[c.offset(j)] = value.v[r0 + j];
   }
 }
 
