@@ -37,7 +37,8 @@ def run_python(args, tmp_path, *, fake_cutile=False, env=None):
         (package / "__init__.py").write_text("REAL_CUTILE = True\n")
         paths.append(str(tmp_path / "site"))
     environment = {k: v for k, v in os.environ.items() if k != "TILEWORKBENCH_CUTILE_ALIAS"}
-    environment.update({"PYTHONPATH": os.pathsep.join(paths), **(env or {})})
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]   # where torch may be
+    environment.update({"PYTHONPATH": os.pathsep.join(paths + inherited), **(env or {})})
     return subprocess.run([sys.executable, *args], cwd=tmp_path, env=environment, capture_output=True, text=True,
                           timeout=300, check=False)
 
@@ -179,3 +180,70 @@ def test_the_tuner_imports_as_cutile_s_public_module(tmp_path):
     done = run_python(["-c", code], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "TuningResult"
+
+
+SCRIPTS = ROOT / "tests" / "cutile_scripts"
+
+
+@pytest.mark.parametrize("name", ["vector_add", "matmul", "timed_softmax"])
+def test_cpu_runs_a_cutile_torch_script_with_cuda_tensors_on_the_interpreter(name, tmp_path):
+    pytest.importorskip("torch")
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu", str(SCRIPTS / f"{name}.py")], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "correctness check passed" in done.stdout
+
+
+def test_cpu_reaches_the_python_processes_the_script_starts(tmp_path):
+    pytest.importorskip("torch")
+    parent = tmp_path / "parent.py"
+    parent.write_text("import subprocess, sys\n"
+                      f"subprocess.run([sys.executable, {str(SCRIPTS / 'vector_add.py')!r}], check=True)\n")
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu", str(parent)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "vector_add: correctness check passed" in done.stdout
+
+
+def test_cpu_runs_a_numpy_cutile_script_with_or_without_torch(script, tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-4:] == ["[0.0,", "2.0,", "4.0,", "6.0]"]
+
+
+def test_the_usage_line_names_the_cpu_option(tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu"], tmp_path)
+    assert done.returncode == 2 and "[--cpu] (SCRIPT | -m MODULE)" in done.stderr
+
+
+def test_a_stray_cuda_module_in_the_working_folder_is_named(script, tmp_path):
+    (tmp_path / "cuda.py").write_text("print('the stray module ran')\n")
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(script)], tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'cuda.py'} is a module named `cuda` that shadows the `cuda` package" in done.stderr
+    assert "the stray module ran" not in done.stdout
+
+
+def test_a_stray_cuda_module_imported_before_install_is_named(tmp_path):
+    (tmp_path / "cuda.py").write_text("")
+    code = ("import sys; sys.path.insert(0, '.'); import cuda\n"
+            "import tileworkbench.cutile_alias as alias\n"
+            "try:\n    alias.install()\nexcept ImportError as e:\n    print(e)\n")
+    done = run_python(["-c", code], tmp_path)
+    assert "cuda.py is a module named `cuda` that shadows" in done.stdout, done.stderr
+
+
+def test_after_uninstall_from_cuda_import_tile_no_longer_gives_the_alias(tmp_path):
+    code = textwrap.dedent("""
+        import tileworkbench.cutile_alias as alias
+        alias.install()
+        from cuda import tile
+        assert tile.kernel.__module__ == "tileworkbench.tile._kernel"
+        alias.uninstall()
+        try:
+            from cuda import tile
+        except ImportError:
+            print("no alias")
+        else:
+            print("still", getattr(tile, "kernel", None))
+    """)
+    done = run_python(["-c", code], tmp_path)
+    assert done.stdout.strip() == "no alias", done.stderr
