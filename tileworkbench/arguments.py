@@ -103,8 +103,8 @@ def normalize_grid(grid) -> tuple[int, int, int]:
                 return known
     if not isinstance(grid, tuple):
         raise ArgumentTypeError(f"Grid must be a tuple, got {type(grid).__name__}")
-    if len(grid) > 3:
-        raise ArgumentValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
+    if not 1 <= len(grid) <= 3:
+        raise ArgumentValueError(f"Grid must have 1 to 3 dimensions, got {len(grid)}: {grid!r}")
     for i, g in enumerate(grid):
         if not isinstance(g, (int, np.integer)) or isinstance(g, (bool, np.bool_)) or g < 1:
             raise ArgumentValueError(f"Grid[{i}] must be a positive integer, got {g!r}")

@@ -137,6 +137,9 @@ def visualize(kernel, grid, args):
     before = {p: np.array(a, copy=True) for p, a in zip(kernel._signature.parameters, args)
               if isinstance(a, np.ndarray)}
     trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
+    if not trace.steps.steps:
+        raise TileKernelCellError(f"--viz: {kernel.name} executed no tile op in any block (no load, store or "
+                                  f"computation), so there is nothing to show", [])
     views = views_of_trace(trace, before)
     for view in views:
         display(view)
@@ -203,9 +206,21 @@ def sweep_where(workers: int | None, executor) -> dict:
             raise TileKernelCellError(f"--executor: a concurrent.futures.Executor or a Dask Client is needed, not "
                                       f"{type(executor).__name__}", [])
         executor = executor.get_executor()
+    if executor is not None:
+        _check_running(executor)
     if workers is not None and workers < 1:
         raise TileKernelCellError(f"--workers {workers}: at least one worker is needed", [])
     return {"workers": workers, "executor": executor}
+
+
+def _check_running(executor) -> None:
+    """An executor that takes no more work (shut down, a closed Dask client) fails at the first job
+    the sweep submits; submitting a trivial one first says so in one line."""
+    try:
+        executor.submit(int).result(timeout=60)
+    except Exception as e:
+        raise TileKernelCellError(f"--executor: the executor does not run jobs ({type(e).__name__}: {e}); make a "
+                                  f"new one (a shut-down executor takes no more work)", []) from None
 
 
 def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None,

@@ -280,7 +280,7 @@ class _Run:
         config = self.result.rows[index].config
         try:
             fn = self.kernel.specialize(tuple(self.args_fn(config)))
-            grid = normalize_grid(self.grid_fn(config)) if self.plan.model else None
+            grid = normalize_grid(self.grid_fn(config))   # also where nothing is timed: a bad grid is an error
         except TileError as e:
             return self.finish(index, "tile error", f"{type(e).__name__}: {e.message}")
         except Exception as e:

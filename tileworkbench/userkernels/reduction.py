@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import TileTypeError, TileUnsupportedFeatureError
+from ..errors import ArgumentTypeError, TileTypeError, TileUnsupportedFeatureError
 from ..ir.types import DType
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
@@ -236,6 +236,8 @@ def _normalize_axis(axis, ndim: int) -> tuple:
     if axis is None:
         return tuple(range(ndim))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in axes):
+        raise ArgumentTypeError(f"axis must be an int or a tuple of ints, got {axis!r}")
     normalized = []
     for a in axes:
         if not -ndim <= a < ndim:
