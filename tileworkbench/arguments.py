@@ -90,6 +90,19 @@ def array_dtype(value):
     return value.dtype
 
 
+def grid_rank(grid) -> int:
+    """How many axes a grid is written with in views and messages: up to the last one longer than 1
+    (at least one)."""
+    return max([k + 1 for k, g in enumerate(grid) if g > 1] or [1])
+
+
+def block_text(block, grid) -> str:
+    """A block as every view and error message writes it: "block (2,)" in a grid of one axis,
+    "block (2, 1)" in one of two (grid_rank), whether the block is given with 1, 2 or 3 coordinates."""
+    coords = tuple(int(b) for b in block) + (0,) * (3 - len(block))
+    return f"block {coords[:grid_rank(grid)]}"
+
+
 def normalize_grid(grid) -> tuple[int, int, int]:
     """A grid of 1-3 positive ints as (x, y, z)."""
     if type(grid) is tuple:  # launch loops repeat their grids

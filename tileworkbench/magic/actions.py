@@ -23,7 +23,7 @@ def show(kernel, args, what: str, arch: str | None):
         from ..codegen import generate
         print(generate(fn, arch=arch).source)
         return
-    from ..profile import theoretical_occupancy
+    from ..profile import percent, theoretical_occupancy
     from ..runtime.launch import build
     generated, module = build(fn, arch)
     if what == "ptx":
@@ -37,7 +37,7 @@ def show(kernel, args, what: str, arch: str | None):
     print(f"{generated.name} for {arch}: {generated.threads} threads/block, {r.registers} registers/thread, "
           f"{generated.smem_bytes + r.shared_static_bytes} B shared memory, {r.local_bytes} B local memory, "
           f"spills {r.spill_stores or 0} stores / {r.spill_loads or 0} loads\n"
-          f"theoretical occupancy {occupancy.occupancy:.0%} ({occupancy.blocks_per_sm} blocks, "
+          f"theoretical occupancy {percent(occupancy.occupancy)} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
     for line, text in generated.notes:
         print(f"  line {line}: {text}")
@@ -58,7 +58,7 @@ def show_cpp(kernel, what: str, arch: str | None):
 
 
 def _cpp_resources_text(kernel, arch: str) -> str:
-    from ..profile import theoretical_occupancy
+    from ..profile import percent, theoretical_occupancy
     from .inspector import cpp_block_threads
     r = kernel.resources(arch)
     threads = cpp_block_threads(kernel, arch)
@@ -71,7 +71,7 @@ def _cpp_resources_text(kernel, arch: str) -> str:
             f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
             f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
             f"parameters (as compiled): {parameters}\n"
-            f"theoretical occupancy with {threads}-thread blocks: {occupancy.occupancy:.0%} "
+            f"theoretical occupancy with {threads}-thread blocks: {percent(occupancy.occupancy)} "
             f"({occupancy.blocks_per_sm} blocks, {occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
 
 

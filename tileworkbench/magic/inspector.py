@@ -61,7 +61,7 @@ def summary(record: dict) -> str:
     if good:
         s = next((s for s in good if s.get("best")), good[-1])
         line += (f"; {record['arch']}: {s['threads']} threads, {s['registers']} registers, "
-                 f"{s['shared_bytes']} B shared, occupancy {s['occupancy']:.0%} ({s['limiter']})")
+                 f"{s['shared_bytes']} B shared, occupancy {s['occupancy_text']} ({s['limiter']})")
     if record["timing"]:
         line += f"; last timing {record['timing']['median_ms'] * 1e3:.1f} us"
     return line
@@ -133,7 +133,7 @@ def _cpp_compiled(kernel, arch: str, threads: int):
 
 def _compiled(compile_, label: str, arch: str, stopped: str | None) -> dict:
     from ..errors import TileError
-    from ..profile import theoretical_occupancy
+    from ..profile import percent, theoretical_occupancy
     from ..runtime.cache import NotCached
     from ..runtime.nvrtc import NvrtcUnavailableError
     try:
@@ -148,5 +148,6 @@ def _compiled(compile_, label: str, arch: str, stopped: str | None) -> dict:
     occupancy = theoretical_occupancy(arch, threads, r.registers, shared)
     return {"label": label, "threads": threads, "registers": r.registers, "shared_bytes": shared,
             "local_bytes": r.local_bytes, "spills": (r.spill_stores or 0) + (r.spill_loads or 0),
-            "occupancy": occupancy.occupancy, "blocks_per_sm": occupancy.blocks_per_sm,
+            "occupancy": occupancy.occupancy, "occupancy_text": percent(occupancy.occupancy),
+            "blocks_per_sm": occupancy.blocks_per_sm,
             "limiter": occupancy.limiter, "cuda": cuda, "error": None}

@@ -13,6 +13,7 @@ shared memory).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..targets import ARCH_LIMITS, KB, WARP_SIZE, ArchLimits, arch_limits  # noqa: F401 - part of this module's API
@@ -20,6 +21,17 @@ from ..targets import ARCH_LIMITS, KB, WARP_SIZE, ArchLimits, arch_limits  # noq
 # Which limit to name when several allow the same number of blocks: the hardware's warp and block
 # slots first (no tuning beats them), then the resources a kernel can change.
 LIMITERS = ("warps", "threads", "blocks", "registers", "shared memory")
+
+
+def percent(fraction: float) -> str:
+    """An occupancy as every view and record writes it: a whole percent, halves rounded up
+    (0.625 -> "63%"). The views' scripts show this text and never round an occupancy themselves,
+    so the heatmap, the tables, the records and the side panel agree.
+
+        >>> percent(0.625), percent(0.5), percent(1.0)
+        ('63%', '50%', '100%')
+    """
+    return f"{math.floor(fraction * 100 + 0.5)}%"
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,7 @@ def occupancy_curve(arch: str, vary: str, *, threads_per_block: int = 256, regis
     return {
         "values": values,
         "occupancy": [p.occupancy for p in points],
+        "occupancy_text": [percent(p.occupancy) for p in points],
         "blocks_per_sm": [p.blocks_per_sm for p in points],
         "warps_per_sm": [p.warps_per_sm for p in points],
         "limiter": [p.limiter for p in points],

@@ -39,7 +39,7 @@ def describe_args(kernel, args) -> str:
 
 
 def resources_text(generated, resources, arch: str) -> str:
-    from ..profile.occupancy import theoretical_occupancy
+    from ..profile.occupancy import percent, theoretical_occupancy
     shared = generated.smem_bytes + resources.shared_static_bytes
     occ = theoretical_occupancy(arch, generated.threads, resources.registers, shared)
     lines = [
@@ -53,7 +53,7 @@ def resources_text(generated, resources, arch: str) -> str:
         f"spill stores      {resources.spill_stores}",
         f"spill loads       {resources.spill_loads}",
         f"occupancy         {occ.blocks_per_sm} blocks, {occ.warps_per_sm} warps per SM "
-        f"({occ.occupancy:.0%}), limited by {occ.limiter}",
+        f"({percent(occ.occupancy)}), limited by {occ.limiter}",
     ]
     return "\n".join(lines) + "\n"
 

@@ -18,6 +18,7 @@ import math
 import numpy as np
 import traitlets
 
+from ..arguments import block_text, grid_rank  # noqa: F401 - grid_rank: the views import it from here
 from ..interp import Status
 from ._base import Data, SvgView, static
 from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, clip, hex_colour, light_ink, text, with_outlines
@@ -30,11 +31,6 @@ CAPS_1D = (1, 1, 64)
 HOLE, ONCE, TWICE, MORE = (229, 57, 53), (129, 199, 132), (255, 183, 77), (142, 36, 170)
 UNREAD, READ_LIGHT, READ_DARK = (238, 238, 238), (187, 222, 251), (41, 98, 255)
 WRITE_OUTLINE, READ_OUTLINE, SELECTED_OUTLINE = "#000000", "#d81b60", "#ff6f00"
-
-
-def grid_rank(grid) -> int:
-    """How many grid axes the scrubber shows: up to the last one longer than 1 (at least one)."""
-    return max([k + 1 for k, g in enumerate(grid) if g > 1] or [1])
 
 
 def linear_block(grid, block) -> int:
@@ -274,7 +270,7 @@ class CoverageView(SvgView):
 
     def to_svg(self) -> str:
         fig = dict(self.data)
-        fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, f"block {tuple(self.block[:fig['rank']])}",
+        fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, block_text(self.block, fig["grid"]),
                                             size=12, weight="bold", anchor="end", role="block")]
         return with_outlines(figure_svg(fig, footprint_outlines(fig, self.block)), self._selected_squares(),
                              SELECTED_OUTLINE)

@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 import traitlets
 
+from ..arguments import block_text
 from ..interp import Status
 from ..ir.ops import OPS, ViewKind
 from ._base import Data, SvgView, static
@@ -76,7 +77,7 @@ def _padding_labels(event, padding_value, n: int) -> list[str]:
     return ["?" if padding_value is None else _label(padding_value)] * n
 
 
-def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
+def index_map_data(event, array_shape, *, values=None, padding_value=0, grid=None) -> dict:
     """The figure of one block's gather/scatter (`event`: the lanes of that block) on an array of
     `array_shape` (1-D or 2-D). Lane panels share one layout (`lane_x`, `lane_y` per lane, offset
     by each panel's `x`); every lane has its flat target element (`elem`, -1 when out of bounds),
@@ -171,9 +172,9 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
 
     counts = {STATUS_LABELS[Status(int(s))]: int((status == s).sum()) for s in np.unique(status)}
     title = clip(f"{event.op} {event.array}, line {event.line}: {event.source.strip()}", TITLE_CHARS)
-    block = tuple(int(b) for b in event.blocks[0])
+    block = tuple(int(b) for b in event.blocks[0])   # without the grid: written to its last nonzero axis
     texts = [text(PAD, 16, title, size=13, weight="bold"),
-             text(PAD, TITLE_H + 14, f"block {block}: {n} lanes of a {tuple(tile_shape)} tile into "
+             text(PAD, TITLE_H + 14, f"{block_text(block, grid if grid is not None else np.add(block, 1))}: {n} lanes of a {tuple(tile_shape)} tile into "
                   f"{event.array} {array_shape} \u2014 " + ", ".join(f"{v} {k}" for k, v in counts.items()), size=11)]
     texts += [text(p["x"], top - 6, p["name"], weight="bold") for p in panels]
     binning = "" if factors == [1, 1] else f" (bins of {' x '.join(map(str, factors[max(0, 2 - nd):]))} elements)"
@@ -294,10 +295,11 @@ class IndexMapView(SvgView):
                              f"{', '.join(sorted({e.op for e in trace.events}))})")
         event = events[index].for_block(block)
         if not len(event.blocks):
-            raise ValueError(f"block {tuple(block)} did not execute the {op} on line {events[index].line}")
+            raise ValueError(f"{block_text(block, trace.grid)} did not execute the {op} on line {events[index].line}")
         pad = padding_value if padding_value is not None else padding_value_of(event.source)
         return cls(data=index_map_data(event, trace.arrays[event.array]["shape"],
-                                       values=None if values is None else np.asarray(values), padding_value=pad))
+                                       values=None if values is None else np.asarray(values), padding_value=pad,
+                                       grid=trace.grid))
 
     def to_svg(self) -> str:
         return index_map_svg(self.data, self.lane)
