@@ -34,11 +34,24 @@ def test_grid_and_args_launch_on_the_interpreter(shell):
     np.testing.assert_array_equal(shell.user_ns["c"], np.arange(10) + 1)
 
 
-def test_show_ir_and_cuda_print_the_code(shell):
+def code_shown(out) -> list[str]:
+    """The code outputs (--show ir/cuda/ptx/log) of a cell, as text."""
+    return [o.data["text/plain"] for o in out.outputs if 'class="tw-code"' in o.data.get("text/html", "")]
+
+
+def test_show_ir_and_cuda_show_the_code(shell):
     _, out = cell(shell, '--args "a, b, c, 4" --show ir --show cuda', ADD)
-    assert "kernel add(%a: array<float32, 1d>" in out.stdout
-    assert 'extern "C" __global__ void __launch_bounds__' in out.stdout
-    assert "// line 4: ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))" in out.stdout
+    ir, cuda = code_shown(out)
+    assert "kernel add(%a: array<float32, 1d>" in ir
+    assert 'extern "C" __global__ void __launch_bounds__' in cuda
+    assert "// line 4: ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))" in cuda
+
+
+def test_code_is_shown_unwrapped_so_that_no_token_or_comment_is_cut(shell):
+    _, out = cell(shell, '--args "a, b, c, 4" --show ir', ADD)
+    (html,) = [o.data["text/html"] for o in out.outputs if "tw-code" in o.data.get("text/html", "")]
+    assert html.startswith('<pre class="tw-code" style="white-space:pre;overflow-x:auto;')
+    assert "# line 4" in html and "%a: array&lt;float32, 1d&gt;" in html   # escaped, whole
 
 
 def test_errors_point_at_the_cells_line_with_a_caret_and_a_diagnostics_bundle(shell):

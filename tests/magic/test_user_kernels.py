@@ -57,7 +57,8 @@ def test_viz_shows_the_views_of_the_call(xy):
 
 def test_show_ir_prints_the_generated_kernels_ir(xy):
     _, out = cell(xy, '--args "x, y" --show ir', SQUARED_DIFF)
-    assert "kernel squared_diff(" in out.stdout and "gather" in out.stdout
+    (ir,) = [o.data["text/plain"] for o in out.outputs if "tw-code" in o.data.get("text/html", "")]
+    assert "kernel squared_diff(" in ir and "gather" in ir
 
 
 def test_grid_is_refused_and_a_body_error_points_at_the_snippet(xy):

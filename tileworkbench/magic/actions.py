@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import linecache
+from html import escape
 
 import numpy as np
 from IPython.display import display
@@ -13,24 +14,34 @@ from ..runtime import device
 from .diagnostics import TileKernelCellError
 
 
+CODE_STYLE = "white-space:pre;overflow-x:auto;margin:0;font-family:var(--jp-code-font-family,monospace)"
+
+
+def show_code(text: str) -> None:
+    """IR, CUDA, PTX or a compiler log as an output that scrolls sideways: Jupyter wraps printed
+    text anywhere (word-break: break-all), which cuts tokens and comments ("# lin e 7")."""
+    display({"text/plain": text, "text/html": f'<pre class="tw-code" style="{CODE_STYLE}">{escape(text)}</pre>'},
+            raw=True)
+
+
 def show(kernel, args, what: str, arch: str | None):
     fn = kernel.specialize(args)
     if what == "ir":
-        print(print_function(fn))
+        show_code(print_function(fn))
         return
     arch = device.target_arch(arch)
     if what == "cuda":
         from ..codegen import generate
-        print(generate(fn, arch=arch).source)
+        show_code(generate(fn, arch=arch).source)
         return
     from ..profile import percent, theoretical_occupancy
     from ..runtime.launch import build
     generated, module = build(fn, arch)
     if what == "ptx":
-        print(module.ptx)
+        show_code(module.ptx)
         return
     if what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
+        show_code(module.log.strip() or "(NVRTC printed nothing)")
         return
     r = module.kernels[generated.name]
     occupancy = theoretical_occupancy(arch, generated.threads, r.registers, generated.smem_bytes + r.shared_static_bytes)
@@ -46,13 +57,13 @@ def show(kernel, args, what: str, arch: str | None):
 def show_cpp(kernel, what: str, arch: str | None):
     arch = device.target_arch(arch)
     if what == "cuda":
-        print(kernel.compile_source)
+        show_code(kernel.compile_source)
         return
     module = kernel.compile(arch)
     if what == "ptx":
-        print(module.ptx)
+        show_code(module.ptx)
     elif what == "log":
-        print(module.log.strip() or "(NVRTC printed nothing)")
+        show_code(module.log.strip() or "(NVRTC printed nothing)")
     else:
         print(_cpp_resources_text(kernel, arch))
 
