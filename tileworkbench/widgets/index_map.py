@@ -50,7 +50,9 @@ ARRAY_CAP = 64          # the most array cells drawn along an axis; bigger array
 ROW_CELLS = 16          # a longer 1-D array is drawn in rows of this many cells: big enough for their numbers
 ROW_W = 1100            # the widest the row of lane panels may get, in pixels
 MAX_LINES = 64          # tiles with more lanes draw no lines until one is hovered
-PALETTE = {"untouched": "#eceff1", "read": "#90caf9", "mask_on": "#cfd8dc", "line": "#78909c",
+LINK_ROOM = 90          # pixels between the lanes and the array where lines are drawn: they fan out steeply
+LINK_STYLE = 'stroke-width="1.2" stroke-opacity="0.85"'   # as legible as the cells' own outlines
+PALETTE = {"untouched": "#eceff1", "read": "#90caf9", "mask_on": "#cfd8dc", "line": "#546e7a",
            "hover": "#d81b60", "ghost": STATUS_COLOURS[Status.OUT_OF_BOUNDS]}
 
 
@@ -149,7 +151,7 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0, grid=Non
     rows_drawn = -(-cells // per_row)
     acell = min(cell_size(rows_drawn, per_row), max(4, (ROW_W - 2 * PAD) // (per_row + 2 * ring)))
     ax0 = PAD + ring * acell + 30
-    ay0 = top + h + 2 * PAD + LABEL_H + ring * acell
+    ay0 = top + h + 2 * PAD + LABEL_H + ring * acell + (LINK_ROOM if n <= MAX_LINES else 0)
     bins = np.stack([np.floor_divide(coords2[:, d], factors[d]) for d in range(2)], 1)
     bins = np.stack([np.clip(bins[:, d], -1, binned[d]) for d in range(2)], 1)
     if per_row < binned[1]:   # a 1-D array in rows: bin b at (b // per_row, b % per_row); before the start, left of it
@@ -174,8 +176,8 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0, grid=Non
     title = clip(f"{event.op} {event.array}, line {event.line}: {event.source.strip()}", TITLE_CHARS)
     block = tuple(int(b) for b in event.blocks[0])   # without the grid: written to its last nonzero axis
     texts = [text(PAD, 16, title, size=13, weight="bold"),
-             text(PAD, TITLE_H + 14, f"{block_text(block, grid if grid is not None else np.add(block, 1))}: {n} lanes of a {tuple(tile_shape)} tile into "
-                  f"{event.array} {array_shape} \u2014 " + ", ".join(f"{v} {k}" for k, v in counts.items()), size=11)]
+             text(PAD, TITLE_H + 14, f"{block_text(block, grid if grid is not None else np.add(block, 1))}: {n} lanes "
+                  f"of a {tuple(tile_shape)} tile into {event.array} {array_shape} \u2014 " + ", ".join(f"{v} {k}" for k, v in counts.items()), size=11)]
     texts += [text(p["x"], top - 6, p["name"], weight="bold") for p in panels]
     binning = "" if factors == [1, 1] else f" (bins of {' x '.join(map(str, factors[max(0, 2 - nd):]))} elements)"
     rows = f", a row per {event.array}[{', '.join('ijklmn'[:nd - 1])}, :]" if nd > 2 else ""
@@ -238,8 +240,7 @@ def index_map_svg(data: dict, lane: int = -1) -> str:
     result = data["panels"][-1]["x"]
     half = cell / 2
     if data["lines"]:
-        body.append(f'<g class="links" stroke="{pal["line"]}" stroke-width="0.8" stroke-opacity="0.6" '
-                    f'pointer-events="none">')
+        body.append(f'<g class="links" stroke="{pal["line"]}" {LINK_STYLE} pointer-events="none">')
         body += [f'<line x1="{fmt(result + x + half)}" y1="{fmt(y + cell)}" x2="{fmt(tx)}" y2="{fmt(ty - acell / 2)}"/>'
                  for x, y, tx, ty in zip(data["lane_x"], data["lane_y"], data["tx"], data["ty"]) if tx >= 0]
         body.append("</g>")
