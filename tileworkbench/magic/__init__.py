@@ -43,7 +43,7 @@ from ..frontend.source import cell_filename
 from ..runtime.nvrtc import NvrtcUnavailableError
 from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle, in_cell
-from .inspector import KERNEL_MIME, kernel_bundle
+from .inspector import KERNEL_MIME, LiveRecords
 
 _cell_numbers = itertools.count(1)
 
@@ -114,6 +114,10 @@ def _check_arch(arch: str | None) -> None:
 
 @magics_class
 class TileKernelMagics(Magics):
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell, **kwargs)
+        self.records = LiveRecords()   # load_ipython_extension refreshes them after every cell
+
     @magic_arguments()
     @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the "
               "last); in a --lang cpp cell, a template's instance too, e.g. \"scale<float, 256>\"")
@@ -192,7 +196,7 @@ class TileKernelMagics(Magics):
             kernel = kernel.last_tile_kernel
             if kernel is None:
                 return
-        display(kernel_bundle(kernel, device.target_arch(arch), stopped), raw=True)
+        self.records.show(kernel, device.target_arch(arch), stopped)
 
     # ---- defining the kernel -----------------------------------------------------------------------
 
