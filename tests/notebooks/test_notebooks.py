@@ -280,3 +280,11 @@ def test_cpp_cells_tutorial_compiles_reports_and_points_at_errors():
     (error,) = [o for o in broken.outputs if o.output_type == "error"]
     assert error.ename == "TileKernelCellError" and error.traceback[:2] == [
         'NvrtcError: identifier "a" is undefined', "  cell line 5, in broken:"]
+
+
+@pytest.mark.slow
+def test_a_kernel_record_counts_the_specializations_later_cells_made():
+    cells = [c for c in executed("02_gather_scatter.ipynb").cells if c.cell_type == "code"]
+    (defining,) = [c for c in cells if c.source.startswith("%%tilekernel\ndef scatter_demo")]
+    (record,) = [o["data"][KERNEL_MIME] for o in defining.outputs if KERNEL_MIME in o.get("data", {})]
+    assert record["kernel"] == "scatter_demo" and record["specialization_count"] >= 1
