@@ -58,9 +58,7 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
         if event.array is not None:
             blocks.append(block)
     start = blocks[0] if blocks else (0, 0, 0)
-    if trace.steps is not None and trace.steps.steps:
-        if not blocks:   # the first block that executed an op: the stepper has nothing to show of one that did not
-            start = tuple(int(b) for b in trace.steps.steps[0].blocks[0])
+    if trace.steps is not None and trace.steps.steps:   # a kernel that executes no op has nothing to step through
         views.append(StepperView.from_trace(trace, block=start))
         origins.append(None)
     link_views(trace, views, start, origins)
