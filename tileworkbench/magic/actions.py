@@ -246,6 +246,10 @@ def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: di
         show(launch.kernel, launch.args, what, arch)
     if space:  # the view shows itself as the sweep starts
         from ..widgets.sweep import SweepView
+        unknown = [name for name in space if name not in launch.config]
+        if unknown:
+            raise TileKernelCellError(f"--sweep: {', '.join(unknown)} is not a tile size of this kernel; it has "
+                                      f"{', '.join(f'{k}={v}' for k, v in launch.config.items())}", [])
         SweepView.run(launch.kernel, launch.grid_of, launch.args_of, space, arch=arch, **where)
         return None
     if viz:
