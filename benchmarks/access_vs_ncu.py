@@ -32,7 +32,8 @@ import numpy as np
 
 import tileworkbench.tile as ct
 from tileworkbench.kernels import matmul, row_gather, softmax, transpose
-from tileworkbench.profile.access import H100_L2_BYTES, H100_SMS, analyze
+from tileworkbench.profile.access import analyze
+from tileworkbench.targets import H100_L2_BYTES, H100_SMS
 from tileworkbench.profile.ncu import NcuUnavailable, collect
 
 

@@ -18,38 +18,35 @@ def pytest_load_initial_conftests(early_config, parser, args):
     redirect_to_host()
 
 
-SHARED_MEMORY_LIMIT = {"sm_80": 163 << 10, "sm_90": 227 << 10}  # opt-in dynamic shared memory per block
-
-
 def compile_launched_kernels(arch: str) -> None:
     """Also compile (NVRTC, no GPU) every kernel specialization the program launches, for `arch`,
     printing one `[compile ARCH] ...` line each to stderr: what the GPU would run, checked offline."""
     from tileworkbench.interp import host
     from tileworkbench.runtime.launch import build
     from tileworkbench.runtime.nvrtc import TIMEOUT_ENV
+    from tileworkbench.targets import arch_limits
     interpret, compiled = host.run_anywhere, set()
 
-    def interpret_and_compile(kernel, grid, args):
-        interpret(kernel, grid, args)
-        fn = kernel.specialize(args)
+    def interpret_and_compile(fn, grid, args):
+        interpret(fn, grid, args)
         if fn.fingerprint() in compiled:
             return
         compiled.add(fn.fingerprint())
         limit = os.environ.pop(TIMEOUT_ENV, None)  # an offline check: the program's compiler timeout is for its launches
         try:
-            generated, module = build(fn, arch)
+            compiled_kernel = build(fn, arch)
         except Exception as e:
             print(f"[compile {arch}] {fn.name}: failed: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
             return
         finally:
             if limit is not None:
                 os.environ[TIMEOUT_ENV] = limit
-        resources = module.kernels[generated.name]
-        smem = generated.smem_bytes + resources.shared_static_bytes
-        verdict = "ok" if smem <= SHARED_MEMORY_LIMIT.get(arch, smem) else \
-            f"failed: needs {smem} bytes of shared memory, more than {arch}'s {SHARED_MEMORY_LIMIT[arch]}"
-        spills = f", {resources.spill_stores} bytes of spill stores" if resources.spill_stores else ""
-        print(f"[compile {arch}] {fn.name}: {verdict} ({generated.threads} threads, {resources.registers} registers, "
+        smem = compiled_kernel.shared_bytes
+        most = arch_limits(arch).shared_per_block_optin  # opt-in dynamic shared memory per block
+        verdict = "ok" if smem <= most else f"failed: needs {smem} bytes of shared memory, more than {arch}'s {most}"
+        spills = f", {compiled_kernel.spill_stores} bytes of spill stores" if compiled_kernel.spill_stores else ""
+        print(f"[compile {arch}] {fn.name}: {verdict} ({compiled_kernel.threads} threads, "
+              f"{compiled_kernel.registers} registers, "
               f"{smem} bytes of shared memory{spills})", file=sys.stderr)
     host.run_anywhere = interpret_and_compile
 

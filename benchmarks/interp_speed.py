@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import matmul, vector_add
 
 
@@ -35,7 +35,7 @@ def main():
     rows = [
         ("vector add 2^22 f32, tile 1024", timed(lambda: ct.launch(None, grid, vector_add, (a, b, c, 1024))),
          timed(lambda: np.add(a, b, out=c)), 1.0),
-        ("  with tracing", timed(lambda: run(vector_add, grid, (a, b, c, 1024), trace=True)), None, 3.0),
+        ("  with tracing", timed(lambda: interpret(vector_add, grid, (a, b, c, 1024), trace=True)), None, 3.0),
     ]
     assert np.array_equal(c, a + b)
     A, B = rng.random((256, 256), np.float32), rng.random((256, 256), np.float32)

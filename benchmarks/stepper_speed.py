@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import layernorm, matmul, softmax
 from tileworkbench.widgets._base import _to_json
 from tileworkbench.widgets.stepper import StepperView
@@ -48,17 +48,17 @@ def main():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((256, 64 * 32)).astype(np.float16)
     b = rng.standard_normal((64 * 32, 256)).astype(np.float16)
-    trace = run(matmul, (2, 2), (a, b, np.zeros((256, 256), np.float32), 128, 128, 32), values=True)
+    trace = interpret(matmul, (2, 2), (a, b, np.zeros((256, 256), np.float32), 128, 128, 32), values=True)
     measure("matmul 256x2048x256, 128x128x32 tiles", trace, (1, 0))
     a = rng.standard_normal((128, 256 * 16)).astype(np.float16)
     b = rng.standard_normal((256 * 16, 128)).astype(np.float16)
-    trace = run(matmul, (2, 2), (a, b, np.zeros((128, 128), np.float32), 64, 64, 16), values=True)
+    trace = interpret(matmul, (2, 2), (a, b, np.zeros((128, 128), np.float32), 64, 64, 16), values=True)
     measure("matmul 128x4096x128, 64x64x16 tiles", trace, (1, 0))
     x = rng.standard_normal((64, 1000)).astype(np.float32)
-    trace = run(softmax, (64,), (x, np.zeros_like(x), 1024), values=True)
+    trace = interpret(softmax, (64,), (x, np.zeros_like(x), 1024), values=True)
     measure("softmax 64x1000", trace, (3,))
     w, bias = rng.standard_normal(1000).astype(np.float32), rng.standard_normal(1000).astype(np.float32)
-    trace = run(layernorm, (64,), (x, w, bias, np.zeros_like(x), 1024), values=True)
+    trace = interpret(layernorm, (64,), (x, w, bias, np.zeros_like(x), 1024), values=True)
     measure("layernorm 64x1000", trace, (3,))
 
 

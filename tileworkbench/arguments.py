@@ -62,7 +62,8 @@ def is_array_like(obj) -> bool:
     if is_torch_tensor(obj):  # its __cuda_array_interface__ raises for fp8 and for tensors that require grad
         _ARRAY_TYPES.add(type(obj))
         return True
-    if isinstance(obj, np.ndarray) or hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"):
+    if isinstance(obj, np.ndarray) or not isinstance(obj, np.generic) and (
+            hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")):
         if hasattr(type(obj), "__cuda_array_interface__") or hasattr(type(obj), "__dlpack__"):
             _ARRAY_TYPES.add(type(obj))  # a class-level protocol: every instance is an array
         return True
@@ -70,6 +71,27 @@ def is_array_like(obj) -> bool:
 
 
 _ARRAY_TYPES: set = set()
+
+
+def host_numpy(tensor) -> np.ndarray:
+    """A NumPy view of a PyTorch tensor in host memory; bfloat16 and fp8, which NumPy lacks, through
+    their bits, as the ml_dtypes types of the same names."""
+    dtype = to_dtype(tensor.dtype)
+    if dtype.numpy.kind != "V" and dtype.numpy.type.__module__ == "numpy":
+        return tensor.detach().numpy()
+    import torch
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[dtype.itemsize]
+    return tensor.detach().view(bits).numpy().view(dtype.numpy)
+
+
+def host_tensor(array: np.ndarray):
+    """A PyTorch host tensor sharing a NumPy array's memory; bfloat16 and fp8 (ml_dtypes) through
+    their bits, as the PyTorch dtypes of the same names."""
+    import torch
+    if array.dtype.type.__module__ == "numpy":
+        return torch.from_numpy(array)
+    bits = {1: np.uint8, 2: np.int16, 4: np.int32}[array.dtype.itemsize]
+    return torch.from_numpy(array.view(bits)).view(getattr(torch, array.dtype.name))
 
 
 def known_array_type(cls) -> bool:

@@ -1,7 +1,9 @@
-"""What the GPUs kernels are compiled for can hold: per-SM and per-block limits by arch.
+"""Every fact about the GPUs kernels are compiled for, in one place: per-SM and per-block limits by
+arch, math rates per SM, and the datasheets of the devices reports assume without a GPU to ask.
 
-The code generator sizes pipelines and warp counts by these; the occupancy model (profile/)
-counts blocks per SM with them.
+The code generator sizes pipelines and warp counts by these; the occupancy calculator
+(runtime/occupancy.py) counts blocks per SM with them; the launch report (profile/) draws its
+roofline with the peaks; the memory-access model (profile/access.py) sizes its L2 by them.
 """
 from __future__ import annotations
 
@@ -60,3 +62,41 @@ def arch_limits(arch: str) -> ArchLimits:
     if base not in ARCH_LIMITS:
         raise ValueError(f"no occupancy limits for {arch!r}; known: {', '.join(ARCH_LIMITS)}")
     return ARCH_LIMITS[base]
+
+
+# Dense math per SM per clock: (tensor-core 16-bit, tensor-core tf32, fp32 FMA units), counting an FMA as 2.
+FLOPS_PER_SM_CLOCK = {"sm_80": (2048, 1024, 128), "sm_86": (1024, 512, 256), "sm_89": (1024, 512, 256),
+                      "sm_90": (4096, 2048, 256)}
+
+
+class DevicePeaks(NamedTuple):
+    """What one device can do at most: the roofline's roofs."""
+
+    name: str
+    arch: str
+    sms: int
+    clock_mhz: float
+    bandwidth_gbs: float        # from the memory clock and bus width
+    tensor16_tflops: float | None
+    fp32_tflops: float | None
+
+
+def peaks_of(name: str, arch: str, sms: int, clock_mhz: float, bandwidth_gbs: float) -> DevicePeaks:
+    """A device's peaks from what its driver reports (the math rates by arch, FLOPS_PER_SM_CLOCK)."""
+    rates = FLOPS_PER_SM_CLOCK.get(arch.rstrip("af"))
+    per_second = sms * clock_mhz * 1e6 / 1e12
+    return DevicePeaks(name, arch, sms, clock_mhz, bandwidth_gbs, rates[0] * per_second if rates else None,
+                       rates[2] * per_second if rates else None)
+
+
+# The H100 SXM5 (the device reports and models assume without a GPU to ask): 132 SMs, an L2 of 50 MB in
+# two partitions, each caching what the SMs of its half of the chip read.
+H100_SMS = 132
+H100_L2_BYTES = 50 * 2**20
+H100_L2_PARTITIONS = 2
+
+# Datasheet figures (dense, no sparsity): NVIDIA H100 SXM5 and A100 SXM4 80GB.
+NOMINAL_PEAKS = {
+    "sm_90": DevicePeaks("H100 SXM (datasheet)", "sm_90", H100_SMS, 1980.0, 3350.0, 989.0, 67.0),
+    "sm_80": DevicePeaks("A100 SXM 80GB (datasheet)", "sm_80", 108, 1410.0, 2039.0, 312.0, 19.5),
+}

@@ -106,13 +106,12 @@ def main(argv=None) -> int:
         import ml_dtypes
         args.dtype = ml_dtypes.bfloat16
     from tileworkbench.runtime.launch import build
-    from tileworkbench.runtime.sass import disassemble
-    generated, module = build(fmha_specialization(args.samples, args.d, args.dtype, args.causal), args.arch)
-    loop = main_loop(*instructions(disassemble(module.cubin)))
+    compiled = build(fmha_specialization(args.samples, args.d, args.dtype, args.causal), args.arch)
+    loop = main_loop(*instructions(compiled.asm["sass"]))
     if args.listing:
         print("\n".join(f"/*{offset:04x}*/ {opcode} {operands}" for offset, opcode, operands in loop))
     counts = classify(loop)
-    resources = module.kernels[generated.name]
+    resources = compiled.resources
     print(f"fmha_kernel d{args.d} {np.dtype(args.dtype).name} causal={args.causal} {args.arch}: "
           f"K/V loop of {len(loop)} instructions; {resources.registers} registers/thread, "
           f"{resources.spill_stores} bytes spilled, {resources.spill_loads} reloaded")

@@ -55,8 +55,7 @@ def run(a, b, c, tiles, tma: bool):
 
 def path_taken(launch) -> str:
     """What actually ran: TMA stages, or cp.async (with the reason when it fell back)."""
-    generated = launch.gpu.generated
-    if not generated.tensor_maps:
+    if not launch.gpu.compiled.tensor_maps:
         return "cp.async"
     return "tma" if launch.fallback is None else "cp.async (fallback: no tensor map describes an array)"
 
@@ -163,7 +162,7 @@ def main() -> int:
                 for variant, tma in VARIANTS.items():
                     launch, go = run(a, b, c, tiles, tma)
                     ms = time_ms(go, options.repetitions)
-                    r = launch.gpu.resources
+                    r = launch.gpu.compiled
                     label = "x".join(map(str, tiles))
                     shown = variant if path_taken(launch) == variant else f"{variant}->{path_taken(launch)}"
                     print(f"  {size:>5} {dtype:>5} {label:>12} {shown:>9} {r.registers:>5} "

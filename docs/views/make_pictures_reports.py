@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import matmul, transpose, vector_add
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.widgets.code_view import CodeView
@@ -52,7 +52,7 @@ def main():
     a = rng.standard_normal((64, 32)).astype(np.float16)
     b = rng.standard_normal((32, 64)).astype(np.float16)
     c = np.zeros((64, 64), np.float32)
-    trace = run(matmul, (2, 4), (a, b, c, 32, 16, 16), trace=True)
+    trace = interpret(matmul, (2, 4), (a, b, c, 32, 16, 16), trace=True)
     wrong = c.copy()
     wrong[37, 21] += 0.5
     verdict = compare("matmul (interpreter vs interpreter, C[37, 21] changed by hand)", {"C": c}, {"C": wrong}, trace)

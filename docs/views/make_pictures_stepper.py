@@ -11,7 +11,7 @@ import pathlib
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import matmul, running_sum
 from tileworkbench.widgets.code_view import CodeView
 from tileworkbench.widgets.stepper import StepperView, steps_of
@@ -33,7 +33,7 @@ def main():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((32, 32)).astype(np.float16)
     b = rng.standard_normal((32, 16)).astype(np.float16)
-    trace = run(matmul, (2, 2), (a, b, np.zeros((32, 16), np.float32), 16, 8, 16), values=True)
+    trace = interpret(matmul, (2, 2), (a, b, np.zeros((32, 16), np.float32), 16, 8, 16), values=True)
     mma = [s.number for s in steps_of(trace, (1, 0)) if s.op == "mma"][1]
     StepperView.from_trace(trace, block=(1, 0), step=mma).save_svg(HERE / "stepper_matmul.svg")
 
@@ -42,14 +42,14 @@ def main():
     a = rng.standard_normal((200, 64)).astype(np.float16)
     a[150, 40] = np.nan
     b = rng.standard_normal((64, 128)).astype(np.float16)
-    trace = run(matmul, (2, 1), (a, b, np.zeros((200, 128), np.float32), 128, 128, 32), values=True)
+    trace = interpret(matmul, (2, 1), (a, b, np.zeros((200, 128), np.float32), 128, 128, 32), values=True)
     mma = [s.number for s in steps_of(trace, (1, 0)) if s.op == "mma"][1]
     StepperView.from_trace(trace, block=(1, 0), step=mma).save_svg(HERE / "stepper_big_tile.svg")
 
     # a ragged window: NaN padding past the end of x, and an infinity inside it
     x = np.arange(10, dtype=np.float32)
     x[9] = np.inf
-    trace = run(window_sum, (3,), (x, np.zeros(12, np.float32), 4), values=True)
+    trace = interpret(window_sum, (3,), (x, np.zeros(12, np.float32), 4), values=True)
     load = [s.number for s in steps_of(trace, (2,)) if s.op == "load"][0]
     StepperView.from_trace(trace, block=(2,), step=load).save_svg(HERE / "stepper_padding.svg")
 

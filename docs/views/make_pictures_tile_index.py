@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.access import analyze_trace
 from tileworkbench.widgets.index_map import IndexMapView
@@ -39,7 +39,7 @@ def warps_picture():
     """The order="F" load of the library's transpose, coloured by the warp and thread that move each element."""
     x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64)
     args = (x.copy(), np.zeros((64, 32), np.float32), 32)
-    trace = run(transpose, (2, 1), args, trace=True)
+    trace = interpret(transpose, (2, 1), args, trace=True)
     access = analyze_trace(transpose.specialize(args), trace)
     TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 0), values=x,
                              access=access).save_svg(HERE / "tile_space_warps.svg")
@@ -47,15 +47,15 @@ def warps_picture():
 
 def main():
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
-    trace = run(copy_ragged, (3, 2), (x.copy(), np.zeros_like(x)), trace=True)
+    trace = interpret(copy_ragged, (3, 2), (x.copy(), np.zeros_like(x)), trace=True)
     TileSpaceView.from_trace(trace, op="load", array="x", block=(2, 1), values=x).save_svg(HERE / "tile_space_ragged.svg")
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
-    trace = run(copy_transposed, (3, 2), (x.copy(), np.zeros((12, 10), np.float32)), trace=True)
+    trace = interpret(copy_transposed, (3, 2), (x.copy(), np.zeros((12, 10), np.float32)), trace=True)
     TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 1), values=x).save_svg(HERE / "tile_space_order_f.svg")
 
     x = np.arange(10, dtype=np.int32) * 10
     idx = np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
-    trace = run(gather_scatter, (1,), (x.copy(), np.zeros(10, np.int32), idx), trace=True)
+    trace = interpret(gather_scatter, (1,), (x.copy(), np.zeros(10, np.int32), idx), trace=True)
     IndexMapView.from_trace(trace, op="gather", values=x).save_svg(HERE / "index_map_gather.svg")
     view = IndexMapView.from_trace(trace, op="scatter")
     view.lane = 4   # one of the two lanes writing element 5

@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.coverage import CoverageView
 from tileworkbench.widgets.transform import TransformView
 
@@ -36,15 +36,15 @@ def main():
     TransformView.of(lambda t: ct.permute(t, (2, 0, 1)), (4, 2, 2)).save_svg(HERE / "transform_permute.svg")
     TransformView.of(lambda a, b: ct.cat((a, b), 1), (4, 2), (4, 2)).save_svg(HERE / "transform_cat.svg")
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    trace = run(load_transposed, (1,), (x, np.zeros((4, 2), np.float32)), trace=True)
+    trace = interpret(load_transposed, (1,), (x, np.zeros((4, 2), np.float32)), trace=True)
     TransformView.from_trace(trace, op="load").save_svg(HERE / "transform_load_order.svg")
 
     x = np.arange(256, dtype=np.float32).reshape(16, 16)
-    view = CoverageView.from_trace(run(copy_tiles, (3, 4), (x, np.zeros_like(x)), trace=True))
+    view = CoverageView.from_trace(interpret(copy_tiles, (3, 4), (x, np.zeros_like(x)), trace=True))
     view.block = [1, 2, 0]
     view.save_svg(HERE / "coverage_holes.svg")
     x = np.arange(32, dtype=np.float32)
-    view = CoverageView.from_trace(run(copy_pairs, (6,), (x, np.zeros_like(x)), trace=True))
+    view = CoverageView.from_trace(interpret(copy_pairs, (6,), (x, np.zeros_like(x)), trace=True))
     view.block = [3, 0, 0]
     view.save_svg(HERE / "coverage_overlap.svg")
 

@@ -25,7 +25,7 @@ SETUP = '''\
 import math
 import numpy as np
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.index_map import IndexMapView
 a, b, c = np.arange(10, dtype=np.float32), np.ones(10, np.float32), np.zeros(10, np.float32)
 x = np.arange(80, dtype=np.float32).reshape(8, 10)
@@ -65,7 +65,7 @@ def pick_rows_gather(x, rows, z, start):
 def gather16(table, lanes, out):
     ct.store(out, (0,), ct.gather(table, ct.load(lanes, (0,), (16,)), padding_value=-1.0))''',
     "index_map_view": '''\
-IndexMapView.from_trace(run(gather16, (1,), (table, lanes, np.zeros(16, np.float32)), trace=True), op="gather",
+IndexMapView.from_trace(interpret(gather16, (1,), (table, lanes, np.zeros(16, np.float32)), trace=True), op="gather",
                         values=table)''',
 }
 PAGE = {"width": 1400, "height": 2400}   # tall: a --viz cell's outputs in one view

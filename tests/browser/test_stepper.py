@@ -145,9 +145,9 @@ BID, ZEROS, LOOP_BODY, STORE = ("    i = ct.bid(0)", "    acc = ct.zeros((TILE,)
                                 "        acc = acc + ct.load(x, (i + k,), (TILE,), padding_mode=ct.PaddingMode.NAN)",
                                 "    ct.store(y, (i,), acc)")
 ANOTHER_CELL = '''\
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.stepper import StepperView
-StepperView.from_trace(run(window_sum, (3,), (x, y, 4), values=True), block=(1,))'''
+StepperView.from_trace(interpret(window_sum, (3,), (x, y, 4), values=True), block=(1,))'''
 
 
 def _cell(page, index: int):

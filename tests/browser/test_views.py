@@ -26,7 +26,7 @@ SETUP = ['''\
 %load_ext tileworkbench
 import numpy as np
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.profile.access import analyze_trace
 from tileworkbench.profile.sweep import sweep
 from tileworkbench.widgets.code_view import CodeView
@@ -47,7 +47,7 @@ def masked_gather(table, idx, got):
     ct.store(got, (0,), ct.gather(table, i, mask=i != 3, padding_value=-1.0))''', '''\
 x = np.arange(60, dtype=np.float32).reshape(6, 10)
 y = np.zeros_like(x)
-trace = run(copy, (2, 3), (x, y, 4, 4), trace=True)
+trace = interpret(copy, (2, 3), (x, y, 4, 4), trace=True)
 wrong = y.copy()
 wrong[5, 9] += 1
 table = np.arange(10, dtype=np.float32) * 10
@@ -58,10 +58,10 @@ VIEWS = {
     "tile_space": ('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x)', "svg"),
     "tile_space_warps": (('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x, '
                           'access=analyze_trace(copy.specialize((x, y, 4, 4)), trace))'), "svg"),
-    "index_map": (('IndexMapView.from_trace(run(masked_gather, (1,), (table, idx, np.zeros(8, np.float32)), '
+    "index_map": (('IndexMapView.from_trace(interpret(masked_gather, (1,), (table, idx, np.zeros(8, np.float32)), '
                    'trace=True), op="gather", values=table)'), "svg"),
     "transform": ("TransformView.of(lambda t: ct.permute(t, (2, 0, 1)), (4, 2, 2))", "svg"),
-    "coverage": ("CoverageView.from_trace(run(copy, (1, 3), (x, np.zeros_like(x), 4, 4), trace=True))", "svg"),
+    "coverage": ("CoverageView.from_trace(interpret(copy, (1, 3), (x, np.zeros_like(x), 4, 4), trace=True))", "svg"),
     "launch_report": ('LaunchReportView.measure(copy, (2, 3), (x, y, 4, 4), arch="sm_90")', "svg"),
     "sweep": (('SweepView(sweep(copy, lambda c: (ct.cdiv(6, c["TM"]), ct.cdiv(10, c["TN"])), '
                'lambda c: (x, y, c["TM"], c["TN"]), {"TM": [2, 4, 8], "TN": [4, 8]}, arch="sm_90", progress=False))'), ".sweep-cell"),

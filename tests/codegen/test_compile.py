@@ -10,6 +10,7 @@ import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
 from tileworkbench.codegen.cuda import GENERATED_LINES
 from tileworkbench.kernels import vector_add
+from tileworkbench.targets import arch_limits
 
 from ..gpu.cases import CASES, LARGE_REDUCTIONS
 
@@ -46,35 +47,35 @@ def test_every_gpu_test_kernel_compiles(arch, tmp_path, monkeypatch):
     from tileworkbench.runtime import cache
     monkeypatch.setattr(cache, "_default", None)
     for case_id, fn in SPECIALIZATIONS:
-        generated, module = runtime.build(fn, arch)
-        resources = module.kernels[generated.name]
+        compiled = runtime.build(fn, arch)
+        resources = compiled.resources
         assert 0 < resources.registers <= 255, case_id
-        assert resources.max_threads in (None, generated.threads), case_id
+        assert resources.max_threads in (None, compiled.threads), case_id
 
 
 def test_a_gather_and_scatter_with_indices_affine_in_arange_move_16_byte_vectors():
     from ..gpu.cases import affine_gather_scatter
     x = np.zeros(4096, np.float32)
-    generated, module = runtime.build(affine_gather_scatter.specialize((x, x, 0, 1024)), "sm_90")
-    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", module.ptx)
-    assert re.search(r"st\.global\.v4\.(u32|b32|f32)", module.ptx)
+    compiled = runtime.build(affine_gather_scatter.specialize((x, x, 0, 1024)), "sm_90")
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", compiled.asm["ptx"])
+    assert re.search(r"st\.global\.v4\.(u32|b32|f32)", compiled.asm["ptx"])
 
 
 def test_vector_add_moves_16_byte_vectors_without_spills():
     x = np.zeros(4096, np.float32)
-    generated, module = runtime.build(vector_add.specialize((x, x, x, 1024)), "sm_90")
-    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", module.ptx)
-    assert re.search(r"st\.global\.v4\.(u32|b32|f32)", module.ptx)
-    resources = module.kernels["vector_add"]
+    compiled = runtime.build(vector_add.specialize((x, x, x, 1024)), "sm_90")
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32|f32)", compiled.asm["ptx"])
+    assert re.search(r"st\.global\.v4\.(u32|b32|f32)", compiled.asm["ptx"])
+    resources = compiled.resources
     assert resources.local_bytes == 0 and not resources.spill_stores
 
 
 def test_a_list_indexed_at_run_time_selects_its_array_in_registers():
     case = next(c for c in CASES if c.id == "list-sum-differing-lengths-float32")
-    generated, module = runtime.build(case.kernel.specialize(case.args()), "sm_90")
-    assert "float* __restrict__ arrays_3_ptr" in generated.source
-    assert "tw::list_item(k, arrays_0, arrays_1, arrays_2, arrays_3)" in generated.source
-    assert module.kernels[generated.name].local_bytes == 0
+    compiled = runtime.build(case.kernel.specialize(case.args()), "sm_90")
+    assert "float* __restrict__ arrays_3_ptr" in compiled.asm["cuda"]
+    assert "tw::list_item(k, arrays_0, arrays_1, arrays_2, arrays_3)" in compiled.asm["cuda"]
+    assert compiled.resources.local_bytes == 0
 
 
 @ct.kernel
@@ -146,9 +147,9 @@ def double(float, new, TILE: ct.Constant[int]):  # names Python allows and C++ r
 
 def test_names_that_cpp_reserves_are_renamed_in_the_generated_code():
     x = np.zeros(8, np.float32)
-    generated, module = runtime.build(double.specialize((x, x, 4)), "sm_90")
-    assert generated.name == "double_" and "double_" in module.kernels
-    assert "tw::load<tw::shape<4>>(float_," in generated.source and "tw::store<tw::shape<4>>(new_," in generated.source
+    compiled = runtime.build(double.specialize((x, x, 4)), "sm_90")
+    assert compiled.name == "double_"
+    assert "tw::load<tw::shape<4>>(float_," in compiled.asm["cuda"] and "tw::store<tw::shape<4>>(new_," in compiled.asm["cuda"]
 
 
 def test_non_finite_constants_are_written_by_name():
@@ -162,7 +163,7 @@ def test_non_finite_constants_are_written_by_name():
 
 
 # the most dynamic shared memory a block may opt into
-SHARED_MEMORY_LIMIT = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_90": 227 * 1024}
+SHARED_MEMORY_LIMIT = {arch: arch_limits(arch).shared_per_block_optin for arch in ("sm_80", "sm_86", "sm_90")}
 
 
 @pytest.mark.parametrize("case_id", LARGE_REDUCTIONS)
@@ -195,10 +196,10 @@ def __half(a, b):  # a name the CUDA headers use
 def test_user_text_in_comments_names_and_file_names_cannot_change_the_generated_code(filename):
     kernel = _kernel_from_text(HOSTILE_KERNEL, filename)
     x = np.arange(128, dtype=np.float32)
-    generated, module = runtime.build(kernel.specialize((x, x)), "sm_80")
-    assert not any(line.lstrip().startswith("#define b") for line in generated.source.splitlines())
-    assert re.search(r"st\.global(\.v4)?\.(f32|b32|u32)", module.ptx), "the store vanished from the PTX"
-    assert re.search(r"add\.(rn\.)?f32", module.ptx), "the addition vanished from the PTX"
+    compiled = runtime.build(kernel.specialize((x, x)), "sm_80")
+    assert not any(line.lstrip().startswith("#define b") for line in compiled.asm["cuda"].splitlines())
+    assert re.search(r"st\.global(\.v4)?\.(f32|b32|u32)", compiled.asm["ptx"]), "the store vanished from the PTX"
+    assert re.search(r"add\.(rn\.)?f32", compiled.asm["ptx"]), "the addition vanished from the PTX"
     out = np.zeros(128, np.float32)
     ct.launch(None, (1,), kernel, (x, out))
     np.testing.assert_array_equal(out, x + 1)

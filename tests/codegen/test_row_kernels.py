@@ -55,25 +55,25 @@ def test_the_weights_load_above_the_reductions_so_their_latency_overlaps_the_sta
 def test_ordered_atomics_carry_their_order_on_the_instruction(arch):
     """The spin lock's acquire CAS and release exchange are atom.acquire / atom.release, with no
     sequentially consistent fence (fence.sc waits for every earlier store to reach every partition)."""
-    generated, module = _build("atomic-spin-lock-accumulate", arch)
-    assert re.search(r"atom\.cas\.acquire\.gpu", module.ptx)
-    assert re.search(r"atom\.exch\.release\.gpu", module.ptx)
-    assert re.search(r"atom\.add\.acq_rel\.gpu", module.ptx)  # ct.atomic_add's default order
-    assert not re.search(r"fence\.sc|membar\.gl", module.ptx)
+    compiled = _build("atomic-spin-lock-accumulate", arch)
+    assert re.search(r"atom\.cas\.acquire\.gpu", compiled.asm["ptx"])
+    assert re.search(r"atom\.exch\.release\.gpu", compiled.asm["ptx"])
+    assert re.search(r"atom\.add\.acq_rel\.gpu", compiled.asm["ptx"])  # ct.atomic_add's default order
+    assert not re.search(r"fence\.sc|membar\.gl", compiled.asm["ptx"])
 
 
 @pytest.mark.parametrize("case_id", ["atomic-add-release-float16", "atomic-cas-acq_rel-float32",
                                      "atomic-xor-acquire-int32", "atomic-min-release-uint64"])
 def test_every_ordered_atomic_compiles_without_a_sequentially_consistent_fence(case_id):
-    generated, module = _build(case_id, "sm_90")
-    assert not re.search(r"fence\.sc|membar\.gl", module.ptx)
+    compiled = _build(case_id, "sm_90")
+    assert not re.search(r"fence\.sc|membar\.gl", compiled.asm["ptx"])
 
 
 def test_an_atomic_whose_old_values_go_unused_waits_for_nothing():
     """The release exchange and the counter's add are statements: no thread reads their old values
     back (no shared-memory broadcast, no barrier after them)."""
-    generated, _ = _build("atomic-spin-lock-accumulate", "sm_90")
-    statements = [line.strip() for line in generated.source.splitlines()]
+    compiled = _build("atomic-spin-lock-accumulate", "sm_90")
+    statements = [line.strip() for line in compiled.asm["cuda"].splitlines()]
     assert ("tw::atomic_rmw<tw::atomic_kind::xchg, tw::memory_order::release, tw::memory_scope::device, false>"
             "(lock, tw::make_scalar<int32_t>(0), tw::make_scalar<int32_t>(0));") in statements
     assert any(s.startswith("tw::atomic_rmw<tw::atomic_kind::add, tw::memory_order::acq_rel, "
@@ -88,8 +88,8 @@ def _square(x, y):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_a_square_is_one_multiply_not_the_pow_routine(arch):
     x = np.zeros(256, np.float32)
-    _, module = runtime.build(_square.specialize((x, x)), arch)
-    arithmetic = set(re.findall(r"^\s+((?:add|sub|mul|fma|rcp|cvt\.rni|lg2|ex2)\S*f32)", module.ptx, re.M))
+    compiled = runtime.build(_square.specialize((x, x)), arch)
+    arithmetic = set(re.findall(r"^\s+((?:add|sub|mul|fma|rcp|cvt\.rni|lg2|ex2)\S*f32)", compiled.asm["ptx"], re.M))
     assert arithmetic == {"mul.f32"}  # powf: a logarithm and an exponential in extended precision
 
 
@@ -98,11 +98,11 @@ def test_a_square_is_one_multiply_not_the_pow_routine(arch):
 def test_ragged_16_bit_rows_keep_their_chunks_in_registers(arch, case_id):
     """The element-by-element path at the edges loops over a chunk without putting it in local
     memory, and the chunks inside the array still move as 16-byte vectors."""
-    generated, module = _build(case_id, arch)
-    resources = module.kernels[generated.name]
+    compiled = _build(case_id, arch)
+    resources = compiled.resources
     assert resources.local_bytes == 0 and not resources.spill_stores
-    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32)", module.ptx)
-    assert re.search(r"st\.global\.v4\.(u32|b32)", module.ptx)
+    assert re.search(r"ld\.global(\.nc)?\.v4\.(u32|b32)", compiled.asm["ptx"])
+    assert re.search(r"st\.global\.v4\.(u32|b32)", compiled.asm["ptx"])
 
 
 # (shape, reduced axes, threads, TW_VEC): folded into several rows, into one row (the result), over two
@@ -141,9 +141,9 @@ def test_a_weight_gradient_column_sum_stages_only_its_folded_rows(arch):
     """The final reduction of a LayerNorm's partial weight gradients, a (32, 1024) float32 column sum
     into bfloat16 on 512 threads: each thread folds its 8 chunks in registers, so one pass stages a
     (4, 1024) tile (16 KB for the sum, where the whole tile took 128 KB in two passes)."""
-    generated, module = _build("leading-axes-reductions-32x1x1024-bfloat16", arch)
-    assert "tw::sum<tw::shape<1, 1, 1024>, 1>(" in generated.source
-    assert generated.smem_bytes < 48 * 1024  # the largest: argmax's folded (value, index) pairs, 33 KB
-    assert not module.kernels[generated.name].spill_stores
+    compiled = _build("leading-axes-reductions-32x1x1024-bfloat16", arch)
+    assert "tw::sum<tw::shape<1, 1, 1024>, 1>(" in compiled.asm["cuda"]
+    assert compiled.dynamic_shared_bytes < 48 * 1024  # the largest: argmax's folded (value, index) pairs, 33 KB
+    assert not compiled.resources.spill_stores
 
 

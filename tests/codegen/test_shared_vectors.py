@@ -23,8 +23,8 @@ def mma_store(a, b, c, K: ct.Constant[int]):
 
 
 def _shared_accesses(fn, arch) -> Counter:
-    _, module = runtime.build(fn, arch)
-    return Counter(re.findall(r"(?:st|ld)\.shared\.[\w.]+", module.ptx))
+    compiled = runtime.build(fn, arch)
+    return Counter(re.findall(r"(?:st|ld)\.shared\.[\w.]+", compiled.asm["ptx"]))
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

@@ -65,11 +65,11 @@ def test_tensor_core_matmul_uses_cp_async_ldmatrix_and_mma_sync_without_spills(d
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
     from tileworkbench.runtime import cache
     monkeypatch.setattr(cache, "_default", None)
-    generated, module = runtime.build(_matmul(dtype), "sm_80")
-    assert "mma.sync.aligned.m16n8k16.row.col.f32" in module.ptx
-    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in module.ptx
-    assert "cp.async.cg.shared.global" in module.ptx and "cp.async.wait_group" in module.ptx
-    resources = module.kernels["matmul"]
+    compiled = runtime.build(_matmul(dtype), "sm_80")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32" in compiled.asm["ptx"]
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in compiled.asm["ptx"]
+    assert "cp.async.cg.shared.global" in compiled.asm["ptx"] and "cp.async.wait_group" in compiled.asm["ptx"]
+    resources = compiled.resources
     assert resources.registers <= 128 and not resources.spill_stores
 
 
@@ -79,13 +79,13 @@ def test_sm90_matmul_runs_on_wgmma_from_the_pipeline_stages(tiles, n, tmp_path, 
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
     from tileworkbench.runtime import cache
     monkeypatch.setattr(cache, "_default", None)
-    generated, module = runtime.build(_matmul(BF16, tiles=tiles), "sm_90")
-    assert generated.arch == "sm_90a" and module.arch == "sm_90a"
-    assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in module.ptx
-    assert "mma.sync" not in module.ptx and "cp.async.bulk.tensor.2d" in module.ptx
-    assert generated.threads == tiles[0] // 16 * 32  # one warpgroup per 64 rows
-    assert not module.kernels["matmul"].spill_stores
-    assert "C7514" not in module.log  # ptxas did not have to serialize the wgmmas
+    compiled = runtime.build(_matmul(BF16, tiles=tiles), "sm_90")
+    assert compiled.generated.arch == "sm_90a" and compiled.arch == "sm_90a"
+    assert f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16" in compiled.asm["ptx"]
+    assert "mma.sync" not in compiled.asm["ptx"] and "cp.async.bulk.tensor.2d" in compiled.asm["ptx"]
+    assert compiled.threads == tiles[0] // 16 * 32  # one warpgroup per 64 rows
+    assert not compiled.resources.spill_stores
+    assert "C7514" not in compiled.asm["log"]  # ptxas did not have to serialize the wgmmas
 
 
 def test_a_lone_block_per_sm_keeps_one_wgmma_group_in_flight():

@@ -28,10 +28,10 @@ def _mma_notes(fn, **options) -> list[str]:
 
 
 def _sass_counts(fn) -> tuple[dict, object]:
-    generated, module = build(fn, "sm_90")
-    listing = sass.disassemble(module.cubin)
+    compiled = build(fn, "sm_90")
+    listing = sass.disassemble(compiled.cubin)
     counts = {op: listing.count(op) for op in ("UTMALDG", "SYNCS", "HGMMA", "LDGSTS")}
-    return counts, module.kernels[generated.name]
+    return counts, compiled.resources
 
 
 @pytest.mark.parametrize("tiles", [(64, 64, 32), (64, 128, 128), (128, 128, 64), (128, 256, 64), (128, 256, 128)])
@@ -68,8 +68,8 @@ def test_batched_3d_loads_with_a_unit_leading_axis_use_3d_tensor_maps():
                                            128, 128, 64))
     assert generate(fn, arch="sm_90").tensor_maps == [TensorMapParam(0, (1, 128, 64), 128),
                                                       TensorMapParam(1, (1, 64, 64), 128)]
-    generated, module = build(fn, "sm_90")
-    assert "cp.async.bulk.tensor.3d" in module.ptx
+    compiled = build(fn, "sm_90")
+    assert "cp.async.bulk.tensor.3d" in compiled.asm["ptx"]
 
 
 def test_a_load_padding_with_nan_keeps_cp_async_and_the_note_says_why():
@@ -141,9 +141,9 @@ def test_attention_copies_k_and_v_by_tma_and_q_once_by_cp_async():
 def test_tileworkbench_no_tma_in_the_environment_builds_the_cp_async_variant(monkeypatch):
     fn = _matmul(tiles=(128, 128, 64))
     monkeypatch.setenv("TILEWORKBENCH_NO_TMA", "1")
-    generated, module = build(fn, "sm_90")
-    assert not generated.tensor_maps and "cp.async.cg.shared.global" in module.ptx
+    compiled = build(fn, "sm_90")
+    assert not compiled.tensor_maps and "cp.async.cg.shared.global" in compiled.asm["ptx"]
     monkeypatch.delenv("TILEWORKBENCH_NO_TMA")
-    generated, module = build(fn, "sm_90")
-    assert generated.tensor_maps and "cp.async.bulk.tensor" in module.ptx
+    compiled = build(fn, "sm_90")
+    assert compiled.tensor_maps and "cp.async.bulk.tensor" in compiled.asm["ptx"]
 

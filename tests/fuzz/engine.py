@@ -75,8 +75,8 @@ def check(program: Program, filename: str, arch: str | None = None) -> str | Non
         found = difference(program, out)
         if found is None and arch is not None:
             from tileworkbench.runtime.launch import build
-            _, module = build(kernel.specialize((x, y, out)), arch)
-            if not re.search(r"\bst\.global", module.ptx):
+            compiled = build(kernel.specialize((x, y, out)), arch)
+            if not re.search(r"\bst\.global", compiled.asm["ptx"]):
                 found = f"no store in the PTX for {arch}"
         return found
     except Exception as e:  # noqa: BLE001 - a crash on a valid program is a finding too

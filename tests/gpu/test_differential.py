@@ -5,7 +5,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.arguments import argument_leaves
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 
 from tileworkbench.profile.check import tolerance
 from tileworkbench.runtime.device import to_device, to_host
@@ -18,7 +18,7 @@ def test_gpu_matches_interpreter(case):
     cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
     args = case.args()
     host = [_arrays(a, np.copy) for a in args]
-    run(case.kernel, case.grid, tuple(host))
+    interpret(case.kernel, case.grid, tuple(host))
     device = [_arrays(a, to_device) for a in args]
     stream = cp.cuda.get_current_stream()
     ct.launch(stream, case.grid, case.kernel, tuple(device))
@@ -47,7 +47,7 @@ def _arrays(arg, f):
 def test_matmul_interpreter_is_close_to_float64():
     case = next(c for c in CASES if c.id == "matmul-bfloat16")
     A, B, C, *tiles = case.args()
-    run(case.kernel, case.grid, (A, B, C, *tiles))
+    interpret(case.kernel, case.grid, (A, B, C, *tiles))
     reference = A.astype(np.float64) @ B.astype(np.float64)
     assert np.linalg.norm(C.astype(np.float64) - reference) / np.linalg.norm(reference) < 1e-2
 

@@ -57,7 +57,7 @@ def test_tma_matmul_gives_exact_products_of_small_integers(dtype, tiles, shape):
     m, k, n = shape
     launcher = _exact_matmul(matmul, small_integers((m, k), dtype), small_integers((k, n), dtype), tiles)
     if _on_sm90():
-        assert len(launcher.gpu.generated.tensor_maps) == 2 and launcher.fallback is None
+        assert len(launcher.gpu.compiled.tensor_maps) == 2 and launcher.fallback is None
 
 
 @pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["float16", "bfloat16"])
@@ -66,7 +66,7 @@ def test_tma_matmul_with_b_given_transposed_gives_exact_products(dtype, tiles):
     launcher = _exact_matmul(matmul_transposed_b, small_integers((300, 200), dtype), small_integers((520, 200), dtype),
                              tiles, b_transposed=True)
     if _on_sm90():
-        assert launcher.gpu.generated.tensor_maps[1].box == (tiles[1], tiles[2]) and launcher.fallback is None
+        assert launcher.gpu.compiled.tensor_maps[1].box == (tiles[1], tiles[2]) and launcher.fallback is None
 
 
 # its own launchers: the variant a launcher falls back to is kept on it
@@ -98,8 +98,8 @@ def test_arrays_no_tensor_map_describes_run_the_cp_async_variant_exactly(dtype, 
     launcher = _exact_matmul(matmul_for_fallbacks, np.ascontiguousarray(a_host), np.ascontiguousarray(b_host),
                              (128, 128, 64), a_device, b_device)
     if _on_sm90():
-        assert launcher.gpu.generated.tensor_maps and launcher.fallback is not None
-        assert not launcher.fallback.gpu.generated.tensor_maps
+        assert launcher.gpu.compiled.tensor_maps and launcher.fallback is not None
+        assert not launcher.fallback.gpu.compiled.tensor_maps
 
 
 def test_float32_matmul_on_cuda_cores_gives_exact_products():

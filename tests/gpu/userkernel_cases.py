@@ -67,4 +67,17 @@ CASES = [
     UserKernelCase("max-all", lambda m: m.ReductionKernel(
         "T x", "T y", "x", "max(a, b)", "y = a", "-CUDART_INF_F", "max_all"),
         lambda: (_floats((123, 457)),)),
+    UserKernelCase("raw-members-size-shape-strides", lambda m: m.ElementwiseKernel(
+        "raw int32 x", "int64 s, int64 n, int64 st", "s = x.size(); n = x.shape()[i]; st = x.strides()[i];",
+        "members"), lambda: (np.arange(6, dtype=np.int32).reshape(2, 3),), {"size": 2}),
+    UserKernelCase("local-array-as-raw-index", lambda m: m.ElementwiseKernel(
+        "raw T x", "int32 y", "ptrdiff_t idx[] = {i / 12, i / 4 % 3, i % 4}; y = x[idx]", "by_index"),
+        lambda: (RNG.integers(-50, 50, (2, 3, 4)).astype(np.int32),), {"size": 24}),
+    UserKernelCase("local-array-read-write", lambda m: m.ElementwiseKernel(
+        "int32 x", "int32 z", "int a[4] = {10, 20}; a[3] = x; if (x % 2) a[x % 4] += 100; z = a[x % 4] + a[3];",
+        "local_array"), lambda: (RNG.integers(-1000, 1000, 50_000).astype(np.int32),)),
+    UserKernelCase("structured-fields", lambda m: m.ElementwiseKernel(
+        "T in", "T out", 'static_assert(T::field_count == 2, "two fields"); out.at<0>() = in.at<1>(); '
+        "out.at<1>() = -in.at<0>();", "fields"),
+        lambda: (np.array([(k, k * 0.75) for k in range(-500, 500)], dtype="i4,f4"),)),
 ]

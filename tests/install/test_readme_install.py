@@ -22,11 +22,12 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 KERNEL = "tileworkbench-fresh-install"
-# What the README says of the product: Notebook 7 beside JupyterLab, and NVRTC compiling without a GPU
+# What the README says of the product: Notebook 7 beside JupyterLab, and NVRTC and the tile compiler
+# (CUDA Tile C++ cells) compiling without a GPU
 PRODUCT_PROMISES = """
 import jupyterlab, notebook
-from tileworkbench.runtime.nvrtc import unavailable_reason
-print(unavailable_reason())
+from tileworkbench.runtime import nvrtc, tile_cpp
+print(nvrtc.unavailable_reason() or tile_cpp.unavailable_reason())
 """
 
 

@@ -610,11 +610,11 @@ def test_each_block_stores_to_the_array_its_runtime_if_chose():
 
 
 def test_arrays_chosen_at_run_time_are_written_back_and_named_in_traces():
-    from tileworkbench.interp import run
+    from tileworkbench.tile import interpret
     from tileworkbench.interp.host import written_params
     x, y = np.zeros(12, np.float32), np.zeros(12, np.float32)
     assert written_params(store_to_the_chosen_array.specialize((x, y, 2))) == {"x", "y"}
-    trace = run(store_to_the_chosen_array, (2,), (x, y, 2), trace=True)
+    trace = interpret(store_to_the_chosen_array, (2,), (x, y, 2), trace=True)
     assert sorted(e.array for e in trace.by_op("store")) == ["x", "y"]
     assert {e.array for e in trace.by_op("load")} == {"x"}
 

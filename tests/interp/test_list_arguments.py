@@ -6,7 +6,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.errors import ArgumentTypeError, TileOutOfBoundsError, TileTypeError, TileValueError
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 
 from ..gpu.cases import random_array
 
@@ -56,7 +56,7 @@ def test_an_index_that_differs_between_blocks_reads_each_block_s_array_whatever_
 
 def test_the_trace_names_the_list_item_each_block_read():
     arrays = [random_array(8, np.int32) for _ in range(2)]
-    trace = run(pick_per_block, (2,), (arrays, np.zeros(16, np.int32), 8), trace=True)
+    trace = interpret(pick_per_block, (2,), (arrays, np.zeros(16, np.int32), 8), trace=True)
     assert [e.blocks[:, 0].tolist() for e in trace.by_array("arrays[1]")] == [[1]]
     assert [e.blocks[:, 0].tolist() for e in trace.by_array("arrays[0]")] == [[0]]
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 
 P = ct.PaddingMode
 
@@ -208,8 +208,8 @@ def test_strict_padding_names_the_load_that_reads_undetermined_padding():
     x, y = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
     with pytest.raises(ct.TileUndeterminedPaddingError, match=r"reads UNDETERMINED padding: block \(1,\) reads "
                                                                 r"element \(6,\) outside an array of shape \(6,\)"):
-        run(copy_4, (2,), (x, y), strict_padding=True)
-    run(copy_4, (1,), (x, y), strict_padding=True)  # no padding read: no error
+        interpret(copy_4, (2,), (x, y), strict_padding=True)
+    interpret(copy_4, (1,), (x, y), strict_padding=True)  # no padding read: no error
     assert y[:4].tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
@@ -218,7 +218,7 @@ def test_strict_padding_accepts_a_chosen_padding_mode():
     def copy_zero_padded(x, y):
         ct.store(y, (ct.bid(0),), ct.load(x, (ct.bid(0),), (4,), padding_mode=P.ZERO))
     x, y = np.arange(6, dtype=np.float32), np.zeros(8, np.float32)
-    run(copy_zero_padded, (2,), (x, y), strict_padding=True)
+    interpret(copy_zero_padded, (2,), (x, y), strict_padding=True)
     assert y.tolist() == [0, 1, 2, 3, 4, 5, 0, 0]
 
 
@@ -262,7 +262,7 @@ def unchecked_scatter(x, y):
 ])
 def test_check_bounds_false_outside_the_array_raises_in_checked_mode_naming_line_and_index(kernel, x, y, element):
     with pytest.raises(ct.TileOutOfBoundsError) as info:
-        run(kernel, (1,), (x, y))
+        interpret(kernel, (1,), (x, y))
     message = str(info.value)
     assert f"line {line_of(kernel, 'check_bounds=False')}" in message
     assert element in message
@@ -276,7 +276,7 @@ def test_launch_runs_the_interpreter_in_checked_mode():
 def test_check_bounds_false_inside_the_array_behaves_like_a_checked_access():
     x = arange((4, 8), np.float32)
     y = np.zeros((4, 8), np.float32)
-    run(unchecked_load, (1,), (x, y))
+    interpret(unchecked_load, (1,), (x, y))
     np.testing.assert_array_equal(y, x)
 
 
@@ -290,7 +290,7 @@ def test_check_bounds_false_ignores_masked_off_lanes():
 def test_unchecked_mode_treats_check_bounds_false_as_bounds_checked():
     x = arange((4, 8), np.float32)
     y = np.zeros((3, 5), np.float32)
-    run(unchecked_store, (1,), (x, y), checked=False)
+    interpret(unchecked_store, (1,), (x, y), checked=False)
     np.testing.assert_array_equal(y, x[:3, :5])
 
 
@@ -1666,7 +1666,7 @@ def zero_d_load_store(x, y):
 @pytest.mark.parametrize("kernel, expected", [(zero_d_gather_scatter, 4.0), (zero_d_load_store, 6.0)])
 def test_a_0d_array_is_read_and_written_through_the_empty_index(kernel, expected):
     x, y = np.array(3.0, np.float32), np.array(0.0, np.float32)
-    trace = run(kernel, (3,), (x, y), trace=True)
+    trace = interpret(kernel, (3,), (x, y), trace=True)
     assert y[()] == expected
     assert [e.coords.shape for e in trace.events if e.op in ("gather", "scatter", "load", "store")] == [(3, 0)] * 2
 
@@ -1732,7 +1732,7 @@ def histogram(x, counts, olds):
 def test_atomic_add_applies_the_lanes_in_block_order_and_returns_the_old_values():
     x = np.array([0, 1, 1, 3, 0, 0, 2, 1] * 2, np.int32)
     counts, olds = np.zeros(4, np.int32), np.zeros(16, np.int32)
-    run(histogram, (2,), (x, counts, olds))
+    interpret(histogram, (2,), (x, counts, olds))
     assert counts.tolist() == np.bincount(x, minlength=4).tolist()
     seen = {}
     expected = []
@@ -1749,7 +1749,7 @@ def first_block_takes_the_lock(lock, winners):
 
 def test_atomic_cas_succeeds_for_the_first_block_only():
     lock, winners = np.zeros(1, np.int32), np.full(4, -1, np.int32)
-    run(first_block_takes_the_lock, (4,), (lock, winners))
+    interpret(first_block_takes_the_lock, (4,), (lock, winners))
     assert lock.tolist() == [1] and winners.tolist() == [0, 1, 1, 1]
 
 
@@ -1775,7 +1775,7 @@ def add_under_a_lock(total, lock, order):
 
 def test_blocks_spinning_on_a_lock_each_get_it_in_grid_order():
     total, lock, order = np.zeros(1, np.int32), np.zeros(1, np.int32), np.full(6, -1, np.int32)
-    run(add_under_a_lock, (6,), (total, lock, order))
+    interpret(add_under_a_lock, (6,), (total, lock, order))
     assert total.tolist() == [6] and lock.tolist() == [0] and order.tolist() == [0, 1, 2, 3, 4, 5]
 
 
@@ -1833,10 +1833,10 @@ def non_negative(x):
 
 def test_assert_names_the_message_the_block_and_the_element():
     x = np.arange(8, dtype=np.float32)
-    run(non_negative, (2,), (x,))
+    interpret(non_negative, (2,), (x,))
     x[6] = -1
     with pytest.raises(ct.TileAssertionError, match=r"x must not be negative \(block \(1,\) at element \(2,\)\)"):
-        run(non_negative, (2,), (x,))
+        interpret(non_negative, (2,), (x,))
 
 
 def assert_a_float(x):
@@ -1855,7 +1855,7 @@ def printf_tiles(x):
 
 
 def test_printf_formats_each_element_as_c_does(capsys):
-    run(printf_tiles, (2,), (np.array([1.5, 2.25, 10, 31], np.float32),))
+    interpret(printf_tiles, (2,), (np.array([1.5, 2.25, 10, 31], np.float32),))
     line = "[ 1.50,  2.25, 10.00, 31.00] and [1, 2, a, 1f], 7 % 0X1.0000000000000P-1\n"
     assert capsys.readouterr().out == f"block 0: {line}block 1: {line}"
 
@@ -1986,7 +1986,7 @@ def test_flush_to_zero_flushes_subnormal_results_and_operands_and_only_then():
     y = np.array([tiny / 4, -tiny / 2, 0.0, tiny], np.float32)
     for ftz in (True, False):
         out = np.zeros(8, np.float32)
-        run(exp2_and_add, (1,), (x.copy(), y, out, ftz))
+        interpret(exp2_and_add, (1,), (x.copy(), y, out, ftz))
         exact = np.exp2(x.astype(np.float64)).astype(np.float32)
         if ftz:
             assert out[:4].tolist() == [0.0, 0.0, 2.0, 0.0]

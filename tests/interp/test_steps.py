@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 
 
 @ct.kernel
@@ -18,7 +18,7 @@ def prefix_rows(x, y, TILE: ct.Constant[int]):
 def _launch(**options):
     x = np.arange(12, dtype=np.float32)
     y = np.zeros(12, np.float32)
-    return run(prefix_rows, (3,), (x, y, 4), **options), x, y
+    return interpret(prefix_rows, (3,), (x, y, 4), **options), x, y
 
 
 def test_a_block_steps_through_its_ops_in_program_order_once_per_loop_iteration():
@@ -85,8 +85,8 @@ def test_a_matmul_and_a_softmax_rerun_block_by_block_equal_the_full_recording():
     for kernel, grid, args, budget in [
             (matmul, (3, 3), lambda: (a, b, np.zeros((48, 40), np.float32), 16, 16, 32), 16384),
             (softmax, (5,), lambda: (x, np.zeros_like(x), 32), 2048)]:
-        full = run(kernel, grid, args(), values=True).steps
-        log = run(kernel, grid, args(), values=True, values_max_bytes=budget).steps
+        full = interpret(kernel, grid, args(), values=True).steps
+        log = interpret(kernel, grid, args(), values=True, values_max_bytes=budget).steps
         blocks = [(i, j) for i in range(grid[0]) for j in range(grid[1] if len(grid) > 1 else 1)]
         assert log.truncated and all(log.values_source(blk) == "block" for blk in blocks[1:])
         assert all(_same_steps(log.for_block(blk), full.for_block(blk)) for blk in blocks)
@@ -102,7 +102,7 @@ def reads_the_next_blocks_output(x, y):
 def test_a_block_reading_what_another_block_writes_gets_its_values_from_a_rerun_of_the_launch():
     def launch(**values):
         x, y = np.arange(12, dtype=np.float32), np.zeros(12, np.float32)
-        return run(reads_the_next_blocks_output, (3,), (x, y), values=True, **values).steps
+        return interpret(reads_the_next_blocks_output, (3,), (x, y), values=True, **values).steps
     full, log = launch(), launch(values_max_bytes=100)   # the launch needs about 200 bytes, a block 70
     # alone, block 0 would read y[4] before block 1 stored it: only the whole launch gives its values
     assert log.values_source((0,)) == "launch" and log.missing((0,)) is None
@@ -121,7 +121,7 @@ def count_positive(x, counts):
 def test_a_kernel_with_atomics_gets_a_blocks_values_from_a_rerun_of_the_launch_in_its_order():
     def launch(**values):
         x, counts = np.arange(-4, 12, dtype=np.int32), np.zeros(2, np.int32)
-        return run(count_positive, (4,), (x, counts), values=True, **values).steps
+        return interpret(count_positive, (4,), (x, counts), values=True, **values).steps
     full, log = launch(), launch(values_max_bytes=250)   # the launch needs 380 bytes, a block about 170
     assert log.values_source((3,)) == "launch"
     assert _same_steps(log.for_block((3,)), full.for_block((3,)))
@@ -153,7 +153,7 @@ def even_doubles(x, y):
 
 def test_a_block_steps_only_through_the_branch_it_took():
     x = np.arange(8, dtype=np.float32)
-    trace = run(even_doubles, (4,), (x, np.zeros_like(x)), values=True)
+    trace = interpret(even_doubles, (4,), (x, np.zeros_like(x)), values=True)
     even, odd = trace.steps.for_block((2,)), trace.steps.for_block((3,))
     assert [s.op for s in even if s.op in ("mul", "sub")] == ["mul"] and even[-1].value.tolist() == [8.0, 10.0]
     assert [s.op for s in odd if s.op in ("mul", "sub")] == ["sub"] and odd[-1].value.tolist() == [5.0, 6.0]
@@ -175,7 +175,7 @@ def shift_down(x, y):
 def test_a_launch_on_one_array_passed_twice_is_rerun_whole_for_a_blocks_values(views):
     def launch(**values):
         x, y = views(np.arange(16, dtype=np.float32))
-        return run(shift_down, (3,), (x, y), values=True, **values).steps   # block 0 reads what another writes
+        return interpret(shift_down, (3,), (x, y), values=True, **values).steps   # block 0 reads what another writes
     full, log = launch(), launch(values_max_bytes=60)
     assert log.values_source((0,)) == "launch"
     assert all(_same_steps(log.for_block(b), full.for_block(b)) for b in [(0,), (1,), (2,)])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import InvalidTraceError, Status, Trace, executor, run
+from tileworkbench.interp import InvalidTraceError, Status, Trace, executor
 
 
 @ct.kernel
@@ -30,7 +30,7 @@ def transposed(x, y):
 def test_ragged_load_marks_padded_lanes_and_store_marks_dropped_lanes():
     x = np.arange(10, dtype=np.float32)
     y = np.zeros_like(x)
-    trace = run(copy_ragged, (3,), (x, y, 4), trace=True)
+    trace = ct.interpret(copy_ragged, (3,), (x, y, 4), trace=True)
     load, store = trace.by_op("load")[0], trace.by_op("store")[0]
     assert load.array == "x" and store.array == "y"
     assert load.counts() == {"LOADED": 10, "PADDED": 2}
@@ -46,7 +46,7 @@ def test_gather_and_scatter_statuses_cover_masks_bounds_and_collisions():
     x = np.arange(10, dtype=np.int32)
     y = np.zeros(10, np.int32)
     idx = np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
-    trace = run(gather_scatter, (1,), (x, y, idx), trace=True)
+    trace = ct.interpret(gather_scatter, (1,), (x, y, idx), trace=True)
     gather, scatter = trace.by_op("gather")[0], trace.by_op("scatter")[0]
     assert gather.status[0].tolist() == [Status.LOADED, Status.MASKED, Status.OUT_OF_BOUNDS, Status.OUT_OF_BOUNDS,
                                          Status.LOADED, Status.LOADED, Status.LOADED, Status.LOADED]
@@ -58,7 +58,7 @@ def test_gather_and_scatter_statuses_cover_masks_bounds_and_collisions():
 def test_shape_ops_record_where_each_element_came_from():
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     y = np.zeros((2, 4), np.float32)
-    trace = run(transposed, (1,), (x, y), trace=True)
+    trace = ct.interpret(transposed, (1,), (x, y), trace=True)
     load = trace.by_op("load")[0]
     # order='F': tile element (r, c) reads array element (c, r)
     assert load.coords[0, 1, 0].tolist() == [0, 1]
@@ -71,7 +71,7 @@ def test_shape_ops_record_where_each_element_came_from():
 
 def test_trace_round_trips_through_its_file_format(tmp_path):
     x = np.arange(10, dtype=np.float32)
-    trace = run(copy_ragged, (3,), (x, np.zeros_like(x), 4), trace=True)
+    trace = ct.interpret(copy_ragged, (3,), (x, np.zeros_like(x), 4), trace=True)
     path = tmp_path / "copy.npz"
     trace.save(path)
     back = Trace.load(path)
@@ -98,14 +98,14 @@ def test_trace_file_of_another_version_is_refused(tmp_path):
 def test_traces_of_large_grids_are_merged_across_batches(monkeypatch):
     monkeypatch.setattr(executor, "BATCH_ELEMENTS", 1024)  # force several batches
     x = np.arange(1 << 16, dtype=np.float32)
-    trace = run(copy_ragged, (64,), (x, np.zeros_like(x), 1024), trace=True)
+    trace = ct.interpret(copy_ragged, (64,), (x, np.zeros_like(x), 1024), trace=True)
     assert len(trace.by_op("load")) == 1
     assert trace.by_op("load")[0].blocks[:, 0].tolist() == list(range(64))
 
 
 def test_shape_op_events_record_their_operand_shapes_and_keep_them_on_disk(tmp_path):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    trace = run(transposed, (1,), (x, np.zeros((2, 4), np.float32)), trace=True)
+    trace = ct.interpret(transposed, (1,), (x, np.zeros((2, 4), np.float32)), trace=True)
     assert trace.by_op("permute")[0].operand_shapes == ((4, 2),)
     trace.save(tmp_path / "t.npz")
     assert Trace.load(tmp_path / "t.npz").by_op("permute")[0].operand_shapes == ((4, 2),)
@@ -127,7 +127,7 @@ def gather_per_block_padding(x, y, idx):
 
 
 def test_loads_record_their_padding_mode_and_the_value_padded_lanes_read():
-    trace = run(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
+    trace = ct.interpret(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
                                    np.zeros(10, np.float32)), trace=True)
     neg_zero, nan, undetermined = trace.by_op("load")
     assert neg_zero.padding_mode == "NEG_ZERO" and str(neg_zero.padding_value) == "-0.0"
@@ -139,16 +139,16 @@ def test_loads_record_their_padding_mode_and_the_value_padded_lanes_read():
 
 def test_gather_records_its_padding_value_as_a_scalar_or_per_lane():
     x, idx = np.arange(10, dtype=np.int32), np.array([0, 3, -1, 12, 5, 5, 7, 1], np.int32)
-    gather = run(gather_scatter, (1,), (x, np.zeros(10, np.int32), idx), trace=True).by_op("gather")[0]
+    gather = ct.interpret(gather_scatter, (1,), (x, np.zeros(10, np.int32), idx), trace=True).by_op("gather")[0]
     assert gather.padding_mode is None and gather.padding_value == -1 and type(gather.padding_value) is int
-    trace = run(gather_per_block_padding, (3,), (x, np.zeros(12, np.int32), idx[:4]), trace=True)
+    trace = ct.interpret(gather_per_block_padding, (3,), (x, np.zeros(12, np.int32), idx[:4]), trace=True)
     per_lane = trace.by_op("gather")[0]
     assert per_lane.padding_value.shape == (3, 4)
     assert per_lane.for_block((2,)).padding_value.tolist() == [[20, 20, 20, 20]]
 
 
 def test_padding_survives_the_file_format(tmp_path):
-    trace = run(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
+    trace = ct.interpret(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
                                    np.zeros(10, np.float32)), trace=True)
     trace.save(tmp_path / "t.npz")
     with np.load(tmp_path / "t.npz") as data:
@@ -158,7 +158,7 @@ def test_padding_survives_the_file_format(tmp_path):
     for a, b in zip(trace.events, back.events):
         assert a.padding_mode == b.padding_mode and repr(a.padding_value) == repr(b.padding_value)
     x, idx = np.arange(10, dtype=np.int32), np.array([0, 3, -1, 12], np.int32)
-    run(gather_per_block_padding, (3,), (x, np.zeros(12, np.int32), idx), trace=True).save(tmp_path / "g.npz")
+    ct.interpret(gather_per_block_padding, (3,), (x, np.zeros(12, np.int32), idx), trace=True).save(tmp_path / "g.npz")
     gather = Trace.load(tmp_path / "g.npz").by_op("gather")[0]
     assert gather.padding_value.tolist() == [[0] * 4, [10] * 4, [20] * 4]
 
@@ -179,9 +179,9 @@ def test_version_1_files_still_load_without_padding(tmp_path):
 def test_padding_is_kept_when_traces_of_several_batches_are_merged(monkeypatch):
     monkeypatch.setattr(executor, "BATCH_ELEMENTS", 4)   # one block per batch
     x, idx = np.arange(10, dtype=np.int32), np.array([0, 3, -1, 12], np.int32)
-    trace = run(gather_per_block_padding, (8,), (x, np.zeros(32, np.int32), idx), trace=True)
+    trace = ct.interpret(gather_per_block_padding, (8,), (x, np.zeros(32, np.int32), idx), trace=True)
     assert trace.by_op("gather")[0].padding_value[:, 0].tolist() == [0, 10, 20, 30, 40, 50, 60, 70]
-    trace = run(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
+    trace = ct.interpret(load_modes, (3,), (np.arange(10, dtype=np.float32), np.arange(10, dtype=np.int32),
                                    np.zeros(10, np.float32)), trace=True)
     assert [e.padding_mode for e in trace.by_op("load")] == ["NEG_ZERO", "NAN", "UNDETERMINED"]
     assert str(trace.by_op("load")[0].padding_value) == "-0.0"
@@ -273,7 +273,7 @@ def copy_2d(x, y):
 
 def test_coordinates_are_saved_as_lane_differences_that_compress_well(tmp_path):
     x = np.zeros((256, 256), np.float32)
-    trace = run(copy_2d, (16, 16), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_2d, (16, 16), (x, np.zeros_like(x)), trace=True)
     trace.save(tmp_path / "t.npz")
     raw = sum(e.coords.nbytes for e in trace.events)
     assert (tmp_path / "t.npz").stat().st_size < raw / 50
@@ -287,7 +287,7 @@ def zero_d_copy(x, y):
 
 
 def test_a_trace_of_0d_arrays_round_trips(tmp_path):
-    trace = run(zero_d_copy, (2,), (np.array(3.0, np.float32), np.array(0.0, np.float32)), trace=True)
+    trace = ct.interpret(zero_d_copy, (2,), (np.array(3.0, np.float32), np.array(0.0, np.float32)), trace=True)
     trace.save(tmp_path / "t.npz")
     back = Trace.load(tmp_path / "t.npz").events
     assert [e.coords.shape for e in back if e.op in ("load", "store")] == [(2, 0)] * 2

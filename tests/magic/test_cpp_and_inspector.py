@@ -218,7 +218,7 @@ def test_a_record_is_updated_in_place_when_a_later_cell_runs_its_kernel(shell):
     (shown,) = [o for o in defined.outputs if KERNEL_MIME in o.data]
     assert shown.data[KERNEL_MIME]["specialization_count"] == 0
     with capture_output() as later:
-        shell.run_cell("from tileworkbench.interp import run\ntrace = run(add, (3,), (a, b, c, 4), trace=True)")
+        shell.run_cell("import tileworkbench.tile\ntrace = tileworkbench.tile.interpret(add, (3,), (a, b, c, 4), trace=True)")
     (updated,) = [o for o in later.outputs if KERNEL_MIME in o.data]
     assert updated.update and updated.transient["display_id"] == shown.transient["display_id"]
     assert updated.data[KERNEL_MIME]["specialization_count"] == 1

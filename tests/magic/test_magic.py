@@ -283,7 +283,7 @@ def doubled(t):
 
 
 def test_the_stepper_knows_the_cell_lines_of_a_kernel_defined_in_a_cell(shell):
-    from tileworkbench.interp import run
+    from tileworkbench.tile import interpret
     from tileworkbench.widgets.stepper import StepperView
     shell.user_ns["doubled"] = doubled
     body = '''def triple(t):
@@ -296,7 +296,7 @@ def scale(a, c, TILE: ct.Constant[int]):
 '''
     cell(shell, "", body)
     c = shell.user_ns["c"]
-    view = StepperView.from_trace(run(shell.user_ns["scale"], (2,), (shell.user_ns["a"], c, 4), values=True))
+    view = StepperView.from_trace(interpret(shell.user_ns["scale"], (2,), (shell.user_ns["a"], c, 4), values=True))
     # line 1 is the %%tilekernel header, the magic's arguments, which it is not given as code
     lines = [""] + body.splitlines()
     shown = {}

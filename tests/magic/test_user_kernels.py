@@ -78,3 +78,23 @@ def test_bench_without_a_gpu_reports_what_the_compiler_made_of_the_call(xy, monk
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
     view, _ = cell(xy, '--args "x, y" --bench --arch sm_90', SQUARED_DIFF)
     assert type(view).__name__ == "LaunchReportView" and not view.data["timed"]
+
+
+@pytest.mark.parametrize("line, definition, message", [
+    ('--args "x"', SQUARED_DIFF, "Wrong number of arguments for 'squared_diff'"),
+    ('--args "x.astype(np.float64), y"', SQUARED_DIFF, "argument 'x' is a float64 array"),
+    ("", SQUARED_DIFF.replace("'float32 x, float32 y'", "'float32 x float32 y'"), "is not `\\[raw\\] <type> <name>`"),
+    ("", SQUARED_DIFF.replace("'squared_diff')", "'squared diff')"), "Invalid kernel name"),
+    ('--args "x, x, x"', "l2 = cp.ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = a', '0', 'l2')\n", "Wrong number"),
+])
+def test_bad_calls_and_definitions_are_one_message_box(xy, line, definition, message):
+    xy.user_ns["np"] = np
+    with pytest.raises(TileKernelCellError, match=message) as info:
+        cell(xy, line, definition)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_a_bad_axis_in_the_cell_is_one_message_box(xy):
+    definition = "l2 = cp.ReductionKernel('T x', 'T y', 'x * x', 'a + b', 'y = a', '0', 'l2')\nr = l2(x, axis=5)\n"
+    with pytest.raises(TileKernelCellError, match="axis 5 is out of bounds"):
+        cell(xy, "", definition)

@@ -283,6 +283,24 @@ def test_cpp_cells_tutorial_compiles_reports_and_points_at_errors():
 
 
 @pytest.mark.slow
+def test_cuda_tile_cpp_tutorial_compiles_traces_and_points_at_errors():
+    text = outputs("08_cuda_tile_cpp.ipynb")
+    assert text[1].startswith("isinf_example (_Z13isinf_examplePb in the cubin) for sm_")
+    assert "parameters (as compiled): out: .u64" in text[1] and "C++ tile kernel isinf_example" in text[1]
+    from tileworkbench.runtime.device import gpu_available
+    assert ("isinf: [True, True, False, False]" if gpu_available() else "no GPU here") in text[2]
+    cells = [c for c in executed("08_cuda_tile_cpp.ipynb").cells if c.cell_type == "code"]
+    assert sum(WIDGET in o.get("data", {}) for o in cells[4].outputs) == 4   # coverage and three index maps
+    assert sum(WIDGET in o.get("data", {}) for o in cells[6].outputs) == 3   # coverage and two tile spaces
+    assert "// cell line" in text[7] and "threads per block chosen by the tile compiler:" in text[7]
+    (error,) = [o for o in cells[-1].outputs if o.output_type == "error"]
+    assert error.ename == "TileKernelCellError" and error.traceback[1] == "  cell line 7, in broken:"
+    assert "error" in text[-1] and '"w"' in text[-1]  # --show log printed the whole log
+    (record,) = [o.data[KERNEL_MIME] for o in cells[-1].outputs if KERNEL_MIME in o.get("data", {})]
+    assert record["stopped"].startswith("cell line 7: NvrtcError")
+
+
+@pytest.mark.slow
 def test_a_kernel_record_counts_the_specializations_later_cells_made():
     cells = [c for c in executed("02_gather_scatter.ipynb").cells if c.cell_type == "code"]
     (defining,) = [c for c in cells if c.source.startswith("%%tilekernel\ndef scatter_demo")]

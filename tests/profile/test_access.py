@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import matmul, row_gather, softmax, transpose
 from tileworkbench.profile.access import SECTOR, analyze, analyze_trace, blocked_lanes, l2_estimate
 
@@ -109,7 +109,7 @@ def test_transpose_through_shared_memory_is_conflict_free_with_the_skew(kernel):
     # source 128(t%8) + t/8; skewed bank 4(t%8) + t/8 (distinct), unskewed bank t/8 (8 wavefronts).
     x = np.random.default_rng(0).random((64, 64), dtype=np.float32)
     args = (x, np.zeros_like(x), 32)
-    trace = run(kernel, (2, 2), args, trace=True)
+    trace = interpret(kernel, (2, 2), args, trace=True)
     fn = kernel.specialize(args)
     skewed = analyze_trace(fn, trace).shared_ops
     plain = analyze_trace(fn, trace, skew=False).shared_ops
@@ -159,7 +159,7 @@ def test_cutile_sample_shape_f16_transpose_has_2_way_reads_instead_of_8_way():
     # where the skew made 8 (rows 8 apart, 1056 elements: 2 banks); unswizzled chunks, 16 (one bank)
     x = np.arange(128 * 128).astype(np.float16).reshape(128, 128)
     args = (x, np.zeros_like(x), 128)
-    trace = run(permuted, (1, 1), args, trace=True)
+    trace = interpret(permuted, (1, 1), args, trace=True)
     fn = permuted.specialize(args)
     assert [(s.phase, s.requests, s.wavefronts, s.conflicts) for s in analyze_trace(fn, trace).shared_ops] == \
         [("store", 64, 256, 0), ("load", 512, 1024, 512)]
@@ -188,7 +188,7 @@ def test_grouped_matmul_order_reuses_l2_better_than_row_order():
     estimates = []
     for kernel, extra in ((row_matmul, ()), (grouped_matmul, (2,))):
         c = np.zeros((256, 256), np.float32)
-        estimates.append(l2_estimate(run(kernel, (64,), (a, b, c, 32, 32, 16, *extra), trace=True), 40 * 1024))
+        estimates.append(l2_estimate(interpret(kernel, (64,), (a, b, c, 32, 32, 16, *extra), trace=True), 40 * 1024))
         np.testing.assert_allclose(c, a @ b, rtol=1e-4)
     row, grouped = estimates
     assert row.accesses == grouped.accesses == 64 * 640 and row.writes == grouped.writes == 64 * 128
@@ -200,12 +200,12 @@ def test_grouped_matmul_order_reuses_l2_better_than_row_order():
 def test_l2_starts_cold_reads_miss_once_and_writes_hit():
     # a copy: every sector of x is read once (a miss), every sector of y written once (a hit): 50 %
     x = np.arange(4096, dtype=np.float32)
-    estimate = l2_estimate(run(copy, (4,), (x, np.zeros_like(x), 1024), trace=True))
+    estimate = l2_estimate(interpret(copy, (4,), (x, np.zeros_like(x), 1024), trace=True))
     assert (estimate.accesses, estimate.misses, estimate.writes, estimate.hit_rate) == (1024, 512, 512, 0.5)
     # a gather of rows 0, 1, 0, 1: each row's 8 sectors miss on the first read and hit on the second
     table, rows = np.arange(8 * 64, dtype=np.float32).reshape(8, 64), np.array([0, 1, 0, 1], np.int32)
     out = np.zeros((4, 64), np.float32)
-    estimate = l2_estimate(run(row_gather, (4,), (table, rows, out, 64), trace=True))
+    estimate = l2_estimate(interpret(row_gather, (4,), (table, rows, out, 64), trace=True))
     np.testing.assert_array_equal(out, table[rows])
     assert (estimate.accesses, estimate.misses, estimate.writes) == (4 * 8 + 4 * 8 + 4, 2 * 8 + 1, 4 * 8)
 
@@ -233,7 +233,7 @@ def test_one_wave_asking_for_the_same_tiles_misses_once_per_partition_after_its_
     # waited on the same fills, so they ask for the tiles of steps 1 and 2 together: once per L2
     # partition, 2 * 8 more misses. In two waves of 4, the second finds everything in L2.
     x = np.arange(96, dtype=np.float32)
-    trace = run(tile_sum, (8,), (x, np.zeros(256, np.float32), 3), trace=True)
+    trace = interpret(tile_sum, (8,), (x, np.zeros(256, np.float32), 3), trace=True)
     one_by_one, one_wave, two_waves, one_partition = (
         l2_estimate(trace, resident=r, partitions=p) for r, p in ((1, 2), (8, 2), (4, 2), (8, 1)))
     assert one_by_one.accesses == one_wave.accesses == 8 * (3 * 4 + 4)
@@ -249,7 +249,7 @@ def test_blocks_that_shared_no_fill_ask_staggered_and_miss_once():
     # once but were launched apart: 4 misses; step 2: having waited on s's fills together, they ask
     # for tile t together: 2 misses per sector
     x, s, t = (np.arange(n, dtype=np.float32) for n in (256, 32, 32))
-    trace = run(own_then_shared, (8,), (x, s, t, np.zeros(256, np.float32)), trace=True)
+    trace = interpret(own_then_shared, (8,), (x, s, t, np.zeros(256, np.float32)), trace=True)
     estimate = l2_estimate(trace, resident=8)
     assert (estimate.misses, estimate.together) == (8 * 4 + 4 + 2 * 4, 4)
     assert estimate.writes == 8 * 4 and estimate.accesses == 8 * (4 + 4 + 4 + 4)
@@ -270,7 +270,7 @@ def test_l2_reasoning_says_which_blocks_ask_together():
     assert summary["l2_reasoning"] == ("first wave: 8 blocks run at once; a sector several ask for misses once, "
                                        "except 8 sectors requested together by blocks that waited on the same "
                                        "fill: once per L2 partition (2)")
-    trace = run(tile_sum, (8,), (x, np.zeros(256, np.float32), 3), trace=True)
+    trace = interpret(tile_sum, (8,), (x, np.zeros(256, np.float32), 3), trace=True)
     assert l2_estimate(trace).reasoning.startswith("blocks one after another")
 
 
@@ -327,7 +327,7 @@ def test_row_sum_with_two_rows_per_warp_has_2_way_conflicts_that_the_skew_does_n
     # that one read on the H100, the compiler having dropped the other warps' unused copies.
     x = np.random.default_rng(0).random((32, 128), dtype=np.float32)
     args = (x, np.zeros((32, 1), np.float32))
-    trace = run(rows_sum, (1,), args, trace=True)
+    trace = interpret(rows_sum, (1,), args, trace=True)
     fn = rows_sum.specialize(args)
     assert analyze_trace(fn, trace).threads == 512
     assert _phases(analyze_trace(fn, trace), "sum") == [
@@ -347,7 +347,7 @@ def test_cuda_core_mma_stages_both_operands_and_reads_them_k_by_k_without_confli
     rng = np.random.default_rng(0)
     a, b = rng.random((128, 64), dtype=np.float32), rng.random((64, 128), dtype=np.float32)
     args = (a, b, np.zeros((128, 128), np.float32), 64, 64, 32)
-    trace = run(row_matmul, (4,), args, trace=True)
+    trace = interpret(row_matmul, (4,), args, trace=True)
     fn = row_matmul.specialize(args)
     skewed_phases = _phases(analyze_trace(fn, trace), "mma")
     assert skewed_phases == [("store", 8, 64, 64, 0)] * 2 + [("load", 8, 4096, 4096, 0)] * 2

@@ -13,7 +13,7 @@ from tileworkbench.profile import ncu
 from tileworkbench.profile.ncu import METRICS, NcuMetrics, NcuUnavailable
 from tileworkbench.profile.ncu_child import profile_launch, read_launch, write_launch
 from tileworkbench.runtime import device
-from tileworkbench.widgets.launch_report import CompileReport, launch_report_data, report_svg, report_text
+from tileworkbench.widgets.launch_report import launch_report_data, report_svg, report_text
 
 CELL = '''
 def scale(x, y, factor, TILE: ct.Constant[int]):
@@ -104,9 +104,11 @@ def test_without_a_gpu_ncu_is_not_run_and_the_reason_is_given(monkeypatch, tmp_p
 
 
 def _report():
-    from tileworkbench.profile import Work, theoretical_occupancy
-    return CompileReport("scale", (2, 1, 1), 128, 0, 16, 0, 0, None, Work(64, 32, 8),
-                         theoretical_occupancy("sm_90", 128, 16, 0), None, None)
+    from tileworkbench.profile import LaunchReport, Work
+    from tileworkbench.runtime.compiled import CompiledKernel
+    from tileworkbench.runtime.cubin import Resources
+    compiled = CompiledKernel("scale", "scale", "sm_90", b"", Resources(16, 0, 0, 0), 128)
+    return LaunchReport(compiled, (2, 1, 1), Work(64, 32, 8))
 
 
 def test_the_report_shows_measured_numbers_next_to_the_theoretical_ones():

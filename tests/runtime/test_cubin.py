@@ -80,11 +80,9 @@ RECORDED_13_0 = {
         "local_array": Resources(32, 0, 1024, spill_stores=0, spill_loads=0),
     },
 }
-RECORDED = {
-    (13, 0): RECORDED_13_0,
-    (13, 5): {**RECORDED_13_0, "sm_90": {**RECORDED_13_0["sm_90"], "shared_arrays": Resources(
-        16, 4352, 0, spill_stores=0, spill_loads=0, max_threads=128)}},
-}
+RECORDED_13_5 = {**RECORDED_13_0, "sm_90": {**RECORDED_13_0["sm_90"], "shared_arrays": Resources(
+    16, 4352, 0, spill_stores=0, spill_loads=0, max_threads=128)}}
+RECORDED = {(13, 0): RECORDED_13_0, (13, 4): RECORDED_13_5, (13, 5): RECORDED_13_5}
 RECORDING_PTXAS = "13.0"
 
 PTXAS = shutil.which("ptxas") or next(

@@ -79,9 +79,9 @@ class _DeviceArray:
 
 def _launcher(libcuda, args):
     fn = _store_one.specialize(args)
-    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=64, smem_bytes=0, name="k", tensor_maps=[]),
-                                function=types.SimpleNamespace(ptr=0x2000),
-                                resources=types.SimpleNamespace(registers=16))
+    gpu = types.SimpleNamespace(compiled=types.SimpleNamespace(threads=64, dynamic_shared_bytes=0, name="k",
+                                                               tensor_maps=(), registers=16),
+                                function=types.SimpleNamespace(ptr=0x2000))
     return Launcher(fn, gpu, args, device=0)
 
 

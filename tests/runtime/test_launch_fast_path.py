@@ -102,10 +102,9 @@ def stand_in_gpu(monkeypatch):
     stand_in.cuLaunchKernelEx = _recorder(stand_in.launches)
     monkeypatch.setattr(driver, "library", lambda: stand_in)
     driver.device_count.cache_clear()
-    loaded = types.SimpleNamespace(generated=types.SimpleNamespace(threads=64, smem_bytes=0, name="touch",
-                                                                   tensor_maps=[]),
-                                   function=types.SimpleNamespace(ptr=0x2000),
-                                   resources=types.SimpleNamespace(registers=16))
+    loaded = types.SimpleNamespace(compiled=types.SimpleNamespace(threads=64, dynamic_shared_bytes=0, name="touch",
+                                                                  tensor_maps=(), registers=16),
+                                   function=types.SimpleNamespace(ptr=0x2000))
     monkeypatch.setattr(runtime_launch, "load", lambda fn, arch=None: loaded)
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(Tensor=_Tensor))
     yield stand_in

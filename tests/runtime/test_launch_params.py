@@ -166,9 +166,16 @@ def launches(monkeypatch):
 
 def _launcher(args, kernel=_scaled_copy):
     fn = kernel.specialize(args)
-    gpu = types.SimpleNamespace(generated=types.SimpleNamespace(threads=128, smem_bytes=0, name="k", tensor_maps=[]),
+    gpu = types.SimpleNamespace(compiled=types.SimpleNamespace(threads=128, dynamic_shared_bytes=0, name="k",
+                                                               tensor_maps=()),
                                 function=types.SimpleNamespace(ptr=1))
     return Launcher(fn, gpu, args, device=0)
+
+
+def _compiled_stand_in(generated):
+    """What a launcher reads of a compiled record, from generated code (no NVRTC)."""
+    return types.SimpleNamespace(threads=generated.threads, dynamic_shared_bytes=generated.smem_bytes,
+                                 name=generated.name, tensor_maps=tuple(generated.tensor_maps), registers=32)
 
 
 def _matmul_launcher(args, monkeypatch, maps):
@@ -180,8 +187,8 @@ def _matmul_launcher(args, monkeypatch, maps):
     calls = []
     monkeypatch.setattr(tensor_maps, "encode", lambda *call: calls.append(call) or maps(call))
     fn = matmul.specialize(args)
-    gpu = types.SimpleNamespace(generated=generate(fn, arch="sm_90"), function=types.SimpleNamespace(ptr=1),
-                                arch="sm_90")
+    gpu = types.SimpleNamespace(compiled=_compiled_stand_in(generate(fn, arch="sm_90")),
+                                function=types.SimpleNamespace(ptr=1), arch="sm_90")
     return Launcher(fn, gpu, args, device=0), calls
 
 
@@ -210,7 +217,7 @@ def test_arrays_no_tensor_map_describes_launch_the_variant_without_tma(launches,
 
     def load(fn, arch, tma):
         loaded.append((arch, tma))
-        gpu = types.SimpleNamespace(generated=launch.generate(fn, arch=arch, tma=tma),
+        gpu = types.SimpleNamespace(compiled=_compiled_stand_in(launch.generate(fn, arch=arch, tma=tma)),
                                     function=types.SimpleNamespace(ptr=2), arch=arch)
         return gpu
     monkeypatch.setattr(launch, "load", load)
@@ -220,7 +227,7 @@ def test_arrays_no_tensor_map_describes_launch_the_variant_without_tma(launches,
     launcher(0, (2, 2, 1), args)
     launcher(0, (2, 2, 1), args)
     assert loaded == [("sm_90", False)]  # loaded once, on first need
-    assert not launcher.fallback.gpu.generated.tensor_maps
+    assert not launcher.fallback.gpu.compiled.tensor_maps
     assert [call[1].value for call in launches] == [2, 2]  # both launches ran the variant
 
 

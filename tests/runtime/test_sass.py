@@ -49,8 +49,8 @@ def test_vector_add_moves_16_byte_vectors_on_its_store_line():
 def test_every_instruction_is_on_a_line_or_in_the_setup():
     a = np.zeros(1024, np.float32)
     fn = vector_add.specialize((a, a, a, 1024))
-    generated, module = build(fn, "sm_90")
-    listed = parse_listing(disassemble(module.cubin))[generated.name]
+    compiled = build(fn, "sm_90")
+    listed = compiled.instructions
     assert sum(len(g.instructions) for g in sass_by_line(fn, arch="sm_90")) == len(listed)
     assert {i.offset for i in listed} == set(range(0, 16 * len(listed), 16))
 
@@ -100,15 +100,15 @@ def test_missing_disassembler_says_what_to_install(monkeypatch):
 
 @pytest.fixture(scope="module")
 def loop_kernel():
-    """running_sum compiled for sm_90: (fn, generated, instructions, nvdisasm's listing, kernel lines of the
+    """running_sum compiled for sm_90: (fn, compiled.generated, instructions, nvdisasm's listing, kernel lines of the
     load, the loop and the store)."""
     x = np.zeros(1024, np.float32)
     fn = running_sum.specialize((x, x, 128))
-    generated, module = build(fn, "sm_90")
-    text = disassemble(module.cubin)
+    compiled = build(fn, "sm_90")
+    text = disassemble(compiled.cubin)
     lines = {name: next(op.loc.line for op in fn.walk() if op.loc and fragment in op.loc.source_line)
              for name, fragment in (("load", "ct.load("), ("loop", "for k"), ("store", "ct.store("))}
-    return fn, generated, parse_listing(text)[generated.name], text, lines
+    return fn, compiled.generated, parse_listing(text)[compiled.name], text, lines
 
 
 def _chains(text: str) -> dict[int, list[tuple[str, int]]]:

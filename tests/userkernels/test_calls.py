@@ -114,8 +114,8 @@ def test_sweep_compiles_every_tile_size_without_a_gpu():
 def test_the_generated_source_and_ir_are_readable():
     x = np.arange(8, dtype=np.float32)
     source = ADD.source(x, x)
-    assert "# z = x + y" in source and "ct.load(x, (_block,), (TILE,)" in source
-    assert "add %x_val, %y_val" in ADD.ir(x, x)
+    assert "# operation line 1: z = x + y" in source and "ct.load(x, (_block,), (TILE,)" in source
+    assert "add %_x_val, %_y_val" in ADD.ir(x, x)
 
 
 def test_parameters_named_like_python_keywords_or_the_kernels_own_names():

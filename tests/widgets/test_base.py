@@ -13,7 +13,7 @@ VIEWS = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_")
 SHARED = {"_data.js": ("typed",), "_cells.js": ("cellAt", "outline", "statusLine"),
           "_cell_line.js": ("cellLineHighlighter",),
           "_svg.js": ("svg",),
-          "_picture.js": ("hidePicture", "pictureOf", "pointIn")}
+          "_picture.js": ("hidePicture", "pictureOf", "pointIn", "renderView")}
 needs_node = pytest.mark.skipif(shutil.which("node") is None, reason="needs node to check the JavaScript")
 
 
@@ -40,6 +40,14 @@ def test_the_views_drawn_in_python_show_that_picture_and_import_the_shared_modul
     assert {name for name in VIEWS if "pictureOf" in (STATIC / name).read_text()} == set(drawn)
     assert {name for name in VIEWS if "./_cells.js" in (STATIC / name).read_text()} == {"coverage.js", "index_map.js",
                                                                                         "stepper.js", "transform.js"}
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_every_view_renders_through_the_shared_skeleton(name):
+    """Hiding the picture, drawing on a trait's change and letting go of the model: once, in _picture.js."""
+    source = (STATIC / name).read_text()
+    assert re.search(r'^  render: renderView\("\w+", \(\{ model, el \}\) => \{$', source, re.M)
+    assert "hidePicture(" not in source and 'model.off("change:svg"' not in source
 
 
 def test_each_shared_function_is_written_once_in_static():

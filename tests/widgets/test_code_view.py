@@ -109,8 +109,8 @@ def test_ncu_samples_shade_the_instructions_they_were_taken_at(view):
     from tileworkbench.profile.ncu import NcuMetrics
     from tileworkbench.runtime.launch import build
     from tileworkbench.runtime.sass import Samples, disassemble, parse_listing
-    generated, module = build(vector_add.specialize(args(256)), "sm_90")
-    instructions = parse_listing(disassemble(module.cubin))[generated.name]
+    compiled = build(vector_add.specialize(args(256)), "sm_90")
+    instructions = compiled.instructions
     store = next(i for i in instructions if i.base == "STG")
     samples = {i.offset: Samples(0.0, {}, i.text) for i in instructions} | {
         store.offset: Samples(40.0, {"drain": 30.0}, store.text)}
@@ -150,8 +150,8 @@ def test_ncu_sass_page_of_this_cubin_lines_up_with_the_listing():
     from tileworkbench.profile.ncu import parse_sass_source
     from tileworkbench.runtime.launch import build
     from tileworkbench.runtime.sass import disassemble, parse_listing
-    generated, module = build(vector_add.specialize(args(256)), "sm_90")
-    instructions = parse_listing(disassemble(module.cubin))[generated.name]
+    compiled = build(vector_add.specialize(args(256)), "sm_90")
+    instructions = compiled.instructions
     base = 0x7F3C5E000100
     page = [["Kernel Name", "vector_add"], ["Address", "Source", "Warp Stall Sampling (All Samples)", "stall_long_sb"]]
     page += [[hex(base + i.offset), f"      {i.text} ", str(7 if i.base == "FADD" else 0), str(5 if i.base == "FADD" else 0)]

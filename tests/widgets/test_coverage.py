@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.coverage import (
     READ,
     WRITE,
@@ -34,7 +34,7 @@ def pairs_overlap(x, y):
 
 def test_too_small_a_grid_leaves_holes():
     x = np.arange(256, dtype=np.float32).reshape(16, 16)
-    trace = run(copy2d, (3, 4), (x, np.zeros_like(x)), trace=True)
+    trace = interpret(copy2d, (3, 4), (x, np.zeros_like(x)), trace=True)
     reads, writes = access_counts(trace, "y")
     assert (writes[:12] == 1).all() and (writes[12:] == 0).all()
     assert reads.sum() == 0 and access_counts(trace, "x")[0][:12].sum() == 12 * 16
@@ -46,7 +46,7 @@ def test_too_small_a_grid_leaves_holes():
 
 def test_overlapping_stores_count_two():
     x = np.arange(16, dtype=np.float32)
-    trace = run(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True)
+    trace = interpret(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True)
     _, writes = access_counts(trace, "y")
     assert writes.tolist() == [2] * 16
     assert CoverageView.from_trace(trace).data["panels"][1]["overlaps"] == 16
@@ -54,7 +54,7 @@ def test_overlapping_stores_count_two():
 
 def test_footprint_of_one_block():
     x = np.arange(256, dtype=np.float32).reshape(16, 16)
-    trace = run(copy2d, (4, 4), (x, np.zeros_like(x)), trace=True)
+    trace = interpret(copy2d, (4, 4), (x, np.zeros_like(x)), trace=True)
     fp = block_footprint(trace, (1, 2))
     assert np.argwhere(fp["y"] == WRITE).min(axis=0).tolist() == [4, 8]
     assert np.argwhere(fp["y"] == WRITE).max(axis=0).tolist() == [7, 11]
@@ -66,7 +66,7 @@ def test_footprint_of_one_block():
 
 def test_clicking_an_element_selects_the_block_that_wrote_it():
     x = np.arange(256, dtype=np.float32).reshape(16, 16)
-    trace = run(copy2d, (4, 4), (x, np.zeros_like(x)), trace=True)
+    trace = interpret(copy2d, (4, 4), (x, np.zeros_like(x)), trace=True)
     assert blocks_at(trace, "y", (5, 9)) == [(1, 2, 0)]
     view = CoverageView.from_trace(trace)
     assert view.select("y", (5, 9)) == (1, 2, 0) and view.block == [1, 2, 0]
@@ -75,7 +75,7 @@ def test_clicking_an_element_selects_the_block_that_wrote_it():
 
 def test_clicking_again_cycles_through_several_writers():
     x = np.arange(16, dtype=np.float32)
-    trace = run(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True)
+    trace = interpret(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True)
     assert blocks_at(trace, "y", (3,)) == [(0, 0, 0), (1, 0, 0)]
     view = CoverageView.from_trace(trace, arrays=["y"])
     view.block = [3, 0, 0]
@@ -84,7 +84,7 @@ def test_clicking_again_cycles_through_several_writers():
 
 def test_arrays_picks_the_panels_and_unknown_names_are_refused():
     x = np.arange(16, dtype=np.float32)
-    trace = run(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True)
+    trace = interpret(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True)
     assert [p["name"] for p in CoverageView.from_trace(trace, arrays=["y"]).data["panels"]] == ["y"]
     with pytest.raises(ValueError, match="no array z"):
         CoverageView.from_trace(trace, arrays=["z"])
@@ -96,7 +96,7 @@ def test_grid_rank_counts_axes_up_to_the_last_long_one():
 
 def test_svg_export_is_xml_with_one_cell_per_element_and_the_block_outlined():
     x = np.arange(256, dtype=np.float32).reshape(16, 16)
-    view = CoverageView.from_trace(run(copy2d, (3, 4), (x, np.zeros_like(x)), trace=True))
+    view = CoverageView.from_trace(interpret(copy2d, (3, 4), (x, np.zeros_like(x)), trace=True))
     view.block = [1, 2, 0]
     root = ET.fromstring(view.to_svg())
     assert [len(root.findall(f".//{SVG}g[@data-panel='{k}']/{SVG}rect")) for k in range(2)] == [256, 256]
@@ -107,7 +107,7 @@ def test_svg_export_is_xml_with_one_cell_per_element_and_the_block_outlined():
 
 def test_big_arrays_are_binned_so_the_svg_stays_small():
     big = np.zeros((512, 256), np.float32)
-    view = CoverageView.from_trace(run(copy2d, (100, 64), (big, big.copy()), trace=True))
+    view = CoverageView.from_trace(interpret(copy2d, (100, 64), (big, big.copy()), trace=True))
     y = view.data["panels"][1]
     assert y["binned"] == [1, 32, 32] and y["factors"] == [1, 16, 8]
     assert y["holes"] == 512 * 256 - 400 * 256
@@ -119,7 +119,7 @@ def test_big_arrays_are_binned_so_the_svg_stays_small():
 
 def test_widget_state_holds_the_data_as_binary_buffers():
     x = np.arange(16, dtype=np.float32)
-    view = CoverageView.from_trace(run(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True))
+    view = CoverageView.from_trace(interpret(pairs_overlap, (4,), (x, np.zeros_like(x)), trace=True))
     state = view.get_state()
     assert state["block"] == [0, 0, 0]
     assert isinstance(state["data"]["panels"][0]["fp_cells"]["buffer"], memoryview)
@@ -132,7 +132,7 @@ def test_a_small_arrays_cells_grow_so_that_it_spans_the_legend(shape, grid):
     from tileworkbench.widgets.svg import legend_width
     x = np.zeros(shape, np.float32)
     kernel = copy2d if len(shape) == 2 else pairs_overlap
-    view = CoverageView.from_trace(run(kernel, grid, (x, np.zeros_like(x)), trace=True))
+    view = CoverageView.from_trace(interpret(kernel, grid, (x, np.zeros_like(x)), trace=True))
     cell, legend = view.data["cell"], legend_width(view.data["legend"])
     for p in view.data["panels"]:
         width = int(p["cx"].max()) + cell - int(p["cx"].min())

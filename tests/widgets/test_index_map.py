@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import Status, run
+from tileworkbench.interp import Status
 from tileworkbench.widgets.index_map import IndexMapView, index_map_data, index_map_svg, padding_value_of, partners
 from tileworkbench.widgets.tile_space import STATUS_COLOURS
 from tileworkbench.widgets.views import views_of_trace
@@ -45,7 +45,7 @@ def embed(table, ids, out):
 def traced():
     x = np.arange(10, dtype=np.int32) * 10
     before = x.copy()
-    trace = run(gather_scatter, (1,), (x, np.zeros(10, np.int32), IDX), trace=True)
+    trace = ct.interpret(gather_scatter, (1,), (x, np.zeros(10, np.int32), IDX), trace=True)
     return trace, before
 
 
@@ -94,7 +94,7 @@ def test_svg_has_one_cell_per_lane_per_panel_and_per_element():
 
 def test_2d_gather_has_one_index_panel_per_axis_and_no_mask_panel_without_a_mask():
     x = np.arange(4 * 6, dtype=np.float32).reshape(4, 6)
-    trace = run(gather_2d, (1,), (x, np.zeros((4, 4), np.float32)), trace=True)
+    trace = ct.interpret(gather_2d, (1,), (x, np.zeros((4, 4), np.float32)), trace=True)
     d = IndexMapView.from_trace(trace, op="gather", values=x).data
     assert [p["name"] for p in d["panels"]] == ["indices[0]", "indices[1]", "result"]
     assert "mask on" not in [item["label"] for item in d["legend"]]
@@ -108,7 +108,7 @@ def test_2d_gather_has_one_index_panel_per_axis_and_no_mask_panel_without_a_mask
 def test_big_arrays_are_binned():
     table = np.arange(300 * 8, dtype=np.float32).reshape(300, 8)
     ids = np.array([0, 299, 150], np.int32)
-    trace = run(embed, (3,), (table, ids, np.zeros((3, 8), np.float32)), trace=True)
+    trace = ct.interpret(embed, (3,), (table, ids, np.zeros((3, 8), np.float32)), trace=True)
     d = IndexMapView.from_trace(trace, op="gather", block=(1,)).data
     assert d["factors"] == [5, 1] and d["binned"] == [60, 8]
     assert set(d["target"].tolist()) == {59 * 8 + c for c in range(8)}   # row 299 is in bin 59
@@ -124,7 +124,7 @@ def gather_padded_per_lane(x, out, idx):
 
 def test_padded_lanes_show_the_recorded_padding_value_of_each_lane():
     x = np.arange(10, dtype=np.int32) * 10
-    trace = run(gather_padded_per_lane, (1,), (x.copy(), np.zeros(8, np.int32), IDX), trace=True)
+    trace = ct.interpret(gather_padded_per_lane, (1,), (x.copy(), np.zeros(8, np.int32), IDX), trace=True)
     view = IndexMapView.from_trace(trace, op="gather", values=x)
     d = view.data
     assert d["panels"][-1]["labels"] == ["0", "-100", "-200", "-300", "50", "50", "70", "10"]
@@ -171,7 +171,7 @@ def test_widget_state_holds_the_lanes():
 def test_advanced_indexing_gets_an_index_map():
     table = np.arange(64, dtype=np.float32).reshape(8, 8)
     rows, out = np.array([3, 1, 0, 7], np.int32), np.zeros((4, 8), np.float32)
-    trace = run(rows_of_table, (1,), (table, rows, out), trace=True)
+    trace = ct.interpret(rows_of_table, (1,), (table, rows, out), trace=True)
     data = index_map_data(trace.by_op("load_adv")[0].for_block((0,)), table.shape, values=table)
     assert [int(v) for v in data["panels"][0]["labels"][::8]] == [3, 1, 0, 7]
     assert [type(v).__name__ for v in views_of_trace(trace)] == ["CoverageView", "TileSpaceView", "IndexMapView",
@@ -186,7 +186,7 @@ def gather_3d_array(x, out):
 
 def test_a_3d_array_is_drawn_with_a_row_per_leading_index():
     x = np.arange(2 * 3 * 8, dtype=np.float32).reshape(2, 3, 8)
-    trace = run(gather_3d_array, (1,), (x, np.zeros(8, np.float32)), trace=True)
+    trace = ct.interpret(gather_3d_array, (1,), (x, np.zeros(8, np.float32)), trace=True)
     d = IndexMapView.from_trace(trace, op="gather", values=x).data
     assert d["shape2"] == [6, 8] and [p["name"] for p in d["panels"]][:3] == ["indices[0]", "indices[1]", "indices[2]"]
     inside = d["target"] >= 0
@@ -204,7 +204,7 @@ def gather16(table, lanes, out):
 
 def test_a_long_1d_array_is_drawn_in_rows_with_cells_big_enough_for_its_numbers():
     table, lanes = np.arange(48, dtype=np.float32), np.array([47, 3, 50, 12, 0, 33, -2, 20] * 2, np.int32)
-    trace = run(gather16, (1,), (table, lanes, np.zeros(16, np.float32)), trace=True)
+    trace = ct.interpret(gather16, (1,), (table, lanes, np.zeros(16, np.float32)), trace=True)
     d = IndexMapView.from_trace(trace, op="gather", values=table).data
     assert d["acell"] >= 18 and d["array_labels"] == [str(v) for v in range(48)]   # numbers, not bare cells
     assert sorted(set(d["cell_y"])) == [d["ay0"] + r * d["acell"] for r in range(3)]   # 3 rows of 16

@@ -9,11 +9,11 @@ import pytest
 
 from tileworkbench.kernels import transpose, vector_add
 from tileworkbench.profile.access import analyze
-from tileworkbench.profile.bench import DevicePeaks, Timing
+from tileworkbench.profile import DevicePeaks, Timing
 from tileworkbench.profile.ncu import NcuMetrics
 from tileworkbench.profile.occupancy import LIMITERS
 from tileworkbench.widgets import launch_report
-from tileworkbench.widgets.launch_report import (MAX_MODELLED_ELEMENTS, NO_ROOFLINE, UNTIMED_MESSAGE, CompileReport,
+from tileworkbench.widgets.launch_report import (MAX_MODELLED_ELEMENTS, NO_ROOFLINE, UNTIMED_MESSAGE,
                                                  LaunchReportView, compile_report, launch_report_data,
                                                  modelled_access, report_text, roofline_layout, text_width)
 
@@ -65,9 +65,7 @@ def test_data_of_an_untimed_report(report):
 def test_data_of_a_timed_report(report):
     timing = Timing(0.01, 0.009, 0.012, 100, 10, True)
     peaks = DevicePeaks("H100", "sm_90", 132, 1980.0, 3352.0, 1070.0, 67.0)
-    fields = {f: getattr(report, f) for f in CompileReport.__dataclass_fields__}
-    timed = CompileReport(**{**fields, "timing": timing, "peaks": peaks,
-                             "driver_blocks_per_sm": report.occupancy.blocks_per_sm})
+    timed = dataclasses.replace(report, timing=timing, peaks=peaks, driver_blocks_per_sm=report.occupancy.blocks_per_sm)
     d = launch_report_data(timed)
     assert d["timed"] and d["message"] == "" and d["timing"]["median_ms"] == 0.01
     assert d["throughput"]["gbs"] == pytest.approx(3 * N * 4 / 0.01 / 1e6)

@@ -2,7 +2,7 @@
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.coverage import CoverageView
 from tileworkbench.widgets.index_map import IndexMapView
 from tileworkbench.widgets.linked import selection_of
@@ -21,7 +21,7 @@ def copy_and_gather(x, y, z, idx):
 def _views():
     x = np.arange(12, dtype=np.float32)
     idx = np.arange(12)[::-1].copy()
-    trace = run(copy_and_gather, (3,), (x, np.zeros_like(x), np.zeros_like(x), idx), values=True)
+    trace = interpret(copy_and_gather, (3,), (x, np.zeros_like(x), np.zeros_like(x), idx), values=True)
     views = views_of_trace(trace, {"x": x})
     kinds = (CoverageView, TileSpaceView, IndexMapView, StepperView)
     return {kind: next(v for v in views if isinstance(v, kind)) for kind in kinds}, views

@@ -10,7 +10,6 @@ import pytest
 import tileworkbench.tile as ct
 from tileworkbench.arguments import block_text
 from tileworkbench.errors import TileOutOfBoundsError
-from tileworkbench.interp import run
 from tileworkbench.magic.inspector import summary
 from tileworkbench.profile import percent
 from tileworkbench.profile.sweep import SweepResult, SweepRow
@@ -64,7 +63,7 @@ def test_a_block_is_written_with_as_many_coordinates_as_the_grid_has_axes():
 
 def test_views_and_errors_name_a_block_of_a_one_axis_grid_alike():
     x, y = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
-    trace = run(copy_rows, (2,), (x, y), values=True)
+    trace = ct.interpret(copy_rows, (2,), (x, y), values=True)
     coverage = CoverageView.from_trace(trace)
     coverage.block = [1, 0, 0]
     assert "block (1,)" in [t.text for t in ET.fromstring(coverage.to_svg()).iter(f"{SVG}text")]
@@ -72,4 +71,4 @@ def test_views_and_errors_name_a_block_of_a_one_axis_grid_alike():
     index_map = IndexMapView.from_trace(trace, "gather", block=(1,))
     assert any(str(t.get("text", "")).startswith("block (1,): 4 lanes") for t in index_map.data["texts"])
     with pytest.raises(TileOutOfBoundsError, match=r"goes outside the array: block \(2,\) touches"):
-        run(past_the_end, (3,), (np.zeros(8, np.float32),))
+        ct.interpret(past_the_end, (3,), (np.zeros(8, np.float32),))

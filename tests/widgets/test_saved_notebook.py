@@ -13,7 +13,7 @@ from nbconvert import HTMLExporter
 from nbformat.v4 import new_code_cell, new_notebook
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.coverage import CoverageView
 from tileworkbench.widgets.stepper import StepperView
 from tileworkbench.widgets.tile_space import TileSpaceView
@@ -23,7 +23,7 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 CELLS = ['''\
 import numpy as np
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.profile.access import analyze_trace
 from tileworkbench.widgets.coverage import CoverageView
 from tileworkbench.widgets.index_map import IndexMapView
@@ -42,16 +42,16 @@ def gather(table, idx, got):
     ct.store(got, (0,), ct.gather(table, i, padding_value=-1.0))
 
 x = np.arange(60, dtype=np.float32).reshape(6, 10)
-trace = run(copy, (2, 3), (x, np.zeros_like(x)), trace=True)''',
+trace = interpret(copy, (2, 3), (x, np.zeros_like(x)), trace=True)''',
          'TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x)',
          ('TileSpaceView.from_trace(trace, op="load", array="x", block=(1, 2), values=x, '
           'access=analyze_trace(copy.specialize((x, np.zeros_like(x))), trace))'),
          'CoverageView.from_trace(trace)',
          'TransformView.of(lambda t: ct.permute(t, (1, 0)), (2, 4))',
          '''table = np.arange(10, dtype=np.float32)
-IndexMapView.from_trace(run(gather, (1,), (table, np.array([0, 3, -1, 12, 5, 5, 7, 9], np.int32),
+IndexMapView.from_trace(interpret(gather, (1,), (table, np.array([0, 3, -1, 12, 5, 5, 7, 9], np.int32),
                                            np.zeros(8, np.float32)), trace=True), op="gather", values=table)''',
-         'StepperView.from_trace(run(copy, (2, 3), (x, np.zeros_like(x)), values=True), block=(1, 2), step=1)']
+         'StepperView.from_trace(interpret(copy, (2, 3), (x, np.zeros_like(x)), values=True), block=(1, 2), step=1)']
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def copy_ragged(x, y):
 
 def test_the_picture_is_the_static_export_the_live_widget_shows_and_scales_to_the_output_width():
     x = np.ones((6, 10), np.float32)
-    trace = run(copy_ragged, (2, 3), (x, np.zeros_like(x)), values=True)
+    trace = interpret(copy_ragged, (2, 3), (x, np.zeros_like(x)), values=True)
     for view in (TileSpaceView.from_trace(trace, array="x", block=(1, 1)), CoverageView.from_trace(trace),
                  StepperView.from_trace(trace, block=(1, 1), step=2)):
         picture = view.picture_bundle()

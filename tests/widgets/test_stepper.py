@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import Status, run
+from tileworkbench.interp import Status
 from tileworkbench.kernels import matmul
 from tileworkbench.widgets.stepper import (NAN, NEG_INF, POS_INF, TOUCH_TEXT, NoValuesError, StepperView, bin_tile,
                                            heat_fills, selected_cells, stepper_data, steps_of, writer_of)
@@ -24,7 +24,7 @@ def _trace():
     x = np.arange(10, dtype=np.float32)
     x[1] = np.inf
     y = np.zeros(12, np.float32)
-    return run(shifted_sum, (3,), (x, y, 4), values=True), x, y
+    return ct.interpret(shifted_sum, (3,), (x, y, 4), values=True), x, y
 
 
 def test_stepping_a_block_walks_its_loop_iterations_and_shows_each_ops_tile():
@@ -75,7 +75,7 @@ def test_nan_infinities_and_booleans_get_colours_no_finite_value_gets():
 
 def test_a_trace_without_values_names_how_to_record_them():
     x, y = np.zeros(8, np.float32), np.zeros(8, np.float32)
-    trace = run(shifted_sum, (2,), (x, y, 4), trace=True)
+    trace = ct.interpret(shifted_sum, (2,), (x, y, 4), trace=True)
     with pytest.raises(NoValuesError, match="values=True"):
         StepperView.from_trace(trace)
 
@@ -94,7 +94,7 @@ def transpose_load(x, y):
 
 def test_a_lane_of_a_load_in_another_order_names_the_element_it_read():
     x = np.arange(8, dtype=np.int32).reshape(4, 2)
-    trace = run(transpose_load, (1,), (x, np.zeros((2, 4), np.int32)), values=True)
+    trace = ct.interpret(transpose_load, (1,), (x, np.zeros((2, 4), np.int32)), values=True)
     view = StepperView.from_trace(trace)
     tile = view.data["panels"][0]
     assert view.current.op == "load" and tile["labels"] == ["0", "2", "4", "6", "1", "3", "5", "7"]
@@ -139,7 +139,7 @@ def test_memory_panels_at_any_step_in_any_order_equal_a_replay_of_the_blocks_eve
     rng = np.random.default_rng(2)
     a = rng.standard_normal((64, 40 * 8)).astype(np.float16)   # 40 K iterations: more steps than a checkpoint spans
     b = rng.standard_normal((40 * 8, 64)).astype(np.float16)
-    trace = run(matmul, (2, 2), (a, b, np.zeros((64, 64), np.float32), 32, 32, 8), values=True)
+    trace = ct.interpret(matmul, (2, 2), (a, b, np.zeros((64, 64), np.float32), 32, 32, 8), values=True)
     view = StepperView.from_trace(trace, block=(1, 0))
     steps = steps_of(trace, (1, 0))
     order = [0, 1, 2, 60, 59, 31, 32, 33, 120, len(steps) - 1, 5, 64, 63]
@@ -163,7 +163,7 @@ def big_tile(x, y):
 def test_a_128x128_tile_is_drawn_whole_in_bins_that_keep_nan_infinities_and_padding_visible():
     x = np.arange(126 * 128, dtype=np.float32).reshape(126, 128)   # rows 126 and 127 of the tile pad
     x[0, 1], x[5, 9], x[70, 3] = np.nan, np.inf, -np.inf
-    trace = run(big_tile, (1,), (x, np.zeros((128, 128), np.float32)), values=True)
+    trace = ct.interpret(big_tile, (1,), (x, np.zeros((128, 128), np.float32)), values=True)
     view = StepperView.from_trace(trace, step=[s.op for s in steps_of(trace, (0,))].index("load"))
     tile = view.data["panels"][0]
     assert len(tile["fill"]) == 32 * 64 and "in bins of 4 x 2" in view.to_svg()   # the whole tile: 32 x 64 bins
@@ -201,7 +201,7 @@ def stack_of_tiles(x, y):
 
 def test_a_3d_tile_is_a_row_of_2d_slices_binned_along_the_leading_axes():
     x = np.arange(128, dtype=np.float32).reshape(8, 4, 4)
-    trace = run(stack_of_tiles, (1,), (x, np.zeros_like(x)), values=True)
+    trace = ct.interpret(stack_of_tiles, (1,), (x, np.zeros_like(x)), values=True)
     tile = StepperView.from_trace(trace).data["panels"][0]
     assert "tile (8, 4, 4) float32 (8 slices of 4 x 4 side by side), in bins of 2 x 1 x 1" in tile["caption"]
     assert len(tile["fill"]) == 4 * 4 * 4
@@ -211,8 +211,8 @@ def test_a_3d_tile_is_a_row_of_2d_slices_binned_along_the_leading_axes():
 def test_a_block_past_the_values_budget_is_shown_from_a_rerun_with_the_same_tiles():
     rng = np.random.default_rng(3)
     a, b = rng.standard_normal((32, 64)).astype(np.float16), rng.standard_normal((64, 32)).astype(np.float16)
-    full = run(matmul, (2, 2), (a, b, np.zeros((32, 32), np.float32), 16, 16, 16), values=True)
-    part = run(matmul, (2, 2), (a, b, np.zeros((32, 32), np.float32), 16, 16, 16), values=True,
+    full = ct.interpret(matmul, (2, 2), (a, b, np.zeros((32, 32), np.float32), 16, 16, 16), values=True)
+    part = ct.interpret(matmul, (2, 2), (a, b, np.zeros((32, 32), np.float32), 16, 16, 16), values=True,
                values_max_bytes=full.steps.held_bytes // 3)
     for step in range(len(steps_of(full, (1, 1)))):
         shown, recorded = stepper_data(part, (1, 1), step), stepper_data(full, (1, 1), step)
@@ -224,14 +224,14 @@ def test_a_block_past_the_values_budget_is_shown_from_a_rerun_with_the_same_tile
 
 def test_a_block_past_the_budget_that_reads_another_blocks_writes_is_shown_from_a_rerun_of_the_launch():
     x, y = np.arange(12, dtype=np.float32), np.zeros(12, np.float32)
-    trace = run(reads_the_next_blocks_output, (3,), (x, y), values=True, values_max_bytes=100)
+    trace = ct.interpret(reads_the_next_blocks_output, (3,), (x, y), values=True, values_max_bytes=100)
     view = StepperView.from_trace(trace, block=(0,), step=4)
     assert view.current.value is not None and "re-running the whole launch" in view.data["values"][0]
     assert "re-running the whole launch" in view.to_svg()
 
 
 def test_a_block_whose_own_tiles_exceed_the_budget_says_so_in_place_of_the_missing_ones():
-    trace = run(shifted_sum, (3,), (np.arange(10, dtype=np.float32), np.zeros(12, np.float32), 4), values=True,
+    trace = ct.interpret(shifted_sum, (3,), (np.arange(10, dtype=np.float32), np.zeros(12, np.float32), 4), values=True,
                 values_max_bytes=40)
     view = StepperView.from_trace(trace, block=(2,), step=len(steps_of(trace, (2,))) - 1)
     assert view.current.value is None and "values_max_bytes" in view.to_svg()
@@ -239,7 +239,7 @@ def test_a_block_whose_own_tiles_exceed_the_budget_says_so_in_place_of_the_missi
 
 def test_a_selected_element_is_outlined_in_the_bin_of_a_big_tile_that_holds_it():
     x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
-    trace = run(big_tile, (1,), (x, np.zeros_like(x)), values=True)
+    trace = ct.interpret(big_tile, (1,), (x, np.zeros_like(x)), values=True)
     view = StepperView.from_trace(trace, step=[s.op for s in steps_of(trace, (0,))].index("load"))
     view.select("x", (6, 9))   # not a bin's first element: row 6 of rows 4..7, column 9 of columns 8..9
     tile = view.data["panels"][0]

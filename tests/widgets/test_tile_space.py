@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import Status, run
+from tileworkbench.interp import Status
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.access import analyze_trace
 from tileworkbench.widgets.tile_space import (
@@ -48,7 +48,7 @@ def cells(svg_text, cls):
 
 def test_ragged_edge_tile_splits_into_inside_and_padding():
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
-    trace = run(copy_ragged, (3, 2), (x.copy(), np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_ragged, (3, 2), (x.copy(), np.zeros_like(x)), trace=True)
     view = TileSpaceView.from_trace(trace, op="load", array="x", block=(2, 1), values=x)
     d = view.data
     assert (d["index"], d["tile_shape"], d["order"]) == ([2, 1], [4, 8], [0, 1])
@@ -71,7 +71,7 @@ def test_ragged_edge_tile_splits_into_inside_and_padding():
 
 def test_order_f_lane_r_c_reads_element_c_r():
     x = np.arange(6 * 4, dtype=np.float32).reshape(6, 4)
-    trace = run(copy_fortran, (1, 3), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_fortran, (1, 3), (x, np.zeros_like(x)), trace=True)
     d = TileSpaceView.from_trace(trace, op="load", array="x", block=(0, 2)).data
     assert (d["index"], d["tile_shape"], d["order"]) == ([0, 2], [4, 2], [1, 0])
     assert d["box2"] == [2, 4]   # the (4, 2) tile of the transposed tile space is 2 x 4 in the array
@@ -82,7 +82,7 @@ def test_order_f_lane_r_c_reads_element_c_r():
 
 def test_store_marks_dropped_lanes_and_the_outside_as_dropped():
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
-    trace = run(copy_ragged, (3, 2), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_ragged, (3, 2), (x, np.zeros_like(x)), trace=True)
     view = TileSpaceView.from_trace(trace, op="store", array="y", block=(2, 1))
     assert set(np.unique(view.data["lane_status"])) == {Status.STORED, Status.DROPPED}
     assert all(c.get("fill") == PALETTE["dropped"] for c in cells(view.to_svg(), "padding"))
@@ -90,7 +90,7 @@ def test_store_marks_dropped_lanes_and_the_outside_as_dropped():
 
 def test_1d_array_is_one_row():
     x = np.arange(10, dtype=np.float32)
-    trace = run(copy_1d, (3,), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_1d, (3,), (x, np.zeros_like(x)), trace=True)
     d = TileSpaceView.from_trace(trace, op="load", array="x", block=(2,), values=x).data
     assert d["shape2"] == [1, 10] and d["index"] == [2] and d["tile_shape"] == [4]
     assert d["lane_r"].tolist() == [0, 0, 0, 0] and d["lane_c"].tolist() == [8, 9, 10, 11]
@@ -138,7 +138,7 @@ def copy_with_mode(x, y):
 
 def test_the_recorded_padding_mode_colours_the_padding_and_the_legend_shows_its_value():
     x = np.arange(10, dtype=np.float32)
-    view = TileSpaceView.from_trace(run(copy_with_mode, (2,), (x, np.zeros_like(x)), trace=True), array="x",
+    view = TileSpaceView.from_trace(ct.interpret(copy_with_mode, (2,), (x, np.zeros_like(x)), trace=True), array="x",
                                     block=(1,))
     d = view.data
     assert d["padding_mode"] == "NEG_INF" and d["padding_text"] == "-inf"
@@ -150,13 +150,13 @@ def test_the_recorded_padding_mode_colours_the_padding_and_the_legend_shows_its_
 
 def test_an_undetermined_integer_load_shows_that_it_reads_zero():
     x = np.arange(10, dtype=np.int32)
-    trace = run(copy_1d, (3,), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_1d, (3,), (x, np.zeros_like(x)), trace=True)
     d = TileSpaceView.from_trace(trace, array="x", block=(2,)).data
     assert d["padding_mode"] == "UNDETERMINED" and d["legend"][1]["label"] == "padding (UNDETERMINED): reads 0"
 
 
 def test_a_version_1_trace_falls_back_to_the_source_line_or_the_given_mode():
-    trace = run(copy_ragged, (3, 2), (np.arange(120, dtype=np.float32).reshape(10, 12),
+    trace = ct.interpret(copy_ragged, (3, 2), (np.arange(120, dtype=np.float32).reshape(10, 12),
                                       np.zeros((10, 12), np.float32)), trace=True)
     trace.events = [dataclasses.replace(e, padding_mode=None, padding_value=None) for e in trace.events]
     d = TileSpaceView.from_trace(trace, array="x", block=(2, 1)).data
@@ -192,7 +192,7 @@ def copy_3d(x, y):
 def test_a_vector_of_millions_of_elements_draws_the_blocks_tile_and_its_values():
     n = 1 << 22
     a = np.arange(n, dtype=np.float32)
-    trace = run(add_1d, (n // 1024,), (a, a, np.zeros_like(a)), trace=True)
+    trace = ct.interpret(add_1d, (n // 1024,), (a, a, np.zeros_like(a)), trace=True)
     d = TileSpaceView.from_trace(trace, array="a", block=(7,), values=a).data
     assert d["lo"][1] <= 7 * 1024 and d["lo"][1] + d["ext"][1] >= 8 * 1024 and d["ext"][1] < 2048
     assert d["cell"] > 0 and d["values"].shape == (1, d["ext"][1])
@@ -201,7 +201,7 @@ def test_a_vector_of_millions_of_elements_draws_the_blocks_tile_and_its_values()
 
 def test_a_3d_array_is_drawn_as_the_slice_where_the_blocks_tile_starts():
     x = np.arange(5 * 4 * 4, dtype=np.float32).reshape(5, 4, 4)
-    trace = run(copy_3d, (3,), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(copy_3d, (3,), (x, np.zeros_like(x)), trace=True)
     view = TileSpaceView.from_trace(trace, array="x", block=(2,), values=x)
     d = view.data
     assert d["lead"] == [4] and d["shape2"] == [4, 4] and d["box"] == [2, 4, 4]
@@ -225,7 +225,7 @@ def test_widget_state_and_palette_travel_with_the_data():
 def transpose_trace():
     x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
     args = (x, np.zeros_like(x), 32)
-    trace = run(transpose, (2, 2), args, trace=True)
+    trace = ct.interpret(transpose, (2, 2), args, trace=True)
     return trace, analyze_trace(transpose.specialize(args), trace)
 
 
@@ -250,7 +250,7 @@ def test_warp_colouring_follows_the_thread_layout_in_the_arrays_own_order(op, ar
 def test_lanes_that_reach_no_memory_keep_their_status_colour():
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
     args = (x.copy(), np.zeros_like(x))
-    trace = run(copy_ragged, (3, 2), args, trace=True)
+    trace = ct.interpret(copy_ragged, (3, 2), args, trace=True)
     access = analyze_trace(copy_ragged.specialize(args), trace)
     d = TileSpaceView.from_trace(trace, op="load", array="x", block=(2, 1), access=access).data
     fills = {e.get("data-status"): e.get("fill") for e in cells(TileSpaceView(data=d).to_svg(), "lane")}
@@ -265,6 +265,6 @@ def test_warp_colouring_needs_the_access_report_of_the_same_kernel():
     trace, _ = transpose_trace()
     x = np.zeros((10, 12), np.float32)
     args = (x, np.zeros_like(x))
-    other = analyze_trace(copy_ragged.specialize(args), run(copy_ragged, (3, 2), args, trace=True))
+    other = analyze_trace(copy_ragged.specialize(args), ct.interpret(copy_ragged, (3, 2), args, trace=True))
     with pytest.raises(ValueError, match=r"the access report of copy_ragged has no load of x on line \d+"):
         TileSpaceView.from_trace(trace, op="load", array="x", block=(0, 0), access=other)

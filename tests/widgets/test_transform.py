@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.widgets.svg import text_width
 from tileworkbench.widgets.transform import TransformView, infer_operand_shapes, mapping, same_source
 
@@ -76,7 +76,7 @@ def test_hovering_a_source_finds_every_copy_in_the_output():
 
 def test_extract_of_a_cat_in_a_real_kernel_from_its_trace():
     x = np.arange(8, dtype=np.float32).reshape(4, 2)
-    trace = run(cat_extract, (1,), (x, np.zeros((2, 4), np.float32)), trace=True)
+    trace = interpret(cat_extract, (1,), (x, np.zeros((2, 4), np.float32)), trace=True)
     cat = TransformView.from_trace(trace, op="cat")
     assert [p["shape"] for p in cat.data["panels"]] == [[4, 2], [4, 2], [4, 4]]   # inferred from the map
     extract = TransformView.from_trace(trace, op="extract")
@@ -87,7 +87,7 @@ def test_extract_of_a_cat_in_a_real_kernel_from_its_trace():
 
 def test_load_order_f_reads_the_array_transposed():
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    trace = run(load_f, (1,), (x, np.zeros((4, 2), np.float32)), trace=True)
+    trace = interpret(load_f, (1,), (x, np.zeros((4, 2), np.float32)), trace=True)
     view = TransformView.from_trace(trace, op="load")
     assert view.data["panels"][0]["shape"] == [2, 4]
     assert _output(view).tolist() == [[0, 4], [1, 5], [2, 6], [3, 7]]
@@ -104,7 +104,7 @@ def test_operand_shapes_are_read_back_from_the_map():
 
 def test_an_op_missing_from_the_trace_is_named():
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
-    trace = run(load_f, (1,), (x, np.zeros((4, 2), np.float32)), trace=True)
+    trace = interpret(load_f, (1,), (x, np.zeros((4, 2), np.float32)), trace=True)
     with pytest.raises(ValueError, match="has no permute"):
         TransformView.from_trace(trace, op="permute")
 

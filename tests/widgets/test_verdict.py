@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from tileworkbench.interp import run
+from tileworkbench.tile import interpret
 from tileworkbench.kernels import vector_add
 from tileworkbench.runtime import device
 from tileworkbench.widgets.verdict import NOT_COMPARED, VerdictView, compare, verify
@@ -14,7 +14,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 def launch():
     a, b = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
     c = np.zeros(100, np.float32)
-    trace = run(vector_add, (4,), (a, b, c, 32), trace=True)
+    trace = interpret(vector_add, (4,), (a, b, c, 32), trace=True)
     return c, trace
 
 

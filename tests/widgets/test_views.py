@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 import tileworkbench.tile as ct
-from tileworkbench.interp import Status, run
+from tileworkbench.interp import Status
 from tileworkbench.widgets.svg import MIN_FONT
 from tileworkbench.widgets.tile_space import TileSpaceView
 from tileworkbench.widgets.views import views_of_trace
@@ -19,7 +19,7 @@ def two_loads(x, y):
 
 def test_a_second_load_of_the_same_array_gets_its_own_view():
     x, y = np.arange(32, dtype=np.float32).reshape(4, 8), np.zeros((2, 4), np.float32)
-    trace = run(two_loads, (1,), (x, y), trace=True)
+    trace = ct.interpret(two_loads, (1,), (x, y), trace=True)
     loads = [v for v in views_of_trace(trace) if isinstance(v, TileSpaceView) and "load" in v.to_svg()[:2000]]
     first = two_loads._pyfunc.__code__.co_firstlineno
     titles = [next(line for line in (f"line {first + 2}", f"line {first + 3}") if line in v.to_svg()) for v in loads]
@@ -49,9 +49,9 @@ def test_views_of_big_and_3d_arrays_build_and_draw():
     a = np.ones(n, np.float32)
     x = np.ones((1 << 17, 4), np.float32)
     cube = np.ones((5, 4, 4), np.float32)
-    for trace, values in ((run(add_1d, (n // 1024,), (a, a, np.zeros_like(a)), trace=True), {"a": a}),
-                          (run(copy_rows, (128,), (x, np.zeros_like(x)), trace=True), {"x": x}),
-                          (run(copy_3d, (3,), (cube, np.zeros_like(cube)), trace=True), {"x": cube})):
+    for trace, values in ((ct.interpret(add_1d, (n // 1024,), (a, a, np.zeros_like(a)), trace=True), {"a": a}),
+                          (ct.interpret(copy_rows, (128,), (x, np.zeros_like(x)), trace=True), {"x": x}),
+                          (ct.interpret(copy_3d, (3,), (cube, np.zeros_like(cube)), trace=True), {"x": cube})):
         views = views_of_trace(trace, values)
         assert [type(v).__name__ for v in views][:2] == ["CoverageView", "TileSpaceView"]
         for view in views:
@@ -66,7 +66,7 @@ def ragged_copy(x, y):
 
 def test_each_view_shows_the_first_block_whose_lanes_do_more_than_a_plain_load_or_store():
     x = np.ones((4, 6), np.float32)
-    trace = run(ragged_copy, (1, 2), (x, np.zeros_like(x)), trace=True)
+    trace = ct.interpret(ragged_copy, (1, 2), (x, np.zeros_like(x)), trace=True)
     load, store = views_of_trace(trace)[1:]
     assert load.data["index"] == store.data["index"] == [0, 1]   # block (0, 1) hangs over the right edge
     assert Status.PADDED in load.data["lane_status"] and Status.DROPPED in store.data["lane_status"]
@@ -85,11 +85,11 @@ def transposed(x, y):
 
 def test_views_show_the_ops_the_user_wrote_by_the_name_they_wrote():
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
-    trace = run(gather_rows, (1,), (table, np.arange(8, dtype=np.int32), np.zeros((8, 4), np.float32)),
+    trace = ct.interpret(gather_rows, (1,), (table, np.arange(8, dtype=np.int32), np.zeros((8, 4), np.float32)),
                 trace=True)
     kinds = [type(v).__name__ for v in views_of_trace(trace)]
     assert "IndexMapView" in kinds and "TransformView" not in kinds   # no reshape/broadcast of the gather's own
-    trace = run(transposed, (1,), (np.ones((2, 4), np.float32), np.zeros((4, 2), np.float32)), trace=True)
+    trace = ct.interpret(transposed, (1,), (np.ones((2, 4), np.float32), np.zeros((4, 2), np.float32)), trace=True)
     transform, = [v for v in views_of_trace(trace) if type(v).__name__ == "TransformView"]
     assert "transposed: transpose, line" in transform.data["title"]
 
@@ -102,7 +102,7 @@ def offset_rows(x, y, start):
 
 
 def test_shape_ops_that_an_operator_makes_get_no_panel_and_the_written_ones_do():
-    trace = run(offset_rows, (1,), (np.arange(16, dtype=np.float32), np.zeros((2, 8), np.float32), 3), trace=True)
+    trace = ct.interpret(offset_rows, (1,), (np.arange(16, dtype=np.float32), np.zeros((2, 8), np.float32), 3), trace=True)
     assert any(e.op == "broadcast" and "cols = start" in e.source for e in trace.events)
     titles = [v.data["title"] for v in views_of_trace(trace, limit=10) if type(v).__name__ == "TransformView"]
     assert [t.split(",")[0] for t in titles] == ["offset_rows: reshape", "offset_rows: broadcast_to"]
@@ -118,7 +118,7 @@ def gather_transposed(x, rows, z, start):
 
 def test_every_text_of_every_view_is_at_least_the_smallest_legible_size_and_scales_with_the_output():
     x = np.arange(80, dtype=np.float32).reshape(8, 10)
-    trace = run(gather_transposed, (1,), (x, np.array([6, 0, 3, 7], np.int32), np.zeros((8, 4), np.float32), 1),
+    trace = ct.interpret(gather_transposed, (1,), (x, np.array([6, 0, 3, 7], np.int32), np.zeros((8, 4), np.float32), 1),
                 trace=True)
     views = views_of_trace(trace, limit=10)
     assert {type(v).__name__ for v in views} >= {"CoverageView", "TileSpaceView", "IndexMapView", "TransformView"}
@@ -135,5 +135,5 @@ def executes_nothing(a, T: ct.Constant[int]):
 
 
 def test_a_kernel_that_executes_no_op_gets_no_stepper():
-    trace = run(executes_nothing, (2,), (np.zeros(4, np.float32), 4), values=True)
+    trace = ct.interpret(executes_nothing, (2,), (np.zeros(4, np.float32), 4), values=True)
     assert [type(v).__name__ for v in views_of_trace(trace)] == ["CoverageView"]

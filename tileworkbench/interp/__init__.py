@@ -1,15 +1,17 @@
 """The NumPy reference interpreter: runs the IR over the whole grid and records access traces."""
 from __future__ import annotations
 
+from ..ir.core import Function
 from .executor import execute
 from .steps import VALUES_MAX_BYTES, BlockStep, Step, StepLog
 from .trace import Event, InvalidTraceError, Status, Trace
 
 
-def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
+def run(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
         strict_padding: bool = False, values: bool = False, values_max_bytes: int = VALUES_MAX_BYTES) -> Trace | None:
-    """Run `kernel` on NumPy arrays (lists and tuples of them too) over `grid` (a tuple of 1-3 ints); arrays are
-    updated in place.
+    """Run the kernel specialization `fn` (an IR Function: `kernel.specialize(args)`) on NumPy arrays
+    (lists and tuples of them too) over `grid` (a tuple of 1-3 ints); arrays are updated in place.
+    `ct.interpret(kernel, grid, args, ...)` resolves the specialization and runs it here.
 
     checked: an access outside an array made with check_bounds=False raises TileOutOfBoundsError
              (naming the op's line and the index) instead of being padded or dropped.
@@ -21,13 +23,15 @@ def run(kernel, grid, args, *, checked: bool = True, trace: bool = False,
     strict_padding: a load that reads UNDETERMINED padding (zero here and on the GPU, unspecified in
              cuTile) raises TileUndeterminedPaddingError naming the line, the block and the element.
 
-    >>> trace = run(add, (4,), (a, b, c, 16), trace=True)
+    >>> trace = run(add.specialize((a, b, c, 16)), (4,), (a, b, c, 16), trace=True)
     >>> trace.by_array("c")[0].counts()
     {'STORED': 64}
     """
     from ..arguments import argument_leaves, normalize_grid
+    if not isinstance(fn, Function):
+        raise TypeError(f"interp.run takes a kernel specialization (an IR Function), not a "
+                        f"{type(fn).__name__}: run a kernel with ct.interpret(kernel, grid, args, ...)")
     grid = normalize_grid(grid)
-    fn = kernel.specialize(args)
     return execute(fn, grid, argument_leaves(args), checked=checked, trace=trace, strict_padding=strict_padding,
                    values_max_bytes=values_max_bytes if values else None)
 

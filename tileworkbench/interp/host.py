@@ -10,20 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..arguments import is_torch_tensor
+from ..arguments import host_numpy, host_tensor, is_array_like
 from ..ir.ops import OPS
-from ..ir.types import to_dtype
-
-
-
-def _torch_numpy(tensor) -> np.ndarray:
-    """A NumPy view of a host tensor (bfloat16 and fp8 through their bits and ml_dtypes)."""
-    dtype = to_dtype(tensor.dtype)
-    if dtype.numpy.kind != "V" and dtype.numpy.type.__module__ == "numpy":
-        return tensor.detach().numpy()
-    import torch
-    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}[dtype.itemsize]
-    return tensor.detach().view(bits).numpy().view(dtype.numpy)
 
 
 def _to_host(obj):
@@ -33,30 +21,14 @@ def _to_host(obj):
         return obj, None
     if type(obj).__module__.startswith("torch"):
         if not obj.is_cuda:
-            return _torch_numpy(obj), None
-        host = _torch_numpy(obj.detach().cpu())
-        return host, lambda: obj.detach().copy_(_from_numpy_like(host, obj))  # grad tensors too, as on the GPU
+            return host_numpy(obj), None
+        host = host_numpy(obj.detach().cpu())
+        return host, lambda: obj.detach().copy_(host_tensor(host))  # grad tensors too, as on the GPU
     import cupy
     device = obj if isinstance(obj, cupy.ndarray) else \
         cupy.asarray(obj) if hasattr(obj, "__cuda_array_interface__") else cupy.from_dlpack(obj)
     host = cupy.asnumpy(device)
     return host, lambda: device.__setitem__(Ellipsis, cupy.asarray(host))
-
-
-def _from_numpy_like(host: np.ndarray, like):
-    """A host tensor of `like`'s dtype holding `host` (bits reinterpreted where NumPy lacks the type)."""
-    import torch
-    if host.dtype.type.__module__ == "numpy":
-        return torch.from_numpy(host)
-    bits = {1: np.uint8, 2: np.int16, 4: np.int32}[host.dtype.itemsize]
-    return torch.from_numpy(host.view(bits)).view(like.dtype)
-
-
-def _is_array(obj) -> bool:
-    if is_torch_tensor(obj):  # before the protocols: a tensor that requires grad raises on __cuda_array_interface__
-        return True
-    return isinstance(obj, np.ndarray) or not isinstance(obj, np.generic) and (
-        hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__"))
 
 
 def written_params(fn) -> set[str]:
@@ -105,13 +77,12 @@ def _array_sources(fn) -> dict:
     return sources
 
 
-def run_anywhere(kernel, grid, args) -> None:
-    """Run a launch on the interpreter with host copies of its device arrays, copying back the
-    arrays the kernel writes."""
+def run_anywhere(fn, grid, args) -> None:
+    """Run a launch of the specialization `fn` on the interpreter with host copies of its device
+    arrays, copying back the arrays the kernel writes."""
     from ..arguments import argument_leaves, normalize_grid
     from .executor import execute
-    fn = kernel.specialize(args)
-    copies = [_to_host(a) if _is_array(a) else (a, None) for a in argument_leaves(args)]
+    copies = [_to_host(a) if is_array_like(a) else (a, None) for a in argument_leaves(args)]
     execute(fn, normalize_grid(grid), [h for h, _ in copies])
     written = written_params(fn)
     for p, (_, write_back) in zip(fn.params, copies):

@@ -41,6 +41,7 @@ from .. import tile as ct
 from ..errors import TileError, TileSyntaxError, UserInputError
 from ..frontend.source import cell_filename
 from ..runtime.nvrtc import NvrtcUnavailableError
+from ..runtime.tile_cpp import TileCompilerUnavailableError
 from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle, in_cell
 from .inspector import KERNEL_MIME, LiveRecords
@@ -130,9 +131,9 @@ class TileKernelMagics(Magics):
     @argument("--arch", default=None, help="GPU architecture for --show cuda/ptx/resources, --sweep, and "
                                            "--bench without a GPU, e.g. sm_90 (default: the GPU's, or sm_90 "
                                            "without one)")
-    @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources", "log"], default=[],
-              help="print the kernel's IR, generated CUDA, PTX, resources or compiler log (repeatable; tile "
-                   "kernels need --args)")
+    @argument("--show", action="append", choices=["ir", "cuda", "ptx", "resources", "log", "sass"], default=[],
+              help="print the kernel's IR, generated CUDA, PTX (Tile IR for CUDA Tile C++), resources, compiler "
+                   "log or (--lang cpp) SASS by cell line (repeatable; tile kernels need --args)")
     @argument("--grid", default=None, help="launch grid, a Python expression, e.g. \"(ct.cdiv(n, 256),)\"")
     @argument("--args", default=None, help="launch arguments, a Python expression, e.g. \"a, b, c, 256\"")
     @argument("--viz", action="store_true", help="launch on the interpreter with tracing and show the views, linked, with a "
@@ -185,6 +186,8 @@ class TileKernelMagics(Magics):
             self.report(error, kernel.name)
         except NvrtcUnavailableError as error:  # nothing is wrong with the kernel: one line, no stack
             raise TileKernelCellError(f"Compiling the kernel needs NVRTC, the CUDA compiler. {error}", []) from None
+        except TileCompilerUnavailableError as error:
+            raise TileKernelCellError(str(error), []) from None
         except UserInputError as error:  # its message says it all: no stack
             raise TileKernelCellError(f"{type(error).__name__}: {error}", []) from None
 
@@ -236,6 +239,8 @@ class TileKernelMagics(Magics):
             exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the cell, as IPython would run it
         except TileError as error:
             self.report(error, name or "kernel")
+        except UserInputError as error:  # a bad parameter list or kernel name: its message says it all
+            raise TileKernelCellError(f"{type(error).__name__}: {error}", []) from None
         kernels = [n for n in assigned if isinstance(namespace.get(n), UserKernel)]
         if not kernels:
             raise TileKernelCellError("A %%tilekernel cell must define a function (def name(...): ...) or assign a "
@@ -262,24 +267,54 @@ class TileKernelMagics(Magics):
                                    self.sweep_where(args))
 
     def define_cpp(self, cell: str, args, line: str):
+        """A CppKernel over the tile header (`tw::`), or a TileCppKernel where the cell is CUDA Tile C++
+        (cuda_tile.h, cuda::tiles, __tile_global__). Compiled by act_cpp, so that a compile error leaves
+        the kernel's record, stopped at its line."""
         from ..runtime.cpp import CppKernel
-        from ..runtime.device import target_arch
-        from ..runtime.nvrtc import unavailable_reason
+        from ..runtime.tile_cpp import TileCppKernel, is_tile_cpp
         filename = cell_filename(next(_cell_numbers))
+        kind = TileCppKernel if is_tile_cpp(cell) else CppKernel
         try:
-            kernel = CppKernel(cell, filename, args.name, first_line=2, name_at=(1, f"%%tilekernel {line}"))
+            kernel = kind(cell, filename, args.name, first_line=2, name_at=(1, f"%%tilekernel {line}"))
         except TileError as error:
             raise TileKernelCellError(error.message, []) from None
-        if unavailable_reason() is None:  # compile now: errors belong to the cell that has them
-            try:
-                kernel.compile(target_arch(args.arch))
-            except TileError as error:
-                self.report(error, kernel.name)
         self.shell.user_ns[kernel.name] = kernel
         return kernel
 
+    def compile_cpp(self, kernel, args):
+        """Compile now (errors belong to the cell that has them); `--show log` prints the whole log of a
+        failed compile too. Without NVRTC the cell still defines the kernel, for a GPU machine later;
+        a CUDA Tile C++ cell says at once what it needs."""
+        from ..runtime import nvrtc, tile_cpp
+        from ..runtime.device import target_arch
+        tile = isinstance(kernel, tile_cpp.TileCppKernel)
+        reason = nvrtc.unavailable_reason() or (tile_cpp.unavailable_reason() if tile else None)
+        if reason is not None:
+            if tile:
+                raise TileKernelCellError(reason, [])
+            return
+        try:
+            kernel.compile(target_arch(args.arch))
+        except nvrtc.NvrtcError:
+            if "log" in args.show:
+                print(kernel.last_log.strip())
+            raise
+
     def act_cpp(self, kernel, args):
+        from ..runtime.tile_cpp import TileCppKernel
         from . import actions
+        tile = isinstance(kernel, TileCppKernel)
+        if tile and args.block:
+            raise TileKernelCellError("--block: a CUDA Tile C++ kernel launches with one thread per block (the tile "
+                                      "compiler chooses its threads, as kernel<<<grid, 1>>> in CUDA); drop --block", [])
+        self.compile_cpp(kernel, args)
+        if tile and args.viz:  # traced on the CPU from the Tile IR: needs no GPU
+            if not (args.grid and args.args):
+                raise TileKernelCellError("--viz needs --grid and --args (NumPy arrays for the pointers)", [])
+            for what in args.show:
+                actions.show_cpp(kernel, what, args.arch)
+            return actions.visualize_tile_cpp(kernel, self.evaluate(args.grid, "grid"),
+                                              self.evaluate(f"({args.args},)", "args"))
         if args.viz or args.sweep or args.cpu or "ir" in args.show:
             option = "--viz" if args.viz else "--sweep" if args.sweep else "--cpu" if args.cpu else "--show ir"
             raise TileKernelCellError(f"{option} needs the tile language: --lang cpp kernels have no IR and run on "
@@ -294,11 +329,13 @@ class TileKernelMagics(Magics):
             actions.show_cpp(kernel, what, args.arch)
         if not (args.grid or args.args or args.bench):
             return None
-        missing = [f"--{o}" for o in ("grid", "block", "args") if not getattr(args, o)]
+        needed = ("grid", "args") if tile else ("grid", "block", "args")
+        missing = [f"--{o}" for o in needed if not getattr(args, o)]
         if missing:
-            raise TileKernelCellError(f"A --lang cpp launch needs {', '.join(missing)} (e.g. --grid \"(ct.cdiv(n, "
-                                      f"256),)\" --block 256 --args \"x, y, n\")", [])
-        grid, block = self.evaluate(args.grid, "grid"), self.evaluate(args.block, "block")
+            example = "--grid \"(ct.cdiv(n, 256),)\"" + " --block 256" * (not tile) + " --args \"x, y, n\""
+            raise TileKernelCellError(f"A --lang cpp launch needs {', '.join(missing)} (e.g. {example})", [])
+        grid = self.evaluate(args.grid, "grid")
+        block = 1 if tile else self.evaluate(args.block, "block")
         launch_args = self.evaluate(f"({args.args},)", "args")
         if args.bench:
             return actions.bench_cpp(kernel, grid, block, launch_args, args.smem, args.arch)

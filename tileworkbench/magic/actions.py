@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import linecache
+import os
 from html import escape
 
 import numpy as np
@@ -11,6 +12,7 @@ from .. import tile as ct
 from ..arguments import is_array_like
 from ..ir import print_function
 from ..runtime import device
+from ..runtime.occupancy import percent
 from .diagnostics import TileKernelCellError
 
 
@@ -18,8 +20,8 @@ CODE_STYLE = "white-space:pre;overflow-x:auto;margin:0;font-family:var(--jp-code
 
 
 def show_code(text: str) -> None:
-    """IR, CUDA, PTX or a compiler log as an output that scrolls sideways: Jupyter wraps printed
-    text anywhere (word-break: break-all), which cuts tokens and comments ("# lin e 7")."""
+    """IR, CUDA, PTX, SASS or a compiler log as an output that scrolls sideways: Jupyter wraps
+    printed text anywhere (word-break: break-all), which cuts tokens and comments ("# lin e 7")."""
     display({"text/plain": text, "text/html": f'<pre class="tw-code" style="{CODE_STYLE}">{escape(text)}</pre>'},
             raw=True)
 
@@ -34,24 +36,26 @@ def show(kernel, args, what: str, arch: str | None):
         from ..codegen import generate
         show_code(generate(fn, arch=arch).source)
         return
-    from ..profile import percent, theoretical_occupancy
     from ..runtime.launch import build
-    generated, module = build(fn, arch)
-    if what == "ptx":
-        show_code(module.ptx)
+    compiled = build(fn, arch)
+    if what in ("ptx", "log"):
+        show_code(_stage_text(compiled, what))
         return
-    if what == "log":
-        show_code(module.log.strip() or "(NVRTC printed nothing)")
-        return
-    r = module.kernels[generated.name]
-    occupancy = theoretical_occupancy(arch, generated.threads, r.registers, generated.smem_bytes + r.shared_static_bytes)
-    print(f"{generated.name} for {arch}: {generated.threads} threads/block, {r.registers} registers/thread, "
-          f"{generated.smem_bytes + r.shared_static_bytes} B shared memory, {r.local_bytes} B local memory, "
-          f"spills {r.spill_stores or 0} stores / {r.spill_loads or 0} loads\n"
+    c, occupancy = compiled, compiled.occupancy
+    print(f"{c.name} for {arch}: {c.threads} threads/block, {c.registers} registers/thread, "
+          f"{c.shared_bytes} B shared memory, {c.local_bytes} B local memory, "
+          f"spills {c.spill_stores or 0} stores / {c.spill_loads or 0} loads\n"
           f"theoretical occupancy {percent(occupancy.occupancy)} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
-    for line, text in generated.notes:
+    for line, text in c.notes:
         print(f"  line {line}: {text}")
+
+
+def _stage_text(compiled, what: str) -> str:
+    """--show ptx or --show log of a compiled record."""
+    if what == "log":
+        return compiled.asm["log"].strip() or "(the compiler printed nothing)"
+    return compiled.asm[what]
 
 
 def show_cpp(kernel, what: str, arch: str | None):
@@ -59,26 +63,52 @@ def show_cpp(kernel, what: str, arch: str | None):
     if what == "cuda":
         show_code(kernel.compile_source)
         return
-    module = kernel.compile(arch)
-    if what == "ptx":
-        show_code(module.ptx)
-    elif what == "log":
-        show_code(module.log.strip() or "(NVRTC printed nothing)")
+    compiled = kernel.compiled(arch)
+    if what == "ptx" and kernel.dialect == "cuda::tiles":
+        show_code("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)\n"
+                  + _without_locations(compiled.asm["ir"]))
+    elif what in ("ptx", "log"):
+        show_code(_stage_text(compiled, what))
+    elif what == "sass":
+        show_code(cpp_sass_text(kernel, arch))
     else:
         print(_cpp_resources_text(kernel, arch))
 
 
+def _without_locations(tile_ir: str) -> str:
+    """Tile IR as tileirdisasm prints it without -g: no `loc(...)` notes, no location table."""
+    import re
+    lines = [re.sub(r" loc\(#loc\d*\)", "", line) for line in tile_ir.splitlines() if not line.startswith(("#loc", "#di"))]
+    return "\n".join(lines).rstrip()
+
+
+def cpp_sass_text(kernel, arch: str) -> str:
+    """The kernel's SASS in program order, each run of instructions under the cell line it came from."""
+    from ..runtime.sass import SassUnavailableError, disassemble, parse_listing
+    try:
+        instructions = kernel.compiled(arch).instructions
+    except SassUnavailableError as e:
+        return f"No SASS: {e}"
+    lines = kernel.source.splitlines()
+    out, last = [], object()
+    for i in instructions:
+        line = next((n for f, n in reversed(i.inlined) if os.path.basename(f) == "cell"), None)
+        if line != last:
+            text = lines[line - kernel.first_line].strip() if line and 0 <= line - kernel.first_line < len(lines) else ""
+            out.append(f"// cell line {line}: {text}" if line else "// (no cell line)")
+            last = line
+        out.append(f"  /*{i.offset:04x}*/  {i.text}")
+    return "\n".join(out)
+
+
 def _cpp_resources_text(kernel, arch: str) -> str:
-    from ..profile import percent, theoretical_occupancy
-    from .inspector import cpp_block_threads
-    r = kernel.resources(arch)
-    threads = cpp_block_threads(kernel, arch)
-    occupancy = theoretical_occupancy(arch, threads, r.registers, r.shared_static_bytes)
+    compiled = kernel.compiled(arch)
+    r, threads, occupancy = compiled.resources, compiled.threads, compiled.occupancy
     parameters = ", ".join(f"{p.name}: {p.ptx_type}{f'[{p.size}]' if p.ptx_type == '.b8' else ''}"
                            for p in kernel.parameters(arch))
-    cubin_name = kernel.cubin_name(arch)
-    named = kernel.expression if cubin_name == kernel.expression else f"{kernel.expression} ({cubin_name} in the cubin)"
-    return (f"{named} for {arch}: {r.registers} registers/thread, {r.shared_static_bytes} B static "
+    named = kernel.expression if compiled.name == kernel.expression else \
+        f"{kernel.expression} ({compiled.name} in the cubin)"
+    return (f"{named} for {arch}: {r.registers} registers/thread, {compiled.static_shared_bytes} B static "
             f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
             f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
             f"parameters (as compiled): {parameters}\n"
@@ -143,16 +173,27 @@ def launch(kernel, grid, args, cpu: bool):
 def visualize(kernel, grid, args):
     if not _is_numpy_launch(args):
         raise TileKernelCellError("--viz runs the interpreter with tracing, which needs NumPy arrays", [])
-    from ..interp import run
     from ..widgets.views import views_of_trace
-    before = {p: np.array(a, copy=True) for p, a in zip(kernel._signature.parameters, args)
-              if isinstance(a, np.ndarray)}
-    trace = run(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
+    before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters, args) if isinstance(a, np.ndarray)}
+    trace = ct.interpret(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
     if not trace.steps.steps:
         raise TileKernelCellError(f"--viz: {kernel.name} executed no tile op in any block (no load, store or "
                                   f"computation), so there is nothing to show", [])
     views = views_of_trace(trace, before)
     for view in views:
+        display(view)
+    return None
+
+
+def visualize_tile_cpp(kernel, grid, args):
+    """--viz for a CUDA Tile C++ cell: the views of what the launch touches, from its Tile IR."""
+    if not _is_numpy_launch(args):
+        raise TileKernelCellError("--viz traces the launch on the CPU, which needs NumPy arrays for the pointers", [])
+    from ..runtime.tile_ir_trace import trace_launch
+    from ..widgets.views import views_of_trace
+    before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters("sm_90"), args)
+              if isinstance(a, np.ndarray)}
+    for view in views_of_trace(trace_launch(kernel, _grid3(grid), args), before):
         display(view)
     return None
 

@@ -77,7 +77,7 @@ def _signature(kernel) -> str:
         return kernel.signature
     import inspect
     parts = []
-    for p in kernel._signature.parameters.values():
+    for p in kernel.parameters:
         annotation = p.annotation
         if annotation is inspect.Parameter.empty:
             parts.append(p.name)
@@ -99,63 +99,37 @@ def _gpu_name() -> str | None:
 
 def _specializations(kernel, arch: str, sweep: dict | None, stopped: str | None) -> list[dict]:
     if getattr(kernel, "lang", "python") == "cpp":
-        threads = cpp_block_threads(kernel, arch)
-        return [_compiled(lambda: _cpp_compiled(kernel, arch, threads), f"as written, {threads}-thread blocks", arch,
-                          stopped)]
+        return [_compiled(lambda: kernel.compiled(arch), f"as written, {kernel.block_threads(arch)}-thread blocks",
+                          arch, stopped)]
     from ..runtime.cache import cached_only
+    from ..runtime.launch import build
     best = ((sweep or {}).get("best") or {}).get("specialization")
     listed = kernel.specializations[-MAX_SPECIALIZATIONS:]
     if best is not None and best not in map(specialization_label, listed):   # older than the most recent ones
         listed = [fn for fn in kernel.specializations if specialization_label(fn) == best] + listed[1:]
     with cached_only():
-        records = [_compiled(lambda fn=fn: _tile_compiled(fn, arch), specialization_label(fn), arch, stopped)
-                   for fn in listed]
+        records = [_compiled(lambda fn=fn: build(fn, arch), specialization_label(fn), arch, stopped) for fn in listed]
     return [r | {"best": True} if r["label"] == best else r for r in records]
-
-
-def _tile_compiled(fn, arch: str):
-    from ..runtime.launch import build
-    generated, module = build(fn, arch)
-    return generated.threads, generated.smem_bytes, module.kernels[generated.name], generated.source
-
-
-def cpp_block_threads(kernel, arch: str) -> int:
-    """A C++ kernel's block is chosen at launch: the last launch's (or the cell's --block), else its
-    __launch_bounds__, else 256."""
-    if kernel.block:
-        x, y, z = kernel.block
-        return x * y * z
-    try:
-        bound = kernel.resources(arch).max_threads
-    except Exception:  # reported with the specialization
-        bound = None
-    return bound or 256
-
-
-def _cpp_compiled(kernel, arch: str, threads: int):
-    return threads, 0, kernel.resources(arch), kernel.source
 
 
 def _compiled(compile_, label: str, arch: str, stopped: str | None) -> dict:
     from ..errors import TileError
-    from ..profile import percent, theoretical_occupancy
+    from ..runtime.occupancy import percent
     from ..runtime.cache import NotCached
     from ..runtime.nvrtc import NvrtcUnavailableError
     try:
-        threads, dynamic_smem, r, cuda = compile_()
+        c = compile_()
     except NotCached:
         how = "the run stopped at an error (above)" if stopped else "the run used the interpreter only"
         return {"label": label, "error": None,
                 "pending": f"not compiled for {arch}: {how}; --show resources (or --bench, a GPU launch) compiles it"}
     except (TileError, NvrtcUnavailableError, RuntimeError, ValueError) as e:
         return {"label": label, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
-    shared = dynamic_smem + r.shared_static_bytes
-    occupancy = theoretical_occupancy(arch, threads, r.registers, shared)
-    return {"label": label, "threads": threads, "registers": r.registers, "shared_bytes": shared,
-            "local_bytes": r.local_bytes, "spills": (r.spill_stores or 0) + (r.spill_loads or 0),
-            "occupancy": occupancy.occupancy, "occupancy_text": percent(occupancy.occupancy),
-            "blocks_per_sm": occupancy.blocks_per_sm,
-            "limiter": occupancy.limiter, "cuda": cuda, "error": None}
+    return {"label": label, "threads": c.threads, "registers": c.registers, "shared_bytes": c.shared_bytes,
+            "local_bytes": c.local_bytes, "spills": (c.spill_stores or 0) + (c.spill_loads or 0),
+            "occupancy": c.occupancy.occupancy, "occupancy_text": percent(c.occupancy.occupancy),
+            "blocks_per_sm": c.occupancy.blocks_per_sm,
+            "limiter": c.occupancy.limiter, "cuda": c.asm["cuda"], "error": None}
 
 
 class LiveRecords:

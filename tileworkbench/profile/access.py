@@ -28,13 +28,11 @@ from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed,
                               stages_padded_rows)
 from ..interp import Status, Trace, run
 from ..ir import TileType
+from ..targets import H100_L2_BYTES, H100_L2_PARTITIONS, H100_SMS
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
 WARP = 32
 BANKS, BANK_BYTES = 32, 4
-H100_L2_BYTES = 50 * 2**20
-H100_SMS = 132
-H100_L2_PARTITIONS = 2   # the L2 is two partitions, each caching what the SMs of its half of the chip read
 
 TOUCHING = (Status.LOADED, Status.STORED, Status.COLLISION)   # lanes that reach memory
 WRITES = {"store", "scatter", "store_adv"}
@@ -178,7 +176,7 @@ def analyze(kernel, grid, args, *, arch: str | None = None, l2_bytes: int = H100
     """Run `kernel` on the interpreter with a trace (NumPy `args` are updated, as by a launch) and
     analyze its accesses under the thread layout the code generator picks for this specialization."""
     from ..arguments import normalize_grid
-    trace = run(kernel, normalize_grid(grid), args, trace=True)
+    trace = run(kernel.specialize(args), normalize_grid(grid), args, trace=True)
     return analyze_trace(kernel.specialize(args), trace, arch=arch, l2_bytes=l2_bytes, sms=sms)
 
 
@@ -733,12 +731,7 @@ def first_wave(fn, blocks: int, arch: str | None = None, sms: int = H100_SMS) ->
         return blocks
     from ..runtime.device import target_arch
     from ..runtime.launch import build
-    from .occupancy import theoretical_occupancy
-    arch = target_arch(arch)
-    generated, module = build(fn, arch)
-    resources = module.kernels[generated.name]
-    per_sm = theoretical_occupancy(arch, generated.threads, resources.registers,
-                                   generated.smem_bytes + resources.shared_static_bytes).blocks_per_sm
+    per_sm = build(fn, target_arch(arch)).occupancy.blocks_per_sm
     return min(blocks, sms * max(per_sm, 1))
 
 

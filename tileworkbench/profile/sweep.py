@@ -36,7 +36,7 @@ from ..arguments import argument_leaves
 from ..errors import TileError
 from ..ir import specialization_label
 from ..runtime import device
-from .occupancy import percent, theoretical_occupancy
+from .occupancy import percent
 from .workers import Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, gpu_pool, one_line, time_config
 
 
@@ -298,7 +298,7 @@ class _Run:
             c.threads, c.registers, c.shared_bytes, c.local_bytes
         if c.status != "ok":
             return self.finish(index, c.status, c.reason)
-        occupancy = theoretical_occupancy(self.result.arch, c.threads, c.registers, c.shared_bytes)
+        occupancy = c.occupancy
         row.occupancy, row.limiter = occupancy.occupancy, occupancy.limiter
         if occupancy.blocks_per_sm == 0:
             return self.finish(index, "resource limit", f"no block fits on an SM ({occupancy.limiter})")

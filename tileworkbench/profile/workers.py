@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import TileError
 from ..ir.core import Function
+from ..runtime.occupancy import Occupancy
 from .check import agreement
 
 
@@ -39,6 +40,7 @@ class Compiled:
     registers: int | None = None
     shared_bytes: int | None = None
     local_bytes: int | None = None
+    occupancy: Occupancy | None = None   # the compiled record's
 
 
 @dataclass(frozen=True)
@@ -123,14 +125,13 @@ def compile_config(fn: Function, arch: str) -> Compiled:
     """Generate and compile one specialization for `arch`; a failure is a `Compiled` with its reason."""
     from ..runtime.launch import build
     try:
-        generated, module = build(fn, arch)
+        c = build(fn, arch)
     except TileError as e:
         return Compiled("tile error", f"{type(e).__name__}: {e.message}")
     except Exception as e:
         return Compiled("compile error", one_line(e))
-    r = module.kernels[generated.name]
-    return Compiled(threads=generated.threads, registers=r.registers, local_bytes=r.local_bytes,
-                    shared_bytes=generated.smem_bytes + r.shared_static_bytes)
+    return Compiled(threads=c.threads, registers=c.registers, local_bytes=c.local_bytes, shared_bytes=c.shared_bytes,
+                    occupancy=c.occupancy)
 
 
 def time_config(job: TimingJob) -> Timed:

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..interp import Status, Trace, run
+from ..interp import Status, Trace
+from ..tile import interpret
 from .catalogue import PUZZLES, Puzzle
 
 WRITES = ("store", "scatter", "store_adv")
@@ -79,7 +80,7 @@ def check(name: str, kernel, *, seed: int = 0) -> Result:
     arrays = puzzle.inputs(np.random.default_rng(seed))
     expected = puzzle.expected({k: v.copy() for k, v in arrays.items()})
     args = tuple(arrays[p] if p in arrays else puzzle.constants[p] for p in puzzle.argument_names)
-    trace = run(kernel, puzzle.grid, args, trace=True)
+    trace = interpret(kernel, puzzle.grid, args, trace=True)
     writes = [e for e in trace.events if e.op in WRITES and e.array in expected]
     sizes = {k: int(v.size) for k, v in expected.items()}
     if not writes:

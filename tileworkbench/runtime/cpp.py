@@ -2,6 +2,7 @@
 
     kernel = CppKernel(source, "<cell>")           # parses the __global__ functions, compiles nothing
     module = kernel.compile("sm_90")                # NVRTC through the compile cache; no GPU needed
+    kernel.compiled("sm_90")                        # its record: texts, resources, occupancy (runtime.compiled)
     kernel.parameters("sm_90")                      # what the compiler made of each parameter (from PTX)
     kernel.launch(grid, block, (x, y, n))           # on the GPU: arrays become device pointers
 
@@ -18,11 +19,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import SourceLoc, TileCompilerExecutionError
+from .compiled import CompiledKernel
 from .nvrtc import NvrtcError
 
 # `extern "C" __global__ void __launch_bounds__(256) scale(const float* x, ...)`: after `__global__`,
 # the first `identifier(` that is not an attribute names the kernel
-_GLOBAL = re.compile(r"__global__\b")
 _CALL = re.compile(r"(\w+)\s*\(")
 _ATTRIBUTES = {"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__", "__declspec", "alignas"}
 # one PTX entry parameter: `.param .u64 .ptr .global .align 1 scale_param_0` or `.param .align 2 .b8 p[2]`
@@ -54,20 +55,23 @@ class CppKernel:
     "ops::scale" (in a namespace). `name_at` is (line, text) where `name` is written, for errors."""
 
     lang = "cpp"
+    dialect = "tw::"  # the project's tile header; TileCppKernel is NVIDIA's cuda::tiles
+    marker = "__global__"
+    assembly_stage = "ptx"  # the stage whose text NVRTC hands the assembler
 
     def __init__(self, source: str, filename: str, name: str | None = None, first_line: int = 1,
                  name_at: tuple[int, str] | None = None):
         self.source, self.filename, self.first_line, self.name_at = source, filename, first_line, name_at
-        kernels = {found.name: found for found in _kernels(source)}
+        kernels = {found.name: found for found in _kernels(source, self.marker)}
         if not kernels:
             raise TileCompilerExecutionError(
-                "A --lang cpp cell must define a kernel: extern \"C\" __global__ void name(...) { ... }")
+                f"A --lang cpp cell must define a kernel: {self.marker} void name(...) {{ ... }}")
         base = re.sub(r"<.*", "", name).split("::")[-1].strip() if name else None
         if base is not None and base not in kernels:
-            raise TileCompilerExecutionError(f"The cell defines no __global__ function named {base!r} "
+            raise TileCompilerExecutionError(f"The cell defines no {self.marker} function named {base!r} "
                                              f"(it defines {', '.join(kernels)})")
         self.name = base or list(kernels)[-1]  # the Python name it is bound to
-        template = kernels[self.name].template
+        self.template = template = kernels[self.name].template
         if template and "<" not in (name or ""):
             raise TileCompilerExecutionError(
                 f"`{self.name}` is a function template {template}: name the instance to compile, e.g. "
@@ -76,9 +80,11 @@ class CppKernel:
         self.declarations = [d.strip() for d in _split_parameters(kernels[self.name].parameters)]
         self.signature = f"({', '.join(self.declarations)})"
         self._modules: dict = {}   # arch -> CompiledModule
+        self._errors: dict = {}    # arch -> the located compile error
         self._functions: dict = {}  # (arch, device) -> (cupy Module, its Function)
         self.last_timing = None  # set by a measured launch (--bench), read by the kernel inspector
         self.block = None   # (x, y, z) of the last launch, or the cell's --block: occupancy reports assume it
+        self.last_log = None  # the whole compiler log of the last failed compile (`--show log` prints it)
 
     def __repr__(self) -> str:
         return f"<C++ tile kernel {self.expression}{self.signature}>"
@@ -98,17 +104,24 @@ class CppKernel:
         the cell line NVRTC names, with the quoted token it complains about underlined."""
         module = self._modules.get(arch)
         if module is None:
-            from ..codegen import HEADER_VERSION, INCLUDE_DIR
-            from .cache import compile_cached
-            from .launch import cuda_include_dirs
+            if arch in self._errors:  # the source cannot change: the same error, without compiling again
+                raise self._errors[arch]
             try:
-                module = compile_cached(self.compile_source, arch=arch, header_version=HEADER_VERSION,
-                                        include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()),
-                                        name_expressions=(self.expression,))
+                module = self._compile_module(arch)
             except NvrtcError as e:
-                raise self._located(e, arch) from None
+                self.last_log = e.log
+                self._errors[arch] = self._located(e, arch)
+                raise self._errors[arch] from None
             self._modules[arch] = module
         return module
+
+    def _compile_module(self, arch: str):
+        from ..codegen import HEADER_VERSION, INCLUDE_DIR
+        from .cache import compile_cached
+        from .launch import cuda_include_dirs
+        return compile_cached(self.compile_source, arch=arch, header_version=HEADER_VERSION,
+                              include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()),
+                              name_expressions=(self.expression,))
 
     def _located(self, error: NvrtcError, arch: str) -> NvrtcError:
         """The first error in the cell at its line; else one about the kernel's name at `name_at`."""
@@ -141,6 +154,28 @@ class CppKernel:
 
     def resources(self, arch: str):
         return self.compile(arch).kernels[self.cubin_name(arch)]
+
+    def block_threads(self, arch: str) -> int:
+        """The threads per block reports assume (the block is chosen at launch): the last launch's
+        (or the cell's --block), else the kernel's __launch_bounds__, else 256."""
+        if self.block:
+            x, y, z = self.block
+            return x * y * z
+        try:
+            bound = self.resources(arch).max_threads
+        except Exception:  # a compile error: reported where the record is asked for
+            bound = None
+        return bound or 256
+
+    def compiled(self, arch: str, threads: int | None = None, dynamic_shared_bytes: int = 0) -> CompiledKernel:
+        """The record of this kernel compiled for `arch` (the same a tile kernel's build gives),
+        launched with `threads` per block (default: `block_threads`) and `dynamic_shared_bytes`."""
+        module = self.compile(arch)
+        name = self.cubin_name(arch)
+        return CompiledKernel.from_cubin(name, module.cubin, arch, threads or self.block_threads(arch),
+                                         kernel=self.expression, resources=module.kernels[name],
+                                         texts={"cuda": self.source, self.assembly_stage: module.ptx, "log": module.log},
+                                         dynamic_shared_bytes=dynamic_shared_bytes)
 
     def parameters(self, arch: str) -> list[CppParameter]:
         """The kernel's parameters as the compiler laid them out."""
@@ -217,9 +252,9 @@ class _Global(NamedTuple):
     template: str     # "<typename T, int TILE>" when declared under `template <...>`, else ""
 
 
-def _kernels(source: str):
-    """Each __global__ function, in order."""
-    for found in _GLOBAL.finditer(source):
+def _kernels(source: str, marker: str = "__global__"):
+    """Each kernel (a function declared with `marker`), in order."""
+    for found in re.finditer(rf"(?<!\w){marker}\b", source):
         # the declaration's start: after the previous statement or brace
         start = max(source.rfind(c, 0, found.start()) for c in ";{}") + 1
         template = re.search(r"\btemplate\s*(<.*>)", source[start:found.start()], re.S)

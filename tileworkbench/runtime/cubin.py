@@ -213,3 +213,10 @@ def resources_from_ptxas_log(log: str) -> dict[str, Resources]:
             spill_loads=loads,
         )
     return kernels
+
+
+def with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:
+    """`kernels` (read_resources of a cubin) with the spill counts of ptxas's `-v` report in `log`."""
+    verbose = resources_from_ptxas_log(log)
+    return {name: r._replace(spill_stores=verbose[name].spill_stores, spill_loads=verbose[name].spill_loads)
+            if name in verbose else r for name, r in kernels.items()}

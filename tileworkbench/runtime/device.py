@@ -15,6 +15,8 @@ import functools
 
 import numpy as np
 
+from ..arguments import host_numpy, host_tensor
+
 DEFAULT_ARCH = "sm_90"   # what compile-time reports target when there is no GPU to ask
 
 
@@ -43,18 +45,13 @@ def target_arch(arch: str | None = None) -> str:
     return DEFAULT_ARCH
 
 
-# ml_dtypes types CuPy lacks: they travel as PyTorch tensors of the same name
-_TORCH_ONLY = {"bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"}
-
-
 def to_device(a):
-    """A GPU copy of a NumPy array (bfloat16 and fp8, which CuPy lacks, as PyTorch tensors); other values as is."""
+    """A GPU copy of a NumPy array (bfloat16 and fp8, ml_dtypes types CuPy lacks, as PyTorch tensors of
+    the same names); other values as is."""
     if not isinstance(a, np.ndarray):
         return a
-    if a.dtype.name in _TORCH_ONLY:
-        import torch
-        bits = f"int{8 * a.dtype.itemsize}"
-        return torch.from_numpy(a.view(bits).copy()).view(getattr(torch, a.dtype.name)).cuda()
+    if a.dtype.type.__module__ != "numpy":
+        return host_tensor(np.ascontiguousarray(a)).cuda()
     import cupy
     return cupy.asarray(a)
 
@@ -64,13 +61,7 @@ def to_host(a) -> np.ndarray:
     if isinstance(a, np.ndarray):
         return a.copy()
     if type(a).__module__.startswith("torch"):
-        import torch
-        name = str(a.dtype).removeprefix("torch.")
-        if name in _TORCH_ONLY:
-            import ml_dtypes
-            bits = getattr(torch, f"int{8 * a.element_size()}")
-            return a.detach().view(bits).cpu().numpy().view(getattr(ml_dtypes, name))
-        return a.detach().cpu().numpy()
+        return host_numpy(a.detach().cpu())
     import cupy
     return cupy.asnumpy(a)
 

@@ -12,7 +12,7 @@ import ctypes
 import os
 import struct
 import threading
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -25,20 +25,18 @@ from . import driver, native_launch, tensor_maps
 from .arrays import device_array, stream_handle
 from .nvrtc import NvrtcError
 
+if TYPE_CHECKING:
+    from .compiled import CompiledKernel
+
 COMPILE_OPTIONS = ()  # the NVRTC layer adds -arch, -lineinfo and --std=c++17
 
 
 class GpuKernel(NamedTuple):
-    """A specialization compiled and loaded for one device."""
+    """A compiled kernel loaded on one device."""
 
-    generated: GeneratedKernel
-    module: object   # the NVRTC result: source, ptx, cubin, resources
+    compiled: CompiledKernel
     function: driver.Function
-    arch: str | None = None  # the GPU it was built for
-
-    @property
-    def resources(self):
-        return self.module.kernels[self.generated.name]
+    arch: str  # the device's arch it was asked for (the record's may be sm_90a where the code needs it)
 
 
 def cuda_include_dirs() -> tuple[str, ...]:
@@ -66,18 +64,25 @@ def tma_enabled() -> bool:
     return not os.environ.get("TILEWORKBENCH_NO_TMA")
 
 
-def build(fn: Function, arch: str, threads: int | None = None, tma: bool | None = None):
-    """Generate and compile (through the cache) one specialization for `arch`; no GPU needed.
+def build(fn: Function, arch: str, threads: int | None = None, tma: bool | None = None) -> CompiledKernel:
+    """Generate and compile (through the cache) one specialization for `arch`; no GPU needed. The
+    record holds every stage's text, the resources, the occupancy and the generator's notes.
     A compile error is raised at the kernel source line it comes from. `tma` (default:
     `tma_enabled()`) lets sm_90 pipelines fill their stages by TMA."""
+    from ..ir import print_function
     from .cache import compile_cached
+    from .compiled import CompiledKernel
     generated = generate(fn, threads=threads, arch=arch, tma=tma_enabled() if tma is None else tma)
     try:
         module = compile_cached(generated.source, arch=generated.arch or arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
                                 include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
     except NvrtcError as e:
         raise _at_source_line(e, fn, generated) from None
-    return generated, module
+    texts = {"ir": print_function(fn), "cuda": generated.source, "ptx": module.ptx, "log": module.log}
+    return CompiledKernel.from_cubin(generated.name, module.cubin, module.arch, generated.threads, kernel=fn.name,
+                                     texts=texts, resources=module.kernels[generated.name],
+                                     dynamic_shared_bytes=generated.smem_bytes, notes=tuple(generated.notes),
+                                     tensor_maps=tuple(generated.tensor_maps), generated=generated)
 
 
 def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel) -> NvrtcError:
@@ -109,9 +114,9 @@ def load(fn: Function, arch: str | None = None, tma: bool | None = None) -> GpuK
     key = (fn.fingerprint(), arch, driver.current_device(), tma)
     kernel = _loaded.get(key)
     if kernel is None:
-        generated, module = build(fn, arch, tma=tma)
-        function = driver.load_function(module.cubin, generated.name, generated.smem_bytes)
-        kernel = _loaded[key] = GpuKernel(generated, module, function, arch)
+        compiled = build(fn, arch, tma=tma)
+        function = driver.load_function(compiled.cubin, compiled.name, compiled.dynamic_shared_bytes)
+        kernel = _loaded[key] = GpuKernel(compiled, function, arch)
     return kernel
 
 
@@ -183,8 +188,8 @@ class Launcher:
 
     def __init__(self, fn: Function, gpu: GpuKernel, args, device: int):
         self.fn, self.gpu, self.device = fn, gpu, device
-        self.threads = gpu.generated.threads
-        self.smem = gpu.generated.smem_bytes
+        self.threads = gpu.compiled.threads
+        self.smem = gpu.compiled.dynamic_shared_bytes
         self.function = int(gpu.function.ptr)  # the CUfunction
         self.fallback = None  # the launcher of the cp.async variant, for arrays no tensor map describes
         names = [f"a{k}" for k in range(len(args))]
@@ -241,7 +246,7 @@ class Launcher:
             parameters.append(taken[first].name.split("[")[0] if len(taken) > first else "()")
         maps = []  # one expression per tensor map parameter: its bytes, or None
         native_maps = []  # (argument, dtype name, box, swizzle, index among `codes`)
-        for param in gpu.generated.tensor_maps:
+        for param in gpu.compiled.tensor_maps:
             dtype, (ptr, *rest) = arrays[param.array]
             ndim = len(rest) // 2
             maps.append(f"encode({dtype!r}, {ptr}, ({', '.join(rest[:ndim])},), ({', '.join(rest[ndim:])},), "
@@ -342,9 +347,8 @@ class Launcher:
         return ArgumentValueError("The stream handle does not fit 64 bits")
 
     def describe_failure(self, error: str, grid) -> str:
-        r = self.gpu.resources
-        config = (f"kernel `{self.gpu.generated.name}`, grid {tuple(grid)}, {self.threads} threads per block, "
-                  f"{self.smem} bytes of dynamic shared memory, {r.registers} registers per thread")
+        config = (f"kernel `{self.gpu.compiled.name}`, grid {tuple(grid)}, {self.threads} threads per block, "
+                  f"{self.smem} bytes of dynamic shared memory, {self.gpu.compiled.registers} registers per thread")
         hint = _HINTS.get(error.split(":")[0].strip(), "rerun with CUDA_LAUNCH_BLOCKING=1 to find the failing launch")
         return f"{error}\n  {config}\n  hint: {hint}"
 
@@ -396,18 +400,16 @@ _HINTS = {
 }
 
 
-def launch(kernel, stream, grid, args) -> None:
-    """Launch `kernel` (a ct.kernel) on the GPU with device arrays."""
+def launch_device() -> int:
+    """The device a launch goes to (0 with one device: then nothing is asked); a clear error without one."""
     try:  # with one device there is nothing to ask (launchers then make a context current where needed)
-        device = driver.current_device() if driver.device_count() > 1 else 0
+        return driver.current_device() if driver.device_count() > 1 else 0
     except Exception as e:
         raise RuntimeError(f"No CUDA GPU is available ({type(e).__name__}: {e}). To run the kernel on the "
                            f"interpreter, pass NumPy arrays to ct.launch.") from None
-    key = (device, kernel.profile_key(args))
-    launcher = kernel.launchers.get(key)
-    if launcher is None:
-        fn = kernel.specialize(args)
-        launcher = kernel.launchers[key] = Launcher(fn, load(fn), args, device)
-    kernel.use_launcher(launcher)  # ct.launch tries it first next time
-    launcher(stream, grid, args)
 
+
+def launcher(fn: Function, args, device: int) -> Launcher:
+    """A launcher of the specialization `fn` for arguments of the profile of `args` on `device`
+    (compiled and loaded on first need): what ct.launch keeps per argument profile."""
+    return Launcher(fn, load(fn), args, device)

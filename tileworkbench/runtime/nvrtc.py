@@ -20,7 +20,7 @@ import time
 from typing import NamedTuple
 
 from ..errors import ArgumentValueError, TileCompilerExecutionError, TileCompilerTimeoutError
-from .cubin import Resources, read_resources, resources_from_ptxas_log
+from .cubin import Resources, read_resources, with_spills
 
 INSTALL_HINT = "pip install cuda-bindings nvidia-cuda-nvrtc nvidia-cuda-runtime"
 # Always passed: -lineinfo lets profilers map SASS to source lines; ptxas -v is where spill counts
@@ -187,7 +187,7 @@ def compile_cuda(source: str, *, arch: str = "sm_90", options=(), name: str = "k
                                               timeout_s=compile_timeout_s())
     return CompiledModule(
         source=source, arch=arch, options=options, ptx=ptx, cubin=cubin, log=log,
-        nvrtc_version=nvrtc_version(), kernels=_with_spills(read_resources(cubin), log), lowered_names=lowered)
+        nvrtc_version=nvrtc_version(), kernels=with_spills(read_resources(cubin), log), lowered_names=lowered)
 
 
 def compile_timeout_s() -> float | None:
@@ -246,7 +246,19 @@ def _interruptible(work, timeout_s: float | None = None):
 
 def _compile(nvrtc, source, arch, options, name, name_expressions):
     """(ptx, cubin, log, lowered names) of one NVRTC program, which it creates and destroys."""
-    program = _call(nvrtc, nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), 0, [], [])
+    def outputs(program):
+        ptx = _read(nvrtc, program, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
+        return ptx, _read(nvrtc, program, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+    (ptx, cubin), log, lowered = run_program(nvrtc, source, arch, options, name, name_expressions, outputs)
+    return ptx, cubin, log, lowered
+
+
+def run_program(nvrtc, source, arch, options, name, name_expressions, outputs, headers=None):
+    """(outputs(program), log, lowered names) of one NVRTC program, which it creates and destroys;
+    a compile error raises NvrtcError. `headers` maps include names to their text."""
+    headers = headers or {}
+    program = _call(nvrtc, nvrtc.nvrtcCreateProgram, source.encode(), name.encode(), len(headers),
+                    [h.encode() for h in headers.values()], [h.encode() for h in headers])
     try:
         for expression in name_expressions:
             _call(nvrtc, nvrtc.nvrtcAddNameExpression, program, expression.encode())
@@ -257,15 +269,9 @@ def _compile(nvrtc, source, arch, options, name, name_expressions):
             diagnostics = parse_diagnostics(log)
             summary = "\n".join(f"{d.filename}:{d.line}: {d.message}" for d in diagnostics) or log.strip()
             raise NvrtcError(f"NVRTC could not compile {name} for {arch}:\n{summary}", log, diagnostics)
-        ptx = _read(nvrtc, program, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX).rstrip(b"\0").decode()
-        cubin = _read(nvrtc, program, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+        produced = outputs(program)
         lowered = {e: _call(nvrtc, nvrtc.nvrtcGetLoweredName, program, e.encode()).decode() for e in name_expressions}
     finally:
         nvrtc.nvrtcDestroyProgram(program)
-    return ptx, cubin, log, lowered
+    return produced, log, lowered
 
-
-def _with_spills(kernels: dict[str, Resources], log: str) -> dict[str, Resources]:
-    verbose = resources_from_ptxas_log(log)
-    return {name: r._replace(spill_stores=verbose[name].spill_stores, spill_loads=verbose[name].spill_loads)
-            if name in verbose else r for name, r in kernels.items()}

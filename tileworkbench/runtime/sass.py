@@ -214,8 +214,8 @@ def sass_listing(fn, *, arch: str = "sm_90", order: str = "program", threads: in
 
 def _compiled(fn, arch: str, threads: int | None) -> tuple:
     from .launch import build
-    generated, module = build(fn, arch, threads)
-    return generated, parse_listing(disassemble(module.cubin))[generated.name]
+    compiled = build(fn, arch, threads)
+    return compiled.generated, compiled.instructions
 
 
 def _kernel_line(fn, generated):

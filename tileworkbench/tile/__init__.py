@@ -14,7 +14,7 @@ from ..errors import (TileAssertionError, TileCompilerExecutionError, TileCompil
 from ..ir.types import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16,
                         float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32, uint64)
 from ._evaluate import evaluate
-from ._kernel import ByTarget, Constant, ConstantAnnotation, Kernel, ScalarInt64, function, kernel, launch
+from ._kernel import ByTarget, Constant, ConstantAnnotation, Kernel, ScalarInt64, function, interpret, kernel, launch
 from ._stubs import *  # noqa: F401,F403 - the tile functions
 from ._stubs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, Slice
 

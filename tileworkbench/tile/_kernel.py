@@ -84,7 +84,7 @@ class kernel:
         self.__doc__ = pyfunc.__doc__
         self.__wrapped__ = pyfunc
         self._signature = inspect.signature(pyfunc)
-        self._params = list(self._signature.parameters.values())
+        self._params = tuple(self._signature.parameters.values())
         try:
             hints = typing.get_type_hints(pyfunc, include_extras=True)
         except Exception:  # unresolvable string annotations: fall back to the raw ones
@@ -116,6 +116,12 @@ class kernel:
                 self.use_launcher(launcher)
                 return True
         return False
+
+    @property
+    def parameters(self) -> tuple[inspect.Parameter, ...]:
+        """The kernel function's parameters, in order (`inspect.Parameter`: name, annotation as
+        written, default), e.g. `[p.name for p in kernel.parameters]` names the arguments of a launch."""
+        return self._params
 
     def replace_hints(self, **hints) -> kernel:
         """The same kernel with other options (`occupancy`, `num_ctas`, ...), specialized anew."""
@@ -234,15 +240,43 @@ def launch(stream, grid, kernel, kernel_args, /, *, programmatic_dependent_launc
     leaves = argument_leaves(kernel_args)  # the arrays in list and tuple arguments count as arguments here
     if interpret or any(map(is_host_tensor, leaves)):
         from ..interp.host import run_anywhere
-        run_anywhere(kernel, grid, kernel_args)
+        run_anywhere(kernel.specialize(kernel_args), grid, kernel_args)
         return
     types = set(map(type, leaves))
     if np.ndarray in types or not any(map(known_array_type, types)) and not any(map(is_array_like, leaves)):
         _refuse_device_arrays(kernel, kernel_args)
         from ..interp import run
-        run(kernel, grid, kernel_args)
+        run(kernel.specialize(kernel_args), grid, kernel_args)
         return
-    _gpu_runtime().launch(kernel, stream, grid, kernel_args)
+    _launch_on_gpu(kernel, stream, grid, kernel_args)
+
+
+def _launch_on_gpu(kernel, stream, grid, args) -> None:
+    """The launcher of the arguments' profile on the current device (made on first use: the runtime
+    compiles and loads the specialization) launches; ct.launch tries it first next time."""
+    runtime = _gpu_runtime()
+    device = runtime.launch_device()
+    key = (device, kernel.profile_key(args))
+    launcher = kernel.launchers.get(key)
+    if launcher is None:
+        launcher = kernel.launchers[key] = runtime.launcher(kernel.specialize(args), args, device)
+    kernel.use_launcher(launcher)
+    launcher(stream, grid, args)
+
+
+def interpret(kernel, grid, args, /, **options):
+    """Run `kernel` over `grid` on the NumPy interpreter (NumPy arrays, updated in place), with the
+    interpreter's options (see tileworkbench.interp.run: `trace`, `values`, `checked`,
+    `strict_padding`, `values_max_bytes`); returns the access Trace where one is asked for.
+
+        >>> trace = ct.interpret(add, (4,), (a, b, c, 16), trace=True)
+        >>> trace.by_array("c")[0].counts()
+        {'STORED': 64}
+    """
+    if not isinstance(kernel, Kernel):
+        raise ArgumentTypeError(f"Expected a tile kernel, got {type(kernel).__name__}")
+    from ..interp import run
+    return run(kernel.specialize(args), grid, args, **options)
 
 
 def _refuse_device_arrays(kernel, args):

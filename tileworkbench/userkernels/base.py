@@ -8,17 +8,19 @@ kept on the user kernel; a sweep on a GPU makes its fastest config the default f
 from __future__ import annotations
 
 import hashlib
-import keyword
 import linecache
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ArgumentTypeError, ArgumentValueError
 from .. import tile as ct
 from . import csemantics
 from .lexer import Snippet
+from .params import C_IDENTIFIER
 from .parser import parse_preamble
+from .pyast import user_name
 
 
 @dataclass
@@ -60,7 +62,8 @@ class Launch:
 
 
 def python_name(name: str) -> str:
-    return name if name.isidentifier() and not keyword.iskeyword(name) else f"kernel_{abs(hash(name)) % 10**6}"
+    """The generated tile kernel's function name (the kernel's, as pyast.user_name gives it)."""
+    return user_name(name)
 
 
 def compile_tile_kernel(name: str, source: str) -> ct.Kernel:
@@ -84,12 +87,19 @@ class UserKernel:
     call_keywords: tuple = ()        # the keywords of a call (`axis`, `size`, ...), as opposed to a sweep's
 
     def __init__(self, name: str, preamble: str, placeholders: set):
+        if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
+            raise ArgumentValueError(f'Invalid kernel name: "{name}"')
         self.name = name
         self.preamble = preamble
         self._preamble_nodes = parse_preamble(Snippet(preamble, name, "preamble"), placeholders) if preamble else ()
         self._kernels: dict = {}      # specialization key -> (tile kernel, generated source)
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
         self.last_tile_kernel = None  # the tile kernel of the last call planned (the kernel inspector shows it)
+
+    @property
+    def _cached_codes(self) -> dict:
+        """The generated source of each specialization compiled so far (CuPy's name)."""
+        return {key: source for key, (_, source) in self._kernels.items()}
 
     def param(self, name: str):
         return next(p for p in self.params if p.name == name)
@@ -132,11 +142,11 @@ class UserKernel:
 
     def trace(self, *args, **kwargs):
         """Run a call on the interpreter with an access trace; returns (outputs, trace, arrays before)."""
-        from ..interp import run
+        from ..tile import interpret
         launch = self.launch_plan(*args, **kwargs)
-        names = list(launch.kernel._signature.parameters)
+        names = [p.name for p in launch.kernel.parameters]
         before = {n: np.array(a, copy=True) for n, a in zip(names, launch.args) if isinstance(a, np.ndarray)}
-        trace = run(launch.kernel, launch.grid, launch.args, trace=True)
+        trace = interpret(launch.kernel, launch.grid, launch.args, trace=True)
         launch.finish()
         return launch.outputs, trace, before
 

@@ -106,7 +106,8 @@ def convert_constant(value, to: DType):
     if to is bool_:
         return bool(value)
     if to.is_float:
-        return float(to.numpy.type(value))
+        with np.errstate(over="ignore"):   # as C: out of range becomes infinity
+            return float(to.numpy.type(value))
     if isinstance(value, float):
         value = int(value)
     return int(np.array(int(value) & ((1 << 64) - 1), dtype=np.uint64).astype(to.numpy))

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import int32, int64
+from ..arguments import is_array_like
+from ..errors import ArgumentTypeError, ArgumentValueError
+from ..ir.types import bool_, int32, int64
+from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
 from .lexer import Snippet
-from .params import array_dtype, is_array, parse_params, resolve_types, scalar_value
+from .params import StructType, array_dtype, parse_params, resolve_types, scalar_value
 from .parser import parse_statements
-from .translate import CValue, NeedsInitialValue, Output, RawArray, Translator
+from .pyast import Names, assign, dtype_node, function_source, py, py_stmt
+from .translate import CValue, NeedsInitialValue, Output, RawArray, StructValue, Translator
 
 TILES = [128, 256, 512, 1024, 2048, 4096]
 
@@ -32,20 +36,18 @@ class ElementwiseKernel(UserKernel):
     or what `sweep` found fastest).
     """
 
-    call_keywords = ("size",)
+    call_keywords = ("size", "block_size")
 
     def __init__(self, in_params, out_params, operation, name="kernel", reduce_dims=True, preamble="",
                  no_return=False, return_tuple=False, loop_prep="", after_loop="", options=(), tile=None, **kwargs):
         if kwargs:
-            raise TypeError(f"ElementwiseKernel got unexpected keyword arguments {sorted(kwargs)}")
+            raise ArgumentTypeError(f"ElementwiseKernel got unexpected keyword arguments {sorted(kwargs)}")
         self.in_params = parse_params(in_params, "in_params")
         self.out_params = parse_params(out_params, "out_params")
         clash = {p.name for p in self.in_params} & {p.name for p in self.out_params}
         if clash:
-            raise ValueError(f"{sorted(clash)} appear in both in_params and out_params")
+            raise ArgumentValueError(f"{sorted(clash)} appear in both in_params and out_params")
         self.params = self.in_params + self.out_params
-        if {"TILE"} & {p.name for p in self.params}:
-            raise ValueError("'TILE' names the tile size of the generated kernel: rename that parameter")
         placeholders = {p.placeholder for p in self.params if p.placeholder}
         super().__init__(name, preamble, placeholders)
         self.operation, self.loop_prep, self.after_loop = operation, loop_prep, after_loop
@@ -57,8 +59,10 @@ class ElementwiseKernel(UserKernel):
         self._prep = parse_statements(Snippet(loop_prep, name, "loop_prep"), placeholders) if loop_prep else ()
         if after_loop.strip():
             parse_statements(Snippet(after_loop, name, "after_loop"), placeholders)
-            raise ValueError("after_loop: code after the loop can only write raw arrays once per thread, which "
+            raise ArgumentValueError("after_loop: code after the loop can only write raw arrays once per thread, which "
                              "has no tile-kernel equivalent; move it into the operation")
+        self._uses_strides = any(isinstance(n, s.Member) and n.member == "strides"
+                                 for n in s.walk(self._body + self._prep + self._preamble_nodes))
         if not placeholders:  # every type is known: a body that cannot be typed is refused now
             self.generate({}, [p.dtype for p in self.params], tuple(1 if p.raw else True for p in self.params),
                           True, 1, int32)
@@ -67,7 +71,7 @@ class ElementwiseKernel(UserKernel):
         return f"<ElementwiseKernel {self.name}>"
 
     def __call__(self, *args, size=None, block_size=None, stream=None):
-        outputs = super().__call__(*args, size=size, stream=stream)
+        outputs = super().__call__(*args, size=size, block_size=block_size, stream=stream)
         if self.no_return:
             return None
         if self.return_tuple and not isinstance(outputs, tuple):
@@ -76,145 +80,178 @@ class ElementwiseKernel(UserKernel):
 
     # ---- planning a call -------------------------------------------------------------------------
 
-    def launch_plan(self, *args, size=None) -> Launch:
+    def launch_plan(self, *args, size=None, block_size=None) -> Launch:
+        if block_size is not None and block_size <= 0:
+            raise ArgumentValueError("block_size must be greater than zero")
         if len(args) not in (self.nin, self.nargs):
-            raise TypeError(f"Wrong number of arguments for {self.name}: {len(args)} given, {self.nin} inputs and "
-                            f"{self.nout} outputs")
+            raise ArgumentTypeError(f"Wrong number of arguments for {self.name!r}. It must be either {self.nin} or "
+                            f"{self.nargs} (with outputs), but given {len(args)}.")
         in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
+        for a in out_args:
+            if not is_array_like(a):
+                raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
         xp = _array_module(args, self.name)
         in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
                                                           self.name)
         shape = self._loop_shape(in_args + out_args, size)
         if not out_args:
-            out_args = [xp.empty(shape, t.numpy) for t in out_types]
+            if size is None and any(p.raw for p in self.out_params):
+                raise ArgumentValueError("Output array size is Undecided")
+            out_args = [xp.empty(shape, t.dtype if isinstance(t, StructType) else t.numpy) for t in out_types]
         for p, a in zip(self.out_params, out_args):
-            if not is_array(a):
-                raise TypeError(f"{self.name}: output {p.name!r} must be an array")
             if not p.raw and tuple(a.shape) != shape:
-                raise ValueError(f"{self.name}: output {p.name!r} has shape {tuple(a.shape)}, the loop's is {shape}")
+                raise ArgumentValueError("Out shape is mismatched")
         args = in_args + out_args
         types = in_types + out_types
         n = int(np.prod(shape, dtype=np.int64))
-        flat = all(a.flags.c_contiguous and tuple(a.shape) == shape for p, a in zip(self.params, args)
-                   if is_array(a) and not p.raw)
+        for p, t in zip(self.params, types):
+            if p.raw and isinstance(t, StructType):
+                raise ArgumentTypeError(f"{self.name}: the raw argument {p.name!r} has the structured dtype {t.name}: "
+                                        f"structured arrays are supported as non-raw arguments only")
+        arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
+                  if is_array_like(a) and not p.raw]   # a structured array as its fields' views
+        flat = all(v.flags.c_contiguous and tuple(v.shape) == shape for _, views in arrays for v in views)
         values = []
         for p, a, t in zip(self.params, args, types):
-            if not is_array(a):
+            if not is_array_like(a):
                 values.append(scalar_value(a, t, p, self.name))
-            elif p.raw or p in self.out_params and not flat:
+            elif p.raw:
                 values.append(a)
-            elif flat:
-                values.append(a.reshape(-1))
-            else:
-                values.append(xp.broadcast_to(a, shape))
+            for v in (t.views(a) if isinstance(t, StructType) else [a]) if is_array_like(a) and not p.raw else ():
+                if p in self.out_params and not flat:
+                    values.append(v)
+                elif flat:
+                    values.append(v.reshape(-1))
+                else:
+                    values.append(xp.broadcast_to(v, shape))
         index_type = int32 if n < 2**31 else int64
-        ranks = tuple(a.ndim if p.raw else is_array(a) for p, a in zip(self.params, args))
+        ranks = tuple(a.ndim if p.raw else is_array_like(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, flat or len(shape), index_type.name)
         dims = () if flat else tuple(index_type.numpy.type(d) for d in shape)
+        strides = tuple(np.int64(st) for p, a in zip(self.params, args) if p.raw and self._uses_strides
+                        for st in a.strides)
         kernel = None
         if n > 0:
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, flat, len(shape),
                                                                  index_type))
         default = {"TILE": self.tile or min(1024, max(128, pow2_at_least(n)))}
-        return Launch(kernel, tuple(values) + (np.int64(n),) + dims, self.tuned_config(key, default),
+        return Launch(kernel, tuple(values) + (np.int64(n),) + dims + strides, self.tuned_config(key, default),
                       lambda config: (max(1, -(-n // config["TILE"])),), {"TILE": TILES}, out_args, key)
 
     def _loop_shape(self, args, size) -> tuple:
-        shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array(a) and not p.raw]
+        """CuPy's rule: the non-raw arrays broadcast to the loop's shape, or, where every array is
+        raw, `size` gives it."""
+        shapes = [tuple(a.shape) for p, a in zip(self.params, args) if is_array_like(a) and not p.raw]
         if size is not None:
             if shapes:
-                raise ValueError(f"{self.name}: `size` is only for kernels whose arguments are all raw or scalars")
+                raise ArgumentValueError("Specified 'size' can be used only if all of the ndarray are 'raw'.")
             return (int(size),)
         if not shapes:
-            raise ValueError(f"{self.name}: the loop size cannot be told from the arguments (all raw or scalars): "
-                             f"pass size=")
+            raise ArgumentValueError("Loop size is undecided.")
         try:
             return tuple(np.broadcast_shapes(*shapes))
         except ValueError:
-            raise ValueError(f"{self.name}: the shapes {', '.join(map(str, shapes))} do not broadcast") from None
+            raise ArgumentValueError(f"{self.name}: the shapes {', '.join(map(str, shapes))} do not broadcast") from None
 
     # ---- the generated tile kernel ---------------------------------------------------------------
 
     def generate(self, placeholders, types, ranks, flat: bool, ndim: int, index_type) -> str:
         """The tile-language source of one specialization (see the module docstring)."""
-        array_params = [p for p, r in zip(self.params, ranks) if r and not p.raw]
-        dims = [] if flat else [f"_d{k}" for k in range(ndim)]
-        signature = [p.py for p in self.params] + ["_n"] + dims + ["TILE: ct.Constant[int]"]
-        names = {p.py for p in self.params} | {"ct", "cops", "_block", "_index", "_n", "TILE", *dims}
-        inputs, outputs, raws = {}, {}, {}
-        loaded: dict[str, str] = {}
-        for p, t, r in zip(self.params, types, ranks):
-            is_input = p in self.in_params
-            if p.raw:
-                raws[p.name] = RawArray(p.py, t, r, writable=not is_input)
-            elif not r:
-                inputs[p.name] = CValue(p.py, t, None, varies=False)
-            elif is_input:
-                loaded[p.name] = f"{p.py}_val"
-                inputs[p.name] = CValue(f"{p.py}_val", t)
-            else:
-                outputs[p.name] = Output(p.name, t)
-        names |= {f"{p.py}_val" for p in array_params}
-        specials = {"i": CValue("i", int64), "_ind.size()": CValue("_n", int64),
-                    "in_range": CValue("(_index < _n)", index_type), "shape": "(TILE,)"}
         preload: set = set()
         while True:  # outputs the body reads before assigning them are loaded first
-            translator = Translator(Snippet(self.operation, self.name, "operation"), placeholders, inputs,
-                                    {name: Output(o.name, o.type) for name, o in outputs.items()}, raws, specials,
-                                    self.functions(), set(names))
-            for name in preload:
-                translator.outputs[name].value = CValue(f"{self.param(name).py}_val", outputs[name].type)
             try:
-                self.declare_preamble_constants(translator)
-                translator.snippet = Snippet(self.loop_prep, self.name, "loop_prep")
-                translator.statements(self._prep)
-                translator.snippet = Snippet(self.operation, self.name, "operation")
-                translator.statements(self._body)
-                break
+                return self._generate(placeholders, types, ranks, flat, ndim, index_type, preload)
             except NeedsInitialValue as e:
                 preload.add(e.name)
-        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    _block = ct.bid(0)"]
-        uses_index = not flat or translator.used_specials & {"i", "in_range"} or raws
-        if uses_index:
-            lines.append(f"    _index = _block * TILE + ct.arange(TILE, dtype=ct.{index_type.name})")
+
+    def _generate(self, placeholders, types, ranks, flat, ndim, index_type, preload) -> str:
+        names = Names()
+        block, index, n = names.fresh("block"), names.fresh("index"), names.fresh("n")
+        dims = [] if flat else [names.fresh(f"d{k}") for k in range(ndim)]
+        strides = {p.name: tuple(names.fresh(f"{p.name}_stride{d}") for d in range(r))
+                   for p, r in zip(self.params, ranks) if p.raw and self._uses_strides}
+        inputs, outputs, raws = {}, {}, {}
+        arrays, loads, kernel_params = {}, {}, []   # arrays: an input, output or field -> its kernel parameter
+        for p, t, r in zip(self.params, types, ranks):
+            is_input = p in self.in_params
+            if isinstance(t, StructType) and r and not p.raw:   # one kernel array per field
+                fields = []
+                for k, field_type in enumerate(t.fields):
+                    key = f"{p.name}.at<{k}>"
+                    arrays[key] = names.fresh(f"{p.name}_f{k}")
+                    kernel_params.append(arrays[key])
+                    fields.append(self._slot(names, key, field_type, is_input, key in preload, loads, outputs))
+                if is_input:
+                    inputs[p.name] = StructValue(t, tuple(fields))
+                continue
+            kernel_params.append(p.py)
+            if p.raw:
+                raws[p.name] = RawArray(p.py, t, r, not is_input,
+                                        tuple(CValue(py(st), int64, None, False) for st in strides.get(p.name, ())))
+            elif not r:
+                inputs[p.name] = CValue(py(p.py), t, None, varies=False)
+            else:
+                arrays[p.name] = p.py
+                value = self._slot(names, p.name, t, is_input, p.name in preload, loads, outputs)
+                if is_input:
+                    inputs[p.name] = value
+        i_name = names.fresh("i")
+        specials = {"i": CValue(py(i_name), int64), "_ind.size()": CValue(py(n), int64, None, False),
+                    "in_range": CValue(py(f"{index} < {n}"), bool_), "shape": "(TILE,)"}
+        translator = Translator(Snippet(self.operation, self.name, "operation"), placeholders, inputs, outputs,
+                                raws, specials, self.functions(), names)
+        self.declare_preamble_constants(translator)
+        translator.snippet = Snippet(self.loop_prep, self.name, "loop_prep")
+        translator.statements(self._prep)
+        translator.snippet = Snippet(self.operation, self.name, "operation")
+        translator.statements(self._body)
+        body = [assign(block, py("ct.bid(0)"))]
+        if not flat or translator.used_specials & {"i", "in_range"} or raws:
+            body.append(assign(index, py(f"{block} * TILE + ct.arange(TILE, dtype=t)", t=dtype_node(index_type))))
         if "i" in translator.used_specials:
-            lines.append(f"    i = _index{'.astype(ct.int64)' if index_type is not int64 else ''}")
-        coords = ""
+            body.append(assign(i_name, py(index) if index_type is int64 else py(f"{index}.astype(ct.int64)")))
+        coords = None
         if not flat:
-            rest = "_index"
-            parts = []
+            rest, parts = index, []
             for k in reversed(range(1, ndim)):
-                lines.append(f"    _c{k} = {rest} % _d{k}")
-                lines.append(f"    _rest{k} = {rest} // _d{k}")
-                parts.insert(0, f"_c{k}")
-                rest = f"_rest{k}"
-            parts.insert(0, rest)
-            coords = f"({', '.join(parts)}{',' * (len(parts) == 1)})"
-        for p in array_params:
-            if p.name in loaded or p.name in preload:
-                var = f"{p.py}_val"
-                if flat:
-                    lines.append(f"    {var} = ct.load({p.py}, (_block,), (TILE,), "
-                                 f"padding_mode=ct.PaddingMode.ZERO)")
-                else:
-                    lines.append(f"    {var} = ct.gather({p.py}, {coords})")
-        lines += translator.lines
+                c, next_rest = names.fresh(f"c{k}"), names.fresh(f"rest{k}")
+                body += [assign(c, py(f"{rest} % {dims[k]}")), assign(next_rest, py(f"{rest} // {dims[k]}"))]
+                parts.insert(0, c)
+                rest = next_rest
+            coords = py(f"({', '.join([rest, *parts])},)")
+        for key, var in loads.items():
+            load = py(f"ct.load(a, ({block},), (TILE,), padding_mode=ct.PaddingMode.ZERO)", a=arrays[key]) if flat \
+                else py("ct.gather(a, c)", a=arrays[key], c=coords)
+            body.append(assign(var, load))
+        body += translator.body
         for name, out in translator.outputs.items():
             if out.value is None:
                 continue   # never assigned: its memory is left as it was
-            code = out.value.code if out.value.varies else f"ct.broadcast_to({out.value.code}, (TILE,))"
-            if flat:
-                lines.append(f"    ct.store({self.param(name).py}, (_block,), {code})")
-            else:
-                lines.append(f"    ct.scatter({self.param(name).py}, {coords}, {code})")
-        return "\n".join(lines) + "\n"
+            code = out.value.code if out.value.varies else py("ct.broadcast_to(v, (TILE,))", v=out.value.code)
+            store = py_stmt(f"ct.store(a, ({block},), v)", a=arrays[name], v=code) if flat else \
+                py_stmt("ct.scatter(a, c, v)", a=arrays[name], c=coords, v=code)
+            body.append(store)
+        params = kernel_params + [n] + dims + [st for group in strides.values() for st in group]
+        return function_source(python_name(self.name), params, ["TILE"], body)
+
+
+    @staticmethod
+    def _slot(names, key: str, dtype, is_input: bool, preloaded: bool, loads: dict, outputs: dict) -> CValue | None:
+        """An array input's loaded value, or an output (loaded first where the body reads it before
+        assigning it)."""
+        if is_input or preloaded:
+            loads[key] = names.fresh(f"{key.replace('.at<', '_f').rstrip('>')}_val")
+        value = CValue(py(loads[key]), dtype) if key in loads else None
+        if not is_input:
+            outputs[key] = Output(key, dtype, value)
+        return value
 
 
 def _array_module(args, name: str):
-    on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array(a)]
+    on_gpu = [hasattr(a, "__cuda_array_interface__") for a in args if is_array_like(a)]
     if any(on_gpu):
         if not all(on_gpu):
-            raise TypeError(f"{name}: NumPy and GPU arrays cannot be mixed in one call")
+            raise ArgumentTypeError(f"{name}: NumPy and GPU arrays cannot be mixed in one call")
         import cupy
         return cupy
     return np

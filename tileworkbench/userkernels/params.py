@@ -7,15 +7,18 @@ given in the call first, then from the input arrays (scalars fix nothing), as in
 """
 from __future__ import annotations
 
-import keyword
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..arguments import is_array_like
+from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import DType, to_dtype
-from .cdtypes import SUPPORTED, param_dtype
+from .cdtypes import SUPPORTED, convert_constant, param_dtype
+from .pyast import user_name
 
-RESERVED = ("i",)
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -27,8 +30,8 @@ class Param:
 
     @property
     def py(self) -> str:
-        """The generated kernel's parameter: the C name, unless Python or the kernel's module names need it."""
-        return f"{self.name}_" if keyword.iskeyword(self.name) or self.name in ("ct", "cops") else self.name
+        """The generated kernel's parameter (pyast.user_name)."""
+        return user_name(self.name)
 
 
 def parse_params(text: str, what: str) -> tuple[Param, ...]:
@@ -39,33 +42,67 @@ def parse_params(text: str, what: str) -> tuple[Param, ...]:
         raw = bool(words) and words[0] == "raw"
         words = words[1:] if raw else words
         if len(words) != 2:
-            raise ValueError(f"{what}: {item!r} is not `[raw] <type> <name>`")
+            raise ArgumentValueError(f"{what}: {item!r} is not `[raw] <type> <name>`")
         type_name, name = words
-        if not name.isidentifier():
-            raise ValueError(f"{what}: {name!r} is not a valid parameter name")
-        if name in RESERVED or name.startswith("_"):
-            raise ValueError(f"{what}: the name {name!r} is reserved (i and names starting with _ are)")
+        if not C_IDENTIFIER.fullmatch(name):
+            raise ArgumentValueError(f"{what}: {name!r} is not a valid parameter name (C names are ASCII letters, digits "
+                             f"and '_')")
+        if name == "i":
+            raise ArgumentValueError("Can not use 'i' as a parameter name")
+        if name.startswith("_"):
+            raise ArgumentValueError(f"{what}: the name {name!r} is reserved (names starting with _ are)")
         if any(p.name == name for p in params):
-            raise ValueError(f"{what}: parameter {name!r} appears twice")
+            raise ArgumentValueError(f"{what}: parameter {name!r} appears twice")
         if len(type_name) == 1:
             params.append(Param(name, None, type_name, raw))
         else:
             try:
                 params.append(Param(name, param_dtype(type_name), None, raw))
             except TypeError as e:
-                raise ValueError(f"{what}: {e}") from None
+                raise ArgumentValueError(f"{what}: {e}") from None
     return tuple(params)
 
 
-def is_array(x) -> bool:
-    return isinstance(x, np.ndarray) or hasattr(x, "__cuda_array_interface__")
+@dataclass(frozen=True)
+class StructType:
+    """A structured dtype: its fields, read and written by index (`x.at<1>()`) as in CuPy. The
+    kernel receives each field as an array of its own (a strided view)."""
+
+    dtype: np.dtype
+    fields: tuple[DType, ...]
+
+    @property
+    def name(self) -> str:
+        return str(self.dtype)
+
+    def views(self, array) -> list:
+        return [array[name] for name in self.dtype.names]
 
 
-def array_dtype(x) -> DType:
-    dtype = to_dtype(x.dtype)
+def array_dtype(x) -> DType | StructType:
+    if x.dtype.names is not None:
+        return struct_type(x.dtype)
+    try:
+        dtype = to_dtype(x.dtype)
+    except TypeError:
+        dtype = None
     if dtype not in SUPPORTED:
-        raise TypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
+        raise ArgumentTypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
     return dtype
+
+
+def struct_type(dtype: np.dtype) -> StructType:
+    fields = []
+    for name in dtype.names:
+        field = dtype.fields[name][0]
+        try:
+            fields.append(to_dtype(field) if field.names is None and not field.shape else None)
+        except TypeError:
+            fields.append(None)
+        if fields[-1] not in SUPPORTED:
+            raise ArgumentTypeError(f"Structured dtype {dtype}: field {name!r} of dtype {field} is not supported "
+                                    f"(fields are bool, int8-64, uint8-64 or float16/32/64; no nested or sub-arrays)")
+    return StructType(dtype, tuple(fields))
 
 
 def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[list, list, dict]:
@@ -74,13 +111,13 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
 
     def visit(params, args):
         for p, a in zip(params, args):
-            if not is_array(a):
+            if not is_array_like(a):
                 continue
             dtype = array_dtype(a)
             want = p.dtype or placeholders.get(p.placeholder)
-            if want is not None and want is not dtype:
+            if want is not None and want != dtype:
                 kind = f"type {want}" if p.dtype else f"{p.placeholder} = {want}"
-                raise TypeError(f"{name}: argument {p.name!r} is a {dtype} array, but {kind}")
+                raise ArgumentTypeError(f"{name}: argument {p.name!r} is a {dtype} array, but {kind}")
             if p.dtype is None:
                 placeholders[p.placeholder] = dtype
     visit(out_params, out_args)
@@ -88,7 +125,7 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
     unresolved = sorted({p.placeholder for p in in_params + out_params
                          if p.dtype is None and p.placeholder not in placeholders})
     if unresolved:
-        raise TypeError(f"{name}: the type of {', '.join(unresolved)} cannot be determined from the arguments: "
+        raise ArgumentTypeError(f"{name}: the type of {', '.join(unresolved)} cannot be determined from the arguments: "
                         f"pass an array for it (outputs too)")
     types = [[p.dtype or placeholders[p.placeholder] for p in params] for params in (in_params, out_params)]
     return types[0], types[1], placeholders
@@ -96,8 +133,13 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
 
 def scalar_value(value, dtype: DType, param: Param, name: str):
     """A scalar argument as its parameter's type."""
-    if not isinstance(value, (bool, int, float, np.generic)):
-        raise TypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
-    if param.raw:
-        raise TypeError(f"{name}: the raw argument {param.name!r} must be an array")
-    return dtype.numpy.type(value)
+    if isinstance(value, (complex, np.complexfloating)):
+        raise ArgumentTypeError(f"{name}: argument {param.name!r}: scalars of type {type(value).__name__} are not supported")
+    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+        raise ArgumentTypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
+    if param.raw or isinstance(dtype, StructType):
+        raise ArgumentTypeError(f"{name}: the argument {param.name!r} must be an array")
+    try:   # as C converts it: integers wrap
+        return dtype.numpy.type(convert_constant(value.item() if isinstance(value, np.generic) else value, dtype))
+    except (OverflowError, ValueError):
+        raise ArgumentValueError(f"{name}: argument {param.name!r} = {value!r} cannot be converted to {dtype}") from None

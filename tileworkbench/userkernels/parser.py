@@ -1,15 +1,17 @@
 """Recursive-descent parser for the C subset (docs/cupy_kernels.md lists what it accepts).
 
-One function per precedence level, from the conditional operator down to primaries:
+Binary operators by precedence climbing (C's precedence, left-associative, so a long sum is a
+loop, not a recursion); one function per remaining level:
 
-    conditional  := or ('?' conditional ':' conditional)?
-    or .. mul    := left-associative binary levels, C's precedence
+    conditional  := binary ('?' conditional ':' conditional)?
     unary        := ('-' | '+' | '!' | '~') unary | '(' type ')' unary | postfix
-    postfix      := primary ('(' args ')' | '[' conditional ']' | '.size' '(' ')')*
+    postfix      := primary ('(' args ')' | '[' conditional ']' | '.' member '(' ')')*
 
-Statements: declarations (`T d = x - y, e;`), assignments (`=`, `op=`, `++`, `--`, to a variable
-or a raw array element), `if`/`else`, blocks, and `return` in preamble functions. Type
-placeholders (`T`) are type names only where the kernel's parameter lists declare them.
+Statements: declarations (`T d = x - y, e;`, local arrays `ptrdiff_t idx[] = {i / 4, i % 4};`),
+assignments (`=`, `op=`, `++`, `--`, to a variable, a local or raw array element), `if`/`else`,
+blocks, and `return` in preamble functions. Type placeholders (`T`) are type names only where
+the kernel's parameter lists declare them. Nesting (parentheses, unary operators, conditionals,
+blocks) stops at MAX_NESTING levels with an error at the token that goes past it.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from .lexer import Snippet, Token, tokenize
 
 _BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"),
                   ("+", "-"), ("*", "/", "%"))
+_PRECEDENCE = {op: level for level, ops in enumerate(_BINARY_LEVELS) for op in ops}
+MAX_NESTING = 63          # C's minimum limit for nested parenthesized expressions and blocks
+MAX_LOCAL_ARRAY = 64      # elements of a local array (each is a tile in the generated kernel)
 _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _QUALIFIERS = ("const", "__device__", "__host__", "static", "inline", "__inline__", "__forceinline__")
 _UNSUPPORTED_STATEMENTS = {"for": "loops", "while": "loops", "do": "loops", "switch": "switch statements",
@@ -36,6 +41,14 @@ class Parser:
         self.tokens = tokenize(snippet)
         self.pos = 0
         self.type_names = frozenset(type_names) | TYPE_WORDS | {"auto"}
+        self.depth = 0
+
+    def nested(self):
+        """Enter one nesting level (left by `self.depth -= 1`); past MAX_NESTING, an error here."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            self.fail(f"Nested more than {MAX_NESTING} levels deep (parentheses, unary operators, conditionals or "
+                      f"blocks): split the expression with variables", cls=TileUnsupportedFeatureError)
 
     # ---- token helpers -------------------------------------------------------------------------
 
@@ -95,23 +108,29 @@ class Parser:
         cond = self.binary(0)
         if not self.at("?"):
             return cond
+        self.nested()
         self.advance()
         then = self.conditional()
         self.expect(":", " in a conditional expression")
         orelse = self.conditional()
+        self.depth -= 1
         return s.Conditional(cond.start, orelse.end, cond, then, orelse)
 
-    def binary(self, level: int) -> s.Node:
-        if level == len(_BINARY_LEVELS):
-            return self.unary()
-        left = self.binary(level + 1)
-        while self.tok.kind == "op" and self.tok.text in _BINARY_LEVELS[level]:
+    def binary(self, min_level: int) -> s.Node:
+        left = self.unary()
+        while self.tok.kind == "op" and _PRECEDENCE.get(self.tok.text, -1) >= min_level:
             op = self.advance().text
-            right = self.binary(level + 1)
+            right = self.binary(_PRECEDENCE[op] + 1)
             left = s.Binary(left.start, right.end, op, left, right)
         return left
 
     def unary(self) -> s.Node:
+        self.nested()
+        node = self.unary_unnested()
+        self.depth -= 1
+        return node
+
+    def unary_unnested(self) -> s.Node:
         tok = self.tok
         if self.at("-", "+", "!", "~"):
             self.advance()
@@ -137,22 +156,41 @@ class Parser:
                 args = self.arguments()
                 node = s.Call(node.start, self.tokens[self.pos - 1].end, node.id, node.end, args)
             elif self.at("["):
-                if not isinstance(node, s.Name):
-                    self.fail("Only a raw array parameter can be indexed")
+                if not isinstance(node, (s.Name, s.Member)):
+                    self.fail("Only a raw array, a local array, or shape() or strides() of a raw array can be indexed")
                 self.advance()
                 index = self.expression()
                 end = self.expect("]").end
                 node = s.Subscript(node.start, end, node, index)
             elif self.at("."):
-                if not (isinstance(node, s.Name) and node.id == "_ind" and self.peek().text == "size"):
-                    self.fail("Member access is not supported (only _ind.size())", cls=TileUnsupportedFeatureError)
-                self.advance()
-                self.advance()
-                self.expect("(")
-                end = self.expect(")", " in _ind.size()").end
-                node = s.IndexSize(node.start, end)
+                node = self.member(node)
+            elif self.at("::"):
+                self.fail("'::' is only supported in `T::field_count` (T a type placeholder)",
+                          cls=TileUnsupportedFeatureError)
             else:
                 return node
+
+    def member(self, obj: s.Node) -> s.Member | s.Field:
+        dot = self.advance()
+        member = self.tok
+        if member.text == "at" and self.peek().text == "<" and isinstance(obj, s.Name):
+            self.advance()
+            self.advance()
+            if self.tok.kind != "int" or not self.tok.text.isdigit():
+                self.fail("Expected a field number: x.at<0>()")
+            index = int(self.advance().text)
+            self.expect(">", " after the field number")
+            self.expect("(")
+            end = self.expect(")", f" in {obj.id}.at<{index}>()").end
+            return s.Field(obj.start, end, obj, index)
+        allowed = ("size",) if isinstance(obj, s.Name) and obj.id == "_ind" else ("size", "shape", "strides")
+        if not (isinstance(obj, s.Name) and member.text in allowed and self.peek().text == "("):
+            self.fail("Member access is not supported (only _ind.size(), and size(), shape() and strides() of a raw "
+                      "array)", tok=dot, cls=TileUnsupportedFeatureError)
+        self.advance()
+        self.expect("(")
+        end = self.expect(")", f" in {obj.id}.{member.text}()").end
+        return s.Member(obj.start, end, obj, member.text)
 
     def arguments(self) -> tuple[s.Node, ...]:
         self.expect("(")
@@ -170,6 +208,8 @@ class Parser:
         if tok.kind in ("int", "float"):
             self.advance()
             return s.Number(tok.start, tok.end, tok.text)
+        if tok.kind == "string":
+            self.fail("String and character literals are not supported", cls=TileUnsupportedFeatureError)
         if self.at("("):
             self.advance()
             inner = self.expression()
@@ -186,6 +226,13 @@ class Parser:
             operand = self.expression()
             end = self.expect(")").end
             return s.Cast(tok.start, end, type_, operand)
+        if tok.kind == "name" and tok.text in self.type_names and self.peek().text == "::":
+            type_ = self.type_name()
+            self.advance()
+            if self.tok.text != "field_count":
+                self.fail("Only `T::field_count` is supported after '::'", cls=TileUnsupportedFeatureError)
+            end = self.advance().end
+            return s.FieldCount(tok.start, end, type_)
         if tok.kind == "name" and tok.text in self.type_names and self.peek().text == "(":
             type_ = self.type_name()  # a functional cast: float(x)
             self.expect("(")
@@ -218,6 +265,12 @@ class Parser:
             self.fail(f"Expected ';', found {self.describe(self.tok)}")
 
     def statement(self) -> s.Node:
+        self.nested()
+        node = self.statement_unnested()
+        self.depth -= 1
+        return node
+
+    def statement_unnested(self) -> s.Node:
         tok = self.tok
         if self.at(";"):
             self.advance()
@@ -229,6 +282,8 @@ class Parser:
             return s.Block(tok.start, end, body)
         if self.at("if"):
             return self.if_statement()
+        if self.at("static_assert"):
+            return self.static_assert()
         if self.at("return"):
             self.advance()
             value = self.expression()
@@ -237,12 +292,26 @@ class Parser:
         if tok.kind == "name" and tok.text in _UNSUPPORTED_STATEMENTS:
             self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",
                       cls=TileUnsupportedFeatureError)
-        if self.at_type() and not (self.peek().text == "(" and self.tok.text in self.type_names):
+        if self.at_type() and not (self.peek().text in ("(", "::") and self.tok.text in self.type_names):
             node = self.declaration()
         else:
             node = self.assignment()
         self.end_of_statement()
         return node
+
+    def static_assert(self) -> s.StaticAssert:
+        start = self.advance().start
+        self.expect("(", " after 'static_assert'")
+        cond = self.expression()
+        message = None
+        if self.at(","):
+            self.advance()
+            if self.tok.kind != "string" or not self.tok.text.startswith('"'):
+                self.fail("Expected the message string of static_assert")
+            message = self.advance().text[1:-1]
+        end = self.expect(")", " after the static_assert").end
+        self.end_of_statement()
+        return s.StaticAssert(start, end, cond, message)
 
     def if_statement(self) -> s.If:
         start = self.advance().start
@@ -269,18 +338,36 @@ class Parser:
                 self.fail(f"Expected a variable name, found {self.describe(self.tok)}")
             name_tok = self.advance()
             name = s.Name(name_tok.start, name_tok.end, name_tok.text)
-            if self.at("["):
-                self.fail("Local arrays are not supported", cls=TileUnsupportedFeatureError)
+            array, length = self.at("["), None
+            if array:
+                self.advance()
+                length = None if self.at("]") else self.expression()
+                self.expect("]", " after the length of the array")
             init = None
             if self.at("="):
                 self.advance()
-                init = self.expression()
-            names.append((name, init))
+                init = self.init_list() if array else self.expression()
+            elif array and length is None:
+                self.fail("A local array needs a length or an initializer list")
+            end = self.tokens[self.pos - 1].end
+            names.append(s.Declarator(name.start, end, name, init, array, length))
             if not self.at(","):
                 break
             self.advance()
         end = self.tokens[self.pos - 1].end
         return s.Declaration(type_.start, end, type_, tuple(names))
+
+    def init_list(self) -> s.InitList:
+        start = self.expect("{", " to open the array's initializer list").start
+        items = []
+        while not self.at("}"):
+            items.append(self.expression())
+            if len(items) > MAX_LOCAL_ARRAY:
+                self.fail(f"Local arrays are limited to {MAX_LOCAL_ARRAY} elements", cls=TileUnsupportedFeatureError)
+            if not self.at("}"):
+                self.expect(",", " between the elements")
+        end = self.advance().end
+        return s.InitList(start, end, tuple(items))
 
     def assignment(self) -> s.Assign:
         start_tok = self.tok
@@ -308,8 +395,9 @@ class Parser:
         return s.Assign(target.start, value.end, target, op, value)
 
     def check_target(self, target: s.Node, tok: Token):
-        if not isinstance(target, (s.Name, s.Subscript)):
-            raise self.snippet.error(TileSyntaxError, "Only a variable, an output or a raw array element can be "
+        if not (isinstance(target, (s.Name, s.Field)) or isinstance(target, s.Subscript)
+                and isinstance(target.array, s.Name)):
+            raise self.snippet.error(TileSyntaxError, "Only a variable, an output or an array element can be "
                                      "assigned", target.start, target.end)
 
     # ---- the preamble --------------------------------------------------------------------------

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, TileTypeError, TileUnsupportedFeatureError
+from ..arguments import is_array_like
+from ..errors import ArgumentTypeError, ArgumentValueError, TileTypeError, TileUnsupportedFeatureError, UserInputError
 from ..ir.types import DType
 from . import syntax as s
 from .base import Launch, UserKernel, pow2_at_least, python_name
 from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
-from .params import is_array, parse_params, resolve_types, scalar_value
+from .params import parse_params, resolve_types, scalar_value
 from .parser import parse_expression, parse_statements
-from .translate import CValue, NeedsInitialValue, Output, Translator, literal, python_literal
+from .pyast import Loop, Names, assign, comment, const, dtype_node, function_source, py, py_stmt
+from .translate import CValue, NeedsInitialValue, Output, Translator, literal
 
 TMS = [1, 2, 4, 8, 16, 32]
 TKS = [32, 64, 128, 256, 512, 1024]
@@ -58,12 +60,10 @@ class ReductionKernel(UserKernel):
         self.in_params = parse_params(in_params, "in_params")
         self.out_params = parse_params(out_params, "out_params")
         if not self.out_params:
-            raise ValueError("out_params: a reduction needs an output")
+            raise ArgumentValueError("out_params: a reduction needs an output")
         if any(p.raw for p in self.in_params + self.out_params):
-            raise ValueError("raw arguments are not supported in reduction kernels")
+            raise ArgumentValueError("raw arguments are not supported in reduction kernels")
         self.params = self.in_params + self.out_params
-        if {"TM", "TK"} & {p.name for p in self.params}:
-            raise ValueError("'TM' and 'TK' name the tile shape of the generated kernel: rename those parameters")
         placeholders = {p.placeholder for p in self.params if p.placeholder}
         super().__init__(name, preamble, placeholders)
         self.map_expr, self.reduce_expr, self.post_map_expr = map_expr, reduce_expr, post_map_expr
@@ -96,7 +96,7 @@ class ReductionKernel(UserKernel):
             return placeholders[self.reduce_type]
         dtype = C_TYPES.get(tuple(self.reduce_type.split()))
         if dtype is None:
-            raise TypeError(f"{self.name}: reduce_type {self.reduce_type!r} is neither a C type nor a placeholder "
+            raise ArgumentTypeError(f"{self.name}: reduce_type {self.reduce_type!r} is neither a C type nor a placeholder "
                             f"of the parameters")
         return dtype
 
@@ -104,12 +104,11 @@ class ReductionKernel(UserKernel):
 
     def launch_plan(self, *args, axis=None, keepdims=False, out=None) -> Launch:
         if len(args) not in (self.nin, self.nargs):
-            raise TypeError(f"Wrong number of arguments for {self.name}: {len(args)} given, {self.nin} inputs and "
-                            f"{self.nout} outputs")
+            raise ArgumentTypeError(f"Wrong number of arguments for {self.name}")
         in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
         if out is not None:
             if out_args:
-                raise ValueError("cannot specify 'out' as both a positional and keyword argument")
+                raise ArgumentValueError("cannot specify 'out' as both a positional and keyword argument")
             if self.nout != 1:
                 raise NotImplementedError("out= is for kernels with one output; pass the outputs positionally")
             out_args = [out]
@@ -118,13 +117,13 @@ class ReductionKernel(UserKernel):
         in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
                                                           self.name)
         reduce_type = self._reduce_type(placeholders)
-        arrays = [a for a in in_args if is_array(a)]
+        arrays = [a for a in in_args if is_array_like(a)]
         if not arrays:
-            raise ValueError(f"{self.name}: a reduction needs at least one input array")
+            raise ArgumentValueError("Loop size is undecided.")
         try:
             shape = tuple(np.broadcast_shapes(*(tuple(a.shape) for a in arrays)))
         except ValueError:
-            raise ValueError(f"{self.name}: the input shapes do not broadcast") from None
+            raise ArgumentValueError(f"{self.name}: the input shapes do not broadcast") from None
         reduce_axes = _normalize_axis(axis, len(shape))
         kept = [d for d in range(len(shape)) if d not in reduce_axes]
         out_shape = tuple(1 if d in reduce_axes else shape[d] for d in range(len(shape))) if keepdims else \
@@ -133,15 +132,17 @@ class ReductionKernel(UserKernel):
         k = int(np.prod([shape[d] for d in reduce_axes], dtype=np.int64))
         if out_args:
             for p, a in zip(self.out_params, out_args):
-                if not is_array(a) or tuple(a.shape) != out_shape:
-                    raise ValueError(f"{self.name}: output {p.name!r} must be an array of shape {out_shape}")
+                if not is_array_like(a):
+                    raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
+                if tuple(a.shape) != out_shape:
+                    raise ArgumentValueError("Out shape is mismatched")
         else:
             out_args = [xp.empty(out_shape, t.numpy) for t in out_types]
         if k == 0 and self.identity is None and m > 0:
-            raise ValueError(f"zero-size array to reduction operation {self.name} which has no identity")
+            raise ArgumentValueError(f"zero-size array to reduction operation {self.name} which has no identity")
         values, finishers = [], []
         for p, a, t in zip(self.in_params, in_args, in_types):
-            if is_array(a):
+            if is_array_like(a):
                 moved = xp.broadcast_to(a, shape).transpose(kept + list(reduce_axes))
                 values.append(moved.reshape(m, k))
             else:
@@ -154,7 +155,7 @@ class ReductionKernel(UserKernel):
                 values.append(buffer)
                 finishers.append(lambda a=a, buffer=buffer: a.__setitem__(Ellipsis, buffer.reshape(a.shape)))
         types = in_types + out_types
-        ranks = tuple(is_array(a) for a in in_args) + (True,) * self.nout
+        ranks = tuple(is_array_like(a) for a in in_args) + (True,) * self.nout
         key = (tuple(t.name for t in types), ranks, reduce_type.name)
         kernel = None
         if m > 0:
@@ -168,37 +169,38 @@ class ReductionKernel(UserKernel):
     # ---- the generated tile kernel ---------------------------------------------------------------
 
     def generate(self, placeholders, types, ranks, reduce_type: DType) -> str:
-        signature = [p.py for p in self.params] + ["TM: ct.Constant[int]", "TK: ct.Constant[int]"]
-        names = {p.py for p in self.params} | {"ct", "cops", "_block", "_k", "_acc", "_valid", "_part", "TM", "TK"}
+        names = Names()
+        block, k, acc, valid, part = (names.fresh(n) for n in ("block", "k", "acc", "valid", "part"))
         first = next(p.py for p, r in zip(self.in_params, ranks) if r)
-        inputs = {}
+        inputs, loads = {}, []
         for p, t, r in zip(self.in_params, types, ranks):
-            inputs[p.name] = CValue(f"{p.py}_val" if r else p.py, t, None, varies=bool(r))
-            names.add(f"{p.py}_val")
-        scalars = {name: value for name, value in inputs.items() if not value.varies}
-        identity = self.constant_identity(placeholders, reduce_type, names)
-        tile_fn, combine = _REDUCTIONS[self._reduction]
-        lines = [f"def {python_name(self.name)}({', '.join(signature)}):", "    _block = ct.bid(0)",
-                 f"    _acc = ct.full((TM,), {python_literal(identity.const)}, ct.{reduce_type.name})",
-                 f"    for _k in range(ct.num_tiles({first}, 1, (TM, TK))):"]
-        for p, r in zip(self.in_params, ranks):
             if r:
-                lines.append(f"        {p.py}_val = ct.load({p.py}, (_block, _k), (TM, TK), "
-                             f"padding_mode=ct.PaddingMode.ZERO)")
-        mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names,
-                            indent="        ")
+                loaded = names.fresh(f"{p.name}_val")
+                loads.append(assign(loaded, py(f"ct.load(a, ({block}, {k}), (TM, TK), "
+                                               f"padding_mode=ct.PaddingMode.ZERO)", a=p.py)))
+                inputs[p.name] = CValue(py(loaded), t)
+            else:
+                inputs[p.name] = CValue(py(p.py), t, None, varies=False)
+        scalars = {name: value for name, value in inputs.items() if not value.varies}
+        identity = self.constant_identity(placeholders, reduce_type)
+        tile_fn, combine = _REDUCTIONS[self._reduction]
+        mapper = Translator(self._snippets["map_expr"], placeholders, inputs, {}, {}, {}, self.functions(), names)
         self.declare_preamble_constants(mapper)
-        mapper.emit(f"# {self.map_expr.strip()}")
+        mapper.emit(comment(f"map_expr: {self.map_expr}"))
         mapped = mapper.convert(mapper.expr(self._map), reduce_type)
         if not mapped.varies:
-            mapped = CValue(f"ct.broadcast_to({mapped.code}, (TM, TK))", reduce_type)
-        lines += mapper.lines
-        lines.append(f"        _valid = (_k * TK + ct.arange(TK, dtype=ct.int32))[None, :] < {first}.shape[1]")
-        lines.append(f"        _part = {tile_fn}(ct.where(_valid, {mapped.code}, {identity.code}), axis=1)")
-        lines.append(f"        _acc = {combine.format(acc='_acc', part='_part')}")
+            mapped = CValue(py("ct.broadcast_to(v, (TM, TK))", v=mapped.code), reduce_type)
+        loop_body = loads + mapper.body + [
+            assign(valid, py(f"({k} * TK + ct.arange(TK, dtype=ct.int32))[None, :] < a.shape[1]", a=first)),
+            assign(part, py(f"{tile_fn}(ct.where({valid}, v, e), axis=1)", v=mapped.code, e=identity.code)),
+            assign(acc, py(combine.format(acc=acc, part=part)))]
+        loop = py_stmt(f"for {k} in range(ct.num_tiles(a, 1, (TM, TK))): pass", a=first)
+        body = [assign(block, py("ct.bid(0)")),
+                assign(acc, py("ct.full((TM,), v, t)", v=const(identity.const), t=dtype_node(reduce_type))),
+                Loop(loop, loop_body)]
         outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
-        poster = Translator(self._snippets["post_map_expr"], placeholders, {**scalars, "a": CValue("_acc", reduce_type)},
-                            outputs, {}, {}, self.functions(), mapper.used_names)
+        poster = Translator(self._snippets["post_map_expr"], placeholders,
+                            {**scalars, "a": CValue(py(acc), reduce_type)}, outputs, {}, {}, self.functions(), names)
         self.declare_preamble_constants(poster)
         try:
             poster.statements(self._post)
@@ -206,14 +208,14 @@ class ReductionKernel(UserKernel):
             raise self._snippets["post_map_expr"].error(
                 TileTypeError, f"The post-map expression reads the output '{e.name}' before assigning it (or "
                                f"assigns it on some paths only)", 0, len(self.post_map_expr)) from None
-        lines += poster.lines
+        body += poster.body
         for name, out in poster.outputs.items():
             if out.value is not None:
-                code = out.value.code if out.value.varies else f"ct.broadcast_to({out.value.code}, (TM,))"
-                lines.append(f"    ct.store({self.param(name).py}, (_block,), {code})")
-        return "\n".join(lines) + "\n"
+                code = out.value.code if out.value.varies else py("ct.broadcast_to(v, (TM,))", v=out.value.code)
+                body.append(py_stmt(f"ct.store(a, ({block},), v)", a=self.param(name).py, v=code))
+        return function_source(python_name(self.name), [p.py for p in self.params], ["TM", "TK"], body)
 
-    def constant_identity(self, placeholders, reduce_type: DType, names) -> CValue:
+    def constant_identity(self, placeholders, reduce_type: DType) -> CValue:
         """The identity as a constant of the reduce type; without one, the reduction's own neutral
         element fills the padding lanes (an empty reduction without identity is an error)."""
         if self._identity is None:
@@ -224,12 +226,16 @@ class ReductionKernel(UserKernel):
                 neutral = (-np.inf if self._reduction == "max" else np.inf) if reduce_type.is_float else \
                     (int(extreme.min) if self._reduction == "max" else int(extreme.max))
             return literal(neutral, reduce_type)
-        translator = Translator(self._snippets["identity"], placeholders, {}, {}, {}, {}, {}, set(names))
+        translator = Translator(self._snippets["identity"], placeholders, {}, {}, {}, {}, {}, Names())
         value = translator.convert(translator.expr(self._identity), reduce_type)
         if value.const is None:
             raise self._snippets["identity"].error(TileTypeError, "The identity must be a constant",
                                                    self._identity.start, self._identity.end)
         return value
+
+
+class AxisError(UserInputError, np.exceptions.AxisError):
+    """NumPy's (and CuPy's) error for an axis out of range, shown in the notebook without a stack."""
 
 
 def _normalize_axis(axis, ndim: int) -> tuple:
@@ -241,8 +247,8 @@ def _normalize_axis(axis, ndim: int) -> tuple:
     normalized = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise np.exceptions.AxisError(a, ndim)
+            raise AxisError(a, ndim)
         normalized.append(a % ndim)
     if len(set(normalized)) != len(normalized):
-        raise ValueError("duplicate value in 'axis'")
+        raise ArgumentValueError("duplicate value in 'axis'")
     return tuple(sorted(normalized))

@@ -33,8 +33,34 @@ class Name(Node):
 
 
 @dataclass(frozen=True)
-class IndexSize(Node):
-    """`_ind.size()`: the number of elements the kernel loops over."""
+class Member(Node):
+    """`obj.member()`: `_ind.size()` (the elements the kernel loops over), or `size()`,
+    `shape()` or `strides()` of a raw array (the last two are arrays of `ptrdiff_t`)."""
+
+    obj: Name
+    member: str
+
+
+@dataclass(frozen=True)
+class Field(Node):
+    """`x.at<k>()`: field k of a structured value."""
+
+    obj: Name
+    index: int
+
+
+@dataclass(frozen=True)
+class FieldCount(Node):
+    """`T::field_count`: the number of fields of a structured type."""
+
+    type: TypeName
+
+
+@dataclass(frozen=True)
+class InitList(Node):
+    """`{a, b, c}`: the initializer of a local array."""
+
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -72,16 +98,24 @@ class Call(Node):
 
 @dataclass(frozen=True)
 class Subscript(Node):
-    array: Name
+    array: Node              # a raw array, a local array or `x.shape()`
     index: Node
 
 
 # ---- statements --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class Declarator(Node):
+    name: Name
+    init: Node | None
+    array: bool = False      # `name[length]` or `name[]`
+    length: Node | None = None
+
+
+@dataclass(frozen=True)
 class Declaration(Node):
     type: TypeName
-    names: tuple[tuple[Name, Node | None], ...]   # each declarator with its initializer
+    names: tuple[Declarator, ...]
 
 
 @dataclass(frozen=True)
@@ -106,6 +140,12 @@ class If(Node):
 
 
 @dataclass(frozen=True)
+class StaticAssert(Node):
+    cond: Node
+    message: str | None
+
+
+@dataclass(frozen=True)
 class Return(Node):
     value: Node
 
@@ -118,3 +158,15 @@ class Function(Node):
     name: Name
     params: tuple[tuple[TypeName, Name], ...]
     body: tuple[Node, ...]
+
+
+def walk(nodes):
+    """Every node under `nodes` (a node or a tuple of them), depth first, without recursion."""
+    stack = list(nodes) if isinstance(nodes, tuple) else [nodes]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, tuple):
+            stack.extend(node)
+        elif isinstance(node, Node):
+            yield node
+            stack.extend(getattr(node, f) for f in node.__dataclass_fields__ if f not in ("start", "end"))

@@ -9,7 +9,9 @@ kernel, so docs and saved notebooks show it.
 Displaying a view makes two outputs: its picture (SVG, as an image in HTML too), then the live widget.
 A saved notebook keeps the picture, which every viewer shows without a kernel (JupyterLab and
 Notebook 7 reopened, nbconvert, GitHub), while the widget's model is gone once the kernel is. Where
-the widget does render, its script hides the picture just before it (`static/_picture.js`).
+the widget does render, its script hides the picture just before it. Every view's `render` is
+`renderView(trait, setup)` of `static/_picture.js`: it hides the picture, draws now and on each
+change of the trait the view draws from, and lets go of the model when the view goes.
 
     class TileSpaceView(View):
         _esm = static("tile_space.js")

@@ -38,26 +38,6 @@ def describe_args(kernel, args) -> str:
     return ", ".join(parts)
 
 
-def resources_text(generated, resources, arch: str) -> str:
-    from ..profile.occupancy import percent, theoretical_occupancy
-    shared = generated.smem_bytes + resources.shared_static_bytes
-    occ = theoretical_occupancy(arch, generated.threads, resources.registers, shared)
-    lines = [
-        f"kernel            {generated.name}",
-        f"arch              {arch}",
-        f"threads/block     {generated.threads}",
-        f"registers         {resources.registers}",
-        f"shared (dynamic)  {generated.smem_bytes} bytes",
-        f"shared (static)   {resources.shared_static_bytes} bytes",
-        f"local memory      {resources.local_bytes} bytes",
-        f"spill stores      {resources.spill_stores}",
-        f"spill loads       {resources.spill_loads}",
-        f"occupancy         {occ.blocks_per_sm} blocks, {occ.warps_per_sm} warps per SM "
-        f"({percent(occ.occupancy)}), limited by {occ.limiter}",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def code_tabs(kernel, args, arch: str = "sm_90", sass_order: str = "program") -> dict[str, str]:
     """The text of each tab for one specialization: {"IR", "CUDA", "PTX", "SASS", "resources"}."""
     tabs, sass = compiled_tabs(kernel, args, arch)
@@ -67,22 +47,17 @@ def code_tabs(kernel, args, arch: str = "sm_90", sass_order: str = "program") ->
 def compiled_tabs(kernel, args, arch: str, samples=None) -> tuple[dict[str, str], dict | str]:
     """The texts of the tabs but SASS, and the SASS listing in each order ({order: rows}), or why there
     is none. `samples`: instruction offset -> runtime.sass.Samples, measured by a profiler."""
-    from ..ir import print_function
     from ..runtime.launch import build
-    from ..runtime.sass import ORDERS, SassUnavailableError, disassemble, listing, parse_listing
+    from ..runtime.sass import ORDERS, SassUnavailableError, listing
     fn = kernel.specialize(args)
-    generated, module = build(fn, arch)
-    tabs = {
-        "IR": print_function(fn),
-        "CUDA": generated.source,
-        "PTX": module.ptx if isinstance(module.ptx, str) else module.ptx.decode(),
-        "resources": resources_text(generated, module.kernels[generated.name], arch),
-    }
+    compiled = build(fn, arch)
+    tabs = {"IR": compiled.asm["ir"], "CUDA": compiled.asm["cuda"], "PTX": compiled.asm["ptx"],
+            "resources": compiled.resources_text()}
     try:
-        instructions = parse_listing(disassemble(module.cubin))[generated.name]
+        instructions = compiled.instructions
     except SassUnavailableError as e:
         return tabs, f"No SASS: {e}\n"
-    return tabs, {order: listing(fn, generated, instructions, order, samples) for order in ORDERS}
+    return tabs, {order: listing(fn, compiled.generated, instructions, order, samples) for order in ORDERS}
 
 
 def sass_tab(sass: dict | str, order: str) -> dict:

@@ -3,33 +3,21 @@
     view = LaunchReportView.measure(matmul, grid, args)   # GPU: profile.benchmark; none: compile_report
     view = LaunchReportView(compile_report(matmul, grid, numpy_args, arch="sm_90"))
 
-`launch_report_data(report)` turns a LaunchReport (profile.benchmark's) or a CompileReport (the same
-fields, timing and driver occupancy None) into plain numbers; static/launch_report.js and `to_svg`
-only draw them. Without a GPU the roofline uses a datasheet's peaks for the arch (NOMINAL_PEAKS).
+`launch_report_data(report)` turns a profile.LaunchReport (profile.benchmark's, or compile_report's
+with timing and driver occupancy None) into plain numbers; static/launch_report.js and `to_svg`
+only draw them. Without a GPU the roofline uses a datasheet's peaks for the arch (targets.NOMINAL_PEAKS).
 `measure` adds the memory-access model (`modelled_access`: profile.access on the interpreter).
 """
 from __future__ import annotations
 
 import math
 import textwrap
-from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
 import numpy as np
 
 from ..arguments import is_array_like
-from ..profile import (
-    DevicePeaks,
-    Occupancy,
-    Timing,
-    Work,
-    arch_limits,
-    benchmark,
-    launch_work,
-    occupancy_curve,
-    percent,
-    theoretical_occupancy,
-)
+from ..profile import arch_limits, benchmark, compile_report, occupancy_curve, percent
 from ..profile.access import WRITES, analyze
 from ..runtime import device
 from ._base import Data, SvgView, static
@@ -37,11 +25,6 @@ from .svg import svg_document
 
 NO_ROOFLINE = "no roofline: the kernel does no arithmetic (0 flop), so memory bandwidth is its only limit"
 UNTIMED_MESSAGE = "timings need a GPU: compile-time resources (NVRTC), theoretical occupancy and the IR's work"
-# Datasheet figures (dense, no sparsity): NVIDIA H100 SXM5 and A100 SXM4 80GB.
-NOMINAL_PEAKS = {
-    "sm_90": DevicePeaks("H100 SXM (datasheet)", "sm_90", 132, 1980.0, 3350.0, 989.0, 67.0),
-    "sm_80": DevicePeaks("A100 SXM 80GB (datasheet)", "sm_80", 108, 1410.0, 2039.0, 312.0, 19.5),
-}
 NOTE_WIDTH = 96  # characters of a codegen note per card row
 MEASURED_TOP = 3  # stall reasons and hot lines the report lists
 MODELLED_OPS = 8  # global memory ops the report lists one by one
@@ -49,56 +32,6 @@ MODELLED_OPS = 8  # global memory ops the report lists one by one
 # million lanes in about a second, which `--bench` may add to a cell without being noticed
 MAX_MODELLED_ELEMENTS = 1 << 20
 CURVES = (("threads", "threads per block"), ("registers", "registers per thread"), ("shared", "shared bytes per block"))
-
-
-@dataclass(frozen=True)
-class CompileReport:
-    """The shape of profile.LaunchReport; timing and driver_blocks_per_sm are None without a GPU."""
-
-    kernel: str
-    grid: tuple
-    threads: int
-    shared_bytes: int
-    registers: int
-    local_bytes: int
-    spill_stores: int | None
-    timing: Timing | None
-    work: Work
-    occupancy: Occupancy
-    driver_blocks_per_sm: int | None
-    peaks: DevicePeaks | None
-    spill_loads: int | None = None
-    notes: tuple = ()  # (kernel line, text): how the code generator compiled the costly ops, and why
-
-    @property
-    def gbs(self) -> float | None:
-        return self.work.bytes / self.timing.median_ms / 1e6 if self.timing else None
-
-    @property
-    def tflops(self) -> float | None:
-        return self.work.flops / self.timing.median_ms / 1e9 if self.timing else None
-
-
-def compile_report(kernel, grid, args, arch: str = "sm_90") -> CompileReport:
-    """What the compiler decided, with no GPU: NVRTC resources, theoretical occupancy, the IR's work.
-    `args` may be NumPy arrays (only their shapes are read).
-
-        >>> r = compile_report(vector_add, (16,), (a, b, c, 256))
-        >>> r.registers > 0, r.occupancy.limiter, r.timing
-    """
-    from ..runtime.launch import build
-    from ..arguments import argument_leaves, normalize_grid
-    grid = normalize_grid(grid)
-    fn = kernel.specialize(args)
-    generated, module = build(fn, arch)
-    r = module.kernels[generated.name]
-    shared = generated.smem_bytes + r.shared_static_bytes
-    runtime_args = [a for p, a in zip(fn.params, argument_leaves(args)) if p.kind != "constant"]
-    shapes = {p.name: tuple(a.shape) for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"}
-    return CompileReport(fn.name, grid, generated.threads, shared, r.registers, r.local_bytes, r.spill_stores,
-                         None, launch_work(fn, grid, shapes),
-                         theoretical_occupancy(arch, generated.threads, r.registers, shared), None,
-                         NOMINAL_PEAKS.get(arch.rstrip("af")), r.spill_loads, tuple(generated.notes))
 
 
 def _roofline(report, intensity: float, timed: bool) -> dict:
@@ -278,7 +211,7 @@ def launch_report_data(report, ncu=None, access=None) -> dict:
                  "intensity": intensity},
         "resources": {"threads": report.threads, "registers": report.registers, "shared_bytes": report.shared_bytes,
                       "local_bytes": report.local_bytes, "spill_stores": report.spill_stores,
-                      "spill_loads": getattr(report, "spill_loads", None)},
+                      "spill_loads": report.spill_loads},
         "occupancy": {"blocks_per_sm": o.blocks_per_sm, "warps_per_sm": o.warps_per_sm,
                       "max_warps_per_sm": arch_limits(o.arch).max_warps_per_sm, "occupancy": o.occupancy,
                       "limiter": o.limiter, "limits": dict(o.limits), "driver_blocks_per_sm": driver,
@@ -287,7 +220,7 @@ def launch_report_data(report, ncu=None, access=None) -> dict:
         # a kernel without arithmetic has no place on a roofline (its intensity is 0): bandwidth is all
         "roofline": _roofline(report, intensity, timed) if w.flops else None,
         "no_roofline": None if w.flops else NO_ROOFLINE,
-        "notes": [{"line": line, "text": text} for line, text in getattr(report, "notes", ())],
+        "notes": [{"line": line, "text": text} for line, text in report.notes],
         "measured": measured_data(ncu),
         "access": access,
     }

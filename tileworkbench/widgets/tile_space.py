@@ -6,7 +6,7 @@ part hanging over the edge, which a load fills per `padding_mode` (a store drops
 the block's tile are drawn from the trace, each coloured by its status and, where the cells are
 big enough, numbered in tile order, so an `order="F"` load visibly walks down the columns.
 
-    >>> view = TileSpaceView.from_trace(run(copy, (3, 2), (x, y), trace=True), array="x", block=(2, 1))
+    >>> view = TileSpaceView.from_trace(ct.interpret(copy, (3, 2), (x, y), trace=True), array="x", block=(2, 1))
     >>> view = TileSpaceView(array_shape=(10, 12), tile_shape=(4, 8), index=(2, 1), order="F")
 
 Sliders over the tile index and the (power-of-two) tile shape recompute the picture by running a
@@ -29,7 +29,8 @@ import traitlets
 import tileworkbench.tile as ct
 
 from ..arguments import block_text
-from ..interp import Status, run
+from ..interp import Status
+from ..tile import interpret
 from ..profile.access import TOUCHING, WARP, tile_threads
 from ._base import Data, SvgView, static
 from .svg import (
@@ -146,7 +147,7 @@ def probe(array_shape, tile_shape, index, order="C", padding_mode="ZERO"):
     pad = lambda t, fill: tuple(int(v) for v in t) + (fill,) * (2 - nd)
     x = np.zeros(tuple(array_shape), np.uint8)
     out = np.zeros(tuple(tile_shape), np.uint8)
-    trace = run(tile_space_probe, (1,), (x, out, nd, *pad(tile_shape, 1), *pad(perm, 0),
+    trace = interpret(tile_space_probe, (1,), (x, out, nd, *pad(tile_shape, 1), *pad(perm, 0),
                                          MODES.index(padding_mode), *pad(index, 0)), trace=True)
     # the value the probe's uint8 array pads with says nothing about the user's dtype: describe the mode
     return dataclasses.replace(trace.by_op("load")[0], padding_value=None)

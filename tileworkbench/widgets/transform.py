@@ -23,7 +23,7 @@ import traitlets
 
 import tileworkbench.tile as ct
 
-from ..interp import Status, run
+from ..interp import Status
 from ._base import Data, SvgView, static
 from .svg import (
     DARK_INK,
@@ -341,4 +341,4 @@ def iota_trace(fn, input_shapes, dtype=ct.int32):
 
     transform_of.__name__ = getattr(fn, "__name__", "fn").replace("<lambda>", "lambda")
     xs = [np.arange(math.prod(s)).astype(dtype.numpy).reshape(s) for s in shapes]
-    return run(ct.kernel(transform_of), (1,), (xs[0], xs[-1], np.zeros(1, dtype.numpy)), trace=True)
+    return ct.interpret(ct.kernel(transform_of), (1,), (xs[0], xs[-1], np.zeros(1, dtype.numpy)), trace=True)

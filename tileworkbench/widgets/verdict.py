@@ -89,16 +89,15 @@ def compare(kernel_name: str, expected: dict, actual: dict, trace=None, rtol=Non
 
 def verify(kernel, grid, args, rtol=None, atol=None) -> Verdict:
     """Run the launch on the interpreter (traced) and on the GPU, and compare every array argument."""
-    from ..interp import run
-    names = list(kernel._signature.parameters)
+    from .. import tile as ct
+    names = [p.name for p in kernel.parameters]
     host = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    trace = run(kernel, grid, tuple(host), trace=True)
+    trace = ct.interpret(kernel, grid, tuple(host), trace=True)
     reason = device.unavailable_reason()
     if reason is not None:
         return Verdict(kernel.name, message=f"The GPU side needs a CUDA GPU ({reason}); the interpreter ran alone.")
     import cupy
 
-    from .. import tile as ct
     gpu = [device.to_device(a) for a in args]
     stream = cupy.cuda.get_current_stream()
     ct.launch(stream, grid, kernel, tuple(gpu))

@@ -34,3 +34,28 @@ export function pointIn(root, ev) {
   const box = root.getBoundingClientRect(), view = root.viewBox.baseVal;
   return { x: (ev.clientX - box.left) * view.width / box.width, y: (ev.clientY - box.top) * view.height / box.height };
 }
+
+/**
+ * A view's `render`: hides its picture, runs `setup({ model, el })` once, then draws now and again
+ * whenever the model's `trait` changes. `setup` returns the draw function, or `{ draw, dispose }`
+ * where `dispose` runs when the view goes; a draw may return a function that undoes it (listeners it
+ * added), run before the next draw.
+ */
+export function renderView(trait, setup) {
+  return ({ model, el }) => {
+    hidePicture(el, model);
+    const made = setup({ model, el });
+    const { draw, dispose } = typeof made === "function" ? { draw: made, dispose: null } : made;
+    let undo = draw();
+    const redraw = () => {
+      if (typeof undo === "function") undo();
+      undo = draw();
+    };
+    model.on(`change:${trait}`, redraw);
+    return () => {
+      if (typeof undo === "function") undo();
+      if (dispose) dispose();
+      model.off(`change:${trait}`, redraw);
+    };
+  };
+}

@@ -1,7 +1,7 @@
 // Code view: tabs IR / CUDA / PTX / SASS / resources of one specialization, or a unified diff per tab.
 // The SASS tab switches between program order and by-line grouping, and shades measured hot spots.
 
-import { hidePicture } from "./_picture.js";
+import { renderView } from "./_picture.js";
 
 const ORDER_NAMES = { program: "program order", line: "by kernel line" };
 const SASS_STYLES = { line: "color:#1f4e9c;font-weight:bold", label: "color:#8a3ab9;font-weight:bold",
@@ -20,8 +20,7 @@ function sassRows(pre, rows) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("data", ({ model, el }) => {
     let current = 0;
     let order = null;
     const draw = () => {
@@ -98,8 +97,6 @@ export default {
       el.appendChild(pre);
       show(Math.min(current, d.tabs.length - 1));
     };
-    draw();
-    model.on("change:data", draw);
-    return () => model.off("change:data", draw);
-  },
+    return draw;
+  }),
 };

@@ -2,7 +2,7 @@
 // block's footprint on it, and drives the `block` trait from sliders, a play timer and clicks.
 // @ts-check
 
-import { hidePicture, pictureOf } from "./_picture.js";
+import { renderView, pictureOf } from "./_picture.js";
 import { cellAt, outline, statusLine } from "./_cells.js";
 import { typed } from "./_data.js";
 
@@ -45,8 +45,7 @@ function elementOf(p, i) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const root = document.createElement("div");
     el.appendChild(root);
     let timer = null;
@@ -150,16 +149,6 @@ export default {
       return () => model.off("change:block", paint);
     }
 
-    let undraw = draw();
-    const redraw = () => {
-      if (undraw) undraw();
-      undraw = draw();
-    };
-    model.on("change:svg", redraw);
-    return () => {
-      if (timer) clearInterval(timer);
-      if (undraw) undraw();
-      model.off("change:svg", redraw);
-    };
-  },
+    return { draw, dispose: () => { if (timer) clearInterval(timer); } };
+  }),
 };

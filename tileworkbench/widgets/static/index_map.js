@@ -3,7 +3,7 @@
 // element (a scatter collision lights up every writer) and syncs the `lane` trait.
 // @ts-check
 
-import { hidePicture, pictureOf } from "./_picture.js";
+import { renderView, pictureOf } from "./_picture.js";
 import { statusLine } from "./_cells.js";
 import { typed } from "./_data.js";
 import { svg } from "./_svg.js";
@@ -64,8 +64,7 @@ function describe(data, a, i) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const root = document.createElement("div");
     el.appendChild(root);
 
@@ -111,8 +110,6 @@ export default {
       root.append(figure, status);
     }
 
-    draw();
-    model.on("change:svg", draw);
-    return () => model.off("change:svg", draw);
-  },
+    return draw;
+  }),
 };

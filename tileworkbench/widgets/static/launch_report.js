@@ -2,7 +2,7 @@
 // occupancy what-if curves) and reads a curve out under the mouse.
 // @ts-check
 
-import { hidePicture, pictureOf, pointIn } from "./_picture.js";
+import { renderView, pictureOf, pointIn } from "./_picture.js";
 
 /** The read-out of a curve at x (in picture coordinates) over its plot area. */
 function readOut(curve, area, x) {
@@ -16,8 +16,7 @@ function readOut(curve, area, x) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const draw = () => {
       const d = model.get("data");
       el.replaceChildren();
@@ -33,8 +32,6 @@ export default {
       }
       el.appendChild(picture);
     };
-    draw();
-    model.on("change:svg", draw);
-    return () => model.off("change:svg", draw);
-  },
+    return draw;
+  }),
 };

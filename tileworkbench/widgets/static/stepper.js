@@ -6,7 +6,7 @@
 // @ts-check
 
 import { cellLineHighlighter } from "./_cell_line.js";
-import { hidePicture, pictureOf, pointIn } from "./_picture.js";
+import { renderView, pictureOf, pointIn } from "./_picture.js";
 import { cellAt, statusLine } from "./_cells.js";
 import { typed } from "./_data.js";
 
@@ -20,8 +20,7 @@ function button(label, cls, title) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const root = document.createElement("div");
     root.className = "tileworkbench-stepper";
     root.tabIndex = 0;   // arrow keys step once the view has the focus
@@ -141,12 +140,12 @@ export default {
       cellLine.show(data.cell);
     }
 
-    draw();
-    model.on("change:svg", draw);
-    return () => {
-      stop();
-      cellLine.dispose();
-      model.off("change:svg", draw);
+    return {
+      draw,
+      dispose: () => {
+        stop();
+        cellLine.dispose();
+      },
     };
-  },
+  }),
 };

@@ -1,6 +1,6 @@
 // Sweep explorer: shows the heatmap that sweep.py drew over the two swept names chosen here, and a
 // sortable table of every configuration.
-import { hidePicture, pictureOf } from "./_picture.js";
+import { renderView, pictureOf } from "./_picture.js";
 
 function format(v, column, row) {
   if (v === null || v === undefined) return "";
@@ -36,8 +36,7 @@ function table(data, state, redraw) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const state = { sort: null, descending: false };
     const draw = () => {
       const data = model.get("data");
@@ -57,8 +56,6 @@ export default {
       el.appendChild(pictureOf(model));
       el.appendChild(table(data, state, draw));
     };
-    draw();
-    model.on("change:svg", draw);
-    return () => model.off("change:svg", draw);
-  },
+    return draw;
+  }),
 };

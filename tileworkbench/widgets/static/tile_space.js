@@ -3,7 +3,7 @@
 // (Python re-runs the load through the interpreter and sends new data).
 // @ts-check
 
-import { hidePicture, pictureOf, pointIn } from "./_picture.js";
+import { renderView, pictureOf, pointIn } from "./_picture.js";
 import { typed } from "./_data.js";
 import { svg } from "./_svg.js";
 
@@ -89,8 +89,7 @@ function controlsOf(model, data) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const root = document.createElement("div");
     el.appendChild(root);
 
@@ -133,8 +132,6 @@ export default {
       root.append(controlsOf(model, data), figure, status);
     }
 
-    draw();
-    model.on("change:svg", draw);
-    return () => model.off("change:svg", draw);
-  },
+    return draw;
+  }),
 };

@@ -2,7 +2,7 @@
 // with the same source (where it came from, where it went).
 // @ts-check
 
-import { hidePicture, pictureOf } from "./_picture.js";
+import { renderView, pictureOf } from "./_picture.js";
 import { cellAt, outline, statusLine } from "./_cells.js";
 import { typed } from "./_data.js";
 
@@ -11,8 +11,7 @@ function panelsOf(data) {
 }
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("svg", ({ model, el }) => {
     const root = document.createElement("div");
     el.appendChild(root);
     const status = statusLine();
@@ -51,8 +50,6 @@ export default {
       root.append(picture, status);
     }
 
-    model.on("change:svg", draw);
-    draw();
-    return () => model.off("change:svg", draw);
-  },
+    return draw;
+  }),
 };

@@ -1,13 +1,12 @@
 // Verdict: interpreter vs GPU for one launch: match per array, errors, and the first mismatches.
 
-import { hidePicture } from "./_picture.js";
+import { renderView } from "./_picture.js";
 
 /** Coordinates as Python writes a tuple, as every view writes a block: (0,) and (2, 1). */
 const tuple = (xs) => `(${xs.join(", ")}${xs.length === 1 ? "," : ""})`;
 
 export default {
-  render({ model, el }) {
-    hidePicture(el, model);
+  render: renderView("data", ({ model, el }) => {
     const draw = () => {
       const d = model.get("data");
       el.replaceChildren();
@@ -47,8 +46,6 @@ export default {
         el.appendChild(list);
       }
     };
-    draw();
-    model.on("change:data", draw);
-    return () => model.off("change:data", draw);
-  },
+    return draw;
+  }),
 };
