@@ -57,3 +57,39 @@ def test_a_file_that_does_not_parse_falls_back_to_inspect(tmp_path, monkeypatch)
     path.write_text("def k(x):\n    return x\n%magic\n")  # a cell with IPython syntax
     linecache.checkcache(str(path))
     assert _definition_lines(namespace["k"]) == (["def k(x):\n", "    return x\n"], 1)
+
+
+@pytest.mark.slow   # about 7 s: Python compiles 5,000 definitions
+def test_defining_five_thousand_kernels_keeps_the_source_cache_bounded():
+    from tileworkbench.frontend import source
+    for k in range(5000):
+        filename = f"<many kernels {k}>"
+        text = f"def many_{k}(x):\n    ct.store(x, (0,), ct.full((4,), {k}, x.dtype))\n"
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+        scope = {"ct": ct}
+        exec(compile(text, filename, "exec"), scope)
+        try:
+            assert source.source_of(ct.kernel(scope[f"many_{k}"])._pyfunc).name == f"many_{k}"
+        finally:
+            del linecache.cache[filename]
+    assert len(source._cache) <= source.SOURCE_CACHE_SIZE
+
+
+def test_the_source_cache_keeps_no_closure_alive():
+    import gc
+    import weakref
+
+    from tileworkbench.frontend import source
+
+    class Big:
+        pass
+    big = Big()
+
+    def helper(x):
+        return x + len(captured)   # noqa: F821 - bound below, as a closure
+    captured = [big]
+    assert source.source_of(helper).closure["captured"] == [big]
+    alive = weakref.ref(big)
+    del helper, captured, big
+    gc.collect()
+    assert alive() is None

@@ -1,4 +1,5 @@
-"""Run random programs on the interpreter, compare with their NumPy formulation, compile a sample with NVRTC.
+"""Run random programs on the interpreter, compare with their NumPy formulation, compile a sample with NVRTC;
+save each one's trace and load it again.
 
     >>> stats = fuzz(seconds=5, seed=0)
     >>> stats.checked, stats.mismatches
@@ -7,7 +8,10 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import os
 import re
+import shutil
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -15,6 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import tileworkbench.tile as ct
+from tileworkbench.interp import Trace
+from tileworkbench.tile import interpret
 
 from .programs import Program, random_program
 
@@ -64,15 +70,48 @@ def difference(program: Program, got: np.ndarray) -> str | None:
     return f"{int(bad.sum())} elements differ, first at {where}: got {got[where]!r}, expected {want[where]!r}"
 
 
-def check(program: Program, filename: str, arch: str | None = None) -> str | None:
-    """Launch on the interpreter and compare; with `arch`, also compile the kernel with NVRTC for it."""
+def trace_difference(a: Trace, b: Trace) -> str | None:
+    """What differs between a trace and the same trace saved and loaded, or None."""
+    if (a.kernel, tuple(a.grid), a.arrays, len(a.events)) != (b.kernel, tuple(b.grid), b.arrays, len(b.events)):
+        return f"trace header: {a.kernel, a.grid, a.arrays, len(a.events)} != {b.kernel, b.grid, b.arrays, len(b.events)}"
+    for k, (e, f) in enumerate(zip(a.events, b.events)):
+        for name in ("op", "array", "line", "col", "source", "operand_shapes", "padding_mode"):
+            if getattr(e, name) != getattr(f, name):
+                return f"event {k}'s {name}: {getattr(e, name)!r} != {getattr(f, name)!r}"
+        for name in ("blocks", "coords", "status"):
+            x, y = getattr(e, name), getattr(f, name)
+            if x.dtype != y.dtype or not np.array_equal(x, y):
+                return f"event {k}'s {name}: {x.dtype}{x.shape} != {y.dtype}{y.shape}"
+        pads = e.padding_of_lanes(), f.padding_of_lanes()
+        if (pads[0] is None) != (pads[1] is None) or pads[0] is not None and \
+                pads[0].tobytes() != pads[1].astype(pads[0].dtype).tobytes():
+            return f"event {k}'s padding: {e.padding_value!r} != {f.padding_value!r}"
+    return None
+
+
+def saved_and_loaded(trace: Trace, directory: str) -> str | None:
+    """Save the trace, load it again, and say what differs (None: nothing)."""
+    path = os.path.join(directory, "trace.npz")
+    trace.save(path)
+    return trace_difference(trace, Trace.load(path))
+
+
+def check(program: Program, filename: str, arch: str | None = None, traces: str | None = None) -> str | None:
+    """Launch on the interpreter and compare; with `arch`, also compile the kernel with NVRTC for it;
+    with `traces` (a directory), also run it traced, compare that output, save the trace there and
+    load it again."""
     kernel = kernel_of(program, filename)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # the interpreter must not warn about the values it computes
             x, y, out = program.fresh_args()
             ct.launch(None, program.grid, kernel, (x, y, out))
-        found = difference(program, out)
+            found = difference(program, out)
+            if found is None and traces is not None:
+                x, y, traced = program.fresh_args()
+                trace = interpret(kernel, program.grid, (x, y, traced), trace=True)
+                found = difference(program, traced) or saved_and_loaded(trace, traces)
+                found = found and f"traced: {found}"
         if found is None and arch is not None:
             from tileworkbench.runtime.launch import build
             compiled = build(kernel.specialize((x, y, out)), arch)
@@ -87,9 +126,11 @@ def check(program: Program, filename: str, arch: str | None = None) -> str | Non
 
 def fuzz(seconds: float, seed: int = 0, nvrtc_every: int = 0, nvrtc_seconds: float | None = None,
          limit: int | None = None) -> Stats:
-    """Check random programs for `seconds` (or `limit` programs); every `nvrtc_every`-th one is also
-    compiled with NVRTC (alternately for sm_80 and sm_90) while NVRTC has used under `nvrtc_seconds`."""
+    """Check random programs for `seconds` (or `limit` programs), each also traced, saved and loaded
+    again; every `nvrtc_every`-th one is also compiled with NVRTC (alternately for sm_80 and sm_90)
+    while NVRTC has used under `nvrtc_seconds`."""
     stats = Stats()
+    traces = tempfile.mkdtemp(prefix="fuzz-traces-")
     rng = np.random.default_rng(seed)
     start = time.monotonic()
     nvrtc_time = 0.0
@@ -100,11 +141,12 @@ def fuzz(seconds: float, seed: int = 0, nvrtc_every: int = 0, nvrtc_seconds: flo
         program = random_program(rng)
         compile_it = nvrtc_every and k % nvrtc_every == 0 and (nvrtc_seconds is None or nvrtc_time < nvrtc_seconds)
         t0 = time.monotonic()
-        found = check(program, f"<fuzz seed {seed} #{k}>", next(archs) if compile_it else None)
+        found = check(program, f"<fuzz seed {seed} #{k}>", next(archs) if compile_it else None, traces)
         if compile_it:
             nvrtc_time += time.monotonic() - t0
             stats.compiled += found is None
         stats.checked += 1
         if found is not None:
             stats.mismatches.append((seed, k, found, program.source))
+    shutil.rmtree(traces, ignore_errors=True)
     return stats

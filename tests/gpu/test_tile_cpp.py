@@ -47,4 +47,4 @@ def test_a_tile_cpp_cell_launches_and_measures_from_the_magic():
     assert "median" in captured.stdout
     (record,) = [o.data[KERNEL_MIME] for o in captured.outputs if KERNEL_MIME in o.data]
     assert record["timing"]["median_ms"] > 0
-    assert record["specializations"][0]["threads"] == shell.user_ns["example"].threads(record["arch"])
+    assert record["specializations"][0]["threads"] == shell.user_ns["example"].block_threads(record["arch"])

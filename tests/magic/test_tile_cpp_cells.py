@@ -29,7 +29,7 @@ def test_a_cuda_tile_cell_compiles_through_the_tile_compiler_and_shows_its_resou
     out = run(shell, '--lang cpp "axpy<1024>" --show resources', AXPY)
     kernel = shell.user_ns["axpy"]
     assert isinstance(kernel, TileCppKernel) and kernel.dialect == "cuda::tiles"
-    threads = kernel.threads("sm_90")
+    threads = kernel.block_threads("sm_90")
     assert out.stdout.startswith("axpy<1024> (_Z4axpyILi1024EEvPKfPffi in the cubin) for sm_90: ")
     assert "parameters (as compiled): x: .u64, y: .u64, a: .f32, n: .s32" in out.stdout
     assert f"theoretical occupancy with {threads}-thread blocks" in out.stdout

@@ -36,8 +36,9 @@ class FakeCompiler:
     def __call__(self, source, arch, options, name_expressions=()):
         self.calls += 1
         return CompiledModule(
-            source=source, arch=arch, options=tuple(options), ptx=".version 9.0\n.target " + arch,
-            cubin=b"\x7fELF" + bytes(range(256)) * 4, log="ptxas info    : Used 8 registers",
+            source=source, arch=arch, options=tuple(options),
+            ptx=f".version 9.0\n.target {arch}\n.visible .entry k(\n.param .u64 k_param_0\n)\n{{\n\tret;\n}}\n",
+            cubin=b"\x7fELF" + bytes(range(256)) * 4 + b"\0.text.k\0k\0", log="ptxas info    : Used 8 registers",
             nvrtc_version=(13, 0), kernels={"k": Resources(8, 4352, 16, 0, 0, 128)}, lowered_names={"k": "k"})
 
 
@@ -233,24 +234,92 @@ def test_the_key_covers_the_package_version(monkeypatch):
     assert cache_key(SOURCE, "sm_90", (), "1", "13.0") != before
 
 
-def test_an_entry_of_another_layout_is_deleted_and_rebuilt(tmp_path):
-    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
-    get(cache, compiler)
-    path = entry_path(cache)
+def _forge(path, change=None, cubin=None, ptx=None, cubin_bytes=None) -> None:
+    """Rewrite the entry at `path` with its checksum recomputed: `change(meta)` edits its JSON."""
     key = os.path.basename(path)[:-len(".kernel")]
-    module = FakeCompiler()(SOURCE, "sm_90", ())
-    data = cache_module._encode(key, module)
-    meta_length = int.from_bytes(data[cache_module._HEADER.size:cache_module._HEADER.size + 4], "little")
-    meta = json.loads(data[cache_module._HEADER.size + 4:cache_module._HEADER.size + 4 + meta_length])
-    meta["kernels"]["k"]["a_field_of_another_version"] = 1  # Resources(**...) cannot take it
+    data = Path(path).read_bytes()
+    meta, old_cubin, old_ptx = cache_module._decode(key, data)
+    cubin, ptx = old_cubin if cubin is None else cubin, old_ptx if ptx is None else ptx
+    meta["cubin_bytes"] = len(cubin) if cubin_bytes is None else cubin_bytes
+    if change is not None:
+        change(meta)
     text = json.dumps(meta).encode()
-    payload = len(text).to_bytes(4, "little") + text + module.cubin + module.ptx.encode()
+    payload = len(text).to_bytes(4, "little") + text + cubin + ptx.encode()
     header = cache_module._HEADER.pack(cache_module.MAGIC, cache_module.FORMAT_VERSION, bytes.fromhex(key),
                                        len(payload), hashlib.sha256(payload).digest())
     Path(path).write_bytes(header + payload)
+
+
+def _rebuilt_after(tmp_path, **forgery):
+    """The module a fresh cache gives after the stored entry was forged, and whether it compiled again."""
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    stored = get(cache, compiler)
+    _forge(entry_path(cache), **forgery)
+    module = get(CompileCache(str(tmp_path)), compiler)
+    assert module == stored and compiler.calls == 2
+    assert get(CompileCache(str(tmp_path)), compiler) == stored and compiler.calls == 2   # the rebuilt entry is read
+    return module
+
+
+def test_an_entry_of_another_layout_is_deleted_and_rebuilt(tmp_path):
+    _rebuilt_after(tmp_path, change=lambda meta: meta["kernels"]["k"].update(a_field_of_another_version=1))
+
+
+def test_an_entry_claiming_a_longer_cubin_than_it_holds_is_rebuilt_not_a_wrong_binary(tmp_path):
+    module = _rebuilt_after(tmp_path, cubin_bytes=10**9)
+    assert module.ptx.startswith(".version") and module.cubin.startswith(b"\x7fELF")
+
+
+@pytest.mark.parametrize("cubin_bytes", [1e9, 4, 0, -1, True])
+def test_an_entry_whose_cubin_length_disagrees_with_its_contents_is_rebuilt(tmp_path, cubin_bytes):
+    _rebuilt_after(tmp_path, cubin_bytes=cubin_bytes)
+
+
+def test_an_entry_with_a_renamed_kernel_is_rebuilt_and_the_caller_finds_its_kernel(tmp_path):
+    module = _rebuilt_after(tmp_path, change=lambda meta: meta.update(kernels={"k2": meta["kernels"]["k"]}))
+    assert module.kernels["k"].registers == 8
+
+
+def test_an_entry_renamed_throughout_to_a_kernel_the_source_does_not_name_is_rebuilt(tmp_path):
+    cubin = b"\x7fELF" + bytes(range(256)) * 4 + b"\0.text.q\0q\0"
+    ptx = ".version 9.0\n.target sm_90\n.visible .entry q(\n)\n{\n}\n"
+    _rebuilt_after(tmp_path, cubin=cubin, ptx=ptx,
+                   change=lambda meta: meta.update(kernels={"q": meta["kernels"]["k"]}, lowered_names={"q": "q"}))
+
+
+@pytest.mark.parametrize("change", [
+    lambda meta: meta.update(arch="sm_80"),
+    lambda meta: meta["kernels"]["k"].update(registers="8"),
+    lambda meta: meta["kernels"]["k"].update(local_bytes=-16),
+    lambda meta: meta["kernels"]["k"].update(max_threads=1.5),
+    lambda meta: meta.update(lowered_names={"k": "elsewhere"}),
+    lambda meta: meta.update(log=None),
+])
+def test_an_entry_whose_claims_are_not_those_of_its_request_is_rebuilt(tmp_path, change):
+    _rebuilt_after(tmp_path, change=change)
+
+
+def test_an_entry_whose_cubin_is_not_an_elf_file_is_rebuilt(tmp_path):
+    _rebuilt_after(tmp_path, cubin=b"\0\0\0\0k\0")
+
+
+def test_an_entry_without_a_requested_name_expression_is_rebuilt(tmp_path):
+    cache, compiler = CompileCache(str(tmp_path)), FakeCompiler()
+    cache.get_or_compile(SOURCE, "sm_90", (), "1", compiler, name_expressions=("k",))
+    _forge(entry_path(cache), change=lambda meta: meta.update(lowered_names={}))
+    module = CompileCache(str(tmp_path)).get_or_compile(SOURCE, "sm_90", (), "1", compiler, name_expressions=("k",))
+    assert module.lowered_names == {"k": "k"} and compiler.calls == 2
+
+
+def test_a_real_module_agrees_with_its_entry(tmp_path):
+    if NVRTC_MISSING:
+        pytest.skip(NVRTC_MISSING)
+    source = SOURCE + "\nnamespace ns { template <typename T> __global__ void scale(T* x) { x[0] *= 2; } }"
+    first = compile_cached(source, arch="sm_80", name_expressions=["ns::scale<float>"],
+                           cache=CompileCache(str(tmp_path)))
     fresh = CompileCache(str(tmp_path))
-    assert get(fresh, compiler).kernels["k"].registers == 8 and compiler.calls == 2
-    assert get(CompileCache(str(tmp_path)), compiler) is not None and compiler.calls == 2  # rebuilt entry is read
+    assert compile_cached(source, arch="sm_80", name_expressions=["ns::scale<float>"], cache=fresh) == first
+    assert fresh.stats().disk_hits == 1
 
 
 def test_stray_files_in_the_directory_are_left_alone_by_list_stats_and_clear(tmp_path):

@@ -30,7 +30,7 @@ def test_a_seed_example_compiles_as_written_to_a_cubin_with_its_kernel(example):
     kernel = TileCppKernel(cell(example), "<cell>")
     module = kernel.compile("sm_90")
     assert kernel.cubin_name("sm_90") in module.kernels and module.cubin[:4] == b"\x7fELF"
-    assert kernel.threads("sm_90") >= 32  # the tile compiler's choice, recorded in the cubin
+    assert kernel.block_threads("sm_90") >= 32  # the tile compiler's choice, recorded in the cubin
     assert "entry @" + kernel.cubin_name("sm_90") in module.ptx  # the Tile IR stage is kept
 
 

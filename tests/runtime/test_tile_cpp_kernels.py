@@ -30,7 +30,7 @@ def test_a_tile_cpp_kernel_compiles_and_keeps_the_operations_it_is_written_with(
     module = kernel.compile("sm_90")
     used = set(re.findall(r"= ([a-z_]+\d?)\b", module.ptx))
     assert OPERATIONS[case.name] <= used, OPERATIONS[case.name] - used
-    assert kernel.threads("sm_90") >= 128 and kernel.resources("sm_90").registers > 0
+    assert kernel.block_threads("sm_90") >= 128 and kernel.resources("sm_90").registers > 0
     assert "warning" not in module.log  # hints sit where they apply
 
 

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import ast
+import collections
 import functools
 import inspect
 import linecache
 import textwrap
+import threading
 from dataclasses import dataclass
 
 from ..errors import SourceLoc, TileSyntaxError
@@ -44,7 +46,9 @@ class FuncSource:
         return SourceLoc(self.filename, line, col, end_line, end_col, self.name, text)
 
 
-_cache: dict = {}
+SOURCE_CACHE_SIZE = 512   # parsed definitions kept (about 13 KiB each); a fuzzer defines millions of kernels
+_cache: collections.OrderedDict = collections.OrderedDict()   # least recently used first
+_cache_lock = threading.Lock()   # launches may come from several threads (sweeps)
 
 
 def _code_key(pyfunc):
@@ -55,17 +59,29 @@ def _code_key(pyfunc):
 
 
 def source_of(pyfunc) -> FuncSource:
-    """Parse a Python function (a kernel or a helper) once; cached by its code object."""
+    """Parse a Python function (a kernel or a helper) once; the last SOURCE_CACHE_SIZE parsed are
+    kept, by code object. The entry keeps what parsing found, not the function's globals or
+    closure (they are the caller's and may hold big arrays): those are read from `pyfunc` each time."""
     key = _code_key(pyfunc)
-    if key in _cache:
-        cached = _cache[key]
-        return FuncSource(cached.node, cached.filename, cached.line_offset, cached.col_offset, cached.lines,
-                          cached.name, pyfunc.__globals__, _closure_of(pyfunc))
+    with _cache_lock:
+        parsed = _cache.get(key)
+        if parsed is not None:
+            _cache.move_to_end(key)
+    if parsed is None:
+        parsed = _parse(pyfunc)
+        with _cache_lock:
+            _cache[key] = parsed
+            if len(_cache) > SOURCE_CACHE_SIZE:
+                _cache.popitem(last=False)
+    return FuncSource(*parsed, pyfunc.__globals__, _closure_of(pyfunc))
+
+
+def _parse(pyfunc) -> tuple:
+    """(node, filename, line_offset, col_offset, lines, name) of a function's definition."""
     filename = pyfunc.__code__.co_filename
     if pyfunc.__name__ == "<lambda>":
         found = _lambda_source(pyfunc)
         if found is not None:
-            _cache[key] = found
             return found
     try:
         lines, first = _definition_lines(pyfunc)
@@ -81,10 +97,7 @@ def source_of(pyfunc) -> FuncSource:
         node = next(n for n in ast.walk(tree) if isinstance(n, ast.Lambda))
     all_lines = linecache.getlines(filename) or lines
     offset = first - 1 if linecache.getlines(filename) else 0
-    src = FuncSource(node, filename, offset, col_shift, all_lines, pyfunc.__name__, pyfunc.__globals__,
-                     _closure_of(pyfunc))
-    _cache[key] = src
-    return src
+    return node, filename, offset, col_shift, all_lines, pyfunc.__name__
 
 
 def _definition_lines(pyfunc) -> tuple[list[str], int]:
@@ -112,7 +125,7 @@ def _parse_file(text: str):
         return None
 
 
-def _lambda_source(pyfunc) -> FuncSource | None:
+def _lambda_source(pyfunc) -> tuple | None:
     """A lambda, found in its whole file or cell: several lambdas may share a line, and a lambda may
     start inside a call that spans lines, so the lambda's own lines do not parse on their own."""
     code = pyfunc.__code__
@@ -126,7 +139,7 @@ def _lambda_source(pyfunc) -> FuncSource | None:
     columns = {col for line, _, col, _ in code.co_positions() if line == code.co_firstlineno and col is not None}
     at_column = [n for n in same if any(n.col_offset <= col < n.end_col_offset for col in columns)]
     for node in at_column or same:
-        return FuncSource(node, code.co_filename, 0, 0, lines, "<lambda>", pyfunc.__globals__, _closure_of(pyfunc))
+        return node, code.co_filename, 0, 0, lines, "<lambda>"
     return None
 
 

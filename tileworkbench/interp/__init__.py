@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 from ..ir.core import Function
-from .executor import execute
+from .executor import MAX_BLOCKS, execute
 from .steps import VALUES_MAX_BYTES, BlockStep, Step, StepLog
-from .trace import Event, InvalidTraceError, Status, Trace
+from .trace import MAX_TRACE_BYTES, Event, InvalidTraceError, Status, Trace
 
 
 def run(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
-        strict_padding: bool = False, values: bool = False, values_max_bytes: int = VALUES_MAX_BYTES) -> Trace | None:
+        strict_padding: bool = False, values: bool = False, values_max_bytes: int = VALUES_MAX_BYTES,
+        max_blocks: int | None = None, trace_max_bytes: int = MAX_TRACE_BYTES) -> Trace | None:
     """Run the kernel specialization `fn` (an IR Function: `kernel.specialize(args)`) on NumPy arrays
     (lists and tuples of them too) over `grid` (a tuple of 1-3 ints); arrays are updated in place.
     `ct.interpret(kernel, grid, args, ...)` resolves the specialization and runs it here.
@@ -22,6 +23,11 @@ def run(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
              re-runs the block (alone where that is exact, else the launch) for its values.
     strict_padding: a load that reads UNDETERMINED padding (zero here and on the GPU, unspecified in
              cuTile) raises TileUndeterminedPaddingError naming the line, the block and the element.
+    max_blocks: a grid of more blocks is refused (ArgumentValueError); default MAX_BLOCKS (2**22), or
+             $TILEWORKBENCH_INTERP_MAX_BLOCKS.
+    trace_max_bytes: a trace (its events, and what its views will allocate) that would take more
+             stops the launch with a TileValueError at the op where it ran out; default 1 GiB, what
+             Trace.load reads by default, so a recorded trace always loads again.
 
     >>> trace = run(add.specialize((a, b, c, 16)), (4,), (a, b, c, 16), trace=True)
     >>> trace.by_array("c")[0].counts()
@@ -33,7 +39,9 @@ def run(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
                         f"{type(fn).__name__}: run a kernel with ct.interpret(kernel, grid, args, ...)")
     grid = normalize_grid(grid)
     return execute(fn, grid, argument_leaves(args), checked=checked, trace=trace, strict_padding=strict_padding,
-                   values_max_bytes=values_max_bytes if values else None)
+                   values_max_bytes=values_max_bytes if values else None, max_blocks=max_blocks,
+                   trace_max_bytes=trace_max_bytes)
 
 
-__all__ = ["BlockStep", "Event", "InvalidTraceError", "Status", "Step", "StepLog", "Trace", "execute", "run"]
+__all__ = ["MAX_BLOCKS", "MAX_TRACE_BYTES", "BlockStep", "Event", "InvalidTraceError", "Status", "Step", "StepLog",
+           "Trace", "execute", "run"]

@@ -11,12 +11,14 @@ blocks would never let the holder go on.
 """
 from __future__ import annotations
 
+import math
+import os
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..errors import TileInternalError, TileValueError
+from ..errors import ArgumentValueError, TileInternalError, TileValueError
 from ..ir.core import Block, Function, Value, walk_block
 from ..ir.ops import Category, ops_in
 from ..ir.types import TileType
@@ -24,9 +26,13 @@ from .host import written_params
 from .memory import MEMORY_RULES, ArrayChoice, ArrayView, chosen, per_block
 from .rules import RULES
 from .steps import CONTROL, StepLog, written_operand
-from .trace import Event, Status, Trace, padding_scalar
+from .trace import MAX_TRACE_BYTES, Event, Status, Trace, padding_scalar, view_bytes
 
 BATCH_ELEMENTS = 1 << 22
+# the most blocks a launch runs unless told more (run(max_blocks=...), TILEWORKBENCH_INTERP_MAX_BLOCKS):
+# a grid of (2**24 - 1, 2**24 - 1) is valid on a GPU and would run here for ever
+MAX_BLOCKS = 1 << 22
+MAX_BLOCKS_VARIABLE = "TILEWORKBENCH_INTERP_MAX_BLOCKS"
 SHAPE_OPS = ops_in(Category.SHAPE)  # traced: where each output element came from
 
 
@@ -66,6 +72,8 @@ class Context:
     trace: Trace | None
     strict_padding: bool = False
     steps: StepLog | None = None   # per-op values for the block stepper, when recorded
+    op_numbers: dict = field(default_factory=dict)   # op -> its place in fn.walk(): which op an event is of
+    budget: TraceBudget | None = None
 
     @property
     def size(self) -> int:
@@ -81,8 +89,7 @@ class Context:
         return next(name for name, arg in self.arrays.values() if arg is base)
 
     def subset(self, rows) -> Context:
-        return Context(self.fn, self.grid, self.bids[rows], self.arrays, self.checked, self.trace, self.strict_padding,
-                       self.steps)
+        return replace(self, bids=self.bids[rows])
 
     def iteration(self, op, k: int):
         """The steps of iteration `k` of loop `op` (when values are recorded)."""
@@ -98,9 +105,30 @@ class Context:
         if padding is not None:
             padding = np.asarray(padding).item() if np.ndim(padding) == 0 else \
                 padding_scalar(np.array(np.broadcast_to(padding, full)))
-        self.trace.events.append(Event(op.name, array_name, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
-                                       op.loc.source_line if op.loc else "", self.bids.copy(), stacked,
-                                       np.asarray(status, np.uint8), padding_mode=padding_mode, padding_value=padding))
+        self.add_event(op, Event(op.name, array_name, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
+                                 op.loc.source_line if op.loc else "", self.bids.copy(), stacked,
+                                 np.asarray(status, np.uint8), padding_mode=padding_mode, padding_value=padding))
+
+    def add_event(self, op, event: Event) -> None:
+        event.op_number = self.op_numbers[op]
+        self.budget.spend(event.nbytes, op)
+        self.trace.events.append(event)
+
+
+class TraceBudget:
+    """The bytes a trace being recorded may still take: its events, and what its views will allocate."""
+
+    def __init__(self, limit: int, grid, arrays: dict):
+        self.limit, self.spent = limit, 0
+        self.spend(view_bytes(grid, arrays), None, f"viewing a grid of {tuple(grid)} and arrays of shapes "
+                                                   f"{[tuple(a['shape']) for a in arrays.values()]} takes")
+
+    def spend(self, nbytes: int, op, what: str = "recording the trace reached") -> None:
+        self.spent += nbytes
+        if self.spent > self.limit:
+            raise TileValueError(
+                f"Tracing this launch takes more than trace_max_bytes={self.limit} bytes ({what} {self.spent} "
+                f"here): trace a smaller grid, or pass run(..., trace_max_bytes=...) for more", op.loc if op else None)
 
 
 def _elements_per_block(fn: Function) -> int:
@@ -129,12 +157,15 @@ def _grid_ids(grid, start: int, stop: int) -> np.ndarray:
 
 def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = False,
             strict_padding: bool = False, values_max_bytes: int | None = None, blocks=None,
-            values_of=None) -> Trace | None:
+            values_of=None, max_blocks: int | None = None, trace_max_bytes: int = MAX_TRACE_BYTES) -> Trace | None:
     """Run specialization `fn` over `grid` with `args` in the order of `fn.params` (the arrays and
     scalars of list and tuple arguments each in its place: `arguments.argument_leaves`); arrays are
     updated in place. With `values_max_bytes` (which implies `trace`), the trace's `steps` also hold
     every op's tile (of block `values_of` only, where given). `blocks`: (n, 3) grid coordinates to
-    run instead of the whole grid."""
+    run instead of the whole grid. A grid of more than `max_blocks` blocks (default: blocks_limit())
+    is refused, and a trace stops with an error past `trace_max_bytes`."""
+    if blocks is None:
+        _check_grid_size(grid, blocks_limit() if max_blocks is None else max_blocks)
     trace = trace or values_max_bytes is not None
     steps = StepLog(values_max_bytes, fn.filename, only=values_of) if values_max_bytes is not None else None
     # where the values may not all fit, the arrays the launch writes as they were (the others stay as
@@ -156,15 +187,35 @@ def execute(fn: Function, grid, args, *, checked: bool = True, trace: bool = Fal
     tr = Trace(fn.name, tuple(grid), {p.name: {"shape": list(a.shape), "dtype": str(p.type.dtype)}
                                       for p, a in zip(fn.runtime_params, runtime_args) if p.kind == "array"},
                steps=steps) if trace else None
+    numbers = {op: k for k, op in enumerate(fn.walk())} if trace else {}
+    budget = TraceBudget(trace_max_bytes, grid, tr.arrays) if trace else None
     with np.errstate(all="ignore"):  # integer division by zero, overflow: UB on the GPU, quiet here
         for bids in _batches(fn, tuple(grid), blocks):
-            ctx = Context(fn, tuple(grid), bids, arrays, checked, tr, strict_padding, steps)
+            ctx = Context(fn, tuple(grid), bids, arrays, checked, tr, strict_padding, steps, numbers, budget)
             run_block(ctx, fn.body, Env(env))
     if before is not None and steps.truncated is not None:
         after = _copies(args, [k for k, a in enumerate(args) if isinstance(a, np.ndarray) and k not in before])
         inputs = [before.get(k, after.get(k, a)) for k, a in enumerate(args)]
         steps.replay = Replay(fn, tuple(grid), inputs, checked, strict_padding)
     return tr.merged() if tr is not None else None
+
+
+def blocks_limit() -> int:
+    """The most blocks a launch on the interpreter runs: $TILEWORKBENCH_INTERP_MAX_BLOCKS, else MAX_BLOCKS."""
+    text = os.environ.get(MAX_BLOCKS_VARIABLE, "").strip()
+    if not text:
+        return MAX_BLOCKS
+    if not text.isdigit() or int(text) < 1:
+        raise ArgumentValueError(f"{MAX_BLOCKS_VARIABLE}={text[:40]!r} is not a positive number of blocks")
+    return int(text)
+
+
+def _check_grid_size(grid, limit: int) -> None:
+    blocks = math.prod(grid)
+    if blocks > limit:
+        raise ArgumentValueError(
+            f"Grid {tuple(grid)} has {blocks:,} blocks, more than the {limit:,} the interpreter runs (a launch that "
+            f"size would take hours); pass max_blocks= to ct.interpret or set {MAX_BLOCKS_VARIABLE} for more")
 
 
 def _copies(args: list, which: list[int]) -> dict:
@@ -512,9 +563,9 @@ def _record_shape_op(ctx, op, args):
     coords = [operand, local]
     full = source.shape
     blocks = ctx.bids if source.shape[0] > 1 else ctx.bids[:1]
-    ctx.trace.events.append(Event(op.name, None, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
-                                  op.loc.source_line if op.loc else "", blocks.copy(),
-                                  np.stack([np.broadcast_to(c, full) for c in coords], -1).astype(np.int32),
-                                  np.full(full, Status.MOVED, np.uint8),
-                                  tuple(v.type.shape for v in op.operands[:data_operands])))
+    ctx.add_event(op, Event(op.name, None, op.loc.line if op.loc else 0, op.loc.col if op.loc else 0,
+                            op.loc.source_line if op.loc else "", blocks.copy(),
+                            np.stack([np.broadcast_to(c, full) for c in coords], -1).astype(np.int32),
+                            np.full(full, Status.MOVED, np.uint8),
+                            tuple(v.type.shape for v in op.operands[:data_operands])))
 

@@ -8,43 +8,35 @@ A trace is a list of events, each a few NumPy arrays (never a Python object per 
 
 For shape ops (reshape, permute, broadcast, cat, extract, insert, and the `order` of a load)
 `coords` holds, per output element, (operand number, flat position in that operand); the array
-is None and B is 1 because the map is the same in every block; `operand_shapes` gives the
-input tiles' shapes.
+is None, and B is 1 where the map is the same in every block (`blocks` then names the first block
+that ran it), else one row per block; `operand_shapes` gives the input tiles' shapes.
 
 Reads that pad record what a padded lane reads: `padding_mode` (load, load_adv: the PaddingMode's
 name) and `padding_value` (load, load_adv, gather): a Python scalar when every lane of the event
 pads with the same value, else a (B, *shape) array of the value per lane (a gather's
 padding_value tile).
 
-On disk a trace is one `.npz` file: the entry `meta` holds UTF-8 JSON
-`{"format": "tileworkbench-trace", "version": 3, "kernel", "grid", "arrays": {name: {"shape", "dtype"}},
-"events": [{"op", "array", "line", "col", "source", "shape", "operand_shapes", "padding_mode",
-"padding_value"}, ...]}` and the entries `e<k>_blocks`, `e<k>_coords`, `e<k>_status` (and
-`e<k>_padding` for a per-lane padding value) hold event k's arrays. Since version 3 the coordinates
-are stored as differences between neighbouring lanes, one row per coordinate: they are nearly all
-equal, so the fastest zlib level shrinks them about a hundredfold (saving a 4096x4096 trace went
-from about a minute to a few seconds). Versions 1 and 2 (coordinates as they are; version 1 without
-padding fields) still load. A file that is not a readable trace raises InvalidTraceError naming it
-and what is wrong, and `load` allocates at most `max_bytes`. docs/traces.md has the details.
+On disk a trace is one `.npz` file (trace_file.py writes and reads it, checking everything a file
+claims; docs/traces.md has the format).
 """
 from __future__ import annotations
 
 import enum
-import json
-import os
-import tempfile
-import zipfile
-import zlib
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-FORMAT = "tileworkbench-trace"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
-PER_LANE = "lanes"   # meta's padding_value when the value differs between lanes (in e<k>_padding)
-MAX_TRACE_BYTES = 1 << 30  # what `Trace.load` allocates at most unless told more: a small zip can claim GiBs
-_MAX_META_BYTES = 64 << 20
+MAX_TRACE_BYTES = 1 << 30   # what recording a trace, and loading one, may take unless told more
+# the views count reads and writes per array element and keep lists per block (int64 each): a
+# trace is charged for them as if they were allocated, when recorded and when loaded
+VIEW_BYTES_PER_ELEMENT = 16
+
+
+def view_bytes(grid, arrays: dict) -> int:
+    """What the views of a trace over `grid` with `arrays` ({name: {"shape", ...}}) allocate at most."""
+    elements = math.prod(grid) + sum(math.prod(info["shape"]) for info in arrays.values())
+    return elements * VIEW_BYTES_PER_ELEMENT
 
 
 class InvalidTraceError(ValueError):
@@ -76,10 +68,18 @@ class Event:
     operand_shapes: tuple | None = None  # shape ops: the tile shape of each data operand
     padding_mode: str | None = None      # load, load_adv: the PaddingMode's name ("ZERO", "NAN", ...)
     padding_value: object = None         # load, load_adv, gather: a scalar, or a (B, *shape) array per lane
+    # which op of the kernel recorded it (its place in the IR): ops of one line may share a location
+    # (both broadcasts of `t[:, None] - t[None, :]`), so `merged` joins events by op, not by line
+    op_number: int | None = field(default=None, compare=False, repr=False)
 
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(self.status.shape[1:])
+
+    @property
+    def nbytes(self) -> int:
+        padding = self.padding_value.nbytes if isinstance(self.padding_value, np.ndarray) else 0
+        return self.blocks.nbytes + self.coords.nbytes + self.status.nbytes + padding
 
     def padding_of_lanes(self) -> np.ndarray | None:
         """The padding value of every lane, (B, *shape), or None for ops that do not pad."""
@@ -91,9 +91,9 @@ class Event:
         """The lanes of one block (a tuple of 1 to 3 grid coordinates)."""
         block = tuple(block) + (0,) * (3 - len(block))
         rows = np.nonzero((self.blocks == np.asarray(block, np.int32)).all(axis=1))[0]
-        if self.array is None:  # a shape op's map is the same in every block
-            rows = np.zeros(1, np.intp) if len(rows) else rows
-            return Event(self.op, None, self.line, self.col, self.source, self.blocks[:len(rows)],
+        if self.array is None:  # a shape op: the block's map, once (a loop runs the same op again)
+            rows = rows[:1]
+            return Event(self.op, None, self.line, self.col, self.source, self.blocks[rows],
                          self.coords[rows], self.status[rows], self.operand_shapes)
         pad = self.padding_value[rows] if isinstance(self.padding_value, np.ndarray) else self.padding_value
         return Event(self.op, self.array, self.line, self.col, self.source, self.blocks[rows],
@@ -120,143 +120,23 @@ class Trace:
         return [e for e in self.events if e.op == op]
 
     def merged(self) -> Trace:
-        """Events of one op (same line, same array) from several chunks of the grid joined into one."""
+        """The events of each op from several chunks of the grid (and loop iterations) joined into one."""
         groups: dict = {}
         for e in self.events:
-            groups.setdefault((e.op, e.array, e.line, e.col, e.shape), []).append(e)
-        events = []
-        for (op, array, line, col, _), es in groups.items():
-            if len(es) == 1 or array is None:
-                events.append(es[0] if array is not None or len(es) == 1 else
-                              Event(op, None, line, col, es[0].source, np.concatenate([x.blocks for x in es]),
-                                    es[0].coords, es[0].status, es[0].operand_shapes))
-                continue
-            events.append(Event(op, array, line, col, es[0].source, np.concatenate([x.blocks for x in es]),
-                                np.concatenate([x.coords for x in es]), np.concatenate([x.status for x in es]),
-                                padding_mode=es[0].padding_mode, padding_value=_joined_padding(es)))
-        return Trace(self.kernel, self.grid, dict(self.arrays), events, self.steps)
+            groups.setdefault((e.op_number, e.op, e.array, e.line, e.col, e.shape), []).append(e)
+        return Trace(self.kernel, self.grid, dict(self.arrays), [_joined(es) for es in groups.values()], self.steps)
 
     def save(self, path) -> None:
         """Write the trace to `path` (an .npz), atomically: a reader never sees half a file."""
-        meta = {"format": FORMAT, "version": VERSION, "kernel": self.kernel, "grid": list(self.grid),
-                "arrays": self.arrays,
-                "events": [{"op": e.op, "array": e.array, "line": e.line, "col": e.col, "source": e.source,
-                            "shape": list(e.shape),
-                            "operand_shapes": [list(s) for s in e.operand_shapes] if e.operand_shapes else None,
-                            "padding_mode": e.padding_mode, "padding_value": _padding_to_json(e.padding_value)}
-                           for e in self.events]}
-        entries = {"meta": np.frombuffer(json.dumps(meta, allow_nan=False).encode(), np.uint8)}
-        for k, e in enumerate(self.events):
-            entries[f"e{k}_blocks"], entries[f"e{k}_status"] = e.blocks, e.status
-            entries[f"e{k}_coords"] = _lane_differences(e.coords)
-            if isinstance(e.padding_value, np.ndarray):
-                entries[f"e{k}_padding"] = e.padding_value
-        path = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f, \
-                    zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-                for name, array in entries.items():
-                    with archive.open(name + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        from .trace_file import save
+        save(self, path)
 
     @classmethod
-    def load(cls, path, *, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
-        """Read a trace file; InvalidTraceError if it is not one, or if its arrays would take more
-        than `max_bytes` of memory."""
-        try:
-            with zipfile.ZipFile(path) as archive:
-                return _read_trace(_Members(archive, max_bytes), path)
-        except InvalidTraceError:
-            raise
-        except (zipfile.BadZipFile, zlib.error, EOFError, KeyError, IndexError, ValueError, TypeError,
-                AttributeError, UnicodeDecodeError, RecursionError, NotImplementedError) as e:
-            raise InvalidTraceError(f"{os.fspath(path)} is not a readable tileworkbench trace: "
-                                    f"{type(e).__name__}: {e}") from None
-
-
-class _Members:
-    """The .npy members of a trace's zip, each checked before it is read: a plain dtype, and no more
-    bytes in all than the budget."""
-
-    def __init__(self, archive: zipfile.ZipFile, budget: int):
-        self.archive, self.budget = archive, budget
-
-    def __contains__(self, name: str) -> bool:
-        return name + ".npy" in self.archive.NameToInfo
-
-    def read(self, name: str, limit: int | None = None) -> np.ndarray:
-        with self.archive.open(name + ".npy") as f:
-            version = np.lib.format.read_magic(f)
-            header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-            shape, fortran, dtype = header(f)
-            if dtype.hasobject:
-                raise InvalidTraceError(f"{self.archive.filename}: entry {name} holds Python objects")
-            count = int(np.prod(shape, dtype=object))
-            nbytes = count * dtype.itemsize
-            if nbytes > min(self.budget, limit if limit is not None else self.budget):
-                raise InvalidTraceError(
-                    f"{self.archive.filename}: entry {name} of shape {tuple(shape)} needs {nbytes} bytes, more "
-                    f"than the {self.budget} left to read (Trace.load(path, max_bytes=...) reads bigger traces)")
-            self.budget -= nbytes
-            array = np.empty(count, dtype)
-            if f.readinto(memoryview(array).cast("B")) != nbytes:
-                raise InvalidTraceError(f"{self.archive.filename}: entry {name} is truncated")
-            return array.reshape(shape, order="F" if fortran else "C")
-
-
-def _read_trace(members: _Members, path) -> Trace:
-    meta = json.loads(members.read("meta", _MAX_META_BYTES).tobytes().decode())
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InvalidTraceError(f"{os.fspath(path)} is not a tileworkbench trace (its meta names no "
-                                f"format {FORMAT!r})")
-    version = meta.get("version")
-    version = int(version) if isinstance(version, str) and version.isdigit() else version  # "2" as 2
-    if version not in READABLE_VERSIONS:
-        raise InvalidTraceError(f"{os.fspath(path)} is a version {meta.get('version')!r} trace; this "
-                                f"tileworkbench reads versions {', '.join(map(str, READABLE_VERSIONS))}")
-    grid = tuple(int(g) for g in meta["grid"])
-    arrays = meta["arrays"]
-    events = []
-    for k, m in enumerate(meta["events"]):
-        blocks, status = members.read(f"e{k}_blocks"), members.read(f"e{k}_status")
-        shape = tuple(int(n) for n in m["shape"])
-        if blocks.ndim != 2 or blocks.shape[1] != 3 or status.shape != blocks.shape[:1] + shape:
-            raise InvalidTraceError(f"{os.fspath(path)}: event {k}'s blocks {blocks.shape} and status "
-                                    f"{status.shape} do not match its shape {list(shape)}")
-        ndim = len(arrays[m["array"]]["shape"]) if m["array"] is not None else 2
-        coords = members.read(f"e{k}_coords")
-        coords = _from_lane_differences(coords, status.shape, ndim) if version >= 3 else coords
-        if coords.shape != status.shape + (ndim,):
-            raise InvalidTraceError(f"{os.fspath(path)}: event {k}'s coordinates {coords.shape} do not match its "
-                                    f"status {status.shape}")
-        events.append(Event(str(m["op"]), m["array"], int(m["line"]), int(m["col"]), str(m["source"]), blocks,
-                            coords, status,
-                            tuple(map(tuple, m["operand_shapes"])) if m.get("operand_shapes") else None,
-                            m.get("padding_mode"),
-                            members.read(f"e{k}_padding") if m.get("padding_value") == PER_LANE else
-                            _padding_from_json(m.get("padding_value"))))
-    return Trace(str(meta["kernel"]), grid, arrays, events)
-
-
-def _lane_differences(coords: np.ndarray) -> np.ndarray:
-    """(B, *shape, ndim) coordinates as (ndim, lanes) differences from the previous lane (int32,
-    wrapping): a tile's neighbouring lanes differ by 0 or 1 almost everywhere."""
-    lanes = int(np.prod(coords.shape[:-1], dtype=np.int64))
-    rows = np.moveaxis(np.asarray(coords, np.int32), -1, 0).reshape(coords.shape[-1], lanes)
-    return np.diff(rows, axis=1, prepend=np.zeros((rows.shape[0], 1), np.int32))
-
-
-def _from_lane_differences(deltas: np.ndarray, lanes_shape: tuple, ndim: int) -> np.ndarray:
-    if deltas.shape != (ndim, int(np.prod(lanes_shape, dtype=np.int64))):
-        raise InvalidTraceError(f"coordinate differences of shape {deltas.shape}, expected "
-                                f"{(ndim, int(np.prod(lanes_shape)))}")
-    rows = np.cumsum(deltas, axis=1, dtype=np.int32)
-    return np.moveaxis(rows.reshape((ndim, *lanes_shape)), 0, -1)
+    def load(cls, path, *, max_bytes: int | None = None) -> Trace:
+        """Read a trace file; InvalidTraceError naming the file and the reason if it is not one, or
+        if reading and viewing it would take more than `max_bytes` (default 1 GiB) of memory."""
+        from .trace_file import load
+        return load(path, MAX_TRACE_BYTES if max_bytes is None else max_bytes)
 
 
 def padding_scalar(values: np.ndarray):
@@ -266,6 +146,19 @@ def padding_scalar(values: np.ndarray):
     if flat.size and (flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all():
         return flat[0].item()
     return values
+
+
+def _joined(events: list[Event]) -> Event:
+    """One op's events as one: a shape op whose map is the same everywhere keeps its one row, else
+    every event's rows (blocks, coordinates, status) are stacked."""
+    first = events[0]
+    if len(events) == 1 or (first.array is None and all(
+            len(e.blocks) == 1 and np.array_equal(e.coords, first.coords) for e in events)):
+        return first
+    return Event(first.op, first.array, first.line, first.col, first.source,
+                 np.concatenate([e.blocks for e in events]), np.concatenate([e.coords for e in events]),
+                 np.concatenate([e.status for e in events]), first.operand_shapes, first.padding_mode,
+                 _joined_padding(events), first.op_number)
 
 
 def _joined_padding(events: list[Event]):
@@ -280,16 +173,3 @@ def _joined_padding(events: list[Event]):
 
 def _same_scalar(a, b) -> bool:
     return type(a) is type(b) and repr(a) == repr(b)   # repr tells -0.0 from 0.0 and matches NaN with NaN
-
-
-def _padding_to_json(value):
-    """JSON has no NaN or infinities: those travel as the strings "nan", "inf", "-inf"."""
-    if isinstance(value, np.ndarray):
-        return PER_LANE
-    if isinstance(value, float) and not np.isfinite(value):
-        return "nan" if np.isnan(value) else "inf" if value > 0 else "-inf"
-    return value
-
-
-def _padding_from_json(value):
-    return float(value) if value in ("nan", "inf", "-inf") else value

@@ -14,7 +14,11 @@ else ~/.cache/tileworkbench. Each entry is one file, `<key>.kernel`:
 
 Entries are written to a temporary file and renamed over the final name, so a reader sees a whole
 entry or none. An entry that fails any check (truncated, a flipped bit, another format version, a
-layout this version cannot read) is deleted and rebuilt, never trusted. Only regular files of at
+layout this version cannot read) is deleted and rebuilt, never trusted. A checksum only says the
+file is as written, so the contents are also checked against what the entry claims (`_agrees`):
+the arch asked for, a cubin of the length claimed that is an ELF file naming each kernel, PTX
+whose `.entry` functions are the kernels listed, kernels named in the source, resources that are
+counts, and the lowered names asked for. Only regular files of at
 most MAX_ENTRY_BYTES named `<64 hex digits>.kernel` are read: other files in the directory are left
 alone, and a link or a FIFO put in an entry's place is removed unread. A file that vanishes while
 it is listed (a concurrent clear) is skipped. A hit imports nothing heavier than json: NVRTC is not
@@ -124,10 +128,45 @@ def _decode(key: str, data: bytes) -> tuple[dict, bytes, str] | None:
     try:
         (text_length,) = _JSON_LENGTH.unpack_from(payload)
         meta = json.loads(payload[4:4 + text_length])
-        cubin_end = 4 + text_length + meta["cubin_bytes"]
+        cubin_bytes = meta["cubin_bytes"]
+        if type(cubin_bytes) is not int or not 0 < cubin_bytes <= len(payload) - 4 - text_length:
+            return None
+        cubin_end = 4 + text_length + cubin_bytes
         return meta, payload[4 + text_length:cubin_end], payload[cubin_end:].decode()
     except (struct.error, ValueError, KeyError, TypeError):  # checksummed, so only a writer bug lands here
         return None
+
+
+_ENTRY = re.compile(r"\.entry\s+([\w$]+)")
+_RESOURCE_COUNTS = ("registers", "shared_static_bytes", "local_bytes")
+
+
+def _agrees(module: CompiledModule, arch: str, name_expressions) -> bool:
+    """Whether a decoded entry's contents are what it claims: see the module docstring."""
+    kernels = module.kernels
+    return (module.arch == arch and module.cubin[:4] == b"\x7fELF" and isinstance(module.log, str)
+            and set(_ENTRY.findall(module.ptx)) == set(kernels)
+            and all(name.encode() + b"\0" in module.cubin and _named_in(name, module.source) for name in kernels)
+            and all(_is_count(getattr(r, f)) for r in kernels.values() for f in _RESOURCE_COUNTS)
+            and all(v is None or _is_count(v) for r in kernels.values() for v in r[len(_RESOURCE_COUNTS):])
+            and isinstance(module.lowered_names, dict) and set(name_expressions) <= set(module.lowered_names)
+            and all(v in kernels for v in module.lowered_names.values()))
+
+
+def _is_count(value) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _named_in(kernel: str, source: str) -> bool:
+    """Whether the source names the kernel: as it is (extern "C"), or one of the identifiers of its
+    C++ mangled name (`_ZN2ns5scaleE...`: ns, scale)."""
+    if kernel in source:
+        return True
+    for length in re.finditer(r"\d+", kernel):
+        identifier = kernel[length.end():length.end() + int(length.group())]
+        if identifier.isidentifier() and identifier in source:
+            return True
+    return False
 
 
 class CompileCache:
@@ -150,7 +189,7 @@ class CompileCache:
         if key in self._memory:
             self._memory_hits += 1
             return self._memory[key]
-        module = self._load(key, source)
+        module = self._load(key, source, arch, name_expressions)
         if module is not None:
             self._disk_hits += 1
         elif _cached_only.get():
@@ -171,19 +210,22 @@ class CompileCache:
             _remove(path)
         return entry
 
-    def _load(self, key: str, source: str) -> CompiledModule | None:
+    def _load(self, key: str, source: str, arch: str, name_expressions) -> CompiledModule | None:
         entry = self._read(key)
         if entry is None:
             return None
         meta, cubin, ptx = entry
         try:
-            return CompiledModule(
+            module = CompiledModule(
                 source=source, arch=meta["arch"], options=tuple(meta["options"]), ptx=ptx, cubin=cubin,
                 log=meta["log"], nvrtc_version=tuple(meta["nvrtc_version"]),
                 kernels={n: Resources(**r) for n, r in meta["kernels"].items()}, lowered_names=meta["lowered_names"])
+            if _agrees(module, arch, name_expressions):
+                return module
         except (KeyError, TypeError, ValueError, AttributeError):  # a layout this version does not know
-            _remove(self._path(key))
-            return None
+            pass
+        _remove(self._path(key))
+        return None
 
     def _store(self, key: str, module: CompiledModule) -> None:
         import tempfile  # only misses write, and they just spent far longer compiling

@@ -217,7 +217,10 @@ class TileCppKernel(CppKernel):
 
     def block_threads(self, arch: str) -> int:
         """The threads per block the tile compiler chose (the cubin's required block size)."""
-        return self.resources(arch).max_threads or 1
+        try:
+            return self.resources(arch).max_threads or 1
+        except Exception:  # a compile error: reported where the record is asked for
+            return 1
 
     def parameters(self, arch: str) -> list[CppParameter]:
         """The parameters as declared (template parameters replaced by the instance's arguments)."""

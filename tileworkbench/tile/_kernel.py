@@ -267,7 +267,7 @@ def _launch_on_gpu(kernel, stream, grid, args) -> None:
 def interpret(kernel, grid, args, /, **options):
     """Run `kernel` over `grid` on the NumPy interpreter (NumPy arrays, updated in place), with the
     interpreter's options (see tileworkbench.interp.run: `trace`, `values`, `checked`,
-    `strict_padding`, `values_max_bytes`); returns the access Trace where one is asked for.
+    `strict_padding`, `values_max_bytes`, `max_blocks`, `trace_max_bytes`); returns the access Trace where one is asked for.
 
         >>> trace = ct.interpret(add, (4,), (a, b, c, 16), trace=True)
         >>> trace.by_array("c")[0].counts()

@@ -156,7 +156,8 @@ def mapping(event, block=None) -> dict:
         raise ValueError(f"block {tuple(block)} did not execute this {event.op}")
     if event.array is None:
         return {"op": event.op, "out_shape": e.shape, "operand": e.coords[0, ..., 0].astype(np.int32),
-                "position": e.coords[0, ..., 1].astype(np.int32), "in_shapes": None, "names": None}
+                "position": e.coords[0, ..., 1].astype(np.int32),
+                "in_shapes": list(event.operand_shapes) if event.operand_shapes else None, "names": None}
     coords, inside = e.coords[0], e.status[0] == Status.LOADED
     if not inside.any():
         raise ValueError(f"block {tuple(e.blocks[0])} loaded nothing from {event.array}")
@@ -288,8 +289,8 @@ class TransformView(SvgView):
     def from_trace(cls, trace, op: str = "permute", block=None, *, index: int = 0, input_shapes=None,
                    names=None) -> TransformView:
         """The `index`-th `op` event of a trace (ops: reshape, permute/transpose, broadcast/broadcast_to,
-        cat, extract, insert, load). Shape ops do not record operand shapes: they are inferred, or
-        pass `input_shapes` (needed for reshape and often for extract)."""
+        cat, extract, insert, load). A shape op's operand shapes are those the trace recorded (inferred
+        for traces that lack them), unless `input_shapes` says otherwise."""
         name = ALIASES.get(op, op)
         events = trace.by_op(name)
         if not events:
