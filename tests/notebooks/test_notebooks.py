@@ -204,14 +204,14 @@ def test_tile_spaces_tutorial_draws_tile_spaces_padding_order_f_and_holes():
     assert explorer.count('class="padding"') == overhanging_strips(shape, (8, 4))
     assert "padding (NAN): reads NaN" in svg_texts(explorer)
 
-    holes, = views(name, "CoverageView.from_trace(run(copy, (1, 3)")
+    holes, = views(name, "CoverageView.from_trace(interpret(copy, (1, 3)")
     assert "y (6, 10) float32 \u2014 written: 40 once, 20 holes, 0 overlaps" in svg_texts(holes)
 
 
 @pytest.mark.slow
 def test_gather_scatter_tutorial_index_maps_mark_masked_out_of_bounds_and_colliding_lanes():
     name = "02_gather_scatter.ipynb"
-    gather_3d, = views(name, "IndexMapView.from_trace(run(gather_3d")
+    gather_3d, = views(name, "IndexMapView.from_trace(interpret(gather_3d")
     assert lane_statuses(gather_3d) == ["LOADED"] * 16
     assert "block (0,): 16 lanes of a (2, 4, 2) tile into x (10, 10) \u2014 16 loaded" in svg_texts(gather_3d)
 
