@@ -1955,13 +1955,13 @@ def merge(docs: list[dict]) -> dict:
 
 
 def on_the_host() -> None:
-    """--dry-run: torch's CUDA tensors made in host memory (benchmarks/cutile_cpu_torch.py) and every
+    """--dry-run: torch's CUDA tensors made in host memory (tileworkbench/cutile_alias/cpu.py) and every
     tileworkbench launch on its interpreter."""
     try:
         import torch  # noqa: F401
     except ModuleNotFoundError:
         raise SystemExit("--dry-run needs PyTorch: the cases make their data with it (pip install torch)") from None
-    from benchmarks.cutile_cpu_torch import redirect_to_host
+    from tileworkbench.cutile_alias.cpu import redirect_to_host
     redirect_to_host()
     os.environ["TILEWORKBENCH_INTERPRET"] = "1"
 

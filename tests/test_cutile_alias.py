@@ -37,7 +37,8 @@ def run_python(args, tmp_path, *, fake_cutile=False, env=None):
         (package / "__init__.py").write_text("REAL_CUTILE = True\n")
         paths.append(str(tmp_path / "site"))
     environment = {k: v for k, v in os.environ.items() if k != "TILEWORKBENCH_CUTILE_ALIAS"}
-    environment.update({"PYTHONPATH": os.pathsep.join(paths), **(env or {})})
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]   # where torch may be
+    environment.update({"PYTHONPATH": os.pathsep.join(paths + inherited), **(env or {})})
     return subprocess.run([sys.executable, *args], cwd=tmp_path, env=environment, capture_output=True, text=True,
                           timeout=300, check=False)
 
@@ -179,3 +180,65 @@ def test_the_tuner_imports_as_cutile_s_public_module(tmp_path):
     done = run_python(["-c", code], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "TuningResult"
+
+
+SCRIPTS = ROOT / "tests" / "cutile_scripts"
+
+
+def test_cpu_runs_cutile_torch_scripts_and_their_python_children_on_the_interpreter(tmp_path):
+    pytest.importorskip("torch")
+    driver = tmp_path / "driver.py"   # two scripts in this process, the third in a child (one torch import each)
+    driver.write_text("import runpy, subprocess, sys\n"
+                      f"for name in ('vector_add', 'matmul'):\n"
+                      f"    runpy.run_path(f'{SCRIPTS}/{{name}}.py', run_name='__main__')\n"
+                      f"subprocess.run([sys.executable, '{SCRIPTS}/timed_softmax.py'], check=True)\n")
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu", str(driver)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [line.split(":")[0] for line in done.stdout.splitlines() if "correctness check passed" in line] == \
+        ["vector_add", "matmul", "softmax"]
+
+
+def test_cpu_runs_a_numpy_cutile_script_with_or_without_torch(script, tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu", str(script)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-4:] == ["[0.0,", "2.0,", "4.0,", "6.0]"]
+
+
+def test_the_usage_line_names_the_cpu_option(tmp_path):
+    done = run_python(["-m", "tileworkbench.cutile_alias", "--cpu"], tmp_path)
+    assert done.returncode == 2 and "[--cpu] (SCRIPT | -m MODULE)" in done.stderr
+
+
+def test_a_stray_cuda_module_in_the_working_folder_is_named(script, tmp_path):
+    (tmp_path / "cuda.py").write_text("print('the stray module ran')\n")
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(script)], tmp_path)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"{tmp_path / 'cuda.py'} is a module named `cuda` that shadows the `cuda` package" in done.stderr
+    assert "the stray module ran" not in done.stdout
+
+
+def test_a_stray_cuda_module_imported_before_install_is_named(tmp_path):
+    (tmp_path / "cuda.py").write_text("")
+    code = ("import sys; sys.path.insert(0, '.'); import cuda\n"
+            "import tileworkbench.cutile_alias as alias\n"
+            "try:\n    alias.install()\nexcept ImportError as e:\n    print(e)\n")
+    done = run_python(["-c", code], tmp_path)
+    assert "cuda.py is a module named `cuda` that shadows" in done.stdout, done.stderr
+
+
+def test_after_uninstall_from_cuda_import_tile_no_longer_gives_the_alias(tmp_path):
+    code = textwrap.dedent("""
+        import tileworkbench.cutile_alias as alias
+        alias.install()
+        from cuda import tile
+        assert tile.kernel.__module__ == "tileworkbench.tile._kernel"
+        alias.uninstall()
+        try:
+            from cuda import tile
+        except ImportError:
+            print("no alias")
+        else:
+            print("still", getattr(tile, "kernel", None))
+    """)
+    done = run_python(["-c", code], tmp_path)
+    assert done.stdout.strip() == "no alias", done.stderr

@@ -7,9 +7,12 @@ __version__ = "0.1.0"
 
 
 def load_ipython_extension(ipython):
-    """`%load_ext tileworkbench`: registers the %%tilekernel cell magic."""
+    """`%load_ext tileworkbench`: registers the %%tilekernel cell magic, and keeps the kernel
+    records its cells show current as later cells run their kernels."""
     from .magic import TileKernelMagics
-    ipython.register_magics(TileKernelMagics)
+    magics = TileKernelMagics(ipython)
+    ipython.register_magics(magics)
+    ipython.events.register("post_run_cell", magics.records.refresh)
 
 
 def _jupyter_labextension_paths():

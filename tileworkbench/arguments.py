@@ -112,6 +112,19 @@ def array_dtype(value):
     return value.dtype
 
 
+def grid_rank(grid) -> int:
+    """How many axes a grid is written with in views and messages: up to the last one longer than 1
+    (at least one)."""
+    return max([k + 1 for k, g in enumerate(grid) if g > 1] or [1])
+
+
+def block_text(block, grid) -> str:
+    """A block as every view and error message writes it: "block (2,)" in a grid of one axis,
+    "block (2, 1)" in one of two (grid_rank), whether the block is given with 1, 2 or 3 coordinates."""
+    coords = tuple(int(b) for b in block) + (0,) * (3 - len(block))
+    return f"block {coords[:grid_rank(grid)]}"
+
+
 def normalize_grid(grid) -> tuple[int, int, int]:
     """A grid of 1-3 positive ints as (x, y, z)."""
     if type(grid) is tuple:  # launch loops repeat their grids
@@ -125,8 +138,8 @@ def normalize_grid(grid) -> tuple[int, int, int]:
                 return known
     if not isinstance(grid, tuple):
         raise ArgumentTypeError(f"Grid must be a tuple, got {type(grid).__name__}")
-    if len(grid) > 3:
-        raise ArgumentValueError(f"Grid must have at most 3 dimensions, got {len(grid)}")
+    if not 1 <= len(grid) <= 3:
+        raise ArgumentValueError(f"Grid must have 1 to 3 dimensions, got {len(grid)}: {grid!r}")
     for i, g in enumerate(grid):
         if not isinstance(g, (int, np.integer)) or isinstance(g, (bool, np.bool_)) or g < 1:
             raise ArgumentValueError(f"Grid[{i}] must be a positive integer, got {g!r}")

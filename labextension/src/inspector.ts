@@ -25,6 +25,7 @@ export interface ISpecialization {
   local_bytes?: number;
   spills?: number;
   occupancy?: number;
+  occupancy_text?: string; // the kernel's Python side rounds every occupancy it shows (profile.percent)
   blocks_per_sm?: number;
   limiter?: string;
   cuda?: string;
@@ -175,7 +176,7 @@ export function recordSummary(record: IKernelRecord): string {
   if (shown) {
     parts.push(
       `${record.arch}: ${shown.threads} threads, ${shown.registers} registers, ` +
-        `occupancy ${Math.round((shown.occupancy ?? 0) * 100)}%`
+        `occupancy ${shown.occupancy_text ?? ''}`
     );
   }
   if (record.timing) {
@@ -199,7 +200,7 @@ function specializationBlock(s: ISpecialization, code: HTMLDetailsElement): HTML
     return h('div', { class: 'tw-spec' }, label, h('div', { class: 'tw-spec-message' }, s.pending));
   }
   const metric = (name: string, text: string, title = '') => h('span', { 'data-metric': name, title }, text);
-  const occupancy = `${Math.round((s.occupancy ?? 0) * 100)}%`;
+  const occupancy = s.occupancy_text ?? '';
   const metrics = h(
     'div',
     { class: 'tw-spec-metrics' },

@@ -422,11 +422,15 @@ def test_grid_must_be_a_tuple_within_limits():
         ct.launch(None, [1], non_pow2_shape, (F32,))
     with pytest.raises(ValueError, match="exceeds 24-bit limit"):
         ct.launch(None, (1 << 24,), non_pow2_shape, (F32,))
+    with pytest.raises(ValueError, match=r"Grid must have 1 to 3 dimensions, got 0: \(\)"):
+        ct.launch(None, (), non_pow2_shape, (F32,))
 
 
-def test_calling_a_kernel_directly_is_refused():
-    with pytest.raises(TypeError, match="Tile kernels cannot be called directly"):
+def test_calling_a_kernel_directly_is_refused_in_one_line_without_a_stack():
+    with pytest.raises(TypeError, match="Tile kernels cannot be called directly") as info:
         non_pow2_shape(F32)
+    assert info.value._render_traceback_() == ["ArgumentTypeError: Tile kernels cannot be called directly. Use "
+                                               "tileworkbench.tile.launch() instead."]
 
 
 def test_tile_functions_refuse_host_calls():

@@ -286,7 +286,7 @@ def test_slice_arguments_are_checked(axis, start, stop, message):
 
 
 def test_a_slice_past_the_array_is_an_error_naming_the_block():
-    with pytest.raises(TileOutOfBoundsError, match="block \\(0, 0, 0\\) has start=2, stop=40"):
+    with pytest.raises(TileOutOfBoundsError, match="block \\(0,\\) has start=2, stop=40"):
         launch(slice_copy, (1,), np.zeros(16, np.float32), np.zeros(16, np.float32), 2, 40, 8)
 
 # ---- loops with exits, returns, runtime-chosen tuples -----------------------------------------------

@@ -64,7 +64,7 @@ def test_the_trace_names_the_list_item_each_block_read():
 def test_a_run_time_index_past_the_list_is_an_error_at_its_line():
     arrays = [random_array(8, np.int32) for _ in range(2)]
     with pytest.raises(TileOutOfBoundsError, match=r"list index 2 is out of range for a list of 2 arrays \(block "
-                                                   r"\(2, 0, 0\)\)") as e:
+                                                   r"\(2,\)\)") as e:
         ct.launch(None, (3,), pick_per_block, (arrays, np.zeros(24, np.int32), 8))
     assert "arrays[b]" in e.value.loc.source_line
 

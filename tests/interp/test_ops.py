@@ -206,7 +206,7 @@ def copy_4(x, y):
 
 def test_strict_padding_names_the_load_that_reads_undetermined_padding():
     x, y = np.arange(6, dtype=np.float32), np.zeros(6, np.float32)
-    with pytest.raises(ct.TileUndeterminedPaddingError, match=r"reads UNDETERMINED padding: block \(1, 0, 0\) reads "
+    with pytest.raises(ct.TileUndeterminedPaddingError, match=r"reads UNDETERMINED padding: block \(1,\) reads "
                                                                 r"element \(6,\) outside an array of shape \(6,\)"):
         interpret(copy_4, (2,), (x, y), strict_padding=True)
     interpret(copy_4, (1,), (x, y), strict_padding=True)  # no padding read: no error
@@ -1835,7 +1835,7 @@ def test_assert_names_the_message_the_block_and_the_element():
     x = np.arange(8, dtype=np.float32)
     interpret(non_negative, (2,), (x,))
     x[6] = -1
-    with pytest.raises(ct.TileAssertionError, match=r"x must not be negative \(block \(1, 0, 0\) at element \(2,\)\)"):
+    with pytest.raises(ct.TileAssertionError, match=r"x must not be negative \(block \(1,\) at element \(2,\)\)"):
         interpret(non_negative, (2,), (x,))
 
 

@@ -210,3 +210,31 @@ def test_after_a_sweep_the_record_counts_every_specialization_and_marks_the_best
     kernel.last_sweep["best"]["specialization"] = inspector.specialization_label(kernel.specializations[0])
     listed = inspector.kernel_bundle(kernel, "sm_90")[KERNEL_MIME]["specializations"]
     assert len(listed) == inspector.MAX_SPECIALIZATIONS and listed[0].get("best")
+
+
+def test_a_record_is_updated_in_place_when_a_later_cell_runs_its_kernel(shell):
+    with capture_output() as defined:
+        shell.run_cell(f"%%tilekernel\n{ADD}")
+    (shown,) = [o for o in defined.outputs if KERNEL_MIME in o.data]
+    assert shown.data[KERNEL_MIME]["specialization_count"] == 0
+    with capture_output() as later:
+        shell.run_cell("import tileworkbench.tile\ntrace = tileworkbench.tile.interpret(add, (3,), (a, b, c, 4), trace=True)")
+    (updated,) = [o for o in later.outputs if KERNEL_MIME in o.data]
+    assert updated.update and updated.transient["display_id"] == shown.transient["display_id"]
+    assert updated.data[KERNEL_MIME]["specialization_count"] == 1
+    assert updated.data["text/plain"].startswith("tile kernel add: 1 specialization")
+    with capture_output() as again:   # nothing changed: nothing is sent
+        shell.run_cell("x = 1")
+    assert not [o for o in again.outputs if KERNEL_MIME in o.data]
+
+
+def test_a_redefined_kernel_no_longer_updates_the_old_record(shell):
+    with capture_output() as first:
+        shell.run_cell(f"%%tilekernel\n{ADD}")
+    with capture_output() as second:
+        shell.run_cell(f"%%tilekernel\n{ADD}")
+    old, new = ([o.transient["display_id"] for o in out.outputs if KERNEL_MIME in o.data][0] for out in (first, second))
+    with capture_output() as later:
+        shell.run_cell("ct_launch = __import__('tileworkbench.tile', fromlist=['launch']).launch\n"
+                       "ct_launch(None, (3,), add, (a, b, c, 4))")
+    assert [o.transient["display_id"] for o in later.outputs if KERNEL_MIME in o.data] == [new] and old != new

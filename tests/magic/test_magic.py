@@ -34,11 +34,24 @@ def test_grid_and_args_launch_on_the_interpreter(shell):
     np.testing.assert_array_equal(shell.user_ns["c"], np.arange(10) + 1)
 
 
-def test_show_ir_and_cuda_print_the_code(shell):
+def code_shown(out) -> list[str]:
+    """The code outputs (--show ir/cuda/ptx/log) of a cell, as text."""
+    return [o.data["text/plain"] for o in out.outputs if 'class="tw-code"' in o.data.get("text/html", "")]
+
+
+def test_show_ir_and_cuda_show_the_code(shell):
     _, out = cell(shell, '--args "a, b, c, 4" --show ir --show cuda', ADD)
-    assert "kernel add(%a: array<float32, 1d>" in out.stdout
-    assert 'extern "C" __global__ void __launch_bounds__' in out.stdout
-    assert "// line 4: ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))" in out.stdout
+    ir, cuda = code_shown(out)
+    assert "kernel add(%a: array<float32, 1d>" in ir
+    assert 'extern "C" __global__ void __launch_bounds__' in cuda
+    assert "// line 4: ct.store(c, (i,), ct.load(a, (i,), (TILE,)) + ct.load(b, (i,), (TILE,)))" in cuda
+
+
+def test_code_is_shown_unwrapped_so_that_no_token_or_comment_is_cut(shell):
+    _, out = cell(shell, '--args "a, b, c, 4" --show ir', ADD)
+    (html,) = [o.data["text/html"] for o in out.outputs if "tw-code" in o.data.get("text/html", "")]
+    assert html.startswith('<pre class="tw-code" style="white-space:pre;overflow-x:auto;')
+    assert "# line 4" in html and "%a: array&lt;float32, 1d&gt;" in html   # escaped, whole
 
 
 def test_errors_point_at_the_cells_line_with_a_caret_and_a_diagnostics_bundle(shell):
@@ -314,3 +327,44 @@ def test_ncu_needs_a_grid_and_a_tile_kernel(shell):
         cell(shell, '--args "a, b, c, 4" --ncu', ADD)
     with pytest.raises(TileKernelCellError, match="--ncu profiles a tile kernel"):
         cell(shell, '--args "a" --ncu', "k = cupy.ElementwiseKernel('T x', 'T y', 'y = x', 'copy')")
+
+
+NOTHING = "def nothing(a, TILE: ct.Constant[int]):\n    pass\n"
+
+
+@pytest.mark.parametrize("line, body, message", [
+    ('--viz --grid "(2,)" --args "a, 4"', NOTHING,
+     "--viz: nothing executed no tile op in any block (no load, store or computation), so there is nothing to show"),
+    ('--sweep "NOPE=1,2" --grid "(1,)" --args "a, b, c, 4"', ADD,
+     "--sweep: NOPE appears in neither --grid nor --args, so every configuration would be the same launch"),
+    ('--sweep "TILE=1e400" --grid "(1,)" --args "a, b, c, TILE"', ADD, "--sweep 'TILE=1e400': inf is not a finite number"),
+    ('--sweep "TILE=4,100000000000000000000000" --grid "(1,)" --args "a, b, c, TILE"', ADD,
+     "--sweep 'TILE=4,100000000000000000000000': 100000000000000000000000 does not fit in 64 bits"),
+    ('--grid "()" --args "a, b, c, 4"', ADD, "ArgumentValueError: Grid must have 1 to 3 dimensions, got 0: ()"),
+    ('--lang cpp --block "(2**40,)" --show cuda', "__global__ void k(float* x) { x[0] = 1; }\n",
+     "--block (1099511627776,): dimension x is 1099511627776, more than CUDA's limit of 1024"),
+    ('--lang cpp --block "(64, 32)" --show cuda', "__global__ void k(float* x) { x[0] = 1; }\n",
+     "--block (64, 32): 2048 threads, more than CUDA's limit of 1024 threads per block"),
+])
+def test_hostile_option_values_are_one_message(shell, line, body, message):
+    with capture_output(), pytest.raises(TileKernelCellError) as info:
+        shell.run_cell_magic("tilekernel", line, body)
+    assert info.value.text.startswith(message)
+
+
+def test_a_sweep_on_a_shut_down_executor_is_one_message(sweep_shell):
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(1)
+    pool.shutdown()
+    sweep_shell.user_ns["pool"] = pool
+    with capture_output(), pytest.raises(TileKernelCellError, match=re.escape(
+            "--executor: the executor does not run jobs (RuntimeError: cannot schedule new futures after shutdown)")):
+        sweep_shell.run_cell_magic("tilekernel", SWEEP + " --executor pool", TRANSPOSE)
+
+
+def test_without_a_gpu_a_sweep_whose_grid_raises_counts_no_configuration_ok(sweep_shell):
+    line = '--grid "T // 0" --args "x, y, T" --sweep "T=16,32,64" --arch sm_80 --workers 1'
+    _, out = cell(sweep_shell, line, TRANSPOSE)
+    view, _, last = shown_sweep(out)
+    assert last.startswith("SweepView(tr: 0 of 3 configurations ok")
+    assert {(r["status"], r["reason"]) for r in view.data["rows"]} == {("argument error", "ZeroDivisionError: integer division or modulo by zero")}

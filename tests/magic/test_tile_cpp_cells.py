@@ -41,10 +41,11 @@ def test_a_cuda_tile_cell_compiles_through_the_tile_compiler_and_shows_its_resou
 
 def test_a_cuda_tile_cell_shows_its_tile_ir_and_its_sass_by_cell_line(shell):
     out = run(shell, '--lang cpp "axpy<1024>" --show ptx --show sass', AXPY)
-    assert "// Tile IR" in out.stdout and "entry @_Z4axpyILi1024EEvPKfPffi" in out.stdout
-    assert "loc(#loc" not in out.stdout  # the locations the trace reads are not shown
-    assert "// cell line 9: ct::store_masked(y + i, a * ct::load_masked(x + i, in)" in out.stdout
-    assert "LDG" in out.stdout and "STG" in out.stdout
+    tile_ir, sass = [o.data["text/plain"] for o in out.outputs if "tw-code" in o.data.get("text/html", "")]
+    assert "// Tile IR" in tile_ir and "entry @_Z4axpyILi1024EEvPKfPffi" in tile_ir
+    assert "loc(#loc" not in tile_ir  # the locations the trace reads are not shown
+    assert "// cell line 9: ct::store_masked(y + i, a * ct::load_masked(x + i, in)" in sass
+    assert "LDG" in sass and "STG" in sass
 
 
 def test_a_cuda_tile_cell_launches_one_thread_per_block_and_refuses_block(shell):

@@ -39,6 +39,11 @@ def test_reduction_kernels_paste_as_well(xy):
     np.testing.assert_allclose(got, np.sqrt((xy.user_ns["x"] ** 2).sum(axis=1)), rtol=1e-6)
 
 
+def test_a_sweep_over_a_name_that_is_not_a_tile_size_is_one_message(xy):
+    with pytest.raises(TileKernelCellError, match=r"^--sweep: NOPE is not a tile size of this kernel; it has TILE="):
+        cell(xy, '--args "x, y" --sweep "NOPE=1,2" --workers 1', SQUARED_DIFF)
+
+
 def test_sweep_shows_the_explorer_over_tile_sizes(xy, monkeypatch):
     pytest.importorskip("cuda.bindings.nvrtc", reason="needs NVRTC")
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
@@ -57,7 +62,8 @@ def test_viz_shows_the_views_of_the_call(xy):
 
 def test_show_ir_prints_the_generated_kernels_ir(xy):
     _, out = cell(xy, '--args "x, y" --show ir', SQUARED_DIFF)
-    assert "kernel squared_diff(" in out.stdout and "gather" in out.stdout
+    (ir,) = [o.data["text/plain"] for o in out.outputs if "tw-code" in o.data.get("text/html", "")]
+    assert "kernel squared_diff(" in ir and "gather" in ir
 
 
 def test_grid_is_refused_and_a_body_error_points_at_the_snippet(xy):

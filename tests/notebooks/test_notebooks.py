@@ -204,16 +204,16 @@ def test_tile_spaces_tutorial_draws_tile_spaces_padding_order_f_and_holes():
     assert explorer.count('class="padding"') == overhanging_strips(shape, (8, 4))
     assert "padding (NAN): reads NaN" in svg_texts(explorer)
 
-    holes, = views(name, "CoverageView.from_trace(run(copy, (1, 3)")
+    holes, = views(name, "CoverageView.from_trace(interpret(copy, (1, 3)")
     assert "y (6, 10) float32 \u2014 written: 40 once, 20 holes, 0 overlaps" in svg_texts(holes)
 
 
 @pytest.mark.slow
 def test_gather_scatter_tutorial_index_maps_mark_masked_out_of_bounds_and_colliding_lanes():
     name = "02_gather_scatter.ipynb"
-    gather_3d, = views(name, "IndexMapView.from_trace(run(gather_3d")
+    gather_3d, = views(name, "IndexMapView.from_trace(interpret(gather_3d")
     assert lane_statuses(gather_3d) == ["LOADED"] * 16
-    assert "block (0, 0, 0): 16 lanes of a (2, 4, 2) tile into x (10, 10) \u2014 16 loaded" in svg_texts(gather_3d)
+    assert "block (0,): 16 lanes of a (2, 4, 2) tile into x (10, 10) \u2014 16 loaded" in svg_texts(gather_3d)
 
     idx = [0, 3, -1, 12, 5, 5, 7, 9]    # the tutorial's indices; the mask is idx != 3; table has 10 elements
     gather = [svg for svg in views(name, '--args "table, idx, got" --viz') if "gather table" in svg_texts(svg)[0]]
@@ -298,3 +298,11 @@ def test_cuda_tile_cpp_tutorial_compiles_traces_and_points_at_errors():
     assert "error" in text[-1] and '"w"' in text[-1]  # --show log printed the whole log
     (record,) = [o.data[KERNEL_MIME] for o in cells[-1].outputs if KERNEL_MIME in o.get("data", {})]
     assert record["stopped"].startswith("cell line 7: NvrtcError")
+
+
+@pytest.mark.slow
+def test_a_kernel_record_counts_the_specializations_later_cells_made():
+    cells = [c for c in executed("02_gather_scatter.ipynb").cells if c.cell_type == "code"]
+    (defining,) = [c for c in cells if c.source.startswith("%%tilekernel\ndef scatter_demo")]
+    (record,) = [o["data"][KERNEL_MIME] for o in defining.outputs if KERNEL_MIME in o.get("data", {})]
+    assert record["kernel"] == "scatter_demo" and record["specialization_count"] >= 1

@@ -52,6 +52,13 @@ def test_reduction_over_axes_matches_numpy(axis, keepdims):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("axis", ["x", (0, "y"), 1.0, True])
+def test_an_axis_that_is_not_an_int_is_one_message_naming_it(axis):
+    with pytest.raises(TypeError, match=r"axis must be an int or a tuple of ints, got ") as info:
+        SUM(np.zeros((2, 3), np.float32), axis=axis)
+    assert info.value._render_traceback_() == [f"ArgumentTypeError: {info.value}"]
+
+
 def test_max_reduction_of_a_transposed_input_with_an_identity():
     x = np.random.default_rng(1).standard_normal((40, 300)).astype(np.float32).T
     np.testing.assert_array_equal(MAX(x, axis=0), x.max(axis=0))

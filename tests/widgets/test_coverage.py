@@ -124,3 +124,18 @@ def test_widget_state_holds_the_data_as_binary_buffers():
     assert state["block"] == [0, 0, 0]
     assert isinstance(state["data"]["panels"][0]["fp_cells"]["buffer"], memoryview)
     assert "image/svg+xml" in view._repr_mimebundle_()[0]
+
+
+@pytest.mark.parametrize("shape, grid", [((16, 16), (4, 4)), ((32,), (4,)), ((8, 8), (2, 2))])
+def test_a_small_arrays_cells_grow_so_that_it_spans_the_legend(shape, grid):
+    from tileworkbench.widgets.coverage import MAX_CELL, MAX_PANEL_H
+    from tileworkbench.widgets.svg import legend_width
+    x = np.zeros(shape, np.float32)
+    kernel = copy2d if len(shape) == 2 else pairs_overlap
+    view = CoverageView.from_trace(interpret(kernel, grid, (x, np.zeros_like(x)), trace=True))
+    cell, legend = view.data["cell"], legend_width(view.data["legend"])
+    for p in view.data["panels"]:
+        width = int(p["cx"].max()) + cell - int(p["cx"].min())
+        height = int(p["cy"].max()) + cell - int(p["cy"].min())
+        assert width >= legend / 2 or cell == MAX_CELL or height > MAX_PANEL_H - cell, (width, legend)
+        assert width <= legend and height <= MAX_PANEL_H

@@ -213,3 +213,15 @@ def test_a_long_1d_array_is_drawn_in_rows_with_cells_big_enough_for_its_numbers(
     assert (d["tx"][lane] - d["acell"] / 2, d["ty"][lane] - d["acell"] / 2) == (d["cell_x"][47], d["cell_y"][47])
     assert d["tx"][6] < d["ax0"] and d["ty"][6] == d["ay0"] + d["acell"] / 2   # index -2: a ghost left of element 0
     assert "table (48,), in rows of 16" in index_map_svg(d)
+
+
+def test_link_lines_are_drawn_dark_and_fan_out_over_room_of_their_own():
+    from tileworkbench.widgets.index_map import LINK_ROOM
+    trace, before = traced()
+    d = IndexMapView.from_trace(trace, op="gather", block=(0,), values=before).data
+    lanes_bottom = int(d["lane_y"].max()) + d["cell"]
+    assert d["lines"] and d["ay0"] - lanes_bottom >= LINK_ROOM   # steep lines, not a flat tangle
+    links = ET.fromstring(index_map_svg(d)).find(f".//{SVG}g[@class='links']")
+    assert float(links.get("stroke-width")) >= 1.2 and float(links.get("stroke-opacity")) >= 0.85
+    r, g, b = (int(links.get("stroke")[k:k + 2], 16) for k in (1, 3, 5))
+    assert 0.2126 * r + 0.7152 * g + 0.0722 * b < 110   # a dark grey on the white page

@@ -127,3 +127,13 @@ def test_every_text_of_every_view_is_at_least_the_smallest_legible_size_and_scal
         assert "max-width: 100%" in root.get("style"), type(view).__name__
         sizes = [float(e.get("font-size")) for e in root.iter() if e.get("font-size")]
         assert sizes and min(sizes) >= MIN_FONT, type(view).__name__
+
+
+@ct.kernel
+def executes_nothing(a, T: ct.Constant[int]):
+    pass
+
+
+def test_a_kernel_that_executes_no_op_gets_no_stepper():
+    trace = ct.interpret(executes_nothing, (2,), (np.zeros(4, np.float32), 4), values=True)
+    assert [type(v).__name__ for v in views_of_trace(trace)] == ["CoverageView"]

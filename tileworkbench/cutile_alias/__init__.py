@@ -3,6 +3,7 @@
 Opt-in, per process, and never silently over a real cuTile install:
 
     python -m tileworkbench.cutile_alias my_cutile_script.py --its-args     # a script
+    python -m tileworkbench.cutile_alias --cpu my_cutile_script.py          # without a GPU (cpu.py)
     python -m tileworkbench.cutile_alias -m pytest path/to/tests            # any module
     pytest -p tileworkbench.cutile_alias ...                                # as a pytest plugin
     %load_ext tileworkbench.cutile_alias                                    # a notebook
@@ -74,9 +75,11 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, name, path=None, target=None):
         if name == "cuda":
-            if importlib.machinery.PathFinder.find_spec(name) is not None:
-                return None  # the real namespace package (cuda-python) holds cuda.tile's parent
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            found = importlib.machinery.PathFinder.find_spec(name)
+            if found is None:
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            _refuse_a_shadowing_module(found.origin, found.submodule_search_locations)
+            return None  # the real namespace package (cuda-python) holds cuda.tile's parent
         if name == PACKAGE or name.startswith(PACKAGE + "."):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
@@ -94,6 +97,15 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         pass  # a view of a tileworkbench module (already executed), or a placeholder
+
+
+def _refuse_a_shadowing_module(origin, package_path) -> None:
+    """A module (not a package) named `cuda`, such as a stray cuda.py in the working folder, hides
+    the package cuda.tile lives in; Python would only say "'cuda' is not a package"."""
+    if package_path is None:
+        raise ImportError(f"cannot import cuda.tile: {origin or 'a module named cuda'} is a module named `cuda` that "
+                          f"shadows the `cuda` package cuda.tile lives in; rename or remove it", name="cuda",
+                          path=origin)
 
 
 def _view(name: str, target: types.ModuleType) -> types.ModuleType:
@@ -187,6 +199,13 @@ def install(*, force: bool = False, internals: str = "error") -> None:
         raise ValueError(f"internals must be 'error' or 'placeholders', got {internals!r}")
     if installed():
         return
+    parent = sys.modules.get("cuda")
+    if parent is not None:
+        _refuse_a_shadowing_module(getattr(parent, "__file__", None), getattr(parent, "__path__", None))
+    else:
+        found = importlib.machinery.PathFinder.find_spec("cuda")   # found, not imported: a stray one is not run
+        if found is not None:
+            _refuse_a_shadowing_module(found.origin, found.submodule_search_locations)
     real = _real_cutile()
     if real is not None:
         if any(n == PACKAGE or n.startswith(PACKAGE + ".") for n in sys.modules):
@@ -203,12 +222,23 @@ def uninstall() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
     for name in [n for n in sys.modules if n == PACKAGE or n.startswith(PACKAGE + ".")]:
         del sys.modules[name]
+    parent = sys.modules.get("cuda")
+    if parent is None:
+        return
+    if isinstance(getattr(parent, "__loader__", None), _Finder):
+        del sys.modules["cuda"]   # the alias made it: `import cuda` finds whatever it found before
+    elif isinstance(getattr(parent, "tile", None), types.ModuleType):
+        del parent.tile           # `from cuda import tile` reads the attribute the import set
 
 
 def install_from_environment() -> None:
-    """install() as TILEWORKBENCH_CUTILE_ALIAS asks ("force", "placeholders", or both, comma separated)."""
+    """install() as TILEWORKBENCH_CUTILE_ALIAS asks: "force", "placeholders", "cpu" (CUDA tensors in
+    host memory, every launch on the interpreter: see cpu.py), comma separated."""
     words = {w.strip().lower() for w in os.environ.get(ENV, "").split(",")}
     install(force="force" in words, internals="placeholders" if "placeholders" in words else "error")
+    if "cpu" in words:
+        from .cpu import run_on_host
+        run_on_host()
 
 
 SITE_DIR = os.path.join(os.path.dirname(__file__), "site")  # holds a sitecustomize that installs the alias

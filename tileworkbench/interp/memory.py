@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..arguments import block_text
 from ..errors import TileOutOfBoundsError, TileUndeterminedPaddingError, TileValueError
 from ..ir.attrs import padding_value
 from ..ir.ops import ATOMICS, Rules
@@ -106,7 +107,7 @@ def _check_padding(ctx, op, array_name, array_shape, coords, padded):
         return
     block, element = _first_lane(ctx, coords, padded)
     raise TileUndeterminedPaddingError(
-        f"{op.name} from `{array_name}` reads UNDETERMINED padding: block {block} reads element {element} outside "
+        f"{op.name} from `{array_name}` reads UNDETERMINED padding: {block_text(block, ctx.grid)} reads element {element} outside "
         f"an array of shape {tuple(array_shape)}; pass padding_mode= to say what it should read", op.loc)
 
 
@@ -154,7 +155,7 @@ def _check(ctx, op, array_name, array_shape, coords, bad, what):
         return
     block, element = _first_lane(ctx, coords, bad)
     raise TileOutOfBoundsError(
-        f"{op.name} {what} `{array_name}` with check_bounds=False goes outside the array: block {block} "
+        f"{op.name} {what} `{array_name}` with check_bounds=False goes outside the array: {block_text(block, ctx.grid)} "
         f"touches element {element} of an array of shape {tuple(array_shape)}", op.loc)
 
 
@@ -319,8 +320,8 @@ def array_slice(ctx, op, array, start, stop):
 
         def at(x):  # block k's value
             return int(x[k if x.shape[0] > 1 else 0])
-        raise TileOutOfBoundsError(f"slice along axis {axis} needs 0 <= start <= stop <= {at(extent)}; block "
-                                   f"{tuple(int(b) for b in ctx.bids[k])} has start={at(start)}, stop={at(stop)}",
+        raise TileOutOfBoundsError(f"slice along axis {axis} needs 0 <= start <= stop <= {at(extent)}; "
+                                   f"{block_text(ctx.bids[k], ctx.grid)} has start={at(start)}, stop={at(stop)}",
                                    op.loc)
     origin, extents = list(view.origin), list(view.extent)
     origin[axis] = view.origin[axis] + start
@@ -338,7 +339,7 @@ def list_item(ctx, op, *operands):
         k = int(np.argmax(bad))
         block = tuple(int(b) for b in ctx.bids[k if index.shape[0] > 1 else 0])
         raise TileOutOfBoundsError(f"list index {int(index[k])} is out of range for a list of {len(items)} arrays "
-                                   f"(block {block})", op.loc)
+                                   f"({block_text(block, ctx.grid)})", op.loc)
     if index.shape[0] == 1:
         return items[int(index[0])]
     return chosen([items[i] for i in index])

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..arguments import block_text
 from ..errors import TileAssertionError
 from ..ir.ops import OPS, Rules
 from ..ir.types import bfloat16, float16, float32, tfloat32
@@ -367,7 +368,7 @@ def assert_(ctx, op, condition):
         block = tuple(int(b) for b in ctx.bids[lane[0]])
         where = f" at element {tuple(int(i) for i in lane[1:])}" if failed.ndim > 1 else ""
         message = op.attrs["message"] or "Assertion failed"
-        raise TileAssertionError(f"{message} (block {block}{where})", op.loc)
+        raise TileAssertionError(f"{message} ({block_text(block, ctx.grid)}{where})", op.loc)
 
 
 for _name in ("add", "sub", "mul", "truediv", "sqrt"):

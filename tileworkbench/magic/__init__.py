@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import itertools
 import linecache
+import math
 import shlex
 
 from IPython.core.magic import Magics, cell_magic, magics_class
@@ -43,7 +44,7 @@ from ..runtime.nvrtc import NvrtcUnavailableError
 from ..runtime.tile_cpp import TileCompilerUnavailableError
 from ..userkernels.base import UserKernel
 from .diagnostics import DIAGNOSTICS_MIME, TileKernelCellError, diagnostics_bundle, in_cell
-from .inspector import KERNEL_MIME, kernel_bundle
+from .inspector import KERNEL_MIME, LiveRecords
 
 _cell_numbers = itertools.count(1)
 
@@ -67,10 +68,42 @@ def _parse_sweep(text: str) -> dict[str, list]:
             raise TileKernelCellError(f"--sweep expects NAME=v1,v2,... items, got {part!r}", [])
         try:
             space[name] = [ast.literal_eval(v) for v in values.split(",")]
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             raise TileKernelCellError(f"--sweep {part!r}: each value must be a Python literal such as 64 or "
                                       f"1.5", []) from None
+        for value in space[name]:
+            _check_sweep_value(part, value)
     return space
+
+
+def _check_sweep_value(part: str, value) -> None:
+    """Values a kernel can take and the sweep's table can show: finite numbers a 64-bit int or a
+    float holds (1e400 reads as inf, 10**30 fits no kernel parameter)."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            _check_sweep_value(part, v)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise TileKernelCellError(f"--sweep {part!r}: {value} is not a finite number", [])
+    elif isinstance(value, int) and not -2**63 <= value < 2**64:
+        raise TileKernelCellError(f"--sweep {part!r}: {value} does not fit in 64 bits", [])
+    elif isinstance(value, complex):
+        raise TileKernelCellError(f"--sweep {part!r}: {value} is complex; tile kernels take no complex numbers", [])
+
+
+def _check_sweep_names(space: dict, *expressions: str) -> None:
+    """Each swept name must appear in --grid or --args: a name neither uses would run the same
+    launch for every value (and name a 'best' value that changed nothing)."""
+    used = set()
+    for text in expressions:
+        try:
+            used |= {n.id for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Name)}
+        except SyntaxError:
+            return   # evaluating the expression reports it
+    unused = [name for name in space if name not in used]
+    if unused:
+        raise TileKernelCellError(f"--sweep: {', '.join(unused)} appears in neither --grid nor --args, so every "
+                                  f"configuration would be the same launch; use the swept name there, e.g. --args "
+                                  f"\"a, b, c, {unused[0]}\"", [])
 
 
 def _check_arch(arch: str | None) -> None:
@@ -82,6 +115,10 @@ def _check_arch(arch: str | None) -> None:
 
 @magics_class
 class TileKernelMagics(Magics):
+    def __init__(self, shell=None, **kwargs):
+        super().__init__(shell, **kwargs)
+        self.records = LiveRecords()   # load_ipython_extension refreshes them after every cell
+
     @magic_arguments()
     @argument("name", nargs="?", help="the kernel to define, when the cell has several functions (default: the "
               "last); in a --lang cpp cell, a template's instance too, e.g. \"scale<float, 256>\"")
@@ -162,7 +199,7 @@ class TileKernelMagics(Magics):
             kernel = kernel.last_tile_kernel
             if kernel is None:
                 return
-        display(kernel_bundle(kernel, device.target_arch(arch), stopped), raw=True)
+        self.records.show(kernel, device.target_arch(arch), stopped)
 
     # ---- defining the kernel -----------------------------------------------------------------------
 
@@ -325,8 +362,10 @@ class TileKernelMagics(Magics):
             if not (args.grid and args.args):
                 raise TileKernelCellError("--sweep needs --grid and --args (expressions that may use the swept "
                                           "names)", [])
-            return actions.sweep(kernel, args.grid, args.args, _parse_sweep(args.sweep), self.shell.user_ns,
-                                 args.arch, self.sweep_where(args))
+            space = _parse_sweep(args.sweep)
+            _check_sweep_names(space, args.grid, f"({args.args},)")
+            return actions.sweep(kernel, args.grid, args.args, space, self.shell.user_ns, args.arch,
+                                 self.sweep_where(args))
         launch_args = self.evaluate(f"({args.args},)" if args.args else "()", "args")
         if (args.show or args.viz or args.bench or args.ncu or args.grid) and not args.args:
             raise TileKernelCellError("This option needs the kernel's arguments: add --args \"...\"", [])

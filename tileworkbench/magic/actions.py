@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import linecache
 import os
+from html import escape
 
 import numpy as np
 from IPython.display import display
@@ -11,29 +12,40 @@ from .. import tile as ct
 from ..arguments import is_array_like
 from ..ir import print_function
 from ..runtime import device
+from ..runtime.occupancy import percent
 from .diagnostics import TileKernelCellError
+
+
+CODE_STYLE = "white-space:pre;overflow-x:auto;margin:0;font-family:var(--jp-code-font-family,monospace)"
+
+
+def show_code(text: str) -> None:
+    """IR, CUDA, PTX, SASS or a compiler log as an output that scrolls sideways: Jupyter wraps
+    printed text anywhere (word-break: break-all), which cuts tokens and comments ("# lin e 7")."""
+    display({"text/plain": text, "text/html": f'<pre class="tw-code" style="{CODE_STYLE}">{escape(text)}</pre>'},
+            raw=True)
 
 
 def show(kernel, args, what: str, arch: str | None):
     fn = kernel.specialize(args)
     if what == "ir":
-        print(print_function(fn))
+        show_code(print_function(fn))
         return
     arch = device.target_arch(arch)
     if what == "cuda":
         from ..codegen import generate
-        print(generate(fn, arch=arch).source)
+        show_code(generate(fn, arch=arch).source)
         return
     from ..runtime.launch import build
     compiled = build(fn, arch)
     if what in ("ptx", "log"):
-        print(_stage_text(compiled, what))
+        show_code(_stage_text(compiled, what))
         return
     c, occupancy = compiled, compiled.occupancy
     print(f"{c.name} for {arch}: {c.threads} threads/block, {c.registers} registers/thread, "
           f"{c.shared_bytes} B shared memory, {c.local_bytes} B local memory, "
           f"spills {c.spill_stores or 0} stores / {c.spill_loads or 0} loads\n"
-          f"theoretical occupancy {occupancy.occupancy:.0%} ({occupancy.blocks_per_sm} blocks, "
+          f"theoretical occupancy {percent(occupancy.occupancy)} ({occupancy.blocks_per_sm} blocks, "
           f"{occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
     for line, text in c.notes:
         print(f"  line {line}: {text}")
@@ -49,16 +61,16 @@ def _stage_text(compiled, what: str) -> str:
 def show_cpp(kernel, what: str, arch: str | None):
     arch = device.target_arch(arch)
     if what == "cuda":
-        print(kernel.compile_source)
+        show_code(kernel.compile_source)
         return
     compiled = kernel.compiled(arch)
     if what == "ptx" and kernel.dialect == "cuda::tiles":
-        print("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)")
-        print(_without_locations(compiled.asm["ir"]))
+        show_code("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)\n"
+                  + _without_locations(compiled.asm["ir"]))
     elif what in ("ptx", "log"):
-        print(_stage_text(compiled, what))
+        show_code(_stage_text(compiled, what))
     elif what == "sass":
-        print(cpp_sass_text(kernel, arch))
+        show_code(cpp_sass_text(kernel, arch))
     else:
         print(_cpp_resources_text(kernel, arch))
 
@@ -100,7 +112,7 @@ def _cpp_resources_text(kernel, arch: str) -> str:
             f"shared memory, {r.local_bytes} B local memory, spills {r.spill_stores or 0} stores / "
             f"{r.spill_loads or 0} loads{f', at most {r.max_threads} threads/block' if r.max_threads else ''}\n"
             f"parameters (as compiled): {parameters}\n"
-            f"theoretical occupancy with {threads}-thread blocks: {occupancy.occupancy:.0%} "
+            f"theoretical occupancy with {threads}-thread blocks: {percent(occupancy.occupancy)} "
             f"({occupancy.blocks_per_sm} blocks, {occupancy.warps_per_sm} warps per SM), limited by {occupancy.limiter}")
 
 
@@ -164,6 +176,9 @@ def visualize(kernel, grid, args):
     from ..widgets.views import views_of_trace
     before = {p.name: np.array(a, copy=True) for p, a in zip(kernel.parameters, args) if isinstance(a, np.ndarray)}
     trace = ct.interpret(kernel, grid, args, values=True)   # every op's tile too, for the block stepper
+    if not trace.steps.steps:
+        raise TileKernelCellError(f"--viz: {kernel.name} executed no tile op in any block (no load, store or "
+                                  f"computation), so there is nothing to show", [])
     views = views_of_trace(trace, before)
     for view in views:
         display(view)
@@ -243,9 +258,21 @@ def sweep_where(workers: int | None, executor) -> dict:
             raise TileKernelCellError(f"--executor: a concurrent.futures.Executor or a Dask Client is needed, not "
                                       f"{type(executor).__name__}", [])
         executor = executor.get_executor()
+    if executor is not None:
+        _check_running(executor)
     if workers is not None and workers < 1:
         raise TileKernelCellError(f"--workers {workers}: at least one worker is needed", [])
     return {"workers": workers, "executor": executor}
+
+
+def _check_running(executor) -> None:
+    """An executor that takes no more work (shut down, a closed Dask client) fails at the first job
+    the sweep submits; submitting a trivial one first says so in one line."""
+    try:
+        executor.submit(int).result(timeout=60)
+    except Exception as e:
+        raise TileKernelCellError(f"--executor: the executor does not run jobs ({type(e).__name__}: {e}); make a "
+                                  f"new one (a shut-down executor takes no more work)", []) from None
 
 
 def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: dict | None, arch: str | None,
@@ -260,6 +287,10 @@ def user_kernel(kernel, call_args, show_what, viz: bool, bench_: bool, space: di
         show(launch.kernel, launch.args, what, arch)
     if space:  # the view shows itself as the sweep starts
         from ..widgets.sweep import SweepView
+        unknown = [name for name in space if name not in launch.config]
+        if unknown:
+            raise TileKernelCellError(f"--sweep: {', '.join(unknown)} is not a tile size of this kernel; it has "
+                                      f"{', '.join(f'{k}={v}' for k, v in launch.config.items())}", [])
         SweepView.run(launch.kernel, launch.grid_of, launch.args_of, space, arch=arch, **where)
         return None
     if viz:

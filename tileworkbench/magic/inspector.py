@@ -29,6 +29,11 @@ summary for front ends without the extension.
 """
 from __future__ import annotations
 
+import uuid
+import weakref
+
+from IPython.display import display, update_display
+
 from ..ir import specialization_label
 
 KERNEL_MIME = "application/vnd.tileworkbench.kernel+json"
@@ -61,7 +66,7 @@ def summary(record: dict) -> str:
     if good:
         s = next((s for s in good if s.get("best")), good[-1])
         line += (f"; {record['arch']}: {s['threads']} threads, {s['registers']} registers, "
-                 f"{s['shared_bytes']} B shared, occupancy {s['occupancy']:.0%} ({s['limiter']})")
+                 f"{s['shared_bytes']} B shared, occupancy {s['occupancy_text']} ({s['limiter']})")
     if record["timing"]:
         line += f"; last timing {record['timing']['median_ms'] * 1e3:.1f} us"
     return line
@@ -109,6 +114,7 @@ def _specializations(kernel, arch: str, sweep: dict | None, stopped: str | None)
 
 def _compiled(compile_, label: str, arch: str, stopped: str | None) -> dict:
     from ..errors import TileError
+    from ..runtime.occupancy import percent
     from ..runtime.cache import NotCached
     from ..runtime.nvrtc import NvrtcUnavailableError
     try:
@@ -121,6 +127,37 @@ def _compiled(compile_, label: str, arch: str, stopped: str | None) -> dict:
         return {"label": label, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
     return {"label": label, "threads": c.threads, "registers": c.registers, "shared_bytes": c.shared_bytes,
             "local_bytes": c.local_bytes, "spills": (c.spill_stores or 0) + (c.spill_loads or 0),
-            "occupancy": c.occupancy.occupancy, "blocks_per_sm": c.occupancy.blocks_per_sm,
+            "occupancy": c.occupancy.occupancy, "occupancy_text": percent(c.occupancy.occupancy),
+            "blocks_per_sm": c.occupancy.blocks_per_sm,
             "limiter": c.occupancy.limiter, "cuda": c.asm["cuda"], "error": None}
 
+
+class LiveRecords:
+    """The records the notebook shows, kept current: a record a %%tilekernel cell published is
+    updated in place (Jupyter's display ids) after any later cell changes its kernel, by
+    launching it with new argument types, timing or sweeping it, so that it never reads
+    "0 specializations" for a kernel the next cell ran."""
+
+    def __init__(self):
+        self._shown = []   # [display id, weak reference to the kernel, arch, stopped, its state when shown]
+
+    def show(self, kernel, arch: str, stopped: str | None) -> None:
+        display_id = f"tileworkbench-record-{uuid.uuid4().hex}"
+        self._shown = [e for e in self._shown if e[1]() not in (None, kernel)]   # its latest record only
+        self._shown.append([display_id, weakref.ref(kernel), arch, stopped, _state(kernel)])
+        display(kernel_bundle(kernel, arch, stopped), raw=True, display_id=display_id)
+
+    def refresh(self, *_) -> None:
+        """After each cell: update the records whose kernels changed (IPython's post_run_cell)."""
+        self._shown = [e for e in self._shown if e[1]() is not None]
+        for entry in self._shown:
+            display_id, kernel, arch, stopped, state = entry[0], entry[1](), *entry[2:]
+            if _state(kernel) != state:
+                entry[4] = _state(kernel)
+                update_display(kernel_bundle(kernel, arch, stopped), raw=True, display_id=display_id)
+
+
+def _state(kernel) -> tuple:
+    """What a record shows that later cells can change."""
+    return (len(getattr(kernel, "specializations", ())), getattr(kernel, "last_timing", None),
+            getattr(kernel, "last_sweep", None))

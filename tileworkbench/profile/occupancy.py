@@ -5,7 +5,7 @@ its occupancy, computed once; these curves ask it about launches that were not c
 """
 from __future__ import annotations
 
-from ..runtime.occupancy import LIMITERS, Occupancy, theoretical_occupancy  # noqa: F401 - part of profile's API
+from ..runtime.occupancy import LIMITERS, Occupancy, percent, theoretical_occupancy  # noqa: F401 - profile's API
 from ..targets import ARCH_LIMITS, KB, WARP_SIZE, arch_limits  # noqa: F401 - part of profile's API
 
 
@@ -36,6 +36,7 @@ def occupancy_curve(arch: str, vary: str, *, threads_per_block: int = 256, regis
     return {
         "values": values,
         "occupancy": [p.occupancy for p in points],
+        "occupancy_text": [percent(p.occupancy) for p in points],
         "blocks_per_sm": [p.blocks_per_sm for p in points],
         "warps_per_sm": [p.warps_per_sm for p in points],
         "limiter": [p.limiter for p in points],

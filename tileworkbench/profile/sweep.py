@@ -36,6 +36,7 @@ from ..arguments import argument_leaves
 from ..errors import TileError
 from ..ir import specialization_label
 from ..runtime import device
+from .occupancy import percent
 from .workers import Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, gpu_pool, one_line, time_config
 
 
@@ -194,7 +195,7 @@ def sweep_record(result: SweepResult, labels: dict) -> dict:
               "timed": result.timed, "device": result.device, "arch": result.arch}
     if best is not None:
         by = (f"fastest, {best.time_ms * 1e3:.3g} us" if result.timed else
-              f"highest theoretical occupancy, {best.occupancy:.0%}, {best.registers} registers")
+              f"highest theoretical occupancy, {percent(best.occupancy)}, {best.registers} registers")
         record["best"] = {"config": " ".join(f"{k}={v}" for k, v in best.config.items()),
                           "specialization": labels[result.rows.index(best)], "by": by}
     return record
@@ -279,7 +280,7 @@ class _Run:
         config = self.result.rows[index].config
         try:
             fn = self.kernel.specialize(tuple(self.args_fn(config)))
-            grid = normalize_grid(self.grid_fn(config)) if self.plan.model else None
+            grid = normalize_grid(self.grid_fn(config))   # also where nothing is timed: a bad grid is an error
         except TileError as e:
             return self.finish(index, "tile error", f"{type(e).__name__}: {e.message}")
         except Exception as e:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .cubin import Resources, read_resources, with_spills
-from .occupancy import Occupancy, theoretical_occupancy
+from .occupancy import Occupancy, percent, theoretical_occupancy
 
 STAGES = ("ir", "cuda", "ptx", "sass", "log")  # the texts a record may hold, in pipeline order
 
@@ -114,7 +114,7 @@ class CompiledKernel:
             f"spill stores      {self.spill_stores}",
             f"spill loads       {self.spill_loads}",
             f"occupancy         {o.blocks_per_sm} blocks, {o.warps_per_sm} warps per SM "
-            f"({o.occupancy:.0%}), limited by {o.limiter}",
+            f"({percent(o.occupancy)}), limited by {o.limiter}",
         ]
         return "\n".join(lines) + "\n"
 

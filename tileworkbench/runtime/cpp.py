@@ -306,11 +306,26 @@ def _token_range(text: str, message: str) -> tuple[int, int]:
     return start, max(len(stripped), start + 1)
 
 
+# CUDA's limits on every GPU the workbench targets: per dimension, and threads in a block
+DIM_LIMITS = {"grid": (2**31 - 1, 65535, 65535), "block": (1024, 1024, 64)}
+BLOCK_THREADS = 1024
+
+
 def launch_dims(value, what: str) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
-        raise ValueError(f"{what} must be a positive int or a tuple of up to three, got {value!r}")
-    return dims + (1,) * (3 - len(dims))
+    """A grid or block (`what` names it: "grid", "block", "--block") as three ints within CUDA's limits."""
+    dims = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else ()
+    if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims):
+        shown = repr(value)[:60] if isinstance(value, (int, float, str, tuple, list)) else f"a {type(value).__name__}"
+        raise ValueError(f"{what} must be a positive int or a tuple of up to three, got {shown}")
+    dims += (1,) * (3 - len(dims))
+    limits = DIM_LIMITS[what.lstrip("-")]
+    for axis, (d, limit) in enumerate(zip(dims, limits)):
+        if d > limit:
+            raise ValueError(f"{what} {value!r}: dimension {'xyz'[axis]} is {d}, more than CUDA's limit of {limit}")
+    if what.lstrip("-") == "block" and dims[0] * dims[1] * dims[2] > BLOCK_THREADS:
+        raise ValueError(f"{what} {value!r}: {dims[0] * dims[1] * dims[2]} threads, more than CUDA's limit of "
+                         f"{BLOCK_THREADS} threads per block")
+    return dims
 
 
 def _pack_one(p: CppParameter, value, position: int) -> bytes:

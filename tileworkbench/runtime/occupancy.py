@@ -14,6 +14,7 @@ shared memory).
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 from ..targets import WARP_SIZE, ArchLimits, arch_limits
@@ -21,6 +22,17 @@ from ..targets import WARP_SIZE, ArchLimits, arch_limits
 # Which limit to name when several allow the same number of blocks: the hardware's warp and block
 # slots first (no tuning beats them), then the resources a kernel can change.
 LIMITERS = ("warps", "threads", "blocks", "registers", "shared memory")
+
+
+def percent(fraction: float) -> str:
+    """An occupancy as every view and record writes it: a whole percent, halves rounded up
+    (0.625 -> "63%"). The views' scripts show this text and never round an occupancy themselves,
+    so the heatmap, the tables, the records and the side panel agree.
+
+        >>> percent(0.625), percent(0.5), percent(1.0)
+        ('63%', '50%', '100%')
+    """
+    return f"{math.floor(fraction * 100 + 0.5)}%"
 
 
 class Occupancy(NamedTuple):

@@ -99,7 +99,7 @@ class kernel:
         self.last_sweep = None     # the last sweep's outcome (profile.sweep), shown there too
 
     def __call__(self, *args, **kwargs):
-        raise TypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
+        raise ArgumentTypeError("Tile kernels cannot be called directly. Use tileworkbench.tile.launch() instead.")
 
     def use_launcher(self, launcher) -> None:
         """Make `launcher` the one ct.launch tries first, the one used before it among the next."""

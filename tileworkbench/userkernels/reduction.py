@@ -242,6 +242,8 @@ def _normalize_axis(axis, ndim: int) -> tuple:
     if axis is None:
         return tuple(range(ndim))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    if not all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in axes):
+        raise ArgumentTypeError(f"axis must be an int or a tuple of ints, got {axis!r}")
     normalized = []
     for a in axes:
         if not -ndim <= a < ndim:

@@ -18,9 +18,10 @@ import math
 import numpy as np
 import traitlets
 
+from ..arguments import block_text, grid_rank  # noqa: F401 - grid_rank: the views import it from here
 from ..interp import Status
 from ._base import Data, SvgView, static
-from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, clip, hex_colour, light_ink, text, with_outlines
+from .svg import LABEL_H, MIN_FONT, PAD, TITLE_H, clip, hex_colour, legend_width, light_ink, text, with_outlines
 from .transform import as_slices, cell_size, figure_svg, slice_cells
 
 READ, WRITE = 1, 2
@@ -30,11 +31,6 @@ CAPS_1D = (1, 1, 64)
 HOLE, ONCE, TWICE, MORE = (229, 57, 53), (129, 199, 132), (255, 183, 77), (142, 36, 170)
 UNREAD, READ_LIGHT, READ_DARK = (238, 238, 238), (187, 222, 251), (41, 98, 255)
 WRITE_OUTLINE, READ_OUTLINE, SELECTED_OUTLINE = "#000000", "#d81b60", "#ff6f00"
-
-
-def grid_rank(grid) -> int:
-    """How many grid axes the scrubber shows: up to the last one longer than 1 (at least one)."""
-    return max([k + 1 for k, g in enumerate(grid) if g > 1] or [1])
 
 
 def linear_block(grid, block) -> int:
@@ -180,7 +176,7 @@ def coverage_data(trace, arrays=None) -> dict:
     title = f"{trace.kernel}: coverage over grid {' x '.join(map(str, grid[:grid_rank(grid)]))}"
     texts, panels, y = [text(PAD, 16, title, size=13, weight="bold")], [], TITLE_H + 8
     shown = [_bins(tuple(trace.arrays[n]["shape"])) for n in names]
-    cell = min([cell_size(b[1], b[2]) for _, _, b in shown] or [20])
+    cell = _widened(min([cell_size(b[1], b[2]) for _, _, b in shown] or [20]), [b for _, _, b in shown])
     width = PAD + 7 * len(title)
     for name, (view, factors, binned) in zip(names, shown):
         shape = tuple(trace.arrays[name]["shape"])
@@ -223,15 +219,27 @@ def coverage_data(trace, arrays=None) -> dict:
                        "overlaps": int((writes > 1).sum()) if written else 0})
         width = max(width, PAD + w + PAD, PAD + 7 * len(texts[-2]["text"]))
         y = top + h + PAD + 6
-    legend = [{"label": "hole (never written)", "colour": hex_colour(HOLE)},
-              {"label": "written once", "colour": hex_colour(ONCE)},
-              {"label": "twice", "colour": hex_colour(TWICE)},
-              {"label": "3+ (overlap)", "colour": hex_colour(MORE)},
-              {"label": "read (darker: more)", "colour": hex_colour(READ_DARK)},
-              {"label": "block writes (outline)", "colour": WRITE_OUTLINE},
-              {"label": "block reads (outline)", "colour": READ_OUTLINE}]
     return {"title": title, "kernel": trace.kernel, "grid": list(grid), "rank": grid_rank(grid), "cell": cell,
-            "width": int(width), "height": int(y), "texts": texts, "panels": panels, "legend": legend}
+            "width": int(width), "height": int(y), "texts": texts, "panels": panels, "legend": LEGEND}
+
+
+LEGEND = [{"label": "hole (never written)", "colour": hex_colour(HOLE)},
+          {"label": "written once", "colour": hex_colour(ONCE)},
+          {"label": "twice", "colour": hex_colour(TWICE)},
+          {"label": "3+ (overlap)", "colour": hex_colour(MORE)},
+          {"label": "read (darker: more)", "colour": hex_colour(READ_DARK)},
+          {"label": "block writes (outline)", "colour": WRITE_OUTLINE},
+          {"label": "block reads (outline)", "colour": READ_OUTLINE}]
+MAX_CELL = 40          # pixels: a small array's cells grow up to this
+MAX_PANEL_H = 480      # pixels: and its panel no taller than this
+
+
+def _widened(cell: int, binned: list) -> int:
+    """Cells large enough that the widest array spans the legend's width (a small array would
+    otherwise be a strip under a much wider legend), within MAX_CELL and MAX_PANEL_H."""
+    target = legend_width(LEGEND) - 2 * PAD
+    fits = [min((target - (s - 1) * PAD) // (s * c), MAX_PANEL_H // r) for s, r, c in binned]
+    return max(cell, min([MAX_CELL, *fits]))
 
 
 def footprint_outlines(data: dict, block) -> list[tuple[int, list[int], str]]:
@@ -274,7 +282,7 @@ class CoverageView(SvgView):
 
     def to_svg(self) -> str:
         fig = dict(self.data)
-        fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, f"block {tuple(self.block[:fig['rank']])}",
+        fig["texts"] = fig["texts"] + [text(fig["width"] - PAD, 16, block_text(self.block, fig["grid"]),
                                             size=12, weight="bold", anchor="end", role="block")]
         return with_outlines(figure_svg(fig, footprint_outlines(fig, self.block)), self._selected_squares(),
                              SELECTED_OUTLINE)

@@ -24,6 +24,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 import traitlets
 
+from ..arguments import block_text
 from ..interp import Status
 from ..ir.ops import OPS, ViewKind
 from ._base import Data, SvgView, static
@@ -49,7 +50,9 @@ ARRAY_CAP = 64          # the most array cells drawn along an axis; bigger array
 ROW_CELLS = 16          # a longer 1-D array is drawn in rows of this many cells: big enough for their numbers
 ROW_W = 1100            # the widest the row of lane panels may get, in pixels
 MAX_LINES = 64          # tiles with more lanes draw no lines until one is hovered
-PALETTE = {"untouched": "#eceff1", "read": "#90caf9", "mask_on": "#cfd8dc", "line": "#78909c",
+LINK_ROOM = 90          # pixels between the lanes and the array where lines are drawn: they fan out steeply
+LINK_STYLE = 'stroke-width="1.2" stroke-opacity="0.85"'   # as legible as the cells' own outlines
+PALETTE = {"untouched": "#eceff1", "read": "#90caf9", "mask_on": "#cfd8dc", "line": "#546e7a",
            "hover": "#d81b60", "ghost": STATUS_COLOURS[Status.OUT_OF_BOUNDS]}
 
 
@@ -76,7 +79,7 @@ def _padding_labels(event, padding_value, n: int) -> list[str]:
     return ["?" if padding_value is None else _label(padding_value)] * n
 
 
-def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
+def index_map_data(event, array_shape, *, values=None, padding_value=0, grid=None) -> dict:
     """The figure of one block's gather/scatter (`event`: the lanes of that block) on an array of
     `array_shape` (1-D or 2-D). Lane panels share one layout (`lane_x`, `lane_y` per lane, offset
     by each panel's `x`); every lane has its flat target element (`elem`, -1 when out of bounds),
@@ -148,7 +151,7 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
     rows_drawn = -(-cells // per_row)
     acell = min(cell_size(rows_drawn, per_row), max(4, (ROW_W - 2 * PAD) // (per_row + 2 * ring)))
     ax0 = PAD + ring * acell + 30
-    ay0 = top + h + 2 * PAD + LABEL_H + ring * acell
+    ay0 = top + h + 2 * PAD + LABEL_H + ring * acell + (LINK_ROOM if n <= MAX_LINES else 0)
     bins = np.stack([np.floor_divide(coords2[:, d], factors[d]) for d in range(2)], 1)
     bins = np.stack([np.clip(bins[:, d], -1, binned[d]) for d in range(2)], 1)
     if per_row < binned[1]:   # a 1-D array in rows: bin b at (b // per_row, b % per_row); before the start, left of it
@@ -171,10 +174,10 @@ def index_map_data(event, array_shape, *, values=None, padding_value=0) -> dict:
 
     counts = {STATUS_LABELS[Status(int(s))]: int((status == s).sum()) for s in np.unique(status)}
     title = clip(f"{event.op} {event.array}, line {event.line}: {event.source.strip()}", TITLE_CHARS)
-    block = tuple(int(b) for b in event.blocks[0])
+    block = tuple(int(b) for b in event.blocks[0])   # without the grid: written to its last nonzero axis
     texts = [text(PAD, 16, title, size=13, weight="bold"),
-             text(PAD, TITLE_H + 14, f"block {block}: {n} lanes of a {tuple(tile_shape)} tile into "
-                  f"{event.array} {array_shape} \u2014 " + ", ".join(f"{v} {k}" for k, v in counts.items()), size=11)]
+             text(PAD, TITLE_H + 14, f"{block_text(block, grid if grid is not None else np.add(block, 1))}: {n} lanes "
+                  f"of a {tuple(tile_shape)} tile into {event.array} {array_shape} \u2014 " + ", ".join(f"{v} {k}" for k, v in counts.items()), size=11)]
     texts += [text(p["x"], top - 6, p["name"], weight="bold") for p in panels]
     binning = "" if factors == [1, 1] else f" (bins of {' x '.join(map(str, factors[max(0, 2 - nd):]))} elements)"
     rows = f", a row per {event.array}[{', '.join('ijklmn'[:nd - 1])}, :]" if nd > 2 else ""
@@ -237,8 +240,7 @@ def index_map_svg(data: dict, lane: int = -1) -> str:
     result = data["panels"][-1]["x"]
     half = cell / 2
     if data["lines"]:
-        body.append(f'<g class="links" stroke="{pal["line"]}" stroke-width="0.8" stroke-opacity="0.6" '
-                    f'pointer-events="none">')
+        body.append(f'<g class="links" stroke="{pal["line"]}" {LINK_STYLE} pointer-events="none">')
         body += [f'<line x1="{fmt(result + x + half)}" y1="{fmt(y + cell)}" x2="{fmt(tx)}" y2="{fmt(ty - acell / 2)}"/>'
                  for x, y, tx, ty in zip(data["lane_x"], data["lane_y"], data["tx"], data["ty"]) if tx >= 0]
         body.append("</g>")
@@ -294,10 +296,11 @@ class IndexMapView(SvgView):
                              f"{', '.join(sorted({e.op for e in trace.events}))})")
         event = events[index].for_block(block)
         if not len(event.blocks):
-            raise ValueError(f"block {tuple(block)} did not execute the {op} on line {events[index].line}")
+            raise ValueError(f"{block_text(block, trace.grid)} did not execute the {op} on line {events[index].line}")
         pad = padding_value if padding_value is not None else padding_value_of(event.source)
         return cls(data=index_map_data(event, trace.arrays[event.array]["shape"],
-                                       values=None if values is None else np.asarray(values), padding_value=pad))
+                                       values=None if values is None else np.asarray(values), padding_value=pad,
+                                       grid=trace.grid))
 
     def to_svg(self) -> str:
         return index_map_svg(self.data, self.lane)

@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from ..arguments import is_array_like
-from ..profile import arch_limits, benchmark, compile_report, occupancy_curve
+from ..profile import arch_limits, benchmark, compile_report, occupancy_curve, percent
 from ..profile.access import WRITES, analyze
 from ..runtime import device
 from ._base import Data, SvgView, static
@@ -249,7 +249,7 @@ class LaunchReportView(SvgView):
     def __repr__(self) -> str:
         d, o = self.data, self.data["occupancy"]
         head = f"median {d['timing']['median_ms']:.4g} ms" if d["timed"] else "untimed"
-        return f"LaunchReportView({d['kernel']}: {head}, occupancy {o['occupancy']:.0%} limited by {o['limiter']})"
+        return f"LaunchReportView({d['kernel']}: {head}, occupancy {percent(o['occupancy'])} limited by {o['limiter']})"
 
     def to_text(self) -> str:
         return report_text(self.data)
@@ -274,7 +274,7 @@ def card_lines(d: dict) -> list[tuple[str, str]]:
         rows.append(("time", d["message"]))
     rows.append(("work", f"{w['bytes_read']:,} B read  {w['bytes_written']:,} B written  {w['flops']:,} flop"))
     rows.append(("occupancy", f"{o['blocks_per_sm']} blocks, {o['warps_per_sm']}/{o['max_warps_per_sm']} warps per "
-                              f"SM ({o['occupancy']:.0%}), limited by {o['limiter']}"))
+                              f"SM ({percent(o['occupancy'])}), limited by {o['limiter']}"))
     rows.append(("limits", " · ".join(f"{k} {v}" for k, v in o["limits"].items()) + " blocks"))
     if o["driver_blocks_per_sm"] is not None:
         rows.append(("driver", f"{o['driver_blocks_per_sm']} blocks per SM"
@@ -397,7 +397,7 @@ def _curve_svg(key: str, c: dict, occupancy: float, x0: float, y0: float, pw: fl
     py = lambda o: y0 + ph - o * ph  # noqa: E731
     return [_text(x0, y0 - 5, f"occupancy vs {c['label']}"),
             f'<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
-            *[_text(x0 - 7, py(o) + 3, f"{o:.0%}", 10, "end") for o in (0, 0.5, 1)],
+            *[_text(x0 - 7, py(o) + 3, percent(o), 10, "end") for o in (0, 0.5, 1)],
             _text(x0, y0 + ph + 12, f"{lo:g}", 10), _text(x0 + pw, y0 + ph + 12, f"{hi:g}", 10, "end"),
             _polyline([(px(v), py(f)) for v, f in zip(c["values"], c["occupancy"])], "#2ca02c"),
             f'<circle cx="{px(min(max(c["current"], lo), hi)):.1f}" cy="{py(occupancy):.1f}" r="4" fill="#d62728"/>',

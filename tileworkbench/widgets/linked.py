@@ -6,7 +6,7 @@ view's script changes its trait (a slider, a click), the link carries it to the 
 to every other view, and each redraws in Python from the trace.
 
     views = views_of_trace(trace)          # linked already: coverage, tile spaces, index maps, stepper
-    views[0].block = [2, 0, 0]             # every view now shows block (2, 0, 0)
+    views[0].block = [2, 0, 0]             # every view now shows that block
     selection_of(views[0]).element = {"array": "y", "index": [5]}   # outlined wherever y[5] is drawn
 
 What each kind of view does with them:

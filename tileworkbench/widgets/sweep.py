@@ -18,13 +18,15 @@ from xml.sax.saxutils import escape
 import numpy as np
 import traitlets
 
+from ..profile.occupancy import percent
 from ..profile.sweep import SweepResult, sweep
 from ._base import Data, SvgView, static
 from .svg import ink_of, svg_document, text_width
 
 
 def sweep_data(result: SweepResult) -> dict:
-    records = result.records()
+    records = [{**r, "occupancy_text": "" if r["occupancy"] is None else percent(r["occupancy"])}
+               for r in result.records()]
     best = result.best_or_none()
     names = list(result.space)
     metric = "time_ms" if result.timed else "occupancy"
@@ -155,7 +157,7 @@ class SweepView(SvgView):
                 config = {self.x: xv, **({self.y: yv} if self.y else {})}
                 is_best = best is not None and all(best.config[k] == val for k, val in config.items())
                 stroke = ' stroke="#d62728" stroke-width="3"' if is_best else ' stroke="#ffffff"'
-                label = "—" if not np.isfinite(v) else (f"{v:.3g}" if metric == "time_ms" else f"{v:.0%}")
+                label = "—" if not np.isfinite(v) else (f"{v:.3g}" if metric == "time_ms" else percent(v))
                 row = next((r for r in self.result.rows if all(r.config[k] == v for k, v in config.items())), None)
                 about = (label if np.isfinite(v) else f"{row.status} {row.reason}") if row else "not run"
                 parts.append(f'<rect class="sweep-cell" x="{x0}" y="{y0}" width="{cell}" height="{cell}" '
@@ -192,7 +194,7 @@ def wrap(text: str, width: float, size: float = 12) -> list[str]:
 
 def _scale(metric: str, lo: float, hi: float, x: float, y: float) -> list[str]:
     """The colour scale under the heatmap: from the worst value to the best."""
-    show = (lambda v: f"{v:.3g} ms") if metric == "time_ms" else (lambda v: f"{v:.0%}")
+    show = (lambda v: f"{v:.3g} ms") if metric == "time_ms" else percent
     if lo == hi:
         return [f'<text x="{x}" y="{y}" fill="#444">colour scale: every configuration at {show(lo)}</text>']
     worst, best = (hi, lo) if metric == "time_ms" else (lo, hi)

@@ -28,6 +28,7 @@ import traitlets
 
 import tileworkbench.tile as ct
 
+from ..arguments import block_text
 from ..interp import Status
 from ..tile import interpret
 from ..profile.access import TOUCHING, WARP, tile_threads
@@ -445,7 +446,8 @@ class TileSpaceView(SvgView):
                              f"{', '.join(sorted({f'{e.op} {e.array}' for e in trace.events if e.array}))})")
         event = events[0].for_block(block)
         if not len(event.blocks):
-            raise ValueError(f"block {tuple(block)} did not execute the {op} of {array} on line {events[0].line}")
+            raise ValueError(f"{block_text(block, trace.grid)} did not execute the {op} of {array} on line "
+                             f"{events[0].line}")
         mode = event.padding_mode or padding_mode or padding_mode_of(event.source)
         return cls(data=tile_space_data(event, trace.arrays[array]["shape"], padding_mode=mode, values=values,
                                         access=access), values=values)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arguments import grid_rank
 from ..interp import Status
 from ..ir.ops import OPS
 from ..profile.check import agreement
@@ -65,7 +66,8 @@ def _writer(trace, array: str, element: tuple):
         hit = np.all(event.coords == np.asarray(element, np.int32), axis=-1) & (event.status == Status.STORED)
         if hit.any():
             lane = np.argwhere(hit)[-1]
-            return tuple(int(b) for b in event.blocks[lane[0]]), tuple(int(i) for i in lane[1:]), event.line
+            block = tuple(int(b) for b in event.blocks[lane[0]])[:grid_rank(trace.grid)]   # as block_text writes it
+            return block, tuple(int(i) for i in lane[1:]), event.line
     return None, None, None
 
 
@@ -135,7 +137,7 @@ class VerdictView(View):
                          f"{a['max_abs_error']:.3g}, max rel error {a['max_rel_error']:.3g}")
         for m in d["mismatches"]:
             lines.append(f"{m['array']}{list(m['element'])}: expected {m['expected']:.6g}, got {m['actual']:.6g}"
-                         + (f" (block {m['block']}, tile position {m['tile_position']}, line {m['line']})"
+                         + (f" (block {m['block']}, tile position {tuple(m['tile_position'])}, line {m['line']})"
                             if m["block"] else ""))
         colour = "#2ca02c" if d["ok"] else "#d62728" if d["compared"] else NOT_COMPARED
         body = [svg_text(text(10, 24, lines[0], size=13, weight="bold"), colour)]

@@ -58,7 +58,7 @@ def views_of_trace(trace, values: dict | None = None, limit: int = 6) -> list:
         if event.array is not None:
             blocks.append(block)
     start = blocks[0] if blocks else (0, 0, 0)
-    if trace.steps is not None:
+    if trace.steps is not None and trace.steps.steps:   # a kernel that executes no op has nothing to step through
         views.append(StepperView.from_trace(trace, block=start))
         origins.append(None)
     link_views(trace, views, start, origins)

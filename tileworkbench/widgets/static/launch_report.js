@@ -11,7 +11,7 @@ function readOut(curve, area, x) {
   const v = vmin + (x - x0) / pw * (vmax - vmin);
   let best = 0;
   curve.values.forEach((value, i) => { if (Math.abs(value - v) < Math.abs(curve.values[best] - v)) best = i; });
-  return `${curve.values[best]}: ${(curve.occupancy[best] * 100).toFixed(0)}%, ` +
+  return `${curve.values[best]}: ${curve.occupancy_text[best]}, ` +
     `${curve.blocks_per_sm[best]} blocks, ${curve.limiter[best]}`;
 }
 

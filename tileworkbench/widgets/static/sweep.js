@@ -2,9 +2,9 @@
 // sortable table of every configuration.
 import { renderView, pictureOf } from "./_picture.js";
 
-function format(v, column) {
+function format(v, column, row) {
   if (v === null || v === undefined) return "";
-  if (column === "occupancy") return `${Math.round(v * 100)}%`;
+  if (column === "occupancy") return row.occupancy_text;   // sweep.py's text: every view rounds alike
   if (typeof v === "number" && !Number.isInteger(v)) return v.toPrecision(3);
   return String(v);
 }
@@ -30,7 +30,7 @@ function table(data, state, redraw) {
     const tr = t.insertRow();
     if (i === data.best) tr.style.background = "#fde2e2";
     if (r.status !== "ok") tr.style.color = r.status === "pending" ? "#999" : "#b00";  // pending: still running
-    data.columns.forEach((c) => { const td = tr.insertCell(); td.textContent = format(r[c], c); td.style.padding = "1px 8px"; });
+    data.columns.forEach((c) => { const td = tr.insertCell(); td.textContent = format(r[c], c, r); td.style.padding = "1px 8px"; });
   });
   return t;
 }

@@ -2,6 +2,9 @@
 
 import { renderView } from "./_picture.js";
 
+/** Coordinates as Python writes a tuple, as every view writes a block: (0,) and (2, 1). */
+const tuple = (xs) => `(${xs.join(", ")}${xs.length === 1 ? "," : ""})`;
+
 export default {
   render: renderView("data", ({ model, el }) => {
     const draw = () => {
@@ -35,7 +38,7 @@ export default {
         }
         for (const m of d.mismatches) {
           const tr = list.insertRow();
-          for (const c of [m.array, `[${m.element}]`, m.expected, m.actual, m.block ? `(${m.block})` : "",
+          for (const c of [m.array, `[${m.element}]`, m.expected, m.actual, m.block ? tuple(m.block) : "",
                            m.tile_position ? `(${m.tile_position})` : "", m.line ?? ""]) {
             const td = tr.insertCell(); td.textContent = c; td.style.padding = "1px 10px";
           }
