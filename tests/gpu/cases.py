@@ -1344,3 +1344,46 @@ for _dt in FP8[:2]:  # 8-bit: partial sums of 128 products, as cuBLAS's and cuTi
 case("tensor-core-arithmetic-cuda-cores-tfloat32", tf32_mma, (1,),
      lambda: (normal_array((32, 64), np.float32), normal_array((64, 32), np.float32),
               normal_array((32, 32), np.float32)), exact=True)
+
+
+# ---- keyword spellings: every parameter cuTile's compiler takes by keyword, passed by keyword -------
+
+@ct.kernel
+def keyword_spellings(x, out, SPELLING: ct.Constant[int]):
+    """The same computation spelled with keywords (SPELLING 1) and positionally (0): same result."""
+    if SPELLING:
+        i = ct.bid(axis=0)
+        t = ct.load(x, index=(i, 0), shape=(4, 8), padding_mode=ct.PaddingMode.ZERO, check_bounds=True)
+        first = ct.extract(t, index=(0, 0), shape=(4, 4))
+        s = ct.insert(t, index=(0, 1), value=ct.cat((first, first), axis=1).extract(index=(0, 0), shape=(4, 4)))
+        s = ct.permute(ct.transpose(s, axis0=0, axis1=1), axes=(1, 0)) + ct.broadcast_to(
+            ct.sum(t, axis=1, keepdims=True), shape=(4, 8))
+        s = s + ct.max(t, axis=1, keepdims=True) + ct.cumsum(t, axis=1, reverse=False)
+        s = s + ct.reduce(t, axis=1, func=lambda a, b: a + b, identity=0.0, keepdims=True)
+        s = s + ct.scan(t, axis=1, func=lambda a, b: ct.maximum(a, b), identity=-1e30, reverse=False)
+        s = s + ct.expand_dims(ct.arange(8, dtype=ct.int32, start=1, step=2).astype(ct.float32), axis=0)
+        s = s + ct.reshape(ct.argmax(t, axis=1).astype(ct.float32), shape=(4, 1))
+        s = s + ct.full(shape=(4, 8), fill_value=0.5, dtype=ct.float32) + ct.zeros(shape=(4, 8), dtype=ct.float32)
+        s = s + t.sum(axis=0, keepdims=True) + t.reshape(shape=(32,)).reshape(shape=(4, 8))
+        s = s + ct.num_tiles(x, axis=0, shape=(4, 8)) + ct.num_blocks(axis=0)
+        ct.store(out, index=(i, 0), tile=s)
+    else:
+        i = ct.bid(0)
+        t = ct.load(x, (i, 0), (4, 8), padding_mode=ct.PaddingMode.ZERO, check_bounds=True)
+        first = ct.extract(t, (0, 0), (4, 4))
+        s = ct.insert(t, (0, 1), ct.cat((first, first), 1).extract((0, 0), (4, 4)))
+        s = ct.permute(ct.transpose(s, 0, 1), (1, 0)) + ct.broadcast_to(ct.sum(t, 1, keepdims=True), (4, 8))
+        s = s + ct.max(t, 1, keepdims=True) + ct.cumsum(t, 1)
+        s = s + ct.reduce(t, 1, lambda a, b: a + b, 0.0, keepdims=True)
+        s = s + ct.scan(t, 1, lambda a, b: ct.maximum(a, b), -1e30)
+        s = s + ct.expand_dims(ct.arange(8, dtype=ct.int32, start=1, step=2).astype(ct.float32), 0)
+        s = s + ct.reshape(ct.argmax(t, 1).astype(ct.float32), (4, 1))
+        s = s + ct.full((4, 8), 0.5, ct.float32) + ct.zeros((4, 8), ct.float32)
+        s = s + t.sum(0, keepdims=True) + t.reshape((32,)).reshape((4, 8))
+        s = s + ct.num_tiles(x, 0, (4, 8)) + ct.num_blocks(0)
+        ct.store(out, (i, 0), s)
+
+
+for _spelling in (0, 1):
+    case(f"keyword-spellings-{('positional', 'keywords')[_spelling]}", keyword_spellings, (3,),
+         lambda s=_spelling: (normal_array((10, 8), np.float32), np.zeros((10, 8), np.float32), s))

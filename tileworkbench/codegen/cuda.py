@@ -25,7 +25,7 @@ from pathlib import Path
 from ..errors import TileUnsupportedFeatureError
 from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
-from ..ir.ops import OPS
+from ..ir.ops import OPS, Category, Rules, ops_in
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
 from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts,
                      row_table_bytes, shared_budget, skewed, wanted_layout)
@@ -360,27 +360,13 @@ def _loads_early(ops: list) -> list:
     return out
 
 
-EMIT: dict = {}
-
-
-def emits(*names):
-    def register(fn):
-        for n in names:
-            EMIT[n] = fn
-        return fn
-    return register
+EMIT = Rules()
+emits = EMIT.add
 
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitwise_and": "&", "bitwise_or": "|",
           "bitwise_xor": "^", "lshift": "<<", "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
           "gt": ">", "ge": ">="}
-_CALLS = {"floordiv": "floordiv", "mod": "mod", "pow": "pow", "atan2": "atan2", "neg": "neg", "abs": "abs",
-          "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
-          "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "erf": "erf", "floor": "floor",
-          "ceil": "ceil",
-          "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"}
-
-
 def _narrow(dtype) -> bool:
     """C++ promotes these to int: scalar results need a cast back."""
     return dtype.is_integral and dtype.itemsize < 4 or dtype is bool_
@@ -415,17 +401,6 @@ def _infix(e, op):
     if not op.result.shape and _narrow(op.result.dtype) and op.result.dtype is x.dtype:
         expr = f"{op.result.dtype.ctype}({expr})"
     e.assign(op, _flushed(e, op, expr))
-
-
-@emits(*_CALLS)
-def _call(e, op):
-    if _rounded(e, op):
-        return
-    space = "tw::op::" if not op.result.shape else "tw::"
-    if op.name == "exp2" and op.attrs.get("flush_to_zero") and op.result.dtype is float32:
-        e.assign(op, f"{space}exp2_ftz({e[op.operands[0]]})")  # one ex2.approx.ftz, which flushes itself
-        return
-    e.assign(op, _flushed(e, op, f"{space}{_CALLS[op.name]}({', '.join(_flushed(e, op))})"))
 
 
 @emits("bitwise_not")
@@ -493,6 +468,22 @@ def _astype(e, op):
 def _bitcast(e, op):
     fn = "element_bitcast" if op.result.shape else "bitcast"
     e.assign(op, f"tw::{fn}<{op.attrs['dtype'].ctype}>({e[op.operands[0]]})")
+
+
+# Every other elementwise op is a call of the tile library's function of its name: tw::exp for
+# tiles, tw::op::exp for scalars (the library picks expf, exp or a widening for each dtype).
+_CALLS = sorted(ops_in(Category.ELEMENTWISE) - EMIT.keys())
+
+
+@emits(*_CALLS)
+def _call(e, op):
+    if _rounded(e, op):
+        return
+    space = "tw::op::" if not op.result.shape else "tw::"
+    if op.name == "exp2" and op.attrs.get("flush_to_zero") and op.result.dtype is float32:
+        e.assign(op, f"{space}exp2_ftz({e[op.operands[0]]})")  # one ex2.approx.ftz, which flushes itself
+        return
+    e.assign(op, _flushed(e, op, f"{space}{op.name}({', '.join(_flushed(e, op))})"))
 
 
 @emits("reshape")

@@ -29,7 +29,9 @@ from ..ir.ops import TypeRuleError, is_pure
 from ..ir.types import DType, TileType, bool_, int32, to_dtype
 from ..ir.verify import verify
 from . import coerce
-from .lowering import LOWERINGS, TILE_FUNCTIONS, SliceValue, bind_call, lower_binary, lower_method, static_extent
+from ..ir import stubs
+from .lowering import (LOWERINGS, SliceValue, bind_call, lower_binary, lower_call, lower_method, lower_unary,
+                       positive, static_extent, where)
 from .source import FuncSource, source_of
 
 MAX_INLINE_DEPTH = 1000  # helper calls nested deeper are taken for runaway recursion (as cuTile does)
@@ -906,8 +908,9 @@ class Lowerer:
         if isinstance(node.op, ast.Not):
             c = self.condition(x)
             return self.emit("bitwise_xor", [c, coerce.constant(self, True, bool_)])
-        stub = {ast.USub: "negative", ast.UAdd: "positive", ast.Invert: "bitwise_not"}[type(node.op)]
-        return LOWERINGS[stub](self, x)
+        if isinstance(node.op, ast.UAdd):
+            return positive(self, x)
+        return lower_unary(self, "neg" if isinstance(node.op, ast.USub) else "bitwise_not", x)
 
     def expr_BoolOp(self, node):
         result = self.expr(node.values[0])
@@ -952,7 +955,7 @@ class Lowerer:
             # a runtime choice, as an if statement: both sides must have one type
             self.fail(TileTypeError, f"The two sides of a conditional expression on a runtime condition have different "
                                      f"types: {body.type} and {orelse.type}")
-        return LOWERINGS["where"](self, cond, body, orelse)
+        return where(self, cond, body, orelse)
 
     def expr_Lambda(self, node):
         return self.local_function(node)
@@ -991,11 +994,14 @@ class Lowerer:
     def static_eval(self, node, what: str):
         """static_eval(expr) / static_iter(expr): `expr` run as Python, now, on the constants and
         the tiles and arrays (standing for themselves) it names."""
-        if len(node.args) != 1 or node.keywords:
+        # cuTile's static_iter(iterable) may name its one argument; static_eval(expr, /) may not
+        named = [k.value for k in node.keywords if what == "static_iter" and k.arg == "iterable"]
+        expressions = node.args + named
+        if len(expressions) != 1 or len(named) != len(node.keywords):
             self.fail(TileSyntaxError, f"{what}() takes exactly one expression")
         namespace = {**self.source.globals, **self.source.closure,
                      **{k: v for k, v in self.scope.items() if k.isidentifier() and not isinstance(v, _Undefined)}}
-        code = compile(ast.fix_missing_locations(ast.Expression(node.args[0])), self.source.filename, "eval")
+        code = compile(ast.fix_missing_locations(ast.Expression(expressions[0])), self.source.filename, "eval")
         try:
             value = eval(code, namespace)  # the user's own expression, run as Python would
             if what == "static_iter":
@@ -1017,16 +1023,15 @@ class Lowerer:
             if getattr(func, "__tile_callable__", True) is False:
                 self.fail(TileSyntaxError, f"{func.__name__} is a host function (ct.function(tile=False))")
             func = getattr(func, "__tile_function__", func)  # @ct.function: the function itself
-        op_name = getattr(func, "__tile_op__", None)
-        if func is builtins.print or op_name == "print":
-            return LOWERINGS["print"](self, args, kwargs)
-        if op_name is not None:
-            if op_name == "cdiv" and all(coerce.is_const(a) for a in args):
+        if func is builtins.print:
+            func = stubs.print
+        if getattr(func, "__tile_op__", None) is not None:
+            if func is stubs.cdiv and all(coerce.is_const(a) for a in args):
                 return func(*args)
             saved = self.arg_nodes, self.calling
             self.arg_nodes, self.calling = _argument_nodes(func, node), func.__name__
             try:
-                return LOWERINGS[op_name](self, *bind_call(self, func, args, kwargs))
+                return lower_call(self, func, args, kwargs)
             finally:
                 self.arg_nodes, self.calling = saved
         if isinstance(func, BoundMethod):
@@ -1066,9 +1071,9 @@ class Lowerer:
         if getattr(func, "__tile_kernel__", False):
             self.fail(TileTypeError, "A tile kernel cannot be called from tile code; call a plain helper function")
         if func in (builtins.min, builtins.max, builtins.abs) and any(isinstance(a, Value) for a in args):
-            return LOWERINGS[{builtins.min: "minimum", builtins.max: "maximum", builtins.abs: "abs"}[func]](
-                self, *bind_call(self, {builtins.min: _minimum_stub, builtins.max: _maximum_stub,
-                                        builtins.abs: _abs_stub}[func], args, kwargs))
+            return LOWERINGS[{builtins.min: stubs.minimum, builtins.max: stubs.maximum, builtins.abs: stubs.abs}[func]](
+                self, **bind_call(self, {builtins.min: _minimum_stub, builtins.max: _maximum_stub,
+                                         builtins.abs: _abs_stub}[func], args, kwargs))
         if func is builtins.divmod and any(isinstance(a, Value) for a in args):
             if any(isinstance(a, float) or isinstance(a, Value) and a.dtype.is_float for a in args):
                 self.fail(TileTypeError, "divmod() is not implemented for floating point values")
@@ -1153,7 +1158,7 @@ def _spelled(func) -> str:
 def _suggestion(func) -> str:
     """What to write instead: the tile function of the same name, or the tile way of a builtin."""
     name = getattr(func, "__name__", "")
-    if name in TILE_FUNCTIONS:
+    if name in stubs.FUNCTIONS:
         return f"; use ct.{name}"
     return {"len": "; use t.shape[0] (tile shapes are known when the kernel compiles)",
             "round": "; use ct.floor(x + 0.5) or .astype() to an integer dtype",

@@ -1,8 +1,8 @@
 """One lowering per tile function: check the user's arguments, then emit IR ops.
 
-Each lowering receives the arguments bound against the stub's signature (tile/_stubs.py), in
-signature order, each either a compile-time Python value or an IR Value. Messages follow
-cuTile's wording where cuTile has one.
+Each lowering is registered for its tile function (ir/stubs.py) and receives the arguments bound
+against that function's signature, by name, each either a compile-time Python value or an IR
+Value. Messages follow cuTile's wording where cuTile has one.
 """
 from __future__ import annotations
 
@@ -16,35 +16,41 @@ from ..errors import (TileStaticAssertionError, TileSyntaxError, TileTypeError, 
                       TileValueError)
 from ..ir.attrs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode
 from ..ir.core import Value
-from ..ir.ops import OPS, Accepts, Category
+from ..ir import stubs
+from ..ir.ops import ATOMICS, OPS, Accepts, Category, Rules
 from ..ir.types import (ArrayType, DType, TileType, bool_, can_cast_implicitly, float16, float32, float64, int8,
                         int32, is_pow2, to_dtype, uint8, bfloat16, tfloat32, float8_e4m3fn, float8_e5m2)
 from . import coerce
 from .coerce import broadcast, cast, is_const, to_value, unify
 
-LOWERINGS: dict = {}
-TILE_FUNCTIONS: dict = {}  # name -> the tile function (tile/_stubs.py registers each): its signature binds calls
+def _matches_stub(stub, lowering):
+    """As cuTile's @impl checks: the lowering takes every parameter of the tile function by name
+    (after `lw`; more only with defaults, or **arguments), so a renamed parameter fails at import."""
+    wanted = inspect.signature(stub).parameters
+    params = list(inspect.signature(lowering).parameters.values())[1:]
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    names = {p.name for p in params}
+    extra = [p.name for p in params if p.name not in wanted and p.default is p.empty]
+    if set(wanted) - names or extra:
+        raise TypeError(f"lowering {lowering.__qualname__}{inspect.signature(lowering)} does not take the parameters "
+                        f"of {stub.__name__}{inspect.signature(stub)}")
 
 
-def lowers(name):
-    def register(fn):
-        LOWERINGS[name] = fn
-        return fn
-    return register
+LOWERINGS = Rules(check=_matches_stub)  # tile function -> its lowering
+impl = LOWERINGS.add
 
 
-def bind_call(lw, stub, args, kwargs) -> list:
-    """The call's arguments in the stub's parameter order, defaults applied."""
+def bind_call(lw, stub, args, kwargs) -> dict:
+    """The call's arguments by parameter name, defaults applied (as cuTile's compiler binds them)."""
     try:
         bound = inspect.signature(stub).bind(*args, **kwargs)
     except TypeError as e:
         lw.fail(TileTypeError, f"{stub.__name__}(): {e}")
     bound.apply_defaults()
-    values = []
-    for name, p in inspect.signature(stub).parameters.items():
-        v = bound.arguments[name]
-        values.append(v if p.kind != p.VAR_POSITIONAL else tuple(v))
-    return values
+    params = bound.signature.parameters
+    return {name: tuple(v) if params[name].kind is inspect.Parameter.VAR_POSITIONAL else v
+            for name, v in bound.arguments.items()}
 
 
 class SliceValue:
@@ -54,7 +60,7 @@ class SliceValue:
         self.start, self.length = start, length
 
 
-@lowers("Slice")
+@impl(stubs.Slice)
 def slice_value(lw, start, length):
     return SliceValue(start, length)
 
@@ -192,17 +198,17 @@ def _axis012(lw, axis) -> int:
     return axis
 
 
-@lowers("bid")
+@impl(stubs.bid)
 def bid(lw, axis):
     return lw.emit("bid", [], {"axis": _axis012(lw, axis)})
 
 
-@lowers("num_blocks")
+@impl(stubs.num_blocks)
 def num_blocks(lw, axis):
     return lw.emit("num_blocks", [], {"axis": _axis012(lw, axis)})
 
 
-@lowers("num_tiles")
+@impl(stubs.num_tiles)
 def num_tiles(lw, array, axis, shape, order):
     array = array_arg(lw, array, "num_tiles")
     ndim = array.type.ndim
@@ -215,7 +221,6 @@ def num_tiles(lw, array, axis, shape, order):
 
 # ---- memory -------------------------------------------------------------------------------------
 
-@lowers("array_slice")
 def array_slice(lw, array, axis, start, stop):
     """array.slice(axis, start, stop): a view, no copy; constant bounds give a constant extent."""
     ndim = array.type.ndim
@@ -249,7 +254,7 @@ def static_extent(array: Value, axis: int) -> int | None:
 
 
 
-@lowers("load")
+@impl(stubs.load)
 def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, allow_tma, memory_order, memory_scope):
     array = array_arg(lw, array, "load")
     ndim = array.type.ndim
@@ -266,7 +271,7 @@ def load(lw, array, index, shape, order, padding_mode, check_bounds, latency, al
     return lw.emit("reshape", [tile], {"shape": ()}) if scalar_result else tile
 
 
-@lowers("store")
+@impl(stubs.store)
 def store(lw, array, index, tile, order, check_bounds, latency, allow_tma, memory_order, memory_scope):
     array = array_arg(lw, array, "store")
     ndim = array.type.ndim
@@ -330,14 +335,14 @@ def _element_access(lw, fn, array, indices, operand, what, mask, check_bounds, l
     return [array, *idx, broadcast(lw, v, shape), *masks], attrs
 
 
-@lowers("gather")
+@impl(stubs.gather)
 def gather(lw, array, indices, mask, padding_value, check_bounds, latency):
     operands, attrs = _element_access(lw, "gather", array, indices, padding_value, "Padding value", mask,
                                       check_bounds, latency)
     return lw.emit("gather", operands, attrs)
 
 
-@lowers("scatter")
+@impl(stubs.scatter)
 def scatter(lw, array, indices, value, mask, check_bounds, latency):
     operands, attrs = _element_access(lw, "scatter", array, indices, value, "Scattered value", mask,
                                       check_bounds, latency)
@@ -352,8 +357,8 @@ _ATOMIC_DTYPES = {  # the array dtypes each atomic takes
 
 
 def _atomic(name):
-    def lower(lw, array, indices, *operands_and_options):
-        *operands, check_bounds, memory_order, memory_scope = operands_and_options
+    def lower(lw, array, indices, check_bounds, memory_order, memory_scope, update=None, expected=None, desired=None):
+        operands = (expected, desired) if name == "atomic_cas" else (update,)
         array = array_arg(lw, array, name)
         kind = ("exchange" if name in ("atomic_cas", "atomic_xchg") else "atomic_add" if name == "atomic_add"
                 else "integer")
@@ -385,9 +390,8 @@ def _atomic(name):
     return lower
 
 
-for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
-              "atomic_xor"):
-    LOWERINGS[_name] = _atomic(_name)
+for _name in ATOMICS:
+    impl(stubs.FUNCTIONS[_name])(_atomic(_name))
 
 
 def _advanced_indices(lw, array: Value, indices):
@@ -427,7 +431,7 @@ def _advanced_indices(lw, array: Value, indices):
     return sd, index, starts, tuple(lengths)
 
 
-@lowers("load_advanced_indexing")
+@impl(stubs.load_advanced_indexing)
 def load_advanced_indexing(lw, array, indices, padding_mode, latency, allow_tma):
     array = array_arg(lw, array, "load_advanced_indexing")
     sd, index, starts, lengths = _advanced_indices(lw, array, indices)
@@ -436,7 +440,7 @@ def load_advanced_indexing(lw, array, indices, padding_mode, latency, allow_tma)
     return lw.emit("load_adv", [array, index, *starts], attrs)
 
 
-@lowers("store_advanced_indexing")
+@impl(stubs.store_advanced_indexing)
 def store_advanced_indexing(lw, array, indices, tile, latency, allow_tma):
     array = array_arg(lw, array, "store_advanced_indexing")
     sd, index, starts, lengths = _advanced_indices(lw, array, indices)
@@ -450,7 +454,7 @@ def store_advanced_indexing(lw, array, indices, tile, latency, allow_tma):
 
 # ---- creation and casts -------------------------------------------------------------------------
 
-@lowers("arange")
+@impl(stubs.arange)
 def arange(lw, size, dtype, start, step):
     if isinstance(size, Value) or isinstance(size, bool) or not isinstance(size, int):
         lw.fail(TileTypeError, f"Expected an integer constant for the size of arange, got {coerce.describe(size)}")
@@ -476,7 +480,7 @@ def _as_dtype(lw, x, dtype) -> Value:
     return cast(lw, v, dtype)
 
 
-@lowers("full")
+@impl(stubs.full)
 def full(lw, shape, fill_value, dtype):
     shape, dtype = (() if shape == () else tile_shape(lw, shape)), dtype_arg(lw, dtype)
     if is_const(fill_value):
@@ -485,17 +489,17 @@ def full(lw, shape, fill_value, dtype):
     return broadcast(lw, v, shape)
 
 
-@lowers("zeros")
+@impl(stubs.zeros)
 def zeros(lw, shape, dtype):
     return full(lw, shape, 0, dtype)
 
 
-@lowers("ones")
+@impl(stubs.ones)
 def ones(lw, shape, dtype):
     return full(lw, shape, 1, dtype)
 
 
-@lowers("astile")
+@impl(stubs.astile)
 def astile(lw, value, dtype):
     """Scalars (constants or 0-d tiles) at the leaves of nested tuples, gathered into one tile."""
     dtype = dtype_arg(lw, dtype)
@@ -531,7 +535,7 @@ def _flatten(value, out: list):
         out.append(value)
 
 
-@lowers("astype")
+@impl(stubs.astype)
 def astype(lw, x, dtype, rounding_mode):
     dtype = dtype_arg(lw, dtype)
     if is_const(x):
@@ -555,7 +559,7 @@ def astype(lw, x, dtype, rounding_mode):
     return lw.emit("astype", [x], {"dtype": dtype, "rounding": rounding_mode.name})
 
 
-@lowers("bitcast")
+@impl(stubs.bitcast)
 def bitcast(lw, x, dtype):
     x, dtype = tile_arg(lw, x, "bitcast"), dtype_arg(lw, dtype)
     if x.dtype.bitwidth != dtype.bitwidth:
@@ -567,7 +571,7 @@ def bitcast(lw, x, dtype):
 
 # ---- shape ops ----------------------------------------------------------------------------------
 
-@lowers("reshape")
+@impl(stubs.reshape)
 def reshape(lw, x, shape):
     x = tile_arg(lw, x, "reshape")
     if isinstance(shape, int) and not isinstance(shape, bool):
@@ -596,7 +600,7 @@ def reshape(lw, x, shape):
     return x if dims == x.shape else lw.emit("reshape", [x], {"shape": dims})
 
 
-@lowers("permute")
+@impl(stubs.permute)
 def permute(lw, x, axes):
     x = tile_arg(lw, x, "permute")
     if not isinstance(axes, tuple) or len(axes) != x.type.ndim:
@@ -608,7 +612,7 @@ def permute(lw, x, axes):
     return x if norm == tuple(range(x.type.ndim)) else lw.emit("permute", [x], {"axes": norm})
 
 
-@lowers("transpose")
+@impl(stubs.transpose)
 def transpose(lw, x, axis0, axis1):
     x = tile_arg(lw, x, "transpose")
     ndim = x.type.ndim
@@ -624,20 +628,20 @@ def transpose(lw, x, axis0, axis1):
     return permute(lw, x, tuple(axes))
 
 
-@lowers("expand_dims")
+@impl(stubs.expand_dims)
 def expand_dims(lw, x, axis):
     x = tile_arg(lw, x, "expand_dims")
     axis = normalize_axis(lw, axis, x.type.ndim + 1)
     return lw.emit("reshape", [x], {"shape": x.shape[:axis] + (1,) + x.shape[axis:]})
 
 
-@lowers("broadcast_to")
+@impl(stubs.broadcast_to)
 def broadcast_to(lw, x, shape):
     x = tile_arg(lw, x, "broadcast_to")
     return broadcast(lw, x, tile_shape(lw, shape))
 
 
-@lowers("cat")
+@impl(stubs.cat)
 def cat(lw, tiles, axis):
     if not isinstance(tiles, tuple) or not tiles:
         lw.fail(TileTypeError, "cat() expects a tuple of tiles")
@@ -683,7 +687,7 @@ def _subtile(lw, x: Value, index, shape, fn: str):
     return shape, idx, scalar_result
 
 
-@lowers("extract")
+@impl(stubs.extract)
 def extract(lw, x, index, shape):
     x = tile_arg(lw, x, "extract")
     shape, idx, scalar_result = _subtile(lw, x, index, shape, "extract")
@@ -691,7 +695,7 @@ def extract(lw, x, index, shape):
     return lw.emit("reshape", [r], {"shape": ()}) if scalar_result else r
 
 
-@lowers("insert")
+@impl(stubs.insert)
 def insert(lw, x, index, value):
     x = tile_arg(lw, x, "insert")
     v = to_value(lw, value, x.dtype) if is_const(value) else tile_arg(lw, value, "insert")
@@ -705,7 +709,7 @@ def insert(lw, x, index, value):
     return lw.emit("insert", [x, v, *idx], {})
 
 
-@lowers("where")
+@impl(stubs.where)
 def where(lw, cond, x, y):
     c = to_value(lw, cond) if is_const(cond) else tile_arg(lw, cond, "where")
     if c.dtype is not bool_:
@@ -774,7 +778,6 @@ def _ftz_attrs(flush_to_zero, dtype) -> dict:
     return {"flush_to_zero": True} if flush_to_zero is True and dtype is float32 else {}
 
 
-@lowers("positive")
 def positive(lw, x):
     v = tile_arg(lw, x, "positive")
     coerce.check_arithmetic(lw, v.dtype, "Operand")
@@ -798,9 +801,9 @@ def lower_binary(lw, name, x, y, flush_to_zero=False, rounding_mode=None):
     coerce.check_arithmetic(lw, dtype, "Left-hand side" if isinstance(x, Value) and not x.dtype.is_arithmetic else "Operand")
     if name == "truediv" and not dtype.is_float:
         dtype = float32
-    if name in ("pow", "atan2") and not dtype.is_float:
-        if name == "pow":
-            lw.fail(TileTypeError, f"pow() (**) supports floating-point tiles only, got {dtype}; cast with astype()")
+    if OPS[name].accepts is Accepts.FLOATS and not dtype.is_float:
+        lw.fail(TileTypeError, f"{name}() (**) supports floating-point tiles only, got {dtype}; cast with astype()")
+    if OPS[name].accepts is Accepts.FLOAT_MATH and not dtype.is_float:
         dtype = float32
     if name in ("mod", "floordiv") and dtype is bool_:
         lw.fail(TileTypeError, f"{name} is not supported for bool operands")
@@ -864,13 +867,14 @@ def _bitwise(lw, name, x, y):
     return lw.emit(name, [a, b])
 
 
-# The tile functions of the elementwise ops, from their declarations (ir/ops.py).
-def _elementwise_lowering(name, arity):
-    if arity == 1:
-        return lambda lw, x, rounding_mode=None, flush_to_zero=False: lower_unary(lw, name, x, rounding_mode,
-                                                                                flush_to_zero)
-    return lambda lw, x, y, rounding_mode=None, flush_to_zero=False: lower_binary(lw, name, x, y, flush_to_zero,
-                                                                                  rounding_mode)
+def _elementwise_lowering(decl):
+    """The lowering of an elementwise op's tile function (made from its declaration, as the function is)."""
+    operands, _ = decl.params
+    lower = lower_unary if decl.arity == 1 else lower_binary
+
+    def lowering(lw, **arguments):
+        return lower(lw, decl.name, *(arguments.pop(n) for n in operands), **arguments)
+    return lowering
 
 
 def _min_max(name):
@@ -883,22 +887,22 @@ def _min_max(name):
     return lower
 
 
-LOWERINGS["minimum"] = _min_max("minimum")
-LOWERINGS["maximum"] = _min_max("maximum")
+impl(stubs.minimum)(_min_max("minimum"))
+impl(stubs.maximum)(_min_max("maximum"))
 
 for _decl in OPS.values():  # those without a lowering of their own above
-    if _decl.category is Category.ELEMENTWISE and _decl.stub not in LOWERINGS:
-        LOWERINGS[_decl.stub] = _elementwise_lowering(_decl.name, _decl.arity)
+    if _decl.category is Category.ELEMENTWISE and _decl.params and stubs.FUNCTIONS[_decl.stub] not in LOWERINGS:
+        impl(stubs.FUNCTIONS[_decl.stub])(_elementwise_lowering(_decl))
 
 
-@lowers("divmod")
+@impl(stubs.divmod)
 def divmod_(lw, x, y):
     if coerce.common_dtype(lw, x, y).is_float:
         lw.fail(TileTypeError, "divmod() is not implemented for floating point values")
     return lower_binary(lw, "floordiv", x, y), lower_binary(lw, "mod", x, y)
 
 
-@lowers("cdiv")
+@impl(stubs.cdiv)
 def cdiv(lw, x, y):
     """(x + y - 1) // y, computed in int32 for narrower integers so that x + y cannot overflow."""
     if isinstance(x, Value) or isinstance(y, Value):
@@ -954,7 +958,7 @@ def _reduction(name):
 
 
 for _name in ("sum", "prod", "max", "min"):
-    LOWERINGS[_name] = _reduction(_name)
+    impl(stubs.FUNCTIONS[_name])(_reduction(_name))
 
 
 def _argreduction(name):
@@ -972,8 +976,8 @@ def _argreduction(name):
     return lower
 
 
-LOWERINGS["argmax"] = _argreduction("argmax")
-LOWERINGS["argmin"] = _argreduction("argmin")
+impl(stubs.argmax)(_argreduction("argmax"))
+impl(stubs.argmin)(_argreduction("argmin"))
 
 
 def _scan(name):
@@ -988,8 +992,8 @@ def _scan(name):
     return lower
 
 
-LOWERINGS["cumsum"] = _scan("cumsum")
-LOWERINGS["cumprod"] = _scan("cumprod")
+impl(stubs.cumsum)(_scan("cumsum"))
+impl(stubs.cumprod)(_scan("cumprod"))
 
 
 def _combine_axis(lw, axis, ndim) -> int:
@@ -1029,12 +1033,12 @@ def _combine(lw, kind, x, axis, func, identity, attrs):
     return tuple(results) if isinstance(x, tuple) else results[0]
 
 
-@lowers("reduce")
+@impl(stubs.reduce)
 def reduce(lw, x, axis, func, identity, keepdims):
     return _combine(lw, "reduce", x, axis, func, identity, {"keepdims": const_bool(lw, keepdims, "keepdims")})
 
 
-@lowers("scan")
+@impl(stubs.scan)
 def scan(lw, x, axis, func, identity, reverse):
     return _combine(lw, "scan", x, axis, func, identity, {"reverse": const_bool(lw, reverse, "reverse")})
 
@@ -1053,7 +1057,7 @@ def _batch_broadcast(lw, x: Value, y: Value):
     return broadcast(lw, x, batch + x.shape[-2:]), broadcast(lw, y, batch + y.shape[-2:])
 
 
-@lowers("mma")
+@impl(stubs.mma)
 def mma(lw, x, y, acc, use_fast_acc):
     x, y, acc = (tile_arg(lw, t, "mma") for t in (x, y, acc))
     if x.type.ndim < 2 or y.type.ndim < 2:
@@ -1076,7 +1080,7 @@ def mma(lw, x, y, acc, use_fast_acc):
     return lw.emit("mma", [x, y, acc])
 
 
-@lowers("matmul")
+@impl(stubs.matmul)
 def matmul(lw, x, y):
     x, y = tile_arg(lw, x, "matmul"), tile_arg(lw, y, "matmul")
     squeeze_x, squeeze_y = x.type.ndim == 1, y.type.ndim == 1
@@ -1103,11 +1107,8 @@ def matmul(lw, x, y):
 
 # ---- utilities ------------------------------------------------------------------------------------
 
-@lowers("print")
-def print_(lw, args, kwargs):
-    sep, end = kwargs.pop("sep", " "), kwargs.pop("end", "\n")
-    if kwargs:
-        lw.fail(TileTypeError, f"print() got unexpected keyword arguments {sorted(kwargs)}")
+@impl(stubs.print)
+def print_(lw, args, sep, end):
     pieces, operands = [], []
     for a in args:
         if isinstance(a, Value):
@@ -1123,7 +1124,7 @@ def print_(lw, args, kwargs):
 _PRINTF_SPEC = re.compile(r"%%|%[-+ #0]*(?:\d+)?(?:\.\d+)?(?:hh|h|ll|l|z|j|t)?([a-zA-Z])")
 
 
-@lowers("printf")
+@impl(stubs.printf)
 def printf(lw, format, args):
     """C's printf: one conversion per tile argument, checked against its dtype; a tile prints as a
     nested list of its elements, each formatted by the conversion."""
@@ -1158,18 +1159,18 @@ def printf(lw, format, args):
                                 "formats": tuple(formats)})
 
 
-@lowers("assert_")
-def assert_(lw, condition, message):
-    if is_const(condition) and isinstance(condition, bool):
-        condition = to_value(lw, condition)
-    if not isinstance(condition, Value) or condition.is_array or condition.dtype is not bool_:
-        lw.fail(TileTypeError, f"Type of condition must be bool, got {coerce.describe(condition)}")
+@impl(stubs.assert_)
+def assert_(lw, cond, message):
+    if is_const(cond) and isinstance(cond, bool):
+        cond = to_value(lw, cond)
+    if not isinstance(cond, Value) or cond.is_array or cond.dtype is not bool_:
+        lw.fail(TileTypeError, f"Type of condition must be bool, got {coerce.describe(cond)}")
     if message is not None and not isinstance(message, str):
         lw.fail(TileTypeError, f"assert_() message must be a string constant, got {coerce.describe(message)}")
-    lw.emit("assert", [condition], {"message": message or ""})
+    lw.emit("assert", [cond], {"message": message or ""})
 
 
-@lowers("static_assert")
+@impl(stubs.static_assert)
 def static_assert(lw, condition, message):
     if isinstance(condition, Value):
         condition = constant_value(condition)  # a comparison of typed constants folds to one
@@ -1188,7 +1189,7 @@ def _slice_stub(array, /, axis, start, stop):
 def lower_method(lw, x: Value, name: str, args, kwargs):
     """t.reshape(...), t.astype(...), t.item(), a.slice(...): the tile function with t first."""
     if x.is_array:
-        return array_slice(lw, *bind_call(lw, _slice_stub, [x, *args], kwargs))
+        return array_slice(lw, **bind_call(lw, _slice_stub, [x, *args], kwargs))
     if name == "item":
         if args or kwargs:
             lw.fail(TileTypeError, "item() takes no arguments")
@@ -1197,8 +1198,13 @@ def lower_method(lw, x: Value, name: str, args, kwargs):
         return lw.emit("reshape", [x], {"shape": ()}) if x.shape != () else x
     if name in ("reshape", "permute") and args and not isinstance(args[0], tuple):
         args = [tuple(args)]  # t.reshape(2, 8) as well as t.reshape((2, 8))
-    return LOWERINGS[name](lw, *bind_call(lw, TILE_FUNCTIONS[name], [x, *args], kwargs))
+    return lower_call(lw, stubs.FUNCTIONS[name], [x, *args], kwargs)
 
 
-__all__ = ["LOWERINGS", "SliceValue", "bind_call", "lower_binary", "lower_unary", "lower_method",
+def lower_call(lw, stub, args, kwargs):
+    """A call of tile function `stub`: bound against its signature, then lowered."""
+    return LOWERINGS[stub](lw, **bind_call(lw, stub, args, kwargs))
+
+
+__all__ = ["LOWERINGS", "SliceValue", "bind_call", "lower_binary", "lower_call", "lower_unary", "lower_method", "positive",
            "can_cast_implicitly", "ArrayType", "TileType", "TileSyntaxError"]

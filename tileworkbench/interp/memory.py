@@ -14,16 +14,11 @@ import numpy as np
 
 from ..errors import TileOutOfBoundsError, TileUndeterminedPaddingError, TileValueError
 from ..ir.attrs import padding_value
+from ..ir.ops import ATOMICS, Rules
 from .trace import Status
 
-MEMORY_RULES: dict = {}
-
-
-def memory_rule(name):
-    def register(fn):
-        MEMORY_RULES[name] = fn
-        return fn
-    return register
+MEMORY_RULES = Rules()
+memory_rule = MEMORY_RULES.add
 
 
 def _axis_range(n: int, axis: int, nd: int) -> np.ndarray:
@@ -309,9 +304,8 @@ def atomic(ctx, op, array, *rest):
     return old
 
 
-for _name in ("atomic_cas", "atomic_xchg", "atomic_add", "atomic_max", "atomic_min", "atomic_and", "atomic_or",
-              "atomic_xor"):
-    MEMORY_RULES[_name] = atomic
+for _name in ATOMICS:
+    memory_rule(_name)(atomic)
 
 
 @memory_rule("array_slice")

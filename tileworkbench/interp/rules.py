@@ -14,19 +14,13 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import TileAssertionError
+from ..ir.ops import OPS, Rules
 from ..ir.types import bfloat16, float16, float32, tfloat32
 from .memory import ArrayView
 from .tensor_cores import BLOCK_ADDERS, tensor_core_mma
 
-RULES: dict = {}
-
-
-def rule(*names):
-    def register(fn):
-        for n in names:
-            RULES[n] = fn
-        return fn
-    return register
+RULES = Rules()
+rule = RULES.add
 
 
 def _wide(dtype):
@@ -42,21 +36,23 @@ def _elementwise(fn):
     return apply
 
 
-_UNARY = {"neg": np.negative, "abs": np.abs, "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
-          "sqrt": np.sqrt, "rsqrt": lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype), "sin": np.sin, "cos": np.cos,
-          "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
-          "bitwise_not": np.invert, "isnan": np.isnan, "isinf": np.isinf, "isfinite": np.isfinite,
-          "erf": lambda x: _erf(x.astype(np.float64, copy=False)).astype(x.dtype)}
-_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
-           "mod": np.mod, "pow": np.power, "atan2": np.arctan2,
-           "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
-           "lshift": np.left_shift, "rshift": np.right_shift, "eq": np.equal, "ne": np.not_equal,
-           "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
+def _numpy_function(spelling: str):
+    """The function an op's `numpy` spelling names (ir/ops.py): np.exp, or math.erf applied per
+    element in float64 (correctly rounded there) where NumPy has none."""
+    if not spelling.startswith("math."):
+        return getattr(np, spelling)
+    per_element = np.frompyfunc(getattr(math, spelling[5:]), 1, 1)
+    return lambda x: per_element(x.astype(np.float64, copy=False)).astype(x.dtype)
 
-_erf = np.frompyfunc(math.erf, 1, 1)  # NumPy has no erf; math.erf is correctly rounded in float64
 
-for _name, _fn in {**_UNARY, **_BINARY}.items():
-    RULES[_name] = _elementwise(_fn)
+for _decl in OPS.values():
+    if _decl.numpy is not None:
+        RULES[_decl.name] = _elementwise(_numpy_function(_decl.numpy))
+
+
+@rule("rsqrt")
+def rsqrt(ctx, op, x):
+    return _elementwise(lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype))(ctx, op, x)
 
 
 def _with_rounding(name, default):
@@ -396,5 +392,6 @@ def _with_flush_to_zero(default):
     return apply
 
 
-for _name in {**_UNARY, **_BINARY}:
-    RULES[_name] = _with_flush_to_zero(RULES[_name])
+for _decl in OPS.values():
+    if _decl.params and "flush_to_zero" in _decl.params[1]:
+        RULES[_decl.name] = _with_flush_to_zero(RULES[_decl.name])

@@ -67,6 +67,9 @@ class OpDecl(NamedTuple):
     view: ViewKind | None = None
     effects: bool = False          # writes memory or yields: never removed as dead code
     no_emitter: str = ""           # why the code generator has no rule for it, if it has none
+    numpy: str | None = None       # elementwise ops: the interpreter's function (see the elementwise section)
+    c: tuple[str, ...] = ()        # elementwise ops: CUDA's math functions for it, double first
+    params: tuple | None = None    # elementwise ops: (operand names, option names) of the tile function
     doc: str = ""
 
 
@@ -75,6 +78,28 @@ OPS: dict[str, OpDecl] = {}
 
 def declare(name, summary, rule, category, *, doc=None, **facts):
     OPS[name] = OpDecl(name, summary, rule, category, doc=DOCS.format(doc) if doc else "", **facts)
+
+
+class Rules(dict):
+    """A layer's table of rules, one per key (an op name, or a tile function for the frontend).
+
+    `@RULES.add("exp", "log")` registers a function under each key; a second rule for a key is an
+    error at import. `check(key, fn)` (optional) vets each registration."""
+
+    def __init__(self, check: Callable | None = None):
+        super().__init__()
+        self._check = check
+
+    def add(self, *keys):
+        def register(fn):
+            for key in keys:
+                if key in self:
+                    raise ValueError(f"a second rule for {getattr(key, '__name__', key)!r}: {fn.__qualname__}")
+                if self._check is not None:
+                    self._check(key, fn)
+                self[key] = fn
+            return fn
+        return register
 
 
 def ops_in(*categories: Category) -> frozenset[str]:
@@ -149,44 +174,94 @@ def _argreduce(types, attrs):
 
 # ---- elementwise ----------------------------------------------------------------------------
 # Operands arrive broadcast to one shape and promoted to one dtype by the frontend.
-# name: (summary, tile function, accepted dtypes, counts as flops)
+#
+# Each op also has its spellings: `numpy`, the function the interpreter applies (`np.<numpy>`, or
+# "math.<name>": Python's, per element in float64, where NumPy has none; None: the interpreter has
+# a rule of its own); `c`, CUDA's math functions for it, which CuPy-style kernels call: the first
+# takes the argument's type (double for an integer), the others compute in float32 ("expf"). The
+# code generator calls the tile library's tw::<op name>, which picks the function for each dtype
+# (16-bit floats compute in float). `params`: the tile function's parameters as cuTile spells
+# them: the operands (positional only), then its keyword-only options (OPTIONS).
 
 E, F = Category.ELEMENTWISE, per_float_result
-UNARY = {
-    "neg": ("-x", "negative", Accepts.NUMERIC, F), "abs": ("|x|", "abs", Accepts.NUMERIC, F),
-    "exp": ("e^x", "exp", Accepts.FLOAT_MATH, F), "exp2": ("2^x", "exp2", Accepts.FLOAT_MATH, F),
-    "log": ("ln x", "log", Accepts.FLOAT_MATH, F), "log2": ("log2 x", "log2", Accepts.FLOAT_MATH, F),
-    "sqrt": ("square root", "sqrt", Accepts.FLOAT_MATH, F), "rsqrt": ("1/sqrt(x)", "rsqrt", Accepts.FLOAT_MATH, F),
-    "sin": ("sine", "sin", Accepts.FLOAT_MATH, F), "cos": ("cosine", "cos", Accepts.FLOAT_MATH, F),
-    "tan": ("tangent", "tan", Accepts.FLOAT_MATH, F), "sinh": ("hyperbolic sine", "sinh", Accepts.FLOAT_MATH, F),
-    "cosh": ("hyperbolic cosine", "cosh", Accepts.FLOAT_MATH, F),
-    "tanh": ("hyperbolic tangent", "tanh", Accepts.FLOAT_MATH, F),
-    "erf": ("error function, 2/sqrt(pi) * integral of e^(-t^2) from 0 to x", "erf", Accepts.FLOAT_MATH, F),
-    "floor": ("round toward -inf", "floor", Accepts.FLOATS, F), "ceil": ("round toward +inf", "ceil", Accepts.FLOATS, F),
-    "bitwise_not": ("~x", "bitwise_not", Accepts.INTEGERS, None),
-}
-PREDICATES = {"isnan": "x is NaN", "isinf": "x is +inf or -inf", "isfinite": "x is neither NaN nor inf"}
-BINARY = {
-    "add": ("x + y", "add", F), "sub": ("x - y", "sub", F), "mul": ("x * y", "mul", F),
-    "truediv": ("x / y", "truediv", F), "floordiv": ("x // y (rounds toward -inf)", "floordiv", F),
-    "mod": ("x % y (sign of y)", "mod", F), "pow": ("x ** y", "pow", F),
-    "minimum": ("min(x, y), NaN ignored", "minimum", F), "maximum": ("max(x, y), NaN ignored", "maximum", F),
-    "atan2": ("atan2(x, y)", "atan2", F),
-    "bitwise_and": ("x & y", "bitwise_and", None), "bitwise_or": ("x | y", "bitwise_or", None),
-    "bitwise_xor": ("x ^ y", "bitwise_xor", None), "lshift": ("x << y", "bitwise_lshift", None),
-    "rshift": ("x >> y (arithmetic when signed)", "bitwise_rshift", None),
-}
-COMPARISONS = {"eq": ("x == y", "equal"), "ne": ("x != y", "not_equal"), "lt": ("x < y", "less"),
-               "le": ("x <= y", "less_equal"), "gt": ("x > y", "greater"), "ge": ("x >= y", "greater_equal")}
+N, FM, FL, I = Accepts.NUMERIC, Accepts.FLOAT_MATH, Accepts.FLOATS, Accepts.INTEGERS
+OPTIONS = {"rounding_mode": None, "flush_to_zero": False, "propagate_nan": False}  # name: default
+RD, FTZ, NAN = "rounding_mode", "flush_to_zero", "propagate_nan"
 
-for _name, (_summary, _stub, _accepts, _flops) in UNARY.items():
-    declare(_name, _summary, _same, E, stub=_stub, arity=1, accepts=_accepts, flops=_flops, doc=_stub)
+
+def _c(name):
+    """CUDA's double and float spellings: exp, expf."""
+    return (name, name + "f")
+
+
+# name: (summary, tile function, accepted dtypes, numpy, c, options)
+UNARY = {
+    "neg": ("-x", "negative", N, "negative", (), ()),
+    "abs": ("|x|", "abs", N, "abs", ("fabs", "fabsf"), ()),
+    "exp": ("e^x", "exp", FM, "exp", _c("exp"), (RD,)),
+    "exp2": ("2^x", "exp2", FM, "exp2", _c("exp2"), (FTZ,)),
+    "expm1": ("e^x - 1, accurate near 0", "expm1", FM, "expm1", _c("expm1"), ()),
+    "log": ("ln x", "log", FM, "log", _c("log"), ()),
+    "log2": ("log2 x", "log2", FM, "log2", _c("log2"), ()),
+    "log1p": ("ln(1 + x), accurate near 0", "log1p", FM, "log1p", _c("log1p"), ()),
+    "sqrt": ("square root", "sqrt", FM, "sqrt", _c("sqrt"), (RD, FTZ)),
+    "rsqrt": ("1/sqrt(x)", "rsqrt", FM, None, _c("rsqrt"), (FTZ,)),
+    "cbrt": ("cube root", "cbrt", FM, "cbrt", _c("cbrt"), ()),
+    "sin": ("sine", "sin", FM, "sin", _c("sin"), ()),
+    "cos": ("cosine", "cos", FM, "cos", _c("cos"), ()),
+    "tan": ("tangent", "tan", FM, "tan", _c("tan"), ()),
+    "sinh": ("hyperbolic sine", "sinh", FM, "sinh", _c("sinh"), ()),
+    "cosh": ("hyperbolic cosine", "cosh", FM, "cosh", _c("cosh"), ()),
+    "tanh": ("hyperbolic tangent", "tanh", FM, "tanh", _c("tanh"), (RD,)),
+    "erf": ("error function, 2/sqrt(pi) * integral of e^(-t^2) from 0 to x", "erf", FM, "math.erf", _c("erf"), ()),
+    "erfc": ("complementary error function, 1 - erf(x), accurate for large x", "erfc", FM, "math.erfc",
+             _c("erfc"), ()),
+    "floor": ("round toward -inf", "floor", FL, "floor", _c("floor"), ()),
+    "ceil": ("round toward +inf", "ceil", FL, "ceil", _c("ceil"), ()),
+    "bitwise_not": ("~x", "bitwise_not", I, "invert", (), ()),
+}
+NO_FLOPS = {"bitwise_not"}
+PREDICATES = {"isnan": "x is NaN", "isinf": "x is +inf or -inf", "isfinite": "x is neither NaN nor inf"}
+# name: (summary, tile function, accepted dtypes, numpy, c, options); accepts None: any (the
+# frontend promotes by cuTile's rules for each operator)
+BINARY = {
+    "add": ("x + y", "add", None, "add", (), (RD, FTZ)), "sub": ("x - y", "sub", None, "subtract", (), (RD, FTZ)),
+    "mul": ("x * y", "mul", None, "multiply", (), (RD, FTZ)),
+    "truediv": ("x / y", "truediv", None, "true_divide", (), (RD, FTZ)),
+    "floordiv": ("x // y (rounds toward -inf)", "floordiv", None, None, (), ()),
+    "mod": ("x % y (sign of y)", "mod", None, "mod", (), ()), "pow": ("x ** y", "pow", FL, "power", _c("pow"), ()),
+    "minimum": ("min(x, y), NaN ignored", "minimum", None, None, ("fmin", "fminf"), (FTZ, NAN)),
+    "maximum": ("max(x, y), NaN ignored", "maximum", None, None, ("fmax", "fmaxf"), (FTZ, NAN)),
+    "atan2": ("atan2(x, y)", "atan2", FM, "arctan2", _c("atan2"), ()),
+    "hypot": ("sqrt(x^2 + y^2) without overflow or underflow on the way", "hypot", FM, "hypot", _c("hypot"), ()),
+    "bitwise_and": ("x & y", "bitwise_and", None, "bitwise_and", (), ()),
+    "bitwise_or": ("x | y", "bitwise_or", None, "bitwise_or", (), ()),
+    "bitwise_xor": ("x ^ y", "bitwise_xor", None, "bitwise_xor", (), ()),
+    "lshift": ("x << y", "bitwise_lshift", None, "left_shift", (), ()),
+    "rshift": ("x >> y (arithmetic when signed)", "bitwise_rshift", None, "right_shift", (), ()),
+}
+NO_FLOPS |= {"bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
+OPERANDS = {"atan2": ("x1", "x2"), "where": ("cond", "x", "y")}  # cuTile's names where not x (, y)
+COMPARISONS = {"eq": ("x == y", "equal", "equal"), "ne": ("x != y", "not_equal", "not_equal"),
+               "lt": ("x < y", "less", "less"), "le": ("x <= y", "less_equal", "less_equal"),
+               "gt": ("x > y", "greater", "greater"), "ge": ("x >= y", "greater_equal", "greater_equal")}
+
+
+def _params(name, arity, options=()):
+    return OPERANDS.get(name, ("x", "y")[:arity]), tuple(options)
+
+
+for _name, (_summary, _stub, _accepts, _numpy, _cnames, _options) in UNARY.items():
+    declare(_name, _summary, _same, E, stub=_stub, arity=1, accepts=_accepts, flops=None if _name in NO_FLOPS else F,
+            numpy=_numpy, c=_cnames, params=_params(_name, 1, _options), doc=_stub)
 for _name, _summary in PREDICATES.items():
-    declare(_name, _summary, _predicate, E, stub=_name, arity=1, accepts=Accepts.FLOATS, doc=_name)
-for _name, (_summary, _stub, _flops) in BINARY.items():
-    declare(_name, _summary, _same, E, stub=_stub, arity=2, flops=_flops, doc=_stub)
-for _name, (_summary, _stub) in COMPARISONS.items():
-    declare(_name, _summary, _predicate, E, stub=_stub, arity=2, doc=_stub)
+    declare(_name, _summary, _predicate, E, stub=_name, arity=1, accepts=FL, numpy=_name, c=(_name,),
+            params=_params(_name, 1), doc=_name)
+for _name, (_summary, _stub, _accepts, _numpy, _cnames, _options) in BINARY.items():
+    declare(_name, _summary, _same, E, stub=_stub, arity=2, accepts=_accepts, flops=None if _name in NO_FLOPS else F,
+            numpy=_numpy, c=_cnames, params=_params(_name, 2, _options), doc=_stub)
+for _name, (_summary, _stub, _numpy) in COMPARISONS.items():
+    declare(_name, _summary, _predicate, E, stub=_stub, arity=2, numpy=_numpy, params=_params(_name, 2), doc=_stub)
 
 
 def _where(types, attrs):
@@ -195,7 +270,8 @@ def _where(types, attrs):
     return _same([x, y], attrs)
 
 
-declare("where", "cond ? x : y, elementwise", _where, E, stub="where", arity=3, doc="where")
+declare("where", "cond ? x : y, elementwise", _where, E, stub="where", arity=3, params=_params("where", 3),
+        doc="where")
 
 # ---- tile creation and casts ----------------------------------------------------------------
 
@@ -516,5 +592,5 @@ def result_type_of(name: str, operand_types, attrs) -> TileType:
     return t
 
 
-__all__ = ["OPS", "Accepts", "Category", "OpDecl", "TypeRuleError", "ViewKind", "infer_result_types", "is_pure",
+__all__ = ["OPS", "Accepts", "Category", "OpDecl", "Rules", "TypeRuleError", "ViewKind", "infer_result_types", "is_pure",
            "ops_in", "DType"]

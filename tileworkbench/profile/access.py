@@ -28,6 +28,7 @@ from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed,
                               stages_padded_rows)
 from ..interp import Status, Trace, run
 from ..ir import TileType
+from ..ir.ops import ATOMICS, OPS, Category, ViewKind, ops_in
 
 SECTOR = 32              # bytes: the unit L1 and L2 move
 WARP = 32
@@ -37,10 +38,11 @@ H100_SMS = 132
 H100_L2_PARTITIONS = 2   # the L2 is two partitions, each caching what the SMs of its half of the chip read
 
 TOUCHING = (Status.LOADED, Status.STORED, Status.COLLISION)   # lanes that reach memory
-WRITES = {"store", "scatter", "store_adv"}
-TILE_SPACE = {"load", "store"}          # chunked, vectorized where a chunk allows it
+# From the op table: plain writes (atomics return the old values, and read as they write)
+WRITES = frozenset(n for n in ops_in(Category.MEMORY) if OPS[n].access == "write") - ATOMICS.keys()
+TILE_SPACE = frozenset(n for n in OPS if OPS[n].view is ViewKind.TILE_SPACE)  # chunked, vectorized where a chunk allows
 ELEMENTWISE = {"gather", "scatter"}     # vectorized where a chunk's elements are adjacent in memory
-STAGED = {"permute", "broadcast", "cat", "extract", "insert"}  # shape ops that go through shared memory
+STAGED = ops_in(Category.SHAPE) - {"reshape"}  # shape ops through shared memory (a reshape stays in registers)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from ..errors import (
     TileUnsupportedFeatureError,
     TileValueError,
 )
+from ..ir.ops import OPS, PREDICATES
 from ..ir.types import DType, bool_, float32, float64, int32, int64, uint32
 from . import syntax as s
 from .cdtypes import C_SPELLING, C_TYPES, SUPPORTED, arithmetic, convert_constant, int_literal_type, integer_promotion
@@ -57,29 +58,32 @@ CONSTANTS = {"true": (bool_, True), "false": (bool_, False), "CUDART_INF_F": (fl
              "LLONG_MAX": (int64, 2**63 - 1), "LLONG_MIN": (int64, -2**63)}
 
 # Math functions: name -> (tile function, arity, the float type the function is fixed to or None).
-_MATH = {}
-for _base in ("sqrt", "exp", "exp2", "log", "log2", "sin", "cos", "tan", "sinh", "cosh", "tanh", "floor", "ceil",
-              "rsqrt"):
-    _MATH[_base] = (f"ct.{_base}", 1, None)
-    _MATH[_base + "f"] = (f"ct.{_base}", 1, float32)
-for _c, _tile in (("fabs", "ct.abs"), ("trunc", "cops.c_trunc")):
-    _MATH[_c] = (_tile, 1, None)
-    _MATH[_c + "f"] = (_tile, 1, float32)
-for _c, _tile in (("pow", "ct.pow"), ("atan2", "ct.atan2"), ("fmin", "ct.minimum"), ("fmax", "ct.maximum")):
-    _MATH[_c] = (_tile, 2, None)
-    _MATH[_c + "f"] = (_tile, 2, float32)
+def math_functions() -> dict:
+    """CUDA's math functions a snippet may call, as the op table spells them (ir/ops.py): C name ->
+    (tile function, arity, the dtype it computes in: None for the argument's, double for an integer).
+    expf is ct.exp in float32; trunc, which has no tile op, is the C helper."""
+    table = {"trunc": ("cops.c_trunc", 1, None), "truncf": ("cops.c_trunc", 1, float32)}
+    for decl in OPS.values():
+        for k, name in enumerate(decl.c):
+            table[name] = (f"ct.{decl.stub}", decl.arity, float32 if k else None)
+    return table
+
+
+_MATH = math_functions()
+_PREDICATES = frozenset(name for op in PREDICATES for name in OPS[op].c)  # bool results
 _GENERIC = {"min": ("ct.minimum", 2, None), "max": ("ct.maximum", 2, None), "abs": ("ct.abs", 1, None)}  # any type
-_PREDICATES = {name: (f"ct.{name}", 1, None) for name in ("isnan", "isinf", "isfinite")}
 
 
 def math_function(name: str):
     """(tile function, arity, fixed float type or None) of a C math function, or None."""
-    return _MATH.get(name) or _GENERIC.get(name) or _PREDICATES.get(name)
+    return _MATH.get(name) or _GENERIC.get(name)
 
 
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
             "!=": operator.ne}
+
+
 @dataclass(eq=False)
 class Scope:
     names: dict = field(default_factory=dict)   # C name -> CValue or LocalArray

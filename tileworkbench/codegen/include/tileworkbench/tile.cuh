@@ -260,6 +260,7 @@ __device__ To convert(From x) {
 namespace op {
 TW_FLOAT_MATH(exp, expf(x), ::exp(x))
 TW_FLOAT_MATH(exp2, exp2f(x), ::exp2(x))
+TW_FLOAT_MATH(expm1, expm1f(x), ::expm1(x))
 // flush_to_zero: float32 subnormals read and written as zero of the same sign
 __device__ inline float ftz(float x) { return fabsf(x) < 1.17549435e-38f ? copysignf(0.0f, x) : x; }
 // 2^x with subnormals flushed: the single ex2.approx.ftz instruction (within 2 ulp)
@@ -270,8 +271,10 @@ __device__ inline float exp2_ftz(float x) {
 }
 TW_FLOAT_MATH(log, logf(x), ::log(x))
 TW_FLOAT_MATH(log2, log2f(x), ::log2(x))
+TW_FLOAT_MATH(log1p, log1pf(x), ::log1p(x))
 TW_FLOAT_MATH(sqrt, sqrtf(x), ::sqrt(x))
 TW_FLOAT_MATH(rsqrt, rsqrtf(x), ::rsqrt(x))  // as PyTorch and cuTile compute it (within 2 ulp)
+TW_FLOAT_MATH(cbrt, cbrtf(x), ::cbrt(x))
 TW_FLOAT_MATH(sin, sinf(x), ::sin(x))
 TW_FLOAT_MATH(cos, cosf(x), ::cos(x))
 TW_FLOAT_MATH(tan, tanf(x), ::tan(x))
@@ -279,6 +282,7 @@ TW_FLOAT_MATH(sinh, sinhf(x), ::sinh(x))
 TW_FLOAT_MATH(cosh, coshf(x), ::cosh(x))
 TW_FLOAT_MATH(tanh, tanhf(x), ::tanh(x))
 TW_FLOAT_MATH(erf, erff(x), ::erf(x))
+TW_FLOAT_MATH(erfc, erfcf(x), ::erfc(x))
 TW_FLOAT_MATH(floor, floorf(x), ::floor(x))
 TW_FLOAT_MATH(ceil, ceilf(x), ::ceil(x))
 
@@ -337,10 +341,13 @@ template <class T> __device__ T pow(T a, T b) {
     return T(y == 2.0f ? x * x : powf(x, y));
   }
 }
-template <class T> __device__ T atan2(T a, T b) {
-  if constexpr (sizeof(T) == 8) return ::atan2(a, b);
-  else return T(atan2f(widen(a), widen(b)));
-}
+#define TW_FLOAT_MATH2(name, ffn, dfn)                                   \
+  template <class T> __device__ T name(T a, T b) {                       \
+    if constexpr (sizeof(T) == 8) return dfn(a, b);                      \
+    else return T(ffn(widen(a), widen(b)));                              \
+  }
+TW_FLOAT_MATH2(atan2, atan2f, ::atan2)
+TW_FLOAT_MATH2(hypot, hypotf, ::hypot)
 // minimum/maximum ignore NaN (fmin semantics) unless asked to propagate it; of two NaNs, b. One
 // unordered compare and one select, no branches.
 template <class T> __device__ T minimum(T a, T b) { return (b < a || isnan(a)) ? b : a; }
@@ -355,12 +362,13 @@ template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : is
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x) { return map([](T a) { return op::name(a); }, x); }
 TW_UNARY(exp) TW_UNARY(exp2) TW_UNARY(log) TW_UNARY(log2) TW_UNARY(sqrt) TW_UNARY(rsqrt) TW_UNARY(sin)
 TW_UNARY(cos) TW_UNARY(tan) TW_UNARY(sinh) TW_UNARY(cosh) TW_UNARY(tanh) TW_UNARY(erf) TW_UNARY(floor) TW_UNARY(ceil)
+TW_UNARY(expm1) TW_UNARY(log1p) TW_UNARY(cbrt) TW_UNARY(erfc)
 TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite) TW_UNARY(ftz) TW_UNARY(exp2_ftz)
 
 #define TW_BINARY(name) \
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
-TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(minimum) TW_BINARY(maximum)
+TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum)
 TW_BINARY(minimum_nan) TW_BINARY(maximum_nan)
 
 #define TW_OPERATOR(sym, name)                                                                  \
