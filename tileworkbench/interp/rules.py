@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import TileAssertionError
 from ..ir.ops import OPS, Rules
-from ..ir.types import bfloat16, float16, float32, tfloat32
+from ..ir.types import bfloat16, bool_, float16, float32, part_dtype, tfloat32
 from .memory import ArrayView
 from .tensor_cores import BLOCK_ADDERS, tensor_core_mma
 
@@ -165,6 +165,8 @@ def astile(ctx, op, *elements):
 @rule("astype")
 def astype(ctx, op, x):
     src, dst, mode = op.operands[0].dtype, op.attrs["dtype"], op.attrs.get("rounding", "RN")
+    if src.is_complex and not dst.is_complex and dst is not bool_:  # the real part, as NumPy (and CuPy) cast
+        x, src = x.real, part_dtype(src)
     if src.is_float and dst.is_integral:
         return float_to_int(x, dst.numpy)
     if dst is tfloat32:  # a float32 with 10 mantissa bits
