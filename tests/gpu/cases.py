@@ -1398,7 +1398,7 @@ for _spelling in (0, 1):
 def complex_math(x, y, z, parts, total, T: ct.Constant[int]):
     i = ct.bid(0)
     a, b = ct.load(x, (i,), (T,)), ct.load(y, (i,), (T,))
-    w = ct.exp(a * 0.25) * ct.conj(b) + ct.log(a) - a / b
+    w = ct.exp(a * 0.25) * ct.conj(b) + ct.log(a) - a / b + ct.make_complex(ct.imag(a), ct.real(b))
     ct.store(z, (i,), w)
     ct.store(parts, (i,), ct.abs(w) + ct.real(a) * ct.imag(b))
     ct.store(total, (i,), ct.reshape(ct.sum(a * b), (1,)))

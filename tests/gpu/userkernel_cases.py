@@ -88,7 +88,7 @@ CASES = [
         "T x, T y", "T z", "z = x + y", "complex_add"),
         lambda: (_complex((4, 5)), np.complex64(2 - 1j))),
     UserKernelCase("complex-math", lambda m: m.ElementwiseKernel(
-        "T x, T y", "T z, float64 r", "z = exp(x) * conj(y) - log(x) / y; r = abs(x) + real(y) * imag(x)",
+        "T x, T y", "T z, float64 r", "z = exp(x) * conj(y) - log(x) / y + complex<double>(imag(y), 0.5); r = abs(x) + real(y) * imag(x)",
         "complex_math"),
         lambda: (_complex(10_000, np.complex128), _complex(10_000, np.complex128)), exact=False),
     UserKernelCase("complex64-sum-axis1", lambda m: m.ReductionKernel(

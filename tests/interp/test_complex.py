@@ -83,6 +83,21 @@ def test_ordering_a_complex_tile_is_refused_by_name(what, function):
 
 
 @ct.kernel
+def from_parts(re, im, out):
+    ct.store(out, (0,), ct.make_complex(ct.load(re, (0,), (4,)), ct.load(im, (0,), (4,))))
+
+
+def test_make_complex_keeps_each_part_as_it_is_even_infinite():
+    re, im = np.array([1.0, -0.0, np.nan, 2.0]), np.array([np.inf, 3.0, 1.0, -np.inf])
+    out = np.zeros(4, np.complex128)
+    ct.launch(None, (1,), from_parts, (re, im, out))
+    np.testing.assert_array_equal(out.real, re)
+    np.testing.assert_array_equal(out.imag, im)
+    with pytest.raises(TileTypeError, match="cannot implicitly cast complex128 to complex64"):
+        ct.launch(None, (1,), from_parts, (re, im, np.zeros(4, np.complex64)))
+
+
+@ct.kernel
 def equal(x, y, out):
     a, b = ct.load(x, (0,), (4,)), ct.load(y, (0,), (4,))
     ct.store(out, (0,), (a == b) & (a != b * 2))

@@ -33,6 +33,15 @@ def test_exp_log_abs_conj_real_imag_on_complex128_match_numpy():
     np.testing.assert_allclose(r, np.abs(x) + y.real * x.imag, rtol=1e-12)
 
 
+def test_complex_is_made_from_its_two_parts_as_in_cpp():
+    kernel = tileworkbench.ElementwiseKernel("float32 t, float32 r", "complex64 z, complex128 c",
+                                             "z = complex<float>(cos(t), sin(t)) * r; c = complex<double>(1, -2)")
+    t, r = np.linspace(0, 3, 16).astype(np.float32), np.float32(2)
+    z, c = kernel(t, r)
+    np.testing.assert_allclose(z, 2 * np.exp(1j * t), rtol=1e-6, atol=1e-6)
+    assert c.tolist() == [1 - 2j] * 16
+
+
 def test_complex_float_with_a_double_is_complex_double_as_in_thrust():
     kernel = tileworkbench.ElementwiseKernel("complex64 x, float64 f", "complex128 z", "auto w = x * f; z = w")
     x, f = _complex(8, np.complex64), RNG.standard_normal(8)

@@ -50,6 +50,14 @@ for _decl in OPS.values():
         RULES[_decl.name] = _elementwise(_numpy_function(_decl.numpy))
 
 
+@rule("make_complex")
+def make_complex(ctx, op, re, im):
+    re, im = np.broadcast_arrays(re, im)
+    out = np.empty(re.shape, op.result.dtype.numpy)
+    out.real, out.imag = re, im  # each part as it is (re + im * 1j would turn an infinite im into a NaN real part)
+    return out
+
+
 @rule("rsqrt")
 def rsqrt(ctx, op, x):
     return _elementwise(lambda x: (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype))(ctx, op, x)

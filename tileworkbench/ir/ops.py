@@ -14,7 +14,7 @@ import enum
 import math
 from typing import Callable, NamedTuple
 
-from .types import ArrayType, DType, TileType, bool_, int32, part_dtype, scalar
+from .types import ArrayType, DType, TileType, bool_, complex64, complex128, float64, int32, part_dtype, scalar
 
 DOCS = "https://docs.nvidia.com/cuda/cutile-python/generated/cuda.tile.{}.html"
 
@@ -165,6 +165,13 @@ def _part(types, attrs):
     return [t.with_dtype(part_dtype(t.dtype))]
 
 
+def _complex_of(types, attrs):
+    """make_complex: float64 parts make a complex128, narrower floats a complex64."""
+    t = _same(types, attrs)[0]
+    _check(t.dtype.is_float, f"make_complex: the parts must be floats, got {t.dtype}")
+    return [t.with_dtype(complex128 if t.dtype is float64 else complex64)]
+
+
 def _predicate(types, attrs):
     return [_same(types, attrs)[0].with_dtype(bool_)]
 
@@ -261,6 +268,7 @@ BINARY = {
     "maximum": ("max(x, y), NaN ignored", "maximum", None, None, ("fmax", "fmaxf"), (FTZ, NAN)),
     "atan2": ("atan2(x, y)", "atan2", FM, "arctan2", _c("atan2"), ()),
     "hypot": ("sqrt(x^2 + y^2) without overflow or underflow on the way", "hypot", FM, "hypot", _c("hypot"), ()),
+    "make_complex": ("x + y*i, from the real and imaginary parts", "make_complex", FM, None, (), ()),
     "bitwise_and": ("x & y", "bitwise_and", None, "bitwise_and", (), ()),
     "bitwise_or": ("x | y", "bitwise_or", None, "bitwise_or", (), ()),
     "bitwise_xor": ("x ^ y", "bitwise_xor", None, "bitwise_xor", (), ()),
@@ -268,7 +276,7 @@ BINARY = {
     "rshift": ("x >> y (arithmetic when signed)", "bitwise_rshift", None, "right_shift", (), ()),
 }
 NO_FLOPS |= {"bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
-OPERANDS = {"atan2": ("x1", "x2"), "where": ("cond", "x", "y")}  # cuTile's names where not x (, y)
+OPERANDS = {"atan2": ("x1", "x2"), "where": ("cond", "x", "y"), "make_complex": ("real", "imag")}  # cuTile's names where not x (, y)
 COMPARISONS = {"eq": ("x == y", "equal", "equal"), "ne": ("x != y", "not_equal", "not_equal"),
                "lt": ("x < y", "less", "less"), "le": ("x <= y", "less_equal", "less_equal"),
                "gt": ("x > y", "greater", "greater"), "ge": ("x >= y", "greater_equal", "greater_equal")}
@@ -286,8 +294,9 @@ for _name, _summary in PREDICATES.items():
     declare(_name, _summary, _predicate, E, stub=_name, arity=1, accepts=FL, numpy=_name, c=(_name,),
             params=_params(_name, 1), doc=_name)
 for _name, (_summary, _stub, _accepts, _numpy, _cnames, _options) in BINARY.items():
-    declare(_name, _summary, _same, E, stub=_stub, arity=2, accepts=_accepts, flops=None if _name in NO_FLOPS else F,
-            numpy=_numpy, c=_cnames, params=_params(_name, 2, _options), doc=_stub)
+    declare(_name, _summary, _complex_of if _name == "make_complex" else _same, E, stub=_stub, arity=2,
+            accepts=_accepts, flops=None if _name in NO_FLOPS else F, numpy=_numpy, c=_cnames,
+            params=_params(_name, 2, _options), doc=None if _name == "make_complex" else _stub)
 for _name, (_summary, _stub, _numpy) in COMPARISONS.items():
     declare(_name, _summary, _predicate, E, stub=_stub, arity=2, numpy=_numpy, params=_params(_name, 2), doc=_stub)
 

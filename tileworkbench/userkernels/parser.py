@@ -240,11 +240,15 @@ class Parser:
             return s.FieldCount(tok.start, end, type_)
         if tok.kind == "name" and tok.text in self.type_names and (self.peek().text == "(" or
                                                                    tok.text in TEMPLATES and self.peek().text == "<"):
-            type_ = self.type_name()  # a functional cast: float(x), complex<float>(x)
+            type_ = self.type_name()  # a functional cast: float(x), complex<float>(x), complex<float>(re, im)
             self.expect("(")
             operand = self.expression()
+            imag = None
+            if tok.text in TEMPLATES and self.at(","):
+                self.advance()
+                imag = self.expression()
             end = self.expect(")").end
-            return s.Cast(tok.start, end, type_, operand)
+            return s.Cast(tok.start, end, type_, operand, imag)
         if tok.kind == "name":
             if tok.text in _UNSUPPORTED_STATEMENTS:
                 self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",

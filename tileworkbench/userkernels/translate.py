@@ -326,6 +326,11 @@ class Translator(ArrayRules):
     def expr_Cast(self, node: s.Cast) -> CValue:
         to = self.resolve_type(node.type)
         value = self.expr(node.operand)
+        if node.imag is not None:  # complex<float>(re, im): the parser allows two values for complex types only
+            re, im = (self.convert(v, part_dtype(to), node) for v in (value, self.expr(node.imag)))
+            if re.const is not None and im.const is not None:
+                return literal(complex(re.const, im.const), to)
+            return CValue(py("ct.make_complex(a, b)", a=re.code, b=im.code), to, None, re.varies or im.varies)
         return value if to is None else self.convert(value, to, node)
 
     def expr_Call(self, node: s.Call) -> CValue:

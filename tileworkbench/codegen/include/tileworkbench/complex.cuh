@@ -59,6 +59,11 @@ template <class T> __device__ T imag(T) { return T(0); }
 template <class R> __device__ complex<R> conj(complex<R> z) { return {z.re, -z.im}; }
 template <class R> __device__ R real(complex<R> z) { return z.re; }
 template <class R> __device__ R imag(complex<R> z) { return z.im; }
+// From the parts: double parts make a complex128, narrower floats a complex64.
+template <class T> __device__ auto make_complex(T re, T im) {
+  if constexpr (sizeof(T) == 8) return complex<double>(re, im);
+  else return complex<float>(widen(re), widen(im));
+}
 }  // namespace op
 
 }  // namespace tw

@@ -385,7 +385,7 @@ TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite) T
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
 TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum)
-TW_BINARY(minimum_nan) TW_BINARY(maximum_nan)
+TW_BINARY(minimum_nan) TW_BINARY(maximum_nan) TW_BINARY(make_complex)
 
 #define TW_OPERATOR(sym, name)                                                                  \
   template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
