@@ -37,7 +37,7 @@ class NotApplicable(Exception):
 
 
 class ComplexOnly(AssertionError):
-    """A dtype loop failed for complex dtypes only (complex dtypes are not supported yet)."""
+    """A dtype loop failed for complex dtypes only (a gap in complex support, told apart from other failures)."""
 
 
 class Internal:

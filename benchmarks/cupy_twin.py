@@ -21,7 +21,8 @@ import numpy
 import tileworkbench
 
 REDUCTION_RTOL = {numpy.dtype(numpy.float16): 1e-2, numpy.dtype(numpy.float32): 1e-5,
-                  numpy.dtype(numpy.float64): 1e-12}
+                  numpy.dtype(numpy.float64): 1e-12, numpy.dtype(numpy.complex64): 1e-5,
+                  numpy.dtype(numpy.complex128): 1e-12}
 _comparisons: dict = {}
 _current = {"test": "(outside a test)", "calls": 0}
 
@@ -53,14 +54,15 @@ def compare(theirs: list, ours: list, reduction: bool) -> tuple[bool, str]:
         bitwise = False
         if t.dtype.names is None and t.dtype.kind in "fc" and numpy.array_equal(t, o, equal_nan=True):
             continue   # equal values, NaNs of another payload or zeros of another sign
-        if not (reduction and t.dtype.kind == "f") or not numpy.array_equal(numpy.isnan(t), numpy.isnan(o)):
+        if not (reduction and t.dtype.kind in "fc") or not numpy.array_equal(numpy.isnan(t), numpy.isnan(o)):
             diff = numpy.flatnonzero(t.reshape(-1) != o.reshape(-1))
             if diff.size == 0:
                 continue   # equal fields, different padding bytes
             return False, (f"array {k}: {diff.size} elements differ, first at {diff[0]}: CuPy "
                            f"{t.reshape(-1)[diff[0]]!r}, ours {o.reshape(-1)[diff[0]]!r}")
-        scale = numpy.maximum(numpy.abs(t.astype(numpy.float64)), numpy.finfo(t.dtype).tiny)
-        rel = float(numpy.nanmax(numpy.abs(t.astype(numpy.float64) - o.astype(numpy.float64)) / scale))
+        wide = numpy.complex128 if t.dtype.kind == "c" else numpy.float64  # complex: both parts count
+        scale = numpy.maximum(numpy.abs(t.astype(wide)), numpy.finfo(t.dtype).tiny)
+        rel = float(numpy.nanmax(numpy.abs(t.astype(wide) - o.astype(wide)) / scale))
         worst = max(worst, rel)
         if rel > REDUCTION_RTOL[t.dtype]:
             return False, f"array {k}: relative difference {rel:.3g} (a float reduction: order differs)"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ArgumentTypeError, ArgumentValueError
-from .ir.types import ArrayType, bool_, float32, int32, int64, scalar, to_dtype
+from .ir.types import ArrayType, bool_, complex64, float32, int32, int64, scalar, to_dtype
 
 
 def framework_class(module: str, name: str):
@@ -209,6 +209,8 @@ def param_spec(name: str, value, position: int, *, constant: bool, int64_scalar:
         return ParamSpec(name, "scalar", scalar(_argument_dtype(value.dtype, name, position)))
     if isinstance(value, float):
         return ParamSpec(name, "scalar", scalar(float32))
+    if isinstance(value, complex):  # as a float is float32
+        return ParamSpec(name, "scalar", scalar(complex64))
     raise ArgumentTypeError(f"Invalid kernel argument #{position}: Objects of type '{type(value).__name__}' are not "
                             f"supported. (parameter {name})")
 
@@ -247,7 +249,7 @@ def _argument_dtype(dtype, name: str, position: int):
         return to_dtype(dtype)
     except TypeError:
         raise ArgumentTypeError(f"Invalid kernel argument #{position}: dtype {dtype} is not a tile dtype; bool, "
-                                f"integers, float16/32/64, bfloat16 and float8 are (parameter {name})") from None
+                                f"integers, float16/32/64, complex64/128, bfloat16 and float8 are (parameter {name})") from None
 
 
 def profile_key(constant_mask, args) -> tuple:

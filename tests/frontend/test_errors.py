@@ -346,7 +346,7 @@ def test_a_grid_of_floats_or_bools_is_refused_even_after_the_same_int_grid_ran(g
 
 
 @pytest.mark.parametrize("array, match", [
-    (np.zeros(4, np.complex64), "dtype complex64 is not a tile dtype"),
+    (np.zeros(4, np.clongdouble), "dtype complex256 is not a tile dtype"),
     (np.zeros(4, object), "dtype object is not a tile dtype"),
     ([1.0, 2.0], "Expected list items to be arrays, got float"),
     ({"x": 1.0}, "Objects of type 'dict' are not supported"),

@@ -15,6 +15,7 @@ RNG = np.random.default_rng(1234)
 BF16 = ct.bfloat16.numpy
 FLOATS = [np.float16, BF16, np.float32, np.float64]
 INTS = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+COMPLEX = [np.complex64, np.complex128]
 
 
 def random_array(shape, dtype):
@@ -24,6 +25,8 @@ def random_array(shape, dtype):
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return RNG.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dtype)
+    if dtype.kind == "c":
+        return (RNG.standard_normal(shape) * 3 + 3j * RNG.standard_normal(shape)).astype(dtype)
     return (RNG.standard_normal(shape) * 3).astype(dtype)
 
 
@@ -51,7 +54,7 @@ def copy_2d(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(y, (i, j), ct.load(x, (i, j), (TM, TN)))
 
 
-for _dt in FLOATS + INTS + [np.bool_]:
+for _dt in FLOATS + INTS + COMPLEX + [np.bool_]:
     case(f"copy-ragged-{np.dtype(_dt).name}", copy_2d, (ct.cdiv(67, 16), ct.cdiv(45, 32)),
          lambda dt=_dt: (random_array((67, 45), dt), np.zeros((67, 45), dt), 16, 32), exact=True)
 
@@ -1430,3 +1433,21 @@ def keyword_spellings(x, out, SPELLING: ct.Constant[int]):
 for _spelling in (0, 1):
     case(f"keyword-spellings-{('positional', 'keywords')[_spelling]}", keyword_spellings, (3,),
          lambda s=_spelling: (normal_array((10, 8), np.float32), np.zeros((10, 8), np.float32), s))
+
+
+# ---- complex: arithmetic, exp/log, parts and a sum ----------------------------------------------
+
+@ct.kernel
+def complex_math(x, y, z, parts, total, T: ct.Constant[int]):
+    i = ct.bid(0)
+    a, b = ct.load(x, (i,), (T,)), ct.load(y, (i,), (T,))
+    w = ct.exp(a * 0.25) * ct.conj(b) + ct.log(a) - a / b + ct.make_complex(ct.imag(a), ct.real(b))
+    ct.store(z, (i,), w)
+    ct.store(parts, (i,), ct.abs(w) + ct.real(a) * ct.imag(b))
+    ct.store(total, (i,), ct.reshape(ct.sum(a * b), (1,)))
+
+
+for _dt in COMPLEX:
+    case(f"complex-math-{np.dtype(_dt).name}", complex_math, (ct.cdiv(1000, 256),),
+         lambda dt=_dt: (random_array(1000, dt), random_array(1000, dt), np.zeros(1000, dt),
+                         np.zeros(1000, np.zeros((), dt).real.dtype), np.zeros(4, dt), 256))

@@ -7,7 +7,7 @@ import tileworkbench.tile as ct
 from tileworkbench.arguments import argument_leaves
 from tileworkbench.tile import interpret
 
-from tileworkbench.profile.check import tolerance
+from tileworkbench.profile.check import tolerance, widened
 from tileworkbench.runtime.device import to_device, to_host
 
 from .cases import CASES
@@ -33,7 +33,7 @@ def test_gpu_matches_interpreter(case):
                                           err_msg=f"argument #{k}")
         else:
             tol = tolerance(want.dtype)
-            np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol,
+            np.testing.assert_allclose(widened(got), widened(want), rtol=tol, atol=tol,
                                        err_msg=f"argument #{k}")
 
 

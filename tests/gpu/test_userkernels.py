@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tileworkbench
-from tileworkbench.profile.check import tolerance
+from tileworkbench.profile.check import tolerance, widened
 
 from .userkernel_cases import CASES
 
@@ -18,7 +18,7 @@ def _compare(got, want, exact, what):
                                       err_msg=what)
     else:
         tol = tolerance(want.dtype)
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, err_msg=what)
+        np.testing.assert_allclose(widened(got), widened(want), rtol=tol, atol=tol, err_msg=what)
 
 
 def _outputs(result):

@@ -16,6 +16,10 @@ def _floats(shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
 
 
+def _complex(shape, dtype=np.complex64):
+    return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+
+
 @dataclass
 class UserKernelCase:
     id: str
@@ -86,4 +90,14 @@ CASES = [
         "T in", "T out", 'static_assert(T::field_count == 2, "two fields"); out.at<0>() = in.at<1>(); '
         "out.at<1>() = -in.at<0>();", "fields"),
         lambda: (np.array([(k, k * 0.75) for k in range(-500, 500)], dtype="i4,f4"),)),
+    UserKernelCase("complex64-add-scalar", lambda m: m.ElementwiseKernel(
+        "T x, T y", "T z", "z = x + y", "complex_add"),
+        lambda: (_complex((4, 5)), np.complex64(2 - 1j))),
+    UserKernelCase("complex-math", lambda m: m.ElementwiseKernel(
+        "T x, T y", "T z, float64 r", "z = exp(x) * conj(y) - log(x) / y + complex<double>(imag(y), 0.5); r = abs(x) + real(y) * imag(x)",
+        "complex_math"),
+        lambda: (_complex(10_000, np.complex128), _complex(10_000, np.complex128)), exact=False),
+    UserKernelCase("complex64-sum-axis1", lambda m: m.ReductionKernel(
+        "T x", "T y", "x * conj(x) + x", "a + b", "y = a", "0", "complex_sum"),
+        lambda: (_complex((300, 1000)),), {"axis": 1}, exact=False),
 ]

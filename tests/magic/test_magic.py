@@ -229,7 +229,7 @@ def test_bench_on_a_gpu_measures_device_copies_of_numpy_arguments(shell, monkeyp
     ('--grid "(1,)" --args "a, b"', (r"ArgumentTypeError: Kernel expects 4 arguments but 2 were given: "
                                      r"add\(a, b, c, TILE\) is missing c, TILE")),
     ('--grid "(1,)" --args "a, b, \'x\', 4"', r"Invalid kernel argument #2: Objects of type 'str'"),
-    ('--grid "(1,)" --args "a, b, np.zeros(10, np.complex64), 4"', r"dtype complex64 is not a tile dtype"),
+    ('--grid "(1,)" --args "a, b, np.zeros(10, np.clongdouble), 4"', r"dtype complex256 is not a tile dtype"),
     ('--arch banana --args "a, b, c, 4" --show resources', r"--arch 'banana' is not a GPU architecture"),
     ('--arch sm_999 --args "a, b, c, 4" --show resources', r"--arch 'sm_999' is not a GPU architecture"),
     ('--sweep "TILE=" --grid "(1,)" --args "a, b, c, TILE"', r"--sweep expects NAME=v1,v2,\.\.\. items"),

@@ -70,7 +70,7 @@ def test_a_non_constant_identity_is_refused():
 @pytest.mark.parametrize("params, message", [
     ("float32", "is not `\\[raw\\] <type> <name>`"),
     ("float32 i", "Can not use .i. as a parameter name"),
-    ("complex64 x", "not the name of a dtype"),
+    ("complex256 x", "not the name of a dtype"),
     ("float x", "not the name of a dtype"),
     ("T x, T x", "appears twice"),
 ])

@@ -26,7 +26,7 @@ from ..errors import TileUnsupportedFeatureError
 from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS, Category, Rules, ops_in
-from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, tfloat32
+from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, part_dtype, tfloat32
 from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts,
                      row_table_bytes, shared_budget, skewed, wanted_layout)
 
@@ -129,6 +129,9 @@ def literal(value, dtype: DType) -> str:
     """A C++ expression of `dtype` for a Python scalar."""
     if dtype is bool_:
         return "true" if value else "false"
+    if dtype.is_complex:
+        value, part = complex(value), part_dtype(dtype)
+        return f"{dtype.ctype}({literal(value.real, part)}, {literal(value.imag, part)})"
     if dtype.is_integral:
         value = int(value)
         if dtype.bitwidth == 32 and dtype.is_signed and value > -2**31:

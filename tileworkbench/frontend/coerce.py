@@ -6,6 +6,7 @@ their default type (int32/int64 by value, float32) when they are of a higher cat
 
     f16_tile * 2      -> float16          i8_tile + 1   -> int8
     i32_tile * 0.5    -> float32          bool_tile + 1 -> int32
+    f32_tile * 1j     -> complex64        f64_tile * 1j -> complex128
 """
 from __future__ import annotations
 
@@ -15,13 +16,13 @@ import numpy as np
 
 from ..errors import TileTypeError, TileValueError
 from ..ir.core import Value
-from ..ir.types import (PromotionError, TileType, bool_, can_cast_implicitly, dtype_range, float32, int32,
-                        int64, promote, uint64)
+from ..ir.types import (PromotionError, TileType, bool_, can_cast_implicitly, complex64, dtype_range, float32,
+                        int32, int64, promote, uint64)
 
 
 def is_const(x) -> bool:
     """A loose (untyped, compile-time) scalar constant."""
-    return isinstance(x, (bool, int, float, np.bool_, np.integer, np.floating)) and not isinstance(x, Value)
+    return isinstance(x, (bool, int, float, complex, np.bool_, np.number)) and not isinstance(x, Value)
 
 
 def _category(x) -> int:
@@ -29,7 +30,11 @@ def _category(x) -> int:
         return 0
     if isinstance(x, (int, np.integer)):
         return 1
-    return 2
+    return 3 if isinstance(x, (complex, np.complexfloating)) else 2
+
+
+def _dtype_category(dtype) -> int:
+    return 0 if dtype is bool_ else 1 if dtype.is_integral else 3 if dtype.is_complex else 2
 
 
 def default_dtype(c):
@@ -38,6 +43,8 @@ def default_dtype(c):
         return bool_
     if _category(c) == 2:
         return float32
+    if _category(c) == 3:
+        return complex64
     for dtype in (int32, int64, uint64):
         lo, hi = dtype_range(dtype)
         if lo <= c <= hi:
@@ -47,7 +54,7 @@ def default_dtype(c):
 
 def const_as(lw, c, dtype, *, implicit=True):
     """The Python value of constant `c` converted to `dtype`, checked like an implicit cast."""
-    cat, target = _category(c), (0 if dtype is bool_ else 1 if dtype.is_integral else 2)
+    cat, target = _category(c), _dtype_category(dtype)
     if dtype is bool_ and cat == 1:  # a loose 0 or 1 is a bool (padding_value=0 on a bool array)
         if implicit and c not in (0, 1):
             lw.fail(TileValueError, f"Integer constant {c} is out of range of bool_")
@@ -58,6 +65,9 @@ def const_as(lw, c, dtype, *, implicit=True):
         lo, hi = dtype_range(dtype)
         if not lo <= int(c) <= hi:
             lw.fail(TileValueError, f"Integer constant {c} is out of range of {dtype}")
+    if dtype.is_complex:
+        return complex(c)
+    c = c.real if cat == 3 else c  # an explicit cast of a complex constant keeps its real part, as NumPy
     if dtype is bool_:
         return bool(c)
     if dtype.is_integral:
@@ -148,7 +158,7 @@ def common_dtype(lw, *xs):
         if result is None:
             result = default_dtype(c)
             continue
-        have = 0 if result is bool_ else 1 if result.is_integral else 2
+        have = _dtype_category(result)
         if _category(c) > have:
             result = promote(result, default_dtype(c))
         elif _category(c) == have == 1:

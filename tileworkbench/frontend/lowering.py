@@ -768,11 +768,11 @@ def lower_unary(lw, name, x, rounding_mode=None, flush_to_zero=False):
     check_flush_to_zero(lw, flush_to_zero, v.dtype if OPS[name].accepts is not Accepts.FLOAT_MATH or v.dtype.is_float
                         else float32)
     accepts = OPS[name].accepts
-    if accepts is Accepts.FLOAT_MATH and not v.dtype.is_float:
+    if accepts is Accepts.FLOAT_MATH and not v.dtype.is_float and not v.dtype.is_complex:
         v = cast(lw, v, float32)
     if accepts is Accepts.FLOATS and not v.dtype.is_float:
         lw.fail(TileTypeError, f"{OPS[name].stub}() requires a floating-point tile, got {v.type}")
-    if accepts is Accepts.INTEGERS and v.dtype.is_float:
+    if accepts is Accepts.INTEGERS and (v.dtype.is_float or v.dtype.is_complex):
         lw.fail(TileTypeError, f"Bitwise operations require integers or bool, got {v.dtype}")
     if name == "neg" and v.dtype is bool_:
         v = cast(lw, v, int32)
@@ -805,11 +805,11 @@ def lower_binary(lw, name, x, y, flush_to_zero=False, rounding_mode=None):
         return result
     dtype = coerce.common_dtype(lw, x, y)
     coerce.check_arithmetic(lw, dtype, "Left-hand side" if isinstance(x, Value) and not x.dtype.is_arithmetic else "Operand")
-    if name == "truediv" and not dtype.is_float:
+    if name == "truediv" and not dtype.is_float and not dtype.is_complex:
         dtype = float32
     if OPS[name].accepts is Accepts.FLOATS and not dtype.is_float:
         lw.fail(TileTypeError, f"{name}() (**) supports floating-point tiles only, got {dtype}; cast with astype()")
-    if OPS[name].accepts is Accepts.FLOAT_MATH and not dtype.is_float:
+    if OPS[name].accepts is Accepts.FLOAT_MATH and not dtype.is_float and not dtype.is_complex:
         dtype = float32
     if name in ("mod", "floordiv") and dtype is bool_:
         lw.fail(TileTypeError, f"{name} is not supported for bool operands")
@@ -862,7 +862,7 @@ _BITWISE = ("bitwise_and", "bitwise_or", "bitwise_xor")
 def _bitwise(lw, name, x, y):
     shift = name in ("lshift", "rshift")
     dtypes = [v.dtype if isinstance(v, Value) else float32 if isinstance(v, float) else None for v in (x, y)]
-    if any(d is not None and (d.is_float or (shift and d is bool_)) for d in dtypes):
+    if any(d is not None and (d.is_float or d.is_complex or (shift and d is bool_)) for d in dtypes):
         names = " and ".join(str(d) if d else type(v).__name__ for d, v in zip(dtypes, (x, y)))
         lw.fail(TileTypeError, f"Bitwise shift requires an integer operand, got {names}" if shift else
                 f"Bitwise operations require integers or bool, got {names}")

@@ -16,7 +16,7 @@ import numpy as np
 from ..arguments import block_text
 from ..errors import TileAssertionError
 from ..ir.ops import OPS, Rules
-from ..ir.types import bfloat16, float16, float32, tfloat32
+from ..ir.types import bfloat16, bool_, float16, float32, part_dtype, tfloat32
 from .memory import ArrayView
 from .tensor_cores import BLOCK_ADDERS, tensor_core_mma
 
@@ -49,6 +49,14 @@ def _numpy_function(spelling: str):
 for _decl in OPS.values():
     if _decl.numpy is not None:
         RULES[_decl.name] = _elementwise(_numpy_function(_decl.numpy))
+
+
+@rule("make_complex")
+def make_complex(ctx, op, re, im):
+    re, im = np.broadcast_arrays(re, im)
+    out = np.empty(re.shape, op.result.dtype.numpy)
+    out.real, out.imag = re, im  # each part as it is (re + im * 1j would turn an infinite im into a NaN real part)
+    return out
 
 
 @rule("rsqrt")
@@ -166,6 +174,8 @@ def astile(ctx, op, *elements):
 @rule("astype")
 def astype(ctx, op, x):
     src, dst, mode = op.operands[0].dtype, op.attrs["dtype"], op.attrs.get("rounding", "RN")
+    if src.is_complex and not dst.is_complex and dst is not bool_:  # the real part, as NumPy (and CuPy) cast
+        x, src = x.real, part_dtype(src)
     if src.is_float and dst.is_integral:
         return float_to_int(x, dst.numpy)
     if dst is tfloat32:  # a float32 with 10 mantissa bits

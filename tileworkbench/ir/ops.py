@@ -14,7 +14,7 @@ import enum
 import math
 from typing import Callable, NamedTuple
 
-from .types import ArrayType, DType, TileType, bool_, int32, scalar
+from .types import ArrayType, DType, TileType, bool_, complex64, complex128, float64, int32, part_dtype, scalar
 
 DOCS = "https://docs.nvidia.com/cuda/cutile-python/generated/cuda.tile.{}.html"
 
@@ -70,13 +70,23 @@ class OpDecl(NamedTuple):
     numpy: str | None = None       # elementwise ops: the interpreter's function (see the elementwise section)
     c: tuple[str, ...] = ()        # elementwise ops: CUDA's math functions for it, double first
     params: tuple | None = None    # elementwise ops: (operand names, option names) of the tile function
+    complex: bool = True           # takes complex operands (COMPLEX lists the compute ops that do)
     doc: str = ""
 
 
 OPS: dict[str, OpDecl] = {}
 
 
+# The compute ops defined on complex numbers; the others (ordering comparisons, max, floor, ...)
+# refuse complex operands in their type rule. Ops that move or select elements take any dtype.
+COMPLEX = frozenset({"neg", "abs", "exp", "log", "conj", "real", "imag", "add", "sub", "mul", "truediv", "eq", "ne",
+                     "where", "astype", "sum", "prod", "reduce"})
+_UNORDERED = {"lt", "le", "gt", "ge", "max", "min", "argmax", "argmin", "minimum", "maximum", "atomic_max", "atomic_min"}
+
+
 def declare(name, summary, rule, category, *, doc=None, **facts):
+    computes = category in (Category.ELEMENTWISE, Category.REDUCTION, Category.SCAN, Category.MMA)
+    facts.setdefault("complex", name in COMPLEX or not computes)
     OPS[name] = OpDecl(name, summary, rule, category, doc=DOCS.format(doc) if doc else "", **facts)
 
 
@@ -108,7 +118,14 @@ def ops_in(*categories: Category) -> frozenset[str]:
 
 
 def infer_result_types(name: str, operand_types, attrs) -> list:
-    return OPS[name].rule(operand_types, attrs)
+    decl = OPS[name]
+    if not decl.complex:
+        for t in operand_types:
+            if isinstance(t, (TileType, ArrayType)) and t.dtype.is_complex:
+                why = "complex numbers have no order" if name in _UNORDERED else \
+                    "complex tiles take + - * /, ==, !=, exp, log, abs, conj, real, imag, where, astype, sum and prod"
+                raise TypeRuleError(f"{decl.stub or name}() does not take complex operands ({t.dtype}): {why}")
+    return decl.rule(operand_types, attrs)
 
 
 def _check(cond, message):
@@ -140,6 +157,19 @@ def _mma_flops(op) -> int:
 def _same(types, attrs):
     _check(all(t == types[0] for t in types), "operands must have one type: " + ", ".join(map(str, types)))
     return [types[0]]
+
+
+def _part(types, attrs):
+    """abs, real, imag: a complex operand gives its parts' float type, any other its own."""
+    t = _same(types, attrs)[0]
+    return [t.with_dtype(part_dtype(t.dtype))]
+
+
+def _complex_of(types, attrs):
+    """make_complex: float64 parts make a complex128, narrower floats a complex64."""
+    t = _same(types, attrs)[0]
+    _check(t.dtype.is_float, f"make_complex: the parts must be floats, got {t.dtype}")
+    return [t.with_dtype(complex128 if t.dtype is float64 else complex64)]
 
 
 def _predicate(types, attrs):
@@ -219,8 +249,12 @@ UNARY = {
     "floor": ("round toward -inf", "floor", FL, "floor", _c("floor"), ()),
     "ceil": ("round toward +inf", "ceil", FL, "ceil", _c("ceil"), ()),
     "bitwise_not": ("~x", "bitwise_not", I, "invert", (), ()),
+    "conj": ("complex conjugate (a real x is itself)", "conj", N, "conj", ("conj",), ()),
+    "real": ("real part (a real x is itself)", "real", N, "real", ("real",), ()),
+    "imag": ("imaginary part (0 for a real x)", "imag", N, "imag", ("imag",), ()),
 }
-NO_FLOPS = {"bitwise_not"}
+NO_FLOPS = {"bitwise_not", "conj", "real", "imag"}
+PARTS = {"abs", "real", "imag"}  # complex operand, float result
 PREDICATES = {"isnan": "x is NaN", "isinf": "x is +inf or -inf", "isfinite": "x is neither NaN nor inf"}
 # name: (summary, tile function, accepted dtypes, numpy, c, options); accepts None: any (the
 # frontend promotes by cuTile's rules for each operator)
@@ -234,6 +268,7 @@ BINARY = {
     "maximum": ("max(x, y), NaN ignored", "maximum", None, None, ("fmax", "fmaxf"), (FTZ, NAN)),
     "atan2": ("atan2(x, y)", "atan2", FM, "arctan2", _c("atan2"), ()),
     "hypot": ("sqrt(x^2 + y^2) without overflow or underflow on the way", "hypot", FM, "hypot", _c("hypot"), ()),
+    "make_complex": ("x + y*i, from the real and imaginary parts", "make_complex", FM, None, (), ()),
     "bitwise_and": ("x & y", "bitwise_and", None, "bitwise_and", (), ()),
     "bitwise_or": ("x | y", "bitwise_or", None, "bitwise_or", (), ()),
     "bitwise_xor": ("x ^ y", "bitwise_xor", None, "bitwise_xor", (), ()),
@@ -241,7 +276,7 @@ BINARY = {
     "rshift": ("x >> y (arithmetic when signed)", "bitwise_rshift", None, "right_shift", (), ()),
 }
 NO_FLOPS |= {"bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
-OPERANDS = {"atan2": ("x1", "x2"), "where": ("cond", "x", "y")}  # cuTile's names where not x (, y)
+OPERANDS = {"atan2": ("x1", "x2"), "where": ("cond", "x", "y"), "make_complex": ("real", "imag")}  # cuTile's names where not x (, y)
 COMPARISONS = {"eq": ("x == y", "equal", "equal"), "ne": ("x != y", "not_equal", "not_equal"),
                "lt": ("x < y", "less", "less"), "le": ("x <= y", "less_equal", "less_equal"),
                "gt": ("x > y", "greater", "greater"), "ge": ("x >= y", "greater_equal", "greater_equal")}
@@ -252,14 +287,16 @@ def _params(name, arity, options=()):
 
 
 for _name, (_summary, _stub, _accepts, _numpy, _cnames, _options) in UNARY.items():
-    declare(_name, _summary, _same, E, stub=_stub, arity=1, accepts=_accepts, flops=None if _name in NO_FLOPS else F,
-            numpy=_numpy, c=_cnames, params=_params(_name, 1, _options), doc=_stub)
+    declare(_name, _summary, _part if _name in PARTS else _same, E, stub=_stub, arity=1, accepts=_accepts,
+            flops=None if _name in NO_FLOPS else F, numpy=_numpy, c=_cnames, params=_params(_name, 1, _options),
+            doc=None if _name in ("conj", "real", "imag") else _stub)
 for _name, _summary in PREDICATES.items():
     declare(_name, _summary, _predicate, E, stub=_name, arity=1, accepts=FL, numpy=_name, c=(_name,),
             params=_params(_name, 1), doc=_name)
 for _name, (_summary, _stub, _accepts, _numpy, _cnames, _options) in BINARY.items():
-    declare(_name, _summary, _same, E, stub=_stub, arity=2, accepts=_accepts, flops=None if _name in NO_FLOPS else F,
-            numpy=_numpy, c=_cnames, params=_params(_name, 2, _options), doc=_stub)
+    declare(_name, _summary, _complex_of if _name == "make_complex" else _same, E, stub=_stub, arity=2,
+            accepts=_accepts, flops=None if _name in NO_FLOPS else F, numpy=_numpy, c=_cnames,
+            params=_params(_name, 2, _options), doc=None if _name == "make_complex" else _stub)
 for _name, (_summary, _stub, _numpy) in COMPARISONS.items():
     declare(_name, _summary, _predicate, E, stub=_stub, arity=2, numpy=_numpy, params=_params(_name, 2), doc=_stub)
 
@@ -531,7 +568,7 @@ ATOMICS = {"atomic_cas": "where the element equals expected, write desired", "at
            "atomic_and": "and with update", "atomic_or": "or with update", "atomic_xor": "xor with update"}
 for _name, _summary in ATOMICS.items():
     declare(_name, f"atomically, per element: {_summary}; the old values", _atomic, M, stub=_name, access="write",
-            moved=_result, view=ViewKind.INDEX_MAP, effects=True, doc=_name)
+            moved=_result, view=ViewKind.INDEX_MAP, effects=True, complex=False, doc=_name)
 
 declare("load_adv", "one sparse 1-D index dimension plus dense slices", _load_adv, M, stub="load_advanced_indexing",
         access="read", moved=_result, view=ViewKind.INDEX_MAP, doc="load_advanced_indexing")

@@ -1,7 +1,8 @@
 """Types of the tile IR: element dtypes, tiles (static power-of-two shapes) and arrays.
 
 Promotion follows cuTile: within a category the wider type wins; across categories
-bool < integer < float. Mixing signed with unsigned, float16 with bfloat16, or a restricted
+bool < integer < float < complex, and as NumPy, a complex with a wider float widens to the complex
+of that width (complex64 + float64 -> complex128). Mixing signed with unsigned, float16 with bfloat16, or a restricted
 float with anything else is an error that asks for an explicit cast.
 """
 from __future__ import annotations
@@ -14,8 +15,9 @@ import numpy as np
 
 @dataclass(frozen=True, eq=False)
 class DType:
-    """An element type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float) or 'r'
-    (restricted float: tf32/fp8/fp4, only loaded, stored, cast and fed to mma)."""
+    """An element type. `kind` is 'b' (bool), 'i' (signed), 'u' (unsigned), 'f' (float), 'c'
+    (complex: a pair of floats, real part first, as NumPy stores it) or 'r' (restricted float:
+    tf32/fp8/fp4, only loaded, stored, cast and fed to mma)."""
 
     name: str
     bitwidth: int
@@ -44,6 +46,10 @@ class DType:
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
 
     @property
     def is_integral(self) -> bool:
@@ -83,11 +89,14 @@ tfloat32 = _dt("tfloat32", 32, "r", np.float32, "float")
 float8_e4m3fn = _dt("float8_e4m3fn", 8, "r", "float8_e4m3fn", "__nv_fp8_e4m3")
 float8_e5m2 = _dt("float8_e5m2", 8, "r", "float8_e5m2", "__nv_fp8_e5m2")
 float8_e8m0fnu = _dt("float8_e8m0fnu", 8, "r", "float8_e8m0fnu", "__nv_fp8_e8m0")
+# complex: the tile library's pair of floats (codegen/include/tileworkbench/complex.cuh)
+complex64 = _dt("complex64", 64, "c", np.complex64, "tw::complex64")
+complex128 = _dt("complex128", 128, "c", np.complex128, "tw::complex128")
 # 4-bit floats: one per byte in memory here (NumPy's and ml_dtypes' layout); loaded, stored and cast
 float4_e2m1fn = _dt("float4_e2m1fn", 4, "r", "float4_e2m1fn", "__nv_fp4_e2m1")
 
 ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-              float16, bfloat16, float32, float64, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn)
+              float16, bfloat16, float32, float64, complex64, complex128, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn)
 _BY_NAME = {d.name: d for d in ALL_DTYPES} | {"bool": bool_}
 # NumPy dtypes map back to ours; tfloat32 has no NumPy type of its own, so float32 wins. ml_dtypes'
 # dtypes are found by name (an array of one means ml_dtypes is imported already).
@@ -123,7 +132,7 @@ class PromotionError(Exception):
     """Raised by `promote`; the frontend turns it into a TileTypeError at the user's line."""
 
 
-_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
 
 
 def promote(a: DType, b: DType) -> DType:
@@ -134,6 +143,8 @@ def promote(a: DType, b: DType) -> DType:
         raise PromotionError(f"Implicit promotion of {a} and {b} is not supported. "
                              f"Please perform an explict cast instead.")
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if (a.is_complex or b.is_complex) and {a.kind, b.kind} <= {"f", "c"}:  # the complex of the wider part
+        return complex128 if max(part_dtype(a).bitwidth, part_dtype(b).bitwidth) > 32 else complex64
     if ca != cb:
         return a if ca > cb else b
     return a if a.bitwidth >= b.bitwidth else b
@@ -145,6 +156,12 @@ def can_cast_implicitly(src: DType, dst: DType) -> bool:
         return promote(src, dst) is dst
     except PromotionError:
         return False
+
+
+def part_dtype(dtype: DType) -> DType:
+    """The float type of a complex dtype's real and imaginary parts (what abs, real and imag
+    give); any other dtype is its own."""
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
 
 
 def is_pow2(n: int) -> bool:

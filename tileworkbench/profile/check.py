@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
-TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12}
+TOLERANCE = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-5, "float64": 1e-12, "complex64": 2e-5,
+             "complex128": 1e-12}
+
+
+def widened(x) -> np.ndarray:
+    """`x` in float64, or complex128 for a complex array (so the imaginary parts are compared too)."""
+    x = np.asarray(x)
+    return x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
 
 
 def tolerance(dtype) -> float:
@@ -27,7 +34,7 @@ def agreement(expected, actual, rtol: float | None = None, atol: float | None = 
     (0 where they agree exactly, NaN and infinities included; inf where only one is NaN).
     `rtol`/`atol` replace the dtype's tolerances (atol then is absolute, unscaled)."""
     tol = tolerance(expected.dtype)
-    w, g = np.asarray(expected).astype(np.float64), np.asarray(actual).astype(np.float64)
+    w, g = widened(expected), widened(actual)
     finite = np.abs(w[np.isfinite(w)])
     rtol = tol if rtol is None else rtol
     atol = tol * max(1.0, float(finite.max(initial=0))) if atol is None else atol

@@ -6,6 +6,8 @@ converts to float first.
 
     arithmetic(int8, int8) -> int32        arithmetic(int32, uint32) -> uint32
     arithmetic(int64, uint32) -> int64     arithmetic(float16, int32) -> float32
+    arithmetic(complex64, double) -> complex128 (thrust::complex's operators: the complex of the
+    parts' arithmetic type)
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ import numpy as np
 from ..ir.types import (
     DType,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -21,6 +25,7 @@ from ..ir.types import (
     int16,
     int32,
     int64,
+    part_dtype,
     to_dtype,
     uint8,
     uint16,
@@ -40,14 +45,18 @@ C_TYPES: dict[tuple[str, ...], DType] = {
     ("size_t",): uint64, ("ptrdiff_t",): int64, ("ssize_t",): int64,
     ("int8_t",): int8, ("int16_t",): int16, ("int32_t",): int32, ("int64_t",): int64,
     ("uint8_t",): uint8, ("uint16_t",): uint16, ("uint32_t",): uint32, ("uint64_t",): uint64,
+    ("complex<float>",): complex64, ("complex<double>",): complex128,  # the parser reads complex<...> as one word
 }
-TYPE_WORDS = {word for words in C_TYPES for word in words}
+TEMPLATES = {"complex"}  # type names that take a type argument
+TYPE_WORDS = {word for words in C_TYPES for word in words} | TEMPLATES
 
 # How CuPy spells each dtype in the C it generates (and how errors here name them).
 C_SPELLING = {bool_: "bool", int8: "signed char", uint8: "unsigned char", int16: "short", uint16: "unsigned short",
               int32: "int", uint32: "unsigned int", int64: "long long", uint64: "unsigned long long",
-              float16: "float16", float32: "float", float64: "double"}
+              float16: "float16", float32: "float", float64: "double", complex64: "complex<float>",
+              complex128: "complex<double>"}
 SUPPORTED = frozenset(C_SPELLING)
+SUPPORTED_NAMES = "bool, int8-64, uint8-64, float16/32/64, complex64/128"
 
 
 def param_dtype(name: str) -> DType:
@@ -57,8 +66,7 @@ def param_dtype(name: str) -> DType:
     except TypeError:
         dtype = None
     if dtype not in SUPPORTED:
-        raise TypeError(f"{name!r} is not the name of a dtype these kernels support (bool, int8-64, uint8-64, "
-                        f"float16/32/64)")
+        raise TypeError(f"{name!r} is not the name of a dtype these kernels support ({SUPPORTED_NAMES})")
     return dtype
 
 
@@ -69,6 +77,8 @@ def integer_promotion(t: DType) -> DType:
 
 def arithmetic(a: DType, b: DType) -> DType:
     """The usual arithmetic conversions: the type both operands of a binary operator take."""
+    if a.is_complex or b.is_complex:
+        return complex128 if arithmetic(part_dtype(a), part_dtype(b)) is float64 else complex64
     if a is float16 and b is float16:
         return float16
     a, b = (float32 if t is float16 else integer_promotion(t) for t in (a, b))
@@ -103,6 +113,10 @@ def int_literal_type(value: int, suffix: str, decimal: bool) -> DType:
 
 def convert_constant(value, to: DType):
     """A compile-time value converted as C converts it (wrapping integers, truncating floats)."""
+    if to.is_complex:
+        return complex(to.numpy.type(value))
+    if isinstance(value, complex):  # to a real type: the real part, as thrust::complex converts
+        value = value.real
     if to is bool_:
         return bool(value)
     if to.is_float:

@@ -15,7 +15,7 @@ import numpy as np
 from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import DType, to_dtype
-from .cdtypes import SUPPORTED, convert_constant, param_dtype
+from .cdtypes import SUPPORTED, SUPPORTED_NAMES, convert_constant, param_dtype
 from .pyast import user_name
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -87,7 +87,7 @@ def array_dtype(x) -> DType | StructType:
     except TypeError:
         dtype = None
     if dtype not in SUPPORTED:
-        raise ArgumentTypeError(f"Arrays of dtype {x.dtype} are not supported (bool, int8-64, uint8-64, float16/32/64)")
+        raise ArgumentTypeError(f"Arrays of dtype {x.dtype} are not supported ({SUPPORTED_NAMES})")
     return dtype
 
 
@@ -101,7 +101,7 @@ def struct_type(dtype: np.dtype) -> StructType:
             fields.append(None)
         if fields[-1] not in SUPPORTED:
             raise ArgumentTypeError(f"Structured dtype {dtype}: field {name!r} of dtype {field} is not supported "
-                                    f"(fields are bool, int8-64, uint8-64 or float16/32/64; no nested or sub-arrays)")
+                                    f"(fields are {SUPPORTED_NAMES}; no nested or sub-arrays)")
     return StructType(dtype, tuple(fields))
 
 
@@ -133,9 +133,10 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
 
 def scalar_value(value, dtype: DType, param: Param, name: str):
     """A scalar argument as its parameter's type."""
-    if isinstance(value, (complex, np.complexfloating)):
-        raise ArgumentTypeError(f"{name}: argument {param.name!r}: scalars of type {type(value).__name__} are not supported")
-    if not isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating)):
+    if isinstance(value, (complex, np.complexfloating)) and not (isinstance(dtype, DType) and dtype.is_complex):
+        raise ArgumentTypeError(f"{name}: argument {param.name!r}: a complex scalar for a parameter of type {dtype}: "
+                                f"pass its real part (.real) or make the parameter complex")
+    if not isinstance(value, (bool, int, float, complex, np.bool_, np.number)):
         raise ArgumentTypeError(f"{name}: argument {param.name!r} must be an array or a scalar, not {type(value).__name__}")
     if param.raw or isinstance(dtype, StructType):
         raise ArgumentTypeError(f"{name}: the argument {param.name!r} must be an array")

@@ -19,7 +19,7 @@ import dataclasses
 
 from ..errors import TileSyntaxError, TileUnsupportedFeatureError
 from . import syntax as s
-from .cdtypes import TYPE_WORDS
+from .cdtypes import TEMPLATES, TYPE_WORDS
 from .lexer import Snippet, Token, tokenize
 
 _BINARY_LEVELS = (("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", "<=", ">", ">="), ("<<", ">>"),
@@ -91,7 +91,12 @@ class Parser:
         while self.tok.kind == "name" and (self.tok.text in self.type_names or self.tok.text in _QUALIFIERS):
             tok = self.advance()
             end = tok.end
-            if tok.text not in _QUALIFIERS:
+            if tok.text in TEMPLATES and self.at("<"):  # complex<float>: one word
+                self.advance()
+                argument = self.type_name()
+                end = self.expect(">").end
+                words.append(f"{tok.text}<{' '.join(argument.words)}>")
+            elif tok.text not in _QUALIFIERS:
                 words.append(tok.text)
             if words and words[-1] not in TYPE_WORDS:  # a placeholder or `auto` is a whole type name
                 break
@@ -233,12 +238,17 @@ class Parser:
                 self.fail("Only `T::field_count` is supported after '::'", cls=TileUnsupportedFeatureError)
             end = self.advance().end
             return s.FieldCount(tok.start, end, type_)
-        if tok.kind == "name" and tok.text in self.type_names and self.peek().text == "(":
-            type_ = self.type_name()  # a functional cast: float(x)
+        if tok.kind == "name" and tok.text in self.type_names and (self.peek().text == "(" or
+                                                                   tok.text in TEMPLATES and self.peek().text == "<"):
+            type_ = self.type_name()  # a functional cast: float(x), complex<float>(x), complex<float>(re, im)
             self.expect("(")
             operand = self.expression()
+            imag = None
+            if tok.text in TEMPLATES and self.at(","):
+                self.advance()
+                imag = self.expression()
             end = self.expect(")").end
-            return s.Cast(tok.start, end, type_, operand)
+            return s.Cast(tok.start, end, type_, operand, imag)
         if tok.kind == "name":
             if tok.text in _UNSUPPORTED_STATEMENTS:
                 self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",

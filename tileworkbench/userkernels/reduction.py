@@ -169,6 +169,10 @@ class ReductionKernel(UserKernel):
     # ---- the generated tile kernel ---------------------------------------------------------------
 
     def generate(self, placeholders, types, ranks, reduce_type: DType) -> str:
+        if reduce_type.is_complex and self._reduction in ("max", "min"):
+            raise self._snippets["reduce_expr"].error(
+                TileTypeError, f"A {self._reduction} reduction of {C_SPELLING[reduce_type]}: complex numbers have no "
+                               f"order (reduce abs() or real() instead)", 0, len(self.reduce_expr))
         names = Names()
         block, k, acc, valid, part = (names.fresh(n) for n in ("block", "k", "acc", "valid", "part"))
         first = next(p.py for p, r in zip(self.in_params, ranks) if r)

@@ -87,6 +87,7 @@ class Conditional(Node):
 class Cast(Node):
     type: TypeName
     operand: Node
+    imag: Node | None = None  # complex<float>(re, im): the imaginary part
 
 
 @dataclass(frozen=True)

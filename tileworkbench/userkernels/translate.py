@@ -31,8 +31,8 @@ from ..errors import (
     TileUnsupportedFeatureError,
     TileValueError,
 )
-from ..ir.ops import OPS, PREDICATES
-from ..ir.types import DType, bool_, float32, float64, int32, int64, uint32
+from ..ir.ops import COMPLEX, OPS, PARTS, PREDICATES
+from ..ir.types import DType, bool_, float32, float64, int32, int64, part_dtype, uint32
 from . import syntax as s
 from .cdtypes import C_SPELLING, C_TYPES, SUPPORTED, arithmetic, convert_constant, int_literal_type, integer_promotion
 from .arrays import ArrayRules
@@ -71,6 +71,7 @@ def math_functions() -> dict:
 _MATH = math_functions()
 _PREDICATES = frozenset(name for op in PREDICATES for name in OPS[op].c)  # bool results
 _GENERIC = {"min": ("ct.minimum", 2, None), "max": ("ct.maximum", 2, None), "abs": ("ct.abs", 1, None)}  # any type
+_OP_OF = {f"ct.{decl.stub}": name for name, decl in OPS.items() if decl.stub} | {"cops.c_trunc": "trunc"}
 
 
 def math_function(name: str):
@@ -81,6 +82,8 @@ def math_function(name: str):
 _COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
 _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
             "!=": operator.ne}
+
+
 @dataclass(eq=False)
 class Scope:
     names: dict = field(default_factory=dict)   # C name -> CValue or LocalArray
@@ -293,6 +296,9 @@ class Translator(ArrayRules):
         a, b = self.convert(left, t), self.convert(right, t)
         varies = a.varies or b.varies
         if op in _COMPARISONS:
+            if t.is_complex and op not in ("==", "!="):
+                raise self.error(TileTypeError, f"'{op}' does not apply to {C_SPELLING[t]}: complex numbers have no "
+                                 f"order (compare real(), imag() or abs())", node)
             if a.const is not None and b.const is not None:   # folded: static_assert needs it
                 return literal(_COMPARE[op](a.const, b.const), bool_)
             return CValue(binop(op, a.code, b.code), bool_, None, varies)
@@ -319,6 +325,11 @@ class Translator(ArrayRules):
     def expr_Cast(self, node: s.Cast) -> CValue:
         to = self.resolve_type(node.type)
         value = self.expr(node.operand)
+        if node.imag is not None:  # complex<float>(re, im): the parser allows two values for complex types only
+            re, im = (self.convert(v, part_dtype(to), node) for v in (value, self.expr(node.imag)))
+            if re.const is not None and im.const is not None:
+                return literal(complex(re.const, im.const), to)
+            return CValue(py("ct.make_complex(a, b)", a=re.code, b=im.code), to, None, re.varies or im.varies)
         return value if to is None else self.convert(value, to, node)
 
     def expr_Call(self, node: s.Call) -> CValue:
@@ -337,12 +348,17 @@ class Translator(ArrayRules):
         t = integer_promotion(args[0].type) if arity == 1 else arithmetic(args[0].type, args[1].type)
         if fixed is not None:
             t = fixed                    # sqrtf, fminf, ...: float
-        elif name not in _GENERIC and not t.is_float:
+        elif name not in _GENERIC and not t.is_float and not t.is_complex:
             t = float64                  # a math function of an integer: double
+        op = _OP_OF[tile_fn]
+        if t.is_complex and op not in COMPLEX:
+            raise self.error(TileUnsupportedFeatureError, f"{name}() of {C_SPELLING[t]} is not supported; on complex "
+                             f"values: exp, log, abs, conj, real and imag", node)
         converted = [self.convert(a, t) for a in args]
         varies = any(a.varies for a in converted)
         code = ast.Call(py(tile_fn), [a.code for a in converted], [])
-        return CValue(code, bool_ if name in _PREDICATES else t, None, varies)
+        result = bool_ if name in _PREDICATES else part_dtype(t) if op in PARTS else t
+        return CValue(code, result, None, varies)
 
     def inline(self, node: s.Call) -> CValue:
         """A preamble function call: its body translated in a scope of its own."""

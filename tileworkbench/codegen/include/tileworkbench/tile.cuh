@@ -61,6 +61,11 @@ template <> struct traits<__nv_fp8_e4m3> { static constexpr bool is_float = true
 template <> struct traits<__nv_fp8_e5m2> { static constexpr bool is_float = true, is_half = true, is_signed = true; };
 template <> struct traits<__nv_fp8_e8m0> { static constexpr bool is_float = true, is_half = true, is_signed = false; };
 
+// complex64/complex128 (complex.cuh, included once the float math they use is defined)
+template <class R> struct complex;
+template <class T> struct is_complex { static constexpr bool value = false; };
+template <class R> struct is_complex<complex<R>> { static constexpr bool value = true; };
+
 template <int... I> struct int_seq {};
 template <int N, int... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
 template <int... I> struct make_seq<0, I...> { using type = int_seq<I...>; };
@@ -238,9 +243,14 @@ __device__ To float_to_int(From x) {
 
 // Element conversion: C++ semantics (int -> bool is x != 0, int -> int wraps) except float -> int,
 // which saturates (float_to_int); 16-bit floats go through float, double goes to them in one rounding.
+// Complex -> real takes the real part (CuPy's and NumPy's cast), -> bool asks for a nonzero part.
 template <class To, class From>
 __device__ To convert(From x) {
-  if constexpr (traits<From>::is_half && traits<To>::is_half && sizeof(To) == 1) return to_fp8(widen(x), To());
+  if constexpr (is_complex<To>::value && is_complex<From>::value) return To(x);
+  else if constexpr (is_complex<To>::value) return To(convert<decltype(To::re)>(x));
+  else if constexpr (is_complex<From>::value && is_bool<To>::value) return x.re != 0 || x.im != 0;
+  else if constexpr (is_complex<From>::value) return convert<To>(x.re);
+  else if constexpr (traits<From>::is_half && traits<To>::is_half && sizeof(To) == 1) return to_fp8(widen(x), To());
   else if constexpr (traits<From>::is_half && traits<To>::is_half) return To(widen(x));
   else if constexpr (traits<From>::is_half) return convert<To>(widen(x));
   else if constexpr (traits<To>::is_half && sizeof(To) == 1) return to_fp8(x, To());
@@ -355,6 +365,11 @@ template <class T> __device__ T maximum(T a, T b) { return (a < b || isnan(a)) ?
 template <class T> __device__ T minimum_nan(T a, T b) { return isnan(a) ? a : isnan(b) ? b : (b < a ? b : a); }
 template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : isnan(b) ? b : (a < b ? b : a); }
 }  // namespace op
+}  // namespace tw
+
+#include "complex.cuh"
+
+namespace tw {
 
 // ---- elementwise tile operations (one line each) ----------------------------------------------------
 
@@ -363,13 +378,14 @@ template <class T> __device__ T maximum_nan(T a, T b) { return isnan(a) ? a : is
 TW_UNARY(exp) TW_UNARY(exp2) TW_UNARY(log) TW_UNARY(log2) TW_UNARY(sqrt) TW_UNARY(rsqrt) TW_UNARY(sin)
 TW_UNARY(cos) TW_UNARY(tan) TW_UNARY(sinh) TW_UNARY(cosh) TW_UNARY(tanh) TW_UNARY(erf) TW_UNARY(floor) TW_UNARY(ceil)
 TW_UNARY(expm1) TW_UNARY(log1p) TW_UNARY(cbrt) TW_UNARY(erfc)
+TW_UNARY(conj) TW_UNARY(real) TW_UNARY(imag)
 TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite) TW_UNARY(ftz) TW_UNARY(exp2_ftz)
 
 #define TW_BINARY(name) \
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
 TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum)
-TW_BINARY(minimum_nan) TW_BINARY(maximum_nan)
+TW_BINARY(minimum_nan) TW_BINARY(maximum_nan) TW_BINARY(make_complex)
 
 #define TW_OPERATOR(sym, name)                                                                  \
   template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
