@@ -9,7 +9,10 @@ from IPython.utils.capture import capture_output
 from benchmarks.tile_cpp import cases, check
 from tests.runtime.tile_cpp_seed import EXAMPLES, NUMPY, cell, matrix_cells, result_cells, result_shape
 from tileworkbench.magic import KERNEL_MIME
-from tileworkbench.runtime.tile_cpp import TileCppKernel
+from tileworkbench.runtime.tile_cpp import TileCppKernel, unavailable_reason
+
+# A GPU machine without NVIDIA's tile compiler (or with an NVRTC older than its Tile IR) says why.
+pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=str(unavailable_reason()))
 
 
 @pytest.mark.gpu
