@@ -272,6 +272,34 @@ case("cdiv-int8-and-invert-bool", narrow_integer_ops, (1,),
               np.zeros(64, np.int8), np.zeros(64, np.int8)), exact=True)
 
 
+def _integer_ops(a, b, k):
+    """//, %, cdiv by b and << and >> by k: the arithmetic whose C++ spelling differs from cuTile's."""
+    return a // b, a % b, ct.cdiv(a, b), a << k, a >> k
+
+
+@ct.kernel
+def integer_arithmetic(x, y, k, tiles, scalars, N: ct.Constant[int]):
+    """Row r of `tiles`: op r on whole tiles; block i writes op r of element i, as scalars, to scalars[r, i]."""
+    i = ct.bid(0)
+    whole = _integer_ops(ct.load(x, (0,), (N,)), ct.load(y, (0,), (N,)), ct.load(k, (0,), (N,)))
+    one = _integer_ops(ct.load(x, (i,), (1,)).item(), ct.load(y, (i,), (1,)).item(), ct.load(k, (i,), (1,)).item())
+    for r in ct.static_iter(range(5)):
+        ct.store(tiles, (r, 0), ct.reshape(whole[r], (1, N)))
+        ct.store(scalars, (r, i), ct.full((1, 1), one[r], scalars.dtype))
+
+
+def _integer_operands(dtype, n=64):
+    from ..integer_model import edge_operands, shift_amounts
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    x, y = edge_operands(dtype, n, rng)
+    return x, y, shift_amounts(dtype, n, rng), np.zeros((5, n), dtype), np.zeros((5, n), dtype), n
+
+
+for _dt in INTS:
+    case(f"integer-arithmetic-{np.dtype(_dt).name}", integer_arithmetic, (64,),
+         lambda dt=_dt: _integer_operands(dt), exact=True)
+
+
 @ct.kernel
 def nan_rows(x, out):
     t = ct.load(x, (0, 0), (8, 32))

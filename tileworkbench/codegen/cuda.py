@@ -372,9 +372,9 @@ def emits(*names):
 
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitwise_and": "&", "bitwise_or": "|",
-          "bitwise_xor": "^", "lshift": "<<", "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+          "bitwise_xor": "^", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
           "gt": ">", "ge": ">="}
-_CALLS = {"floordiv": "floordiv", "mod": "mod", "pow": "pow", "atan2": "atan2", "neg": "neg", "abs": "abs",
+_CALLS = {"floordiv": "floordiv", "mod": "mod", "cdiv": "cdiv", "lshift": "lshift", "rshift": "rshift", "pow": "pow", "atan2": "atan2", "neg": "neg", "abs": "abs",
           "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "sqrt": "sqrt", "rsqrt": "rsqrt", "sin": "sin",
           "cos": "cos", "tan": "tan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "erf": "erf", "floor": "floor",
           "ceil": "ceil",

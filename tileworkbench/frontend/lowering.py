@@ -900,13 +900,11 @@ def divmod_(lw, x, y):
 
 @lowers("cdiv")
 def cdiv(lw, x, y):
-    """(x + y - 1) // y, computed in int32 for narrower integers so that x + y cannot overflow."""
-    if isinstance(x, Value) or isinstance(y, Value):
-        dtype = coerce.common_dtype(lw, x, y)
-        if dtype.is_integral and dtype.bitwidth < 32:
-            a, b = unify(lw, x, y, dtype=dtype)
-            return cast(lw, cdiv(lw, cast(lw, a, int32), cast(lw, b, int32)), dtype)
-    return lower_binary(lw, "floordiv", lower_binary(lw, "sub", lower_binary(lw, "add", x, y), 1), y)
+    """ceil(x / y) for integers of any sign and width, computed in their dtype as cuTile does."""
+    dtype = coerce.common_dtype(lw, x, y)
+    if not dtype.is_integral or dtype is bool_:
+        lw.fail(TileTypeError, f"cdiv() supports integer operands, got {dtype}")
+    return lower_binary(lw, "cdiv", x, y)
 
 
 # ---- reductions and scans -----------------------------------------------------------------------

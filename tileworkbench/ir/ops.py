@@ -170,6 +170,7 @@ BINARY = {
     "add": ("x + y", "add", F), "sub": ("x - y", "sub", F), "mul": ("x * y", "mul", F),
     "truediv": ("x / y", "truediv", F), "floordiv": ("x // y (rounds toward -inf)", "floordiv", F),
     "mod": ("x % y (sign of y)", "mod", F), "pow": ("x ** y", "pow", F),
+    "cdiv": ("ceil(x / y), integers (rounds toward +inf)", "cdiv", None),
     "minimum": ("min(x, y), NaN ignored", "minimum", F), "maximum": ("max(x, y), NaN ignored", "maximum", F),
     "atan2": ("atan2(x, y)", "atan2", F),
     "bitwise_and": ("x & y", "bitwise_and", None), "bitwise_or": ("x | y", "bitwise_or", None),

@@ -311,8 +311,8 @@ def divmod(x, y, /):  # cuTile's name
 
 
 def cdiv(x, y, /):
-    """Ceiling division; works on the host and in kernels."""
-    return (x + y - 1) // y
+    """ceil(x / y) for integers of either sign (cdiv(7, -2) == -3); works on the host and in kernels."""
+    return -((-x) // y)
 
 
 cdiv.__tile_op__ = "cdiv"
