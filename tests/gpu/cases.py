@@ -1353,6 +1353,22 @@ def tf32_mma(A, B, C):
     ct.store(C, (0, 0), ct.mma(a, b, ct.load(C, (0, 0), (32, 32))))
 
 
+@ct.kernel
+def tf32_matmul_loop(A, B, C, TK: ct.Constant[int]):
+    """The usual way to ask for tensor cores on float32 data: matmul of tfloat32 casts, in a K loop."""
+    acc = ct.zeros((32, 32), ct.float32)
+    for k in range(ct.num_tiles(A, 1, (32, TK))):
+        a = ct.astype(ct.load(A, (0, k), (32, TK), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        b = ct.astype(ct.load(B, (k, 0), (TK, 32), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        acc = acc + ct.matmul(a, b).astype(ct.float32)
+    ct.store(C, (0, 0), acc)
+
+
+case("tfloat32-matmul-k-loop", tf32_matmul_loop, (1,),
+     lambda: (normal_array((32, 100), np.float32), normal_array((100, 32), np.float32), np.zeros((32, 32), np.float32),
+              16), exact=True)
+
+
 for _dt in (np.float16, BF16):
     _name = np.dtype(_dt).name
     case(f"tensor-core-arithmetic-pipelined-{_name}", matmul, (2, 3),

@@ -1085,7 +1085,7 @@ def matmul(lw, x, y):
     if not (2 <= x.type.ndim <= 3 and 2 <= y.type.ndim <= 3):
         lw.fail(TileTypeError, f"matmul() supports 1-D, 2-D and 3-D tiles, got {x.shape} and {y.shape}")
     dtype = coerce.common_dtype(lw, x, y)
-    if dtype not in MMA_ACCUMULATORS or dtype is tfloat32:
+    if dtype not in MMA_ACCUMULATORS:
         lw.fail(TileTypeError, f"Unsupported input dtype {dtype} for matmul")
     if x.shape[-1] != y.shape[-2]:
         lw.fail(TileTypeError, f"matmul() inner dimensions differ: {x.shape} @ {y.shape}")
