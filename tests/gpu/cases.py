@@ -301,6 +301,37 @@ for _dt in INTS:
 
 
 @ct.kernel
+def bytes_round_trip(x, packed, back, N: ct.Constant[int]):
+    b = ct.pack_to_bytes(ct.load(x, (0,), (N,)))
+    ct.store(packed, (0,), b)
+    ct.store(back, (0,), ct.unpack_from_bytes(b, back.dtype))
+
+
+for _dt in (np.int16, np.float32, np.int64, BF16):
+    case(f"pack-unpack-bytes-{np.dtype(_dt).name}", bytes_round_trip, (1,),
+         lambda dt=_dt: (random_array(64, dt), np.zeros(64 * np.dtype(dt).itemsize, np.uint8), np.zeros(64, dt), 64),
+         exact=True)
+
+
+@ct.kernel
+def scaled_mma(a, sa, b, sb, c):
+    """fp8 with e8m0 scales per 32 values of K: a correct path on GPUs without block-scaled mma."""
+    acc = ct.load(c, (0, 0), (32, 32))
+    ct.store(c, (0, 0), ct.mma_scaled(ct.load(a, (0, 0), (32, 64)), ct.load(sa, (0, 0), (32, 2)),
+                                      ct.load(b, (0, 0), (64, 32)), ct.load(sb, (0, 0), (2, 32)), acc))
+
+
+def _scaled_mma_args():
+    e8m0 = ct.float8_e8m0fnu.numpy
+    return (random_array((32, 64), FP8[0]), (2.0 ** RNG.integers(-4, 4, (32, 2))).astype(e8m0),
+            random_array((64, 32), FP8[0]), (2.0 ** RNG.integers(-4, 4, (2, 32))).astype(e8m0),
+            random_array((32, 32), np.float32))
+
+
+case("mma-scaled-fp8-e8m0", scaled_mma, (1,), _scaled_mma_args)
+
+
+@ct.kernel
 def nan_rows(x, out):
     t = ct.load(x, (0, 0), (8, 32))
     ct.store(out, (0, 0), ct.max(t, axis=1, keepdims=True))

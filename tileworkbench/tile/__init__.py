@@ -11,12 +11,13 @@ from ..errors import (TileAssertionError, TileCompilerExecutionError, TileCompil
                       TileInternalError, TileOutOfBoundsError, TileRecursionError, TileStaticAssertionError,
                       TileStaticEvalError, TileSyntaxError, TileTypeError, TileUndeterminedPaddingError,
                       TileUnsupportedFeatureError, TileValueError)
-from ..ir.types import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float16,
-                        float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32, uint64)
+from ..ir.types import (DType, bfloat16, bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e5m3fnu,
+                        float8_e8m0fnu, float16, float32, float64, int8, int16, int32, int64, tfloat32, uint8, uint16, uint32, uint64)
 from ._evaluate import evaluate
 from ._kernel import ByTarget, Constant, ConstantAnnotation, Kernel, ScalarInt64, function, kernel, launch
 from ._stubs import *  # noqa: F401,F403 - the tile functions
 from ._stubs import MemoryOrder, MemoryScope, PaddingMode, RoundingMode, Slice
+from ._surface import *  # noqa: F401,F403 - byte packing, mma_scaled, annotations
 
 
 class Array:

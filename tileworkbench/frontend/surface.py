@@ -1,0 +1,139 @@
+"""Lowerings of the tile functions built from other ops: byte packing, block-scaled mma, and the
+compile-time assertions and scheduling hints that emit nothing (tile/_surface.py declares them).
+
+Each composes ops every backend already has, so the interpreter and the GPU share one definition:
+
+    pack_to_bytes(x: int32[2])  ->  bitcast uint32, broadcast (2, 4), >> [0, 8, 16, 24], astype uint8,
+                                    reshape (8,)        (little-endian bytes, as cuTile gives them)
+"""
+from __future__ import annotations
+
+from ..errors import TileStaticAssertionError, TileTypeError, TileUnsupportedFeatureError
+from ..ir.core import Value
+from ..ir.types import (bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float32, uint8, uint16,
+                        uint32, uint64)
+from . import coerce
+from .lowering import LOWERINGS, const_int, constant_value, dtype_arg, lower_binary, lowers, tile_arg
+
+_UNSIGNED = {1: uint8, 2: uint16, 4: uint32, 8: uint64}
+
+
+def _reshape(lw, x, shape):
+    return LOWERINGS["reshape"](lw, x, shape)
+
+
+def _byte_shifts(lw, k: int, rows: int, unsigned):
+    """The (rows, k) tile of bit offsets 0, 8, ..., 8 (k - 1) along each row, in `unsigned`."""
+    shifts = lower_binary(lw, "mul", LOWERINGS["arange"](lw, k, unsigned, 0, 1), 8)
+    return LOWERINGS["broadcast_to"](lw, _reshape(lw, shifts, (1, k)), (rows, k))
+
+
+def _bytes_dtype_check(lw, dtype, fn):
+    if dtype is bool_:
+        lw.fail(TileTypeError, f"{fn}() does not support bool")
+    if dtype.bitwidth < 8:
+        lw.fail(TileUnsupportedFeatureError, f"{fn}() of {dtype} is not supported: tileworkbench keeps one "
+                                             f"{dtype.bitwidth}-bit value per byte")
+
+
+@lowers("pack_to_bytes")
+def pack_to_bytes(lw, x):
+    x = tile_arg(lw, x, "pack_to_bytes")
+    _bytes_dtype_check(lw, x.dtype, "pack_to_bytes")
+    n, k = x.type.size, x.dtype.itemsize
+    flat = _reshape(lw, x, (n,))
+    unsigned = _UNSIGNED[k]
+    words = LOWERINGS["bitcast"](lw, flat, unsigned)
+    if k == 1:
+        return words
+    wide = LOWERINGS["broadcast_to"](lw, _reshape(lw, words, (n, 1)), (n, k))
+    shifted = lower_binary(lw, "rshift", wide, _byte_shifts(lw, k, n, unsigned))
+    return _reshape(lw, LOWERINGS["astype"](lw, shifted, uint8, None), (n * k,))
+
+
+@lowers("unpack_from_bytes")
+def unpack_from_bytes(lw, x, dtype):
+    x, dtype = tile_arg(lw, x, "unpack_from_bytes"), dtype_arg(lw, dtype)
+    if x.dtype is not uint8 or x.type.ndim != 1:
+        lw.fail(TileTypeError, f"unpack_from_bytes() expects a 1-D uint8 tile, got {x.dtype}{x.shape}")
+    _bytes_dtype_check(lw, dtype, "unpack_from_bytes")
+    m, k = x.type.size, dtype.itemsize
+    if m % k:
+        lw.fail(TileTypeError, f"unpack_from_bytes(): {m} bytes do not hold a whole number of {dtype} values")
+    unsigned = _UNSIGNED[k]
+    if k > 1:
+        rows = LOWERINGS["astype"](lw, _reshape(lw, x, (m // k, k)), unsigned, None)
+        placed = lower_binary(lw, "lshift", rows, _byte_shifts(lw, k, m // k, unsigned))
+        x = LOWERINGS["sum"](lw, placed, 1)  # the bytes' bits are disjoint: the sum is their OR
+    return LOWERINGS["bitcast"](lw, x, dtype)
+
+
+@lowers("assume_divisible_by")
+def assume_divisible_by(lw, x, divisor):
+    """A promise for the optimizer: x comes back unchanged (tileworkbench does not act on it)."""
+    divisor = const_int(lw, divisor, "divisor of assume_divisible_by()")
+    if divisor <= 0:
+        lw.fail(TileTypeError, f"assume_divisible_by() needs a positive divisor, got {divisor}")
+    dtype = x.dtype if isinstance(x, Value) else None
+    if isinstance(x, Value) and (x.is_array or x.shape or not dtype.is_integral) or isinstance(x, (bool, float)):
+        lw.fail(TileTypeError, f"assume_divisible_by() expects an integer scalar, got {coerce.describe(x)}")
+    return x
+
+
+@lowers("ensure_constant")
+def ensure_constant(lw, value):
+    if isinstance(value, Value) and (value.is_array or constant_value(value) is None):
+        lw.fail(TileStaticAssertionError, "Argument of ensure_constant() is not a compile-time constant")
+    return value
+
+
+# Programmatic dependent launch: tileworkbench launches a kernel only after the previous kernel in
+# its stream has finished (it never sets the launch attribute that lets a dependent start early),
+# so at a kernel's first instruction the wait is already satisfied and its writes are visible, and
+# letting dependents start early is only ever a permission. Both are correct as nothing.
+LOWERINGS["grid_dependency_control_wait"] = lambda lw: None
+LOWERINGS["grid_dependency_control_launch_dependents"] = lambda lw: None
+
+
+# operand dtype -> {scale dtype: block sizes}, all into float32 (cuTile's table)
+_SCALED = {float8_e4m3fn: {float8_e8m0fnu: (32,)}, float8_e5m2: {float8_e8m0fnu: (32,)},
+           float4_e2m1fn: {float8_e8m0fnu: (16, 32), float8_e4m3fn: (16,)}}
+
+
+def _scaled(lw, t, scale, k_axis: int, block: int):
+    """t in float32 times its scale repeated `block` times along the K axis (exact: a power of two
+    or an 8-bit float times a value of at most 11 bits)."""
+    shape = scale.shape
+    spread = shape[:k_axis + 1] + (1,) + shape[k_axis + 1:]
+    wide = shape[:k_axis + 1] + (block,) + shape[k_axis + 1:]
+    repeated = LOWERINGS["broadcast_to"](lw, _reshape(lw, scale, spread), wide)
+    repeated = _reshape(lw, LOWERINGS["astype"](lw, repeated, float32, None), t.shape)
+    return lower_binary(lw, "mul", LOWERINGS["astype"](lw, t, float32, None), repeated)
+
+
+@lowers("mma_scaled")
+def mma_scaled(lw, x, x_scale, y, y_scale, acc):
+    x, x_scale, y, y_scale, acc = (tile_arg(lw, t, "mma_scaled") for t in (x, x_scale, y, y_scale, acc))
+    if x.dtype is not y.dtype or x.dtype not in _SCALED:
+        lw.fail(TileTypeError, f"mma_scaled() needs x and y of one dtype among "
+                               f"{', '.join(d.name for d in _SCALED)}, got {x.dtype} and {y.dtype}")
+    if x_scale.dtype is not y_scale.dtype or x_scale.dtype not in _SCALED[x.dtype]:
+        lw.fail(TileTypeError, f"Unsupported scale dtype {x_scale.dtype} for {x.dtype} inputs; supported: "
+                               f"{', '.join(d.name for d in _SCALED[x.dtype])}")
+    if acc.dtype is not float32:
+        lw.fail(TileTypeError, f"mma_scaled() accumulates in float32, got {acc.dtype}")
+    if x.type.ndim < 2 or y.type.ndim < 2 or x.shape[-1] != y.shape[-2]:
+        lw.fail(TileTypeError, f"mma_scaled() needs [..., M, K] @ [..., K, N] tiles, got {x.shape} and {y.shape}")
+    k, k_scales = x.shape[-1], x_scale.shape[-1] if x_scale.type.ndim else 0
+    if (x_scale.shape[:-1] != x.shape[:-1] or y_scale.type.ndim != y.type.ndim
+            or y_scale.shape[:-2] + y_scale.shape[-1:] != y.shape[:-2] + y.shape[-1:] or y_scale.shape[-2] != k_scales):
+        lw.fail(TileTypeError, f"mma_scaled() scale shapes {x_scale.shape} and {y_scale.shape} do not match "
+                               f"x {x.shape} and y {y.shape} outside the K dimension")
+    block = k // k_scales if k_scales and k % k_scales == 0 else 0
+    if block not in _SCALED[x.dtype][x_scale.dtype]:
+        lw.fail(TileTypeError, f"mma_scaled(): K={k} with {k_scales} scales gives blocks of {k / max(k_scales, 1):g}; "
+                               f"{x.dtype} with {x_scale.dtype} scales takes blocks of "
+                               f"{' or '.join(map(str, _SCALED[x.dtype][x_scale.dtype]))}")
+    xs = _scaled(lw, x, x_scale, x.type.ndim - 1, block)
+    ys = _scaled(lw, y, y_scale, y.type.ndim - 2, block)
+    return LOWERINGS["mma"](lw, xs, ys, acc, False)
