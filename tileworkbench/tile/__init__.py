@@ -32,11 +32,11 @@ class Scalar:
     """Annotation for scalars."""
 
 
-def compiler_timeout(seconds: float):
-    """`with ct.compiler_timeout(10): ...`: each compile started inside takes at most `seconds`
-    (TileCompilerTimeoutError beyond); see tileworkbench.runtime.nvrtc.compiler_timeout."""
+def compiler_timeout(timeout_sec: float):
+    """`with ct.compiler_timeout(10): ...`: each compile started inside takes at most `timeout_sec`
+    seconds (TileCompilerTimeoutError beyond); see tileworkbench.runtime.nvrtc.compiler_timeout."""
     from ..runtime.nvrtc import compiler_timeout as limit  # imported on use: the language loads no GPU layer
-    return limit(seconds)
+    return limit(timeout_sec)
 
 
 def __getattr__(name: str):
