@@ -332,6 +332,26 @@ case("mma-scaled-fp8-e8m0", scaled_mma, (1,), _scaled_mma_args)
 
 
 @ct.kernel
+def tiled_views(x, out, counts, y):
+    """Tiled views: default steps (ct.load), overlapping tiles (element indices), counts, a store
+    with gaps and an atomic update."""
+    i = ct.bid(0)
+    tv = x.tiled_view((4, 8), padding_mode=ct.PaddingMode.NAN)
+    ct.store(out, (i, 0), tv.load((i, 0)))
+    overlapping = x.tiled_view((4, 8), traversal_steps=(1, 8), padding_mode=ct.PaddingMode.NEG_INF)
+    ct.store(out, (i, 1), overlapping.load((i * 3, 0)))
+    ct.store(counts, (i,), ct.full((1,), overlapping.num_tiles(0) * 100 + tv.num_tiles(1), ct.int32))
+    gaps = y.tiled_view((2,), traversal_steps=(3,))
+    gaps.store(i, ct.arange(2, dtype=ct.int32) + i)
+    y.tiled_view((4,)).atomic_store_add(4, 1)
+
+
+case("tiled-views", tiled_views, (3,),
+     lambda: (random_array((10, 13), np.float32), np.zeros((12, 16), np.float32), np.zeros(3, np.int32),
+              np.zeros(24, np.int32)), exact=True)
+
+
+@ct.kernel
 def nan_rows(x, out):
     t = ct.load(x, (0, 0), (8, 32))
     ct.store(out, (0, 0), ct.max(t, axis=1, keepdims=True))

@@ -122,3 +122,49 @@ def test_annotated_array_parameters_take_arrays():
     big, small = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
     ct.launch(None, (1,), annotated, (big, small))
     np.testing.assert_array_equal(small, big)
+
+
+@ct.kernel
+def views(x, out, counts):
+    tv = x.tiled_view((2, 4))
+    ct.store(out, (0, 0), tv.load((1, 0)))
+    overlapping = x.tiled_view((2, 4), traversal_steps=(1, 4), padding_mode=ct.PaddingMode.NEG_INF)
+    ct.store(out, (1, 0), overlapping.load((3, 1)))
+    ct.store(counts, (0,), ct.full((1,), overlapping.num_tiles(0), ct.int32))
+    ct.store(counts, (1,), ct.full((1,), tv.num_tiles(axis=1), ct.int32))
+
+
+def test_a_tiled_view_loads_tiles_at_index_times_traversal_steps_with_its_padding():
+    x, out, counts = np.arange(32, dtype=np.float32).reshape(4, 8), np.zeros((4, 4), np.float32), np.zeros(2, np.int32)
+    ct.launch(None, (1,), views, (x, out, counts))
+    np.testing.assert_array_equal(out[:2], x[2:4, :4])
+    np.testing.assert_array_equal(out[2:], [x[3, 4:], [-np.inf] * 4])  # row 4 is past the end: padded
+    assert counts.tolist() == [4, 2]  # cdiv(4 rows, step 1), cdiv(8 columns, step 4)
+
+
+@ct.kernel
+def view_stores(y, z):
+    tv = y.tiled_view(4)
+    tv.store(1, ct.full((4,), 99, ct.int32))
+    tv.atomic_store_add(0, 5)
+    gaps = z.tiled_view((2,), traversal_steps=(3,))
+    gaps.store(index=ct.bid(0), tile=ct.arange(2, dtype=ct.int32) + 1)
+    one = y.tiled_view(())
+    one.store(15, one.load(14) + 1)
+
+
+def test_a_tiled_view_stores_broadcast_tiles_and_updates_atomically():
+    y, z = np.zeros(16, np.int32), np.zeros(9, np.int32)
+    ct.launch(None, (3,), view_stores, (y, z))
+    assert y.tolist() == [15] * 4 + [99] * 4 + [0] * 7 + [1]
+    assert z.tolist() == [1, 2, 0] * 3  # tiles 3 elements apart: gaps between them
+
+
+@ct.kernel
+def bad_view(x, out):
+    ct.store(out, (0,), x.tiled_view((4,)).load((0, 0)))
+
+
+def test_a_tiled_view_index_of_another_rank_is_refused():
+    with pytest.raises(ct.TileTypeError, match="Index size 2 does not match the tiled view's rank 1"):
+        ct.launch(None, (1,), bad_view, (np.zeros(4, np.float32), np.zeros(4, np.float32)))

@@ -818,9 +818,10 @@ class Lowerer:
             if attr == "shape":
                 return tuple(static_extent(v, d) if static_extent(v, d) is not None else
                              self.emit("array_dim", [v], {"axis": d}) for d in range(v.type.ndim))
-            if attr == "slice":
+            if attr in ("slice", "tiled_view"):
                 return BoundMethod(v, attr)
-            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim, slice)")
+            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim, slice, "
+                                     f"tiled_view)")
         if attr == "shape":
             return v.shape
         if attr in _TILE_METHODS:

@@ -1185,7 +1185,11 @@ def _slice_stub(array, /, axis, start, stop):
 
 def lower_method(lw, x: Value, name: str, args, kwargs):
     """t.reshape(...), t.astype(...), t.item(), a.slice(...): the tile function with t first."""
+    if hasattr(x, "lower_method"):  # a tiled view's load, store, ... (frontend/surface.py)
+        return x.lower_method(lw, name, args, kwargs)
     if x.is_array:
+        if name != "slice":  # a.tiled_view(...)
+            return LOWERINGS[name](lw, *bind_call(lw, TILE_FUNCTIONS[name], [x, *args], kwargs))
         return array_slice(lw, *bind_call(lw, _slice_stub, [x, *args], kwargs))
     if name == "item":
         if args or kwargs:

@@ -1,5 +1,6 @@
-"""Lowerings of the tile functions built from other ops: byte packing, block-scaled mma, and the
-compile-time assertions and scheduling hints that emit nothing (tile/_surface.py declares them).
+"""Lowerings of the tile functions built from other ops: byte packing, block-scaled mma, tiled
+views, and the compile-time assertions and scheduling hints that emit nothing (tile/_surface.py
+declares them).
 
 Each composes ops every backend already has, so the interpreter and the GPU share one definition:
 
@@ -9,9 +10,10 @@ Each composes ops every backend already has, so the interpreter and the GPU shar
 from __future__ import annotations
 
 from ..errors import TileStaticAssertionError, TileTypeError, TileUnsupportedFeatureError
+from ..ir.attrs import MemoryOrder, MemoryScope, padding_value
 from ..ir.core import Value
-from ..ir.types import (bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float32, uint8, uint16,
-                        uint32, uint64)
+from ..ir.types import (bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float32, int32, uint8,
+                        uint16, uint32, uint64)
 from . import coerce
 from .lowering import LOWERINGS, const_int, constant_value, dtype_arg, lower_binary, lowers, tile_arg
 
@@ -137,3 +139,149 @@ def mma_scaled(lw, x, x_scale, y, y_scale, acc):
     xs = _scaled(lw, x, x_scale, x.type.ndim - 1, block)
     ys = _scaled(lw, y, y_scale, y.type.ndim - 2, block)
     return LOWERINGS["mma"](lw, xs, ys, acc, False)
+
+
+# ---- tiled views ---------------------------------------------------------------------------------
+
+class TiledView:
+    """`array.tiled_view(tile_shape, *, padding_mode, traversal_steps)` in tile code: a compile-time
+    value (passed to helpers, captured, carried) whose tile `index` starts at element index *
+    traversal_steps. With the default steps it loads and stores as ct.load/ct.store do; other steps
+    (overlapping tiles, gaps) read and write through element indices, as gather/scatter do."""
+
+    METHODS = ("load", "store", "num_tiles") + tuple(f"atomic_store_{op}" for op in
+                                                     ("add", "max", "min", "and", "or", "xor"))
+
+    def __init__(self, array: Value, tile_shape: tuple, padding_mode, steps: tuple, scalar: bool):
+        self.array, self.shape, self.padding_mode, self.steps = array, tile_shape, padding_mode, steps
+        self.scalar = scalar  # tile_shape (): each tile is one element, loaded as a 0-d tile
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    @property
+    def tile_shape(self):
+        return self.shape
+
+    @property
+    def traversal_steps(self):
+        return self.steps
+
+    def __repr__(self) -> str:
+        return f"TiledView(tile_shape={self.shape}, traversal_steps={self.steps})"
+
+    def lower_method(self, lw, name, args, kwargs):
+        from .lowering import bind_call
+        if name.startswith("atomic_store_"):
+            return self._atomic(lw, *bind_call(lw, _atomic_store, args, kwargs), name[len("atomic_store_"):])
+        return getattr(self, "_" + name)(lw, *bind_call(lw, _VIEW_METHODS[name], args, kwargs))
+
+    def _index(self, lw, index) -> tuple:
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) != len(self.shape):
+            lw.fail(TileTypeError, f"Index size {len(index)} does not match the tiled view's rank {len(self.shape)}")
+        return index
+
+    def _default_steps(self) -> bool:
+        return self.steps == self.shape
+
+    def _element_indices(self, lw, index) -> tuple:
+        """One index tile per axis, broadcast to the tile shape: index * step + [0, tile) along the axis."""
+        rank = len(self.shape)
+        tiles = []
+        for d, (i, n, step) in enumerate(zip(self._index(lw, index), self.shape, self.steps)):
+            origin = lower_binary(lw, "mul", i, step)
+            along = lower_binary(lw, "add", LOWERINGS["arange"](lw, n, int32, 0, 1), origin)
+            shape = tuple(n if k == d else 1 for k in range(rank))
+            tiles.append(LOWERINGS["broadcast_to"](lw, _reshape(lw, along, shape), self.shape))
+        return tuple(tiles)
+
+    def _fit(self, lw, tile):
+        """`tile` broadcast to the tile shape (cuTile's rule for stores and atomic updates)."""
+        value = coerce.to_value(lw, tile, None if isinstance(tile, Value) else self.array.dtype)
+        if value.shape == self.shape:
+            return value
+        if not coerce.broadcasts_to(value.shape, self.shape):
+            lw.fail(TileTypeError, f"A tile of shape {value.shape} does not broadcast to the view's tile shape "
+                                   f"{self.shape}")
+        return LOWERINGS["broadcast_to"](lw, value, self.shape)
+
+    def _load(self, lw, index, check_bounds, latency, allow_tma):
+        if self._default_steps():
+            tile = LOWERINGS["load"](lw, self.array, self._index(lw, index), self.shape, "C", self.padding_mode,
+                                     check_bounds, latency, allow_tma, MemoryOrder.WEAK, MemoryScope.NONE)
+        else:
+            pad = padding_value(self.padding_mode, self.array.dtype)
+            tile = LOWERINGS["gather"](lw, self.array, self._element_indices(lw, index), None, pad, check_bounds,
+                                       latency)
+        return _reshape(lw, tile, ()) if self.scalar else tile
+
+    def _store(self, lw, index, tile, check_bounds, latency, allow_tma):
+        value = self._fit(lw, tile)
+        if self._default_steps():
+            return LOWERINGS["store"](lw, self.array, self._index(lw, index), value, "C", check_bounds, latency,
+                                      allow_tma, MemoryOrder.WEAK, MemoryScope.NONE)
+        return LOWERINGS["scatter"](lw, self.array, self._element_indices(lw, index), value, None, check_bounds,
+                                    latency)
+
+    def _num_tiles(self, lw, axis):
+        axis = const_int(lw, axis, "axis")
+        rank = len(self.shape)
+        if not -rank <= axis < rank:
+            lw.fail(TileTypeError, f"Axis {axis} is out of range for a tiled view of rank {rank}")
+        extent = lw.value_attribute(self.array, "shape")[axis % rank]
+        return LOWERINGS["cdiv"](lw, extent, self.steps[axis % rank])
+
+    def _atomic(self, lw, index, update, op):
+        value = self._fit(lw, update)
+        LOWERINGS[f"atomic_{op}"](lw, self.array, self._element_indices(lw, index), value, True, MemoryOrder.RELAXED,
+                                  MemoryScope.DEVICE)
+
+
+def _method(name):
+    def bound(view):
+        from .compiler import BoundMethod  # the compiler calls it back through lower_method
+        return BoundMethod(view, name)
+    return property(bound)
+
+
+for _name in TiledView.METHODS:
+    setattr(TiledView, _name, _method(_name))
+
+
+def _view_load(index, *, check_bounds=True, latency=None, allow_tma=None):
+    pass
+
+
+def _view_store(index, tile, *, check_bounds=True, latency=None, allow_tma=None):
+    pass
+
+
+def _view_num_tiles(axis):
+    pass
+
+
+def _atomic_store(index, update):
+    pass
+
+
+_VIEW_METHODS = {"load": _view_load, "store": _view_store, "num_tiles": _view_num_tiles}
+
+
+@lowers("tiled_view")
+def tiled_view(lw, array, tile_shape, padding_mode, traversal_steps):
+    from .lowering import padding_arg, tile_shape as checked_shape
+    rank = array.type.ndim
+    scalar = tile_shape == ()
+    shape = (1,) * rank if scalar else checked_shape(lw, tile_shape if isinstance(tile_shape, tuple) else (tile_shape,))
+    if len(shape) != rank:
+        lw.fail(TileTypeError, f"Expected a tile shape of length {rank} for an array of rank {rank}, got {shape}")
+    if traversal_steps is None:
+        steps = shape
+    else:
+        steps = traversal_steps if isinstance(traversal_steps, tuple) else (traversal_steps,)
+        steps = tuple(const_int(lw, s, "traversal step") for s in steps)
+        if len(steps) != rank or any(s <= 0 for s in steps):
+            lw.fail(TileTypeError, f"traversal_steps must be {rank} positive integer constants, got {steps}")
+    return TiledView(array, shape, padding_arg(lw, padding_mode), steps, scalar)

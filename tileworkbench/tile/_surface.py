@@ -6,11 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, get_origin
 
-from ..frontend import surface as _lowerings  # noqa: F401 - registers the lowerings of these functions
+from ..frontend import surface as _lowerings  # registers the lowerings of these functions
+from ..ir.attrs import PaddingMode
 from ..ir.types import DType, int32, int64
 from ._stubs import _stub
 
-__all__ = ["ArrayAnnotation", "ListAnnotation", "IndexedWithInt64", "assume_divisible_by", "ensure_constant",
+TiledView = _lowerings.TiledView  # in tile code, what `array.tiled_view(...)` gives
+
+__all__ = ["TiledView", "ArrayAnnotation", "ListAnnotation", "IndexedWithInt64", "assume_divisible_by", "ensure_constant",
            "mma_scaled", "pack_to_bytes", "unpack_from_bytes", "grid_dependency_control_wait",
            "grid_dependency_control_launch_dependents"]
 
@@ -33,6 +36,13 @@ def mma_scaled(x, x_scale, y, y_scale, /, acc):
     """Block-scaled x @ y + acc: result[i, j] = sum_k x[i, k] * x_scale[i, k // B] * y[k, j] *
     y_scale[k // B, j] + acc[i, j], with B = K // x_scale.shape[-1] (fp8 with e8m0 scales: B 32;
     fp4 with e8m0: 16 or 32; fp4 with e4m3: 16). Computed in float32 on any GPU."""
+
+
+@_stub
+def tiled_view(array, /, tile_shape, *, padding_mode=PaddingMode.UNDETERMINED, traversal_steps=None):
+    """`array.tiled_view(tile_shape, ...)` (a method of arrays in tile code): the array as tiles of
+    `tile_shape` whose index i starts at element i * traversal_steps (default: tile_shape), with
+    .load(index), .store(index, tile), .num_tiles(axis), .atomic_store_add(index, update), ..."""
 
 
 @_stub
