@@ -34,4 +34,4 @@ def test_enums_compare_by_member_names_and_values():
 
 
 def test_every_name_the_section_explains_is_read_from_api_coverage():
-    assert {"bid", "TiledView", "is_float", "compilation", "StaticException"} <= documented_names()
+    assert {"bid", "Tile", "is_float", "compilation", "MemorySpace"} <= documented_names()

@@ -168,3 +168,29 @@ def bad_view(x, out):
 def test_a_tiled_view_index_of_another_rank_is_refused():
     with pytest.raises(ct.TileTypeError, match="Index size 2 does not match the tiled view's rank 1"):
         ct.launch(None, (1,), bad_view, (np.zeros(4, np.float32), np.zeros(4, np.float32)))
+
+
+@ct.kernel
+def raising(out, N: ct.Constant[int]):
+    if N > 4:
+        raise ct.static_exception(ValueError(f"N={N} is too large"))
+    ct.store(out, (0,), ct.full((4,), N, ct.int32))
+
+
+def test_raise_static_exception_fails_the_compile_only_where_it_is_reached():
+    out = np.zeros(4, np.int32)
+    ct.launch(None, (1,), raising, (out, 3))
+    assert out.tolist() == [3] * 4
+    with pytest.raises(ct.StaticException, match=r"Exception was raised at compile time \(ValueError: N=8 is too "
+                                                 r"large\)"):
+        ct.launch(None, (1,), raising, (out, 8))
+
+
+@ct.kernel
+def plain_raise(out):
+    raise ValueError("no")
+
+
+def test_any_other_raise_is_unsupported_syntax():
+    with pytest.raises(ct.TileSyntaxError, match="only `raise ct.static_exception"):
+        ct.launch(None, (1,), plain_raise, (np.zeros(4, np.int32),))

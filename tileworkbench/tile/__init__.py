@@ -7,7 +7,7 @@
 
     ct.launch(None, (ct.cdiv(n, 1024),), add, (a, b, c, 1024))   # NumPy arrays: the interpreter
 """
-from ..errors import (TileAssertionError, TileCompilerExecutionError, TileCompilerTimeoutError, TileError,
+from ..errors import (StaticException, TileAssertionError, TileCompilerExecutionError, TileCompilerTimeoutError, TileError,
                       TileInternalError, TileOutOfBoundsError, TileRecursionError, TileStaticAssertionError,
                       TileStaticEvalError, TileSyntaxError, TileTypeError, TileUndeterminedPaddingError,
                       TileUnsupportedFeatureError, TileValueError)

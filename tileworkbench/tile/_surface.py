@@ -14,7 +14,7 @@ from ._stubs import _stub
 TiledView = _lowerings.TiledView  # in tile code, what `array.tiled_view(...)` gives
 
 __all__ = ["TiledView", "ArrayAnnotation", "ListAnnotation", "IndexedWithInt64", "assume_divisible_by", "ensure_constant",
-           "mma_scaled", "pack_to_bytes", "unpack_from_bytes", "grid_dependency_control_wait",
+           "mma_scaled", "pack_to_bytes", "static_exception", "unpack_from_bytes", "grid_dependency_control_wait",
            "grid_dependency_control_launch_dependents"]
 
 
@@ -48,6 +48,15 @@ def tiled_view(array, /, tile_shape, *, padding_mode=PaddingMode.UNDETERMINED, t
 @_stub
 def assume_divisible_by(x, divisor):
     """x, with the promise that it is a multiple of the constant `divisor` (unchecked)."""
+
+
+def static_exception(exc, /):
+    """`raise ct.static_exception(ValueError("..."))` in tile code: `exc`, evaluated at compile time as
+    static_eval does, raised there as a StaticException naming it. Only in a raise statement."""
+    return exc
+
+
+static_exception.__tile_op__ = "static_exception"
 
 
 def ensure_constant(value, /):
