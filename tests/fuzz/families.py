@@ -101,15 +101,18 @@ def mma_program(rng) -> Program:
     cast = ".astype(ct.tfloat32)" if operand == "tfloat32" else ""
     load_x = _spell(rng, "load", ["x", "(0, 0)", f"({m}, {k})"], {"index": "(0, 0)", "shape": f"({m}, {k})"})
     load_y = _spell(rng, "load", ["y", "(0, 0)", f"({k}, {n})"], {"index": "(0, 0)", "shape": f"({k}, {n})"})
+    exact, eps = True, 0.0
     if operand != "int8" and rng.integers(2):  # matmul: the result in the operands' dtype
         result = "ct.matmul(a, b).astype(ct.float32)" if operand == "tfloat32" else "a @ b"
         out = np.zeros((m, n), np.float32 if operand == "tfloat32" else np_dtype)
+        if operand in ("float16", "float8_e4m3fn", "float8_e5m2"):  # a float16 accumulator: its rounding is
+            exact, eps = False, float(ml_dtypes.finfo(np_dtype).eps)  # the hardware's, not modelled bit for bit
     else:
         result = f"ct.mma(a, b, {'acc=' if rng.integers(2) else ''}ct.zeros(({m}, {n}), ct.{acc}))"
         out = np.zeros((m, n), acc)
     lines = [f"a = {load_x}{cast}", f"b = {load_y}{cast}",
              _spell(rng, "store", ["out", "(0, 0)", result], {"index": "(0, 0)", "tile": result})]
-    return Program(_kernel(lines), (1,), (x, y, out), None, True, 0.0, [f"mma-{operand}"])
+    return Program(_kernel(lines), (1,), (x, y, out), None, exact, eps, [f"mma-{operand}"])
 
 
 _ATOMICS = {"atomic_add": np.add, "atomic_max": np.maximum, "atomic_min": np.minimum, "atomic_and": np.bitwise_and,
