@@ -9,7 +9,7 @@ import pytest
 from .differential import differential, load_kernel, same
 from .families import FAMILIES
 
-SECONDS = float(os.environ.get("TILEWORKBENCH_FUZZ_SECONDS", "5"))
+SECONDS = float(os.environ.get("TILEWORKBENCH_DIFFERENTIAL_SECONDS", "5"))
 
 
 def test_every_family_matches_its_numpy_expectation_on_the_interpreter():
