@@ -15,7 +15,8 @@ from ..ir.core import Value
 from ..ir.types import (bool_, float4_e2m1fn, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float32, int32, uint8,
                         uint16, uint32, uint64)
 from . import coerce
-from .lowering import LOWERINGS, const_int, constant_value, dtype_arg, lower_binary, lowers, tile_arg
+from .lowering import (LOWERINGS, bind_call, const_int, constant_value, dtype_arg, lower_binary, lowers, padding_arg,
+                       tile_arg, tile_shape)
 
 _UNSIGNED = {1: uint8, 2: uint16, 4: uint32, 8: uint64}
 
@@ -172,7 +173,6 @@ class TiledView:
         return f"TiledView(tile_shape={self.shape}, traversal_steps={self.steps})"
 
     def lower_method(self, lw, name, args, kwargs):
-        from .lowering import bind_call
         if name.startswith("atomic_store_"):
             return self._atomic(lw, *bind_call(lw, _atomic_store, args, kwargs), name[len("atomic_store_"):])
         return getattr(self, "_" + name)(lw, *bind_call(lw, _VIEW_METHODS[name], args, kwargs))
@@ -270,11 +270,10 @@ _VIEW_METHODS = {"load": _view_load, "store": _view_store, "num_tiles": _view_nu
 
 
 @lowers("tiled_view")
-def tiled_view(lw, array, tile_shape, padding_mode, traversal_steps):
-    from .lowering import padding_arg, tile_shape as checked_shape
+def tiled_view(lw, array, shape, padding_mode, traversal_steps):
     rank = array.type.ndim
-    scalar = tile_shape == ()
-    shape = (1,) * rank if scalar else checked_shape(lw, tile_shape if isinstance(tile_shape, tuple) else (tile_shape,))
+    scalar = shape == ()
+    shape = (1,) * rank if scalar else tile_shape(lw, shape if isinstance(shape, tuple) else (shape,))
     if len(shape) != rank:
         lw.fail(TileTypeError, f"Expected a tile shape of length {rank} for an array of rank {rank}, got {shape}")
     if traversal_steps is None:
