@@ -34,4 +34,4 @@ def test_enums_compare_by_member_names_and_values():
 
 
 def test_every_name_the_section_explains_is_read_from_api_coverage():
-    assert {"bid", "Tile", "is_float", "compilation", "MemorySpace"} <= documented_names()
+    assert {"Array", "Tile", "is_float", "compilation", "MemorySpace"} <= documented_names()
