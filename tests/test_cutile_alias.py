@@ -242,3 +242,20 @@ def test_after_uninstall_from_cuda_import_tile_no_longer_gives_the_alias(tmp_pat
     """)
     done = run_python(["-c", code], tmp_path)
     assert done.stdout.strip() == "no alias", done.stderr
+
+
+def test_code_importing_cutiles_stub_module_and_its_newer_names_runs(tmp_path):
+    program = tmp_path / "imports.py"
+    program.write_text(textwrap.dedent("""
+        import cuda.tile as ct
+        from cuda.tile._stub import pack_to_bytes, mma_scaled, ArrayAnnotation
+        from cuda.tile._datatype import float8_e5m3fnu
+        names = ["float8_e5m3fnu", "ArrayAnnotation", "IndexedWithInt64", "ListAnnotation", "assume_divisible_by",
+                 "ensure_constant", "mma_scaled", "pack_to_bytes", "unpack_from_bytes",
+                 "grid_dependency_control_wait", "grid_dependency_control_launch_dependents"]
+        print(pack_to_bytes is ct.pack_to_bytes, float8_e5m3fnu is ct.float8_e5m3fnu,
+              [n for n in names if not hasattr(ct, n)])
+    """))
+    done = run_python(["-m", "tileworkbench.cutile_alias", str(program)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "[]"]

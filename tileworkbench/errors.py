@@ -102,6 +102,10 @@ class TileStaticEvalError(TileError):
     """A `static_eval` or `static_iter` expression failed at compile time."""
 
 
+class StaticException(TileStaticEvalError):
+    """`raise ct.static_exception(exc)` was reached at compile time (cuTile's name)."""
+
+
 class TileAssertionError(TileError):
     """A `ct.assert_` condition was false when the interpreter ran it."""
 

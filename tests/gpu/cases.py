@@ -258,12 +258,13 @@ for _dt in (BF16, np.float16, np.float32):
 @ct.kernel
 def approx_math(x, y, out):
     # APPROX: the hardware's approximate division, exponential and square root, with and without flushing
+    # (cuTile's exp takes no flush_to_zero: exp2 flushes)
     a, b = ct.load(x, (0,), (256,)), ct.load(y, (0,), (256,))
     A = ct.RoundingMode.APPROX
     ct.store(out, (0,), ct.truediv(a, b, rounding_mode=A))
     ct.store(out, (1,), ct.truediv(a, b, rounding_mode=A, flush_to_zero=True))
     ct.store(out, (2,), ct.exp(a, rounding_mode=A))
-    ct.store(out, (3,), ct.exp(a, rounding_mode=A))
+    ct.store(out, (3,), ct.exp2(a, flush_to_zero=True))
     ct.store(out, (4,), ct.sqrt(ct.abs(b), rounding_mode=A))
     ct.store(out, (5,), ct.sqrt(ct.abs(b), rounding_mode=A, flush_to_zero=True))
 
@@ -316,6 +317,85 @@ def narrow_integer_ops(x, y, quotient, inverted):
 case("cdiv-int8-and-invert-bool", narrow_integer_ops, (1,),
      lambda: (RNG.integers(0, 128, 64).astype(np.int8), RNG.integers(1, 128, 64).astype(np.int8),
               np.zeros(64, np.int8), np.zeros(64, np.int8)), exact=True)
+
+
+def _integer_ops(a, b, k):
+    """//, %, cdiv by b and << and >> by k: the arithmetic whose C++ spelling differs from cuTile's."""
+    return a // b, a % b, ct.cdiv(a, b), a << k, a >> k
+
+
+@ct.kernel
+def integer_arithmetic(x, y, k, tiles, scalars, N: ct.Constant[int]):
+    """Row r of `tiles`: op r on whole tiles; block i writes op r of element i, as scalars, to scalars[r, i]."""
+    i = ct.bid(0)
+    whole = _integer_ops(ct.load(x, (0,), (N,)), ct.load(y, (0,), (N,)), ct.load(k, (0,), (N,)))
+    one = _integer_ops(ct.load(x, (i,), (1,)).item(), ct.load(y, (i,), (1,)).item(), ct.load(k, (i,), (1,)).item())
+    for r in ct.static_iter(range(5)):
+        ct.store(tiles, (r, 0), ct.reshape(whole[r], (1, N)))
+        ct.store(scalars, (r, i), ct.full((1, 1), one[r], scalars.dtype))
+
+
+def _integer_operands(dtype, n=64):
+    from ..integer_model import edge_operands, shift_amounts
+    rng = np.random.default_rng(np.dtype(dtype).itemsize)
+    x, y = edge_operands(dtype, n, rng)
+    return x, y, shift_amounts(dtype, n, rng), np.zeros((5, n), dtype), np.zeros((5, n), dtype), n
+
+
+for _dt in INTS:
+    case(f"integer-arithmetic-{np.dtype(_dt).name}", integer_arithmetic, (64,),
+         lambda dt=_dt: _integer_operands(dt), exact=True)
+
+
+@ct.kernel
+def bytes_round_trip(x, packed, back, N: ct.Constant[int]):
+    b = ct.pack_to_bytes(ct.load(x, (0,), (N,)))
+    ct.store(packed, (0,), b)
+    ct.store(back, (0,), ct.unpack_from_bytes(b, back.dtype))
+
+
+for _dt in (np.int16, np.float32, np.int64, BF16):
+    case(f"pack-unpack-bytes-{np.dtype(_dt).name}", bytes_round_trip, (1,),
+         lambda dt=_dt: (random_array(64, dt), np.zeros(64 * np.dtype(dt).itemsize, np.uint8), np.zeros(64, dt), 64),
+         exact=True)
+
+
+@ct.kernel
+def scaled_mma(a, sa, b, sb, c):
+    """fp8 with e8m0 scales per 32 values of K: a correct path on GPUs without block-scaled mma."""
+    acc = ct.load(c, (0, 0), (32, 32))
+    ct.store(c, (0, 0), ct.mma_scaled(ct.load(a, (0, 0), (32, 64)), ct.load(sa, (0, 0), (32, 2)),
+                                      ct.load(b, (0, 0), (64, 32)), ct.load(sb, (0, 0), (2, 32)), acc))
+
+
+def _scaled_mma_args():
+    e8m0 = ct.float8_e8m0fnu.numpy
+    return (random_array((32, 64), FP8[0]), (2.0 ** RNG.integers(-4, 4, (32, 2))).astype(e8m0),
+            random_array((64, 32), FP8[0]), (2.0 ** RNG.integers(-4, 4, (2, 32))).astype(e8m0),
+            random_array((32, 32), np.float32))
+
+
+case("mma-scaled-fp8-e8m0", scaled_mma, (1,), _scaled_mma_args)
+
+
+@ct.kernel
+def tiled_views(x, out, counts, y):
+    """Tiled views: default steps (ct.load), overlapping tiles (element indices), counts, a store
+    with gaps and an atomic update."""
+    i = ct.bid(0)
+    tv = x.tiled_view((4, 8), padding_mode=ct.PaddingMode.NAN)
+    ct.store(out, (i, 0), tv.load((i, 0)))
+    overlapping = x.tiled_view((4, 8), traversal_steps=(1, 8), padding_mode=ct.PaddingMode.NEG_INF)
+    ct.store(out, (i, 1), overlapping.load((i * 3, 0)))
+    ct.store(counts, (i,), ct.full((1,), overlapping.num_tiles(0) * 100 + tv.num_tiles(1), ct.int32))
+    gaps = y.tiled_view((2,), traversal_steps=(3,))
+    gaps.store(i, ct.arange(2, dtype=ct.int32) + i)
+    y.tiled_view((4,)).atomic_store_add(4, 1)
+
+
+case("tiled-views", tiled_views, (3,),
+     lambda: (random_array((10, 13), np.float32), np.zeros((12, 16), np.float32), np.zeros(3, np.int32),
+              np.zeros(24, np.int32)), exact=True)
 
 
 @ct.kernel
@@ -1369,6 +1449,22 @@ def batched_mma_3d(A, B, C):
 def tf32_mma(A, B, C):
     a, b = ct.load(A, (0, 0), (32, 64)).astype(ct.tfloat32), ct.load(B, (0, 0), (64, 32)).astype(ct.tfloat32)
     ct.store(C, (0, 0), ct.mma(a, b, ct.load(C, (0, 0), (32, 32))))
+
+
+@ct.kernel
+def tf32_matmul_loop(A, B, C, TK: ct.Constant[int]):
+    """The usual way to ask for tensor cores on float32 data: matmul of tfloat32 casts, in a K loop."""
+    acc = ct.zeros((32, 32), ct.float32)
+    for k in range(ct.num_tiles(A, 1, (32, TK))):
+        a = ct.astype(ct.load(A, (0, k), (32, TK), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        b = ct.astype(ct.load(B, (k, 0), (TK, 32), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        acc = acc + ct.matmul(a, b).astype(ct.float32)
+    ct.store(C, (0, 0), acc)
+
+
+case("tfloat32-matmul-k-loop", tf32_matmul_loop, (1,),
+     lambda: (normal_array((32, 100), np.float32), normal_array((100, 32), np.float32), np.zeros((32, 32), np.float32),
+              16), exact=True)
 
 
 for _dt in (np.float16, BF16):

@@ -1356,6 +1356,25 @@ def test_mma_rounds_tfloat32_inputs_to_ten_mantissa_bits():
     np.testing.assert_array_equal(t, np.ones((16, 16), np.float32))
 
 
+def test_matmul_of_tfloat32_operands_accumulates_in_float32_and_rounds_to_tfloat32():
+    a = RNG.standard_normal((16, 32)).astype(np.float32)
+    b = RNG.standard_normal((32, 16)).astype(np.float32)
+    got = compute(lambda x, y: ct.matmul(ct.astype(x, ct.tfloat32), ct.astype(y, ct.tfloat32)).astype(ct.float32),
+                  a, b, dtype=ct.float32, shape=(16, 16))
+    accumulated = compute(lambda x, y, z: ct.mma(x.astype(ct.tfloat32), y.astype(ct.tfloat32), z), a, b,
+                          np.zeros((16, 16), np.float32), dtype=ct.float32, shape=(16, 16))
+    rounded = compute(lambda x: x.astype(ct.tfloat32).astype(ct.float32), accumulated, dtype=ct.float32,
+                      shape=(16, 16))
+    np.testing.assert_array_equal(got, rounded)
+    np.testing.assert_allclose(got, a @ b, rtol=2e-2, atol=2e-2)
+
+
+def test_matmul_of_tfloat32_operands_gives_a_tfloat32_tile():
+    with pytest.raises(ct.TileStaticAssertionError, match=r"the result is tfloat32\(16, 16\)"):
+        compute(lambda x, y: ct.matmul(x.astype(ct.tfloat32), y.astype(ct.tfloat32)), np.ones((16, 16), np.float32),
+                np.ones((16, 16), np.float32), dtype=ct.float32, shape=(16, 16))
+
+
 def test_matmul_of_3d_tiles_is_batched():
     a = RNG.standard_normal((2, 4, 8)).astype(np.float32)
     b = RNG.standard_normal((2, 8, 4)).astype(np.float32)

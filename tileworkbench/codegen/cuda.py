@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 import hashlib
-import keyword
 import math
 import re
 
@@ -27,6 +26,7 @@ from ..ir.attrs import padding_value
 from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS, Category, Rules, ops_in
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, part_dtype, tfloat32
+from .names import is_reserved
 from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts,
                      row_table_bytes, shared_budget, skewed, wanted_layout)
 
@@ -50,24 +50,6 @@ MAX_GPU_TILE_ELEMENTS = 1 << 16
 # a list argument passes every array's pointer, shape and strides.
 MAX_PARAMETER_BYTES = 32764
 
-_CPP_RESERVED = set(keyword.kwlist) | {
-    "auto", "bool", "break", "case", "char", "const", "default", "delete", "double", "enum", "extern", "float",
-    "goto", "int", "long", "new", "operator", "private", "public", "register", "short", "signed", "sizeof",
-    "static", "struct", "switch", "template", "this", "typedef", "union", "unsigned", "void", "volatile", "tw",
-    "blockIdx", "threadIdx", "gridDim", "blockDim", "half", "std", "main", "printf",
-    "alignas", "alignof", "asm", "catch", "char16_t", "char32_t", "concept", "const_cast", "constexpr", "decltype",
-    "dynamic_cast", "explicit", "export", "friend", "inline", "mutable", "namespace", "noexcept", "nullptr",
-    "protected", "reinterpret_cast", "requires", "static_assert", "static_cast", "thread_local", "throw",
-    "typeid", "typename", "using", "virtual", "wchar_t", "assert", "offsetof",
-    "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
-    "stage", "use", "load_stage",  # the pipelined loop's own variables
-}
-
-
-# names the CUDA headers, the C library or the generated code itself (TW_THREADS...) define as macros
-_MACRO_LIKE = re.compile(r"NAN|INFINITY|NULL|EOF|HUGE_VALF?|[A-Z]+_(MAX|MIN|EPSILON|DIG|MANT_DIG)|(TW|CUDA|CUDART|NV)_?\w*")
-
-
 def cpp_identifier(name: str) -> str:
     """`name` as a C++ identifier that means nothing else there: non-ASCII letters are spelled out
     (`α` -> `u03b1`), names that C++ reserves or a header may define as a macro (`double`, `NAN`,
@@ -75,7 +57,7 @@ def cpp_identifier(name: str) -> str:
     name = "".join(c if c.isascii() else f"u{ord(c):04x}" for c in name)
     if "__" in name or name.startswith("_"):
         name = "v" + re.sub("_{2,}", "_", name)
-    return name + "_" if name in _CPP_RESERVED or _MACRO_LIKE.fullmatch(name) else name
+    return name + "_" if is_reserved(name) else name
 
 
 @dataclass
@@ -368,7 +350,7 @@ emits = EMIT.add
 
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "bitwise_and": "&", "bitwise_or": "|",
-          "bitwise_xor": "^", "lshift": "<<", "rshift": ">>", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+          "bitwise_xor": "^", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
           "gt": ">", "ge": ">="}
 def _narrow(dtype) -> bool:
     """C++ promotes these to int: scalar results need a cast back."""

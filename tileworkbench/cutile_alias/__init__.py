@@ -14,7 +14,7 @@ shadow it: install(force=True), or TILEWORKBENCH_CUTILE_ALIAS=force for the runn
 the extension. Only `cuda.tile` and its submodules are redirected; other `cuda.*` packages (the
 CUDA Python bindings) import as usual.
 
-cuTile's public modules map to tileworkbench's: `cuda.tile` (the language), `cuda.tile._exception`
+cuTile's public modules map to tileworkbench's: `cuda.tile` and `cuda.tile._stub` (the language), `cuda.tile._exception`
 (the error classes), `cuda.tile._numeric_semantics` (RoundingMode, PaddingMode),
 `cuda.tile._datatype` (the dtypes), `cuda.tile.tune` (the autotuner). Other submodules are cuTile's
 internals (its bytecode writer, compiler driver, C extension): importing one raises
@@ -36,6 +36,7 @@ ENV = "TILEWORKBENCH_CUTILE_ALIAS"  # "force": shadow a real cuTile; "placeholde
 PACKAGE = "cuda.tile"
 PUBLIC_MODULES = {
     "cuda.tile": "tileworkbench.tile",
+    "cuda.tile._stub": "tileworkbench.tile",  # where cuTile defines its public functions and annotations
     "cuda.tile._exception": "tileworkbench.errors",
     "cuda.tile._numeric_semantics": "tileworkbench.tile._stubs",
     "cuda.tile._memory_model": "tileworkbench.tile._stubs",

@@ -22,7 +22,7 @@ import types
 import numpy as np
 
 from ..arguments import is_array_like
-from ..errors import (TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
+from ..errors import (StaticException, TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
                       TileSyntaxError, TileTypeError, TileValueError)
 from ..ir.core import Block, Builder, Function, Param, Value
 from ..ir.ops import TypeRuleError, is_pure
@@ -32,6 +32,7 @@ from . import coerce
 from ..ir import stubs
 from .lowering import (LOWERINGS, SliceValue, bind_call, lower_binary, lower_call, lower_method, lower_unary,
                        positive, static_extent, where)
+from . import surface  # noqa: F401 - registers the lowerings of byte packing, mma_scaled, tiled views, ...
 from .source import FuncSource, source_of
 
 MAX_INLINE_DEPTH = 1000  # helper calls nested deeper are taken for runaway recursion (as cuTile does)
@@ -255,6 +256,18 @@ class Lowerer:
 
     def stmt_Pass(self, s):
         pass
+
+    def stmt_Raise(self, s):
+        """`raise ct.static_exception(exc)`: exc evaluated now, as static_eval does, and raised as a
+        StaticException; no other raise has a meaning in tile code."""
+        call = s.exc if isinstance(s.exc, ast.Call) and s.cause is None else None
+        if call is None or getattr(self.expr(call.func), "__tile_op__", None) != "static_exception":
+            self.fail(TileSyntaxError, "Unsupported syntax in tile code: raise (only `raise ct.static_exception(...)`)")
+        exc = self.static_eval(call, "static_exception")
+        if not isinstance(exc, BaseException):
+            self.fail(TileTypeError, f"'{type(exc).__name__}' is not derived from 'BaseException'")
+        self.fail(StaticException, f"Exception was raised at compile time ({type(exc).__name__}"
+                                   f"{': ' + str(exc) if str(exc) else ''})")
 
     def stmt_Assign(self, s):
         value = self.expr(s.value)
@@ -820,9 +833,10 @@ class Lowerer:
             if attr == "shape":
                 return tuple(static_extent(v, d) if static_extent(v, d) is not None else
                              self.emit("array_dim", [v], {"axis": d}) for d in range(v.type.ndim))
-            if attr == "slice":
+            if attr in ("slice", "tiled_view"):
                 return BoundMethod(v, attr)
-            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim, slice)")
+            self.fail(TileTypeError, f"Arrays have no attribute '{attr}' here (supported: shape, dtype, ndim, slice, "
+                                     f"tiled_view)")
         if attr == "shape":
             return v.shape
         if attr in _TILE_METHODS:
@@ -979,6 +993,8 @@ class Lowerer:
         func = self.expr(node.func)
         if getattr(func, "__tile_op__", None) in ("static_eval", "static_iter"):
             return self.static_eval(node, func.__tile_op__)
+        if getattr(func, "__tile_op__", None) == "static_exception":
+            self.fail(TileSyntaxError, "static_exception() can only wrap the exception of a raise statement")
         args = self._elements(node.args)
         kwargs = {}
         for kw in node.keywords:

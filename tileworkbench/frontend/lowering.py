@@ -910,13 +910,11 @@ def divmod_(lw, x, y):
 
 @impl(stubs.cdiv)
 def cdiv(lw, x, y):
-    """(x + y - 1) // y, computed in int32 for narrower integers so that x + y cannot overflow."""
-    if isinstance(x, Value) or isinstance(y, Value):
-        dtype = coerce.common_dtype(lw, x, y)
-        if dtype.is_integral and dtype.bitwidth < 32:
-            a, b = unify(lw, x, y, dtype=dtype)
-            return cast(lw, cdiv(lw, cast(lw, a, int32), cast(lw, b, int32)), dtype)
-    return lower_binary(lw, "floordiv", lower_binary(lw, "sub", lower_binary(lw, "add", x, y), 1), y)
+    """ceil(x / y) for integers of any sign and width, computed in their dtype as cuTile does."""
+    dtype = coerce.common_dtype(lw, x, y)
+    if not dtype.is_integral or dtype is bool_:
+        lw.fail(TileTypeError, f"cdiv() supports integer operands, got {dtype}")
+    return lower_binary(lw, "cdiv", x, y)
 
 
 # ---- reductions and scans -----------------------------------------------------------------------
@@ -1097,7 +1095,7 @@ def matmul(lw, x, y):
     if not (2 <= x.type.ndim <= 3 and 2 <= y.type.ndim <= 3):
         lw.fail(TileTypeError, f"matmul() supports 1-D, 2-D and 3-D tiles, got {x.shape} and {y.shape}")
     dtype = coerce.common_dtype(lw, x, y)
-    if dtype not in MMA_ACCUMULATORS or dtype is tfloat32:
+    if dtype not in MMA_ACCUMULATORS:
         lw.fail(TileTypeError, f"Unsupported input dtype {dtype} for matmul")
     if x.shape[-1] != y.shape[-2]:
         lw.fail(TileTypeError, f"matmul() inner dimensions differ: {x.shape} @ {y.shape}")
@@ -1194,7 +1192,11 @@ def _slice_stub(array, /, axis, start, stop):
 
 def lower_method(lw, x: Value, name: str, args, kwargs):
     """t.reshape(...), t.astype(...), t.item(), a.slice(...): the tile function with t first."""
+    if hasattr(x, "lower_method"):  # a tiled view's load, store, ... (frontend/surface.py)
+        return x.lower_method(lw, name, args, kwargs)
     if x.is_array:
+        if name != "slice":  # a.tiled_view(...)
+            return lower_call(lw, stubs.ARRAY_METHODS[name], [x, *args], kwargs)
         return array_slice(lw, **bind_call(lw, _slice_stub, [x, *args], kwargs))
     if name == "item":
         if args or kwargs:

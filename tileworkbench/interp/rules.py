@@ -127,6 +127,13 @@ def floordiv(ctx, op, x, y):
     return np.floor(quotient.astype(_wide(dtype))).astype(dtype.numpy)
 
 
+@rule("cdiv")
+def cdiv(ctx, op, x, y):
+    """ceil(x / y) in the dtype: the floor quotient, plus one where inexact (0 where y is 0, as on the GPU)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return (np.floor_divide(x, y) + (np.mod(x, y) != 0)).astype(op.result.dtype.numpy, copy=False)
+
+
 @rule("minimum", "maximum")
 def min_max(ctx, op, x, y):
     nan_ignoring = {"minimum": np.fmin, "maximum": np.fmax}[op.name]

@@ -11,41 +11,42 @@ import enum
 import numpy as np
 
 
+# Member values are cuTile's (code that prints or compares `.value` sees the same).
 class PaddingMode(enum.Enum):
     """What a load reads where its tile hangs over the array's edge."""
-    UNDETERMINED = 0
-    ZERO = 1
-    NEG_ZERO = 2
-    NAN = 3
-    POS_INF = 4
-    NEG_INF = 5
+    UNDETERMINED = "undetermined"
+    ZERO = "zero"
+    NEG_ZERO = "neg_zero"
+    NAN = "nan"
+    POS_INF = "pos_inf"
+    NEG_INF = "neg_inf"
 
 
 class RoundingMode(enum.Enum):
-    RN = 0
-    RZ = 1
-    RM = 2
-    RP = 3
-    RA = 4
-    FULL = 5
-    APPROX = 6
-    RZI = 7
+    RN = "nearest_even"
+    RZ = "zero"
+    RM = "negative_inf"
+    RP = "positive_inf"
+    RA = "nearest_away"
+    FULL = "full"
+    APPROX = "approx"
+    RZI = "nearest_int_to_zero"
 
 
 class MemoryOrder(enum.Enum):
-    WEAK = 0
-    RELAXED = 1
-    ACQUIRE = 2
-    RELEASE = 3
-    ACQ_REL = 4
+    WEAK = "weak"
+    RELAXED = "relaxed"
+    ACQUIRE = "acquire"
+    RELEASE = "release"
+    ACQ_REL = "acq_rel"
 
 
 class MemoryScope(enum.Enum):
-    NONE = 0
-    BLOCK = 1
-    CLUSTER = 2
-    DEVICE = 3
-    SYS = 4
+    NONE = "none"
+    BLOCK = "block"
+    CLUSTER = "cluster"
+    DEVICE = "device"
+    SYS = "sys"
 
 
 def padding_value(mode: PaddingMode, dtype):

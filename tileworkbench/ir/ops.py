@@ -264,6 +264,7 @@ BINARY = {
     "truediv": ("x / y", "truediv", None, "true_divide", (), (RD, FTZ)),
     "floordiv": ("x // y (rounds toward -inf)", "floordiv", None, None, (), ()),
     "mod": ("x % y (sign of y)", "mod", None, "mod", (), ()), "pow": ("x ** y", "pow", FL, "power", _c("pow"), ()),
+    "cdiv": ("ceil(x / y), integers (rounds toward +inf)", "cdiv", I, None, (), ()),
     "minimum": ("min(x, y), NaN ignored", "minimum", None, None, ("fmin", "fminf"), (FTZ, NAN)),
     "maximum": ("max(x, y), NaN ignored", "maximum", None, None, ("fmax", "fmaxf"), (FTZ, NAN)),
     "atan2": ("atan2(x, y)", "atan2", FM, "arctan2", _c("atan2"), ()),
@@ -275,7 +276,8 @@ BINARY = {
     "lshift": ("x << y", "bitwise_lshift", None, "left_shift", (), ()),
     "rshift": ("x >> y (arithmetic when signed)", "bitwise_rshift", None, "right_shift", (), ()),
 }
-NO_FLOPS |= {"bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
+NO_FLOPS |= {"cdiv", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift"}
+HOST = {"cdiv"}  # tile functions that run on the host too, written out in ir/stubs.py
 OPERANDS = {"atan2": ("x1", "x2"), "where": ("cond", "x", "y"), "make_complex": ("real", "imag")}  # cuTile's names where not x (, y)
 COMPARISONS = {"eq": ("x == y", "equal", "equal"), "ne": ("x != y", "not_equal", "not_equal"),
                "lt": ("x < y", "less", "less"), "le": ("x <= y", "less_equal", "less_equal"),
@@ -296,7 +298,8 @@ for _name, _summary in PREDICATES.items():
 for _name, (_summary, _stub, _accepts, _numpy, _cnames, _options) in BINARY.items():
     declare(_name, _summary, _complex_of if _name == "make_complex" else _same, E, stub=_stub, arity=2,
             accepts=_accepts, flops=None if _name in NO_FLOPS else F, numpy=_numpy, c=_cnames,
-            params=_params(_name, 2, _options), doc=None if _name == "make_complex" else _stub)
+            params=None if _name in HOST else _params(_name, 2, _options),
+            doc=None if _name == "make_complex" else _stub)
 for _name, (_summary, _stub, _numpy) in COMPARISONS.items():
     declare(_name, _summary, _predicate, E, stub=_stub, arity=2, numpy=_numpy, params=_params(_name, 2), doc=_stub)
 

@@ -265,8 +265,8 @@ def divmod(x, y, /):  # cuTile's name
 
 
 def cdiv(x, y, /):
-    """Ceiling division; works on the host and in kernels."""
-    return (x + y - 1) // y
+    """ceil(x / y) for integers of either sign (cdiv(7, -2) == -3); works on the host and in kernels."""
+    return -((-x) // y)
 
 
 cdiv.__tile_op__ = "cdiv"
@@ -371,6 +371,72 @@ def static_iter(iterable):
 @_stub
 def static_assert(condition, message=None, /):
     """Fail compilation when a compile-time condition is false."""
+
+# ---- byte packing, block-scaled mma, compile-time checks, launch hints ----------------------------
+# Their lowerings compose other ops (frontend/surface.py).
+
+
+@_stub
+def pack_to_bytes(x, /):
+    """The tile's elements in C order as little-endian bytes: a 1-D uint8 tile of size * itemsize.
+
+    >>> ct.pack_to_bytes(ct.full((1,), 0x04030201, ct.int32))   # [1, 2, 3, 4]
+    """
+
+
+@_stub
+def unpack_from_bytes(x, /, dtype):
+    """The inverse of pack_to_bytes: a 1-D uint8 tile read as little-endian values of `dtype`."""
+
+
+@_stub
+def mma_scaled(x, x_scale, y, y_scale, /, acc):
+    """Block-scaled x @ y + acc: result[i, j] = sum_k x[i, k] * x_scale[i, k // B] * y[k, j] *
+    y_scale[k // B, j] + acc[i, j], with B = K // x_scale.shape[-1] (fp8 with e8m0 scales: B 32;
+    fp4 with e8m0: 16 or 32; fp4 with e4m3: 16). Computed in float32 on any GPU."""
+
+
+@_stub
+def assume_divisible_by(x, divisor):
+    """x, with the promise that it is a multiple of the constant `divisor` (unchecked)."""
+
+
+def ensure_constant(value, /):
+    """`value`, which must be a compile-time constant (TileStaticAssertionError otherwise); on the host, value."""
+    return value
+
+
+def static_exception(exc, /):
+    """`raise ct.static_exception(ValueError("..."))` in tile code: `exc`, evaluated at compile time as
+    static_eval does, raised there as a StaticException naming it. Only in a raise statement."""
+    return exc
+
+
+for _host in (ensure_constant, static_exception):  # tile functions that also run on the host
+    _host.__tile_op__ = _host.__name__
+    FUNCTIONS[_host.__name__] = _host
+
+
+@_stub
+def grid_dependency_control_wait():
+    """Wait for the kernel this one depends on in a programmatic dependent launch. tileworkbench
+    starts a kernel after its stream predecessor has finished, so the wait is already satisfied."""
+
+
+@_stub
+def grid_dependency_control_launch_dependents():
+    """Let a programmatically dependent kernel start scheduling (a permission; nothing to do here)."""
+
+
+# ---- methods of arrays in tile code (not module functions) -----------------------------------------
+
+def tiled_view(array, /, tile_shape, *, padding_mode=UNDETERMINED, traversal_steps=None):
+    """`array.tiled_view(tile_shape, ...)`: the array as tiles of `tile_shape` whose index i starts at
+    element i * traversal_steps (default: tile_shape), with .load(index), .store(index, tile),
+    .num_tiles(axis), .atomic_store_add(index, update), ..."""
+
+
+ARRAY_METHODS = {"tiled_view": tiled_view}  # name -> signature; `slice` is the frontend's own
 
 
 INDEX_DTYPE = int32

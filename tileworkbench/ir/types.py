@@ -31,6 +31,8 @@ class DType:
         dtypes is asked for: a program of float32 tensors never loads it."""
         if isinstance(self.scalar_type, str):
             import ml_dtypes
+            if not hasattr(ml_dtypes, self.scalar_type):
+                raise TypeError(f"{self.name} has no NumPy dtype: arrays and tiles cannot hold it")
             return np.dtype(getattr(ml_dtypes, self.scalar_type))
         return np.dtype(self.scalar_type)
 
@@ -97,7 +99,10 @@ float4_e2m1fn = _dt("float4_e2m1fn", 4, "r", "float4_e2m1fn", "__nv_fp4_e2m1")
 
 ALL_DTYPES = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
               float16, bfloat16, float32, float64, complex64, complex128, tfloat32, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn)
-_BY_NAME = {d.name: d for d in ALL_DTYPES} | {"bool": bool_}
+# cuTile's unsigned 8-bit float (5 exponent, 3 mantissa bits), a scale format of Blackwell's
+# block-scaled mma: a name only, as no NumPy type (ml_dtypes included) holds it.
+float8_e5m3fnu = _dt("float8_e5m3fnu", 8, "r", "float8_e5m3fnu", "__nv_fp8_e5m3")
+_BY_NAME = {d.name: d for d in ALL_DTYPES} | {"bool": bool_, "float8_e5m3fnu": float8_e5m3fnu}
 # NumPy dtypes map back to ours; tfloat32 has no NumPy type of its own, so float32 wins. ml_dtypes'
 # dtypes are found by name (an array of one means ml_dtypes is imported already).
 _BY_NUMPY = {d.numpy: d for d in reversed(ALL_DTYPES) if d is not tfloat32 and not isinstance(d.scalar_type, str)}

@@ -61,8 +61,10 @@ class TuningResult(Generic[T]):
 
 def exhaustive_search(search_space: Sequence[T], stream, grid_fn: Callable[[T], tuple], kernel,
                       args_fn: Callable[[T], tuple], hints_fn: Callable[[T], dict] | None = None, *,
-                      quiet: bool = False, single_run_timeout_sec: float | None = None) -> TuningResult[T]:
-    """Time every configuration of `search_space` and return them with the fastest (see the module)."""
+                      quiet: bool = False, single_run_timeout_sec: float | None = None,
+                      flush_l2: bool = True) -> TuningResult[T]:
+    """Time every configuration of `search_space` and return them with the fastest (see the module);
+    flush_l2=False times warm-cache launches (the L2 keeps what the previous launch left)."""
     if len(search_space) == 0:
         raise ValueError("Search space is empty.")
     successes, failures = [], []
@@ -72,7 +74,7 @@ def exhaustive_search(search_space: Sequence[T], stream, grid_fn: Callable[[T], 
             tuned = chosen.replace_hints(**(hints_fn(config) if hints_fn is not None else {}))
             grid = normalize_grid(grid_fn(config))
             successes.append(_measure(config, lambda: launch(stream, grid, tuned, args_fn(config)), stream,
-                                      _on_device(args_fn(config)), single_run_timeout_sec))
+                                      _on_device(args_fn(config)), single_run_timeout_sec, flush_l2))
         except Exception as e:  # the search goes on; the failure is part of the result
             failures.append((config, type(e), str(e)))
     if not successes:
@@ -90,8 +92,9 @@ def _on_device(args: tuple) -> bool:
     return not interpret_requested() and not any(isinstance(a, np.ndarray) or is_host_tensor(a) for a in args)
 
 
-def _measure(config, run: Callable[[], Any], stream, on_device: bool, timeout_s: float | None) -> Measurement:
-    time_one = _device_timer(stream) if on_device else _host_timer
+def _measure(config, run: Callable[[], Any], stream, on_device: bool, timeout_s: float | None,
+             flush_l2: bool = True) -> Measurement:
+    time_one = _device_timer(stream, flush_l2) if on_device else _host_timer
     first = time_one(run)  # on the GPU this one compiles: a warm-up, not a sample
     if not on_device:
         _check_timeout(first, timeout_s)
@@ -119,14 +122,14 @@ def _host_timer(run) -> float:
     return (time.perf_counter() - start) * 1e6
 
 
-def _device_timer(stream):
-    """Time one launch on `stream` with CUDA events, the L2 cache flushed first."""
+def _device_timer(stream, flush_l2: bool = True):
+    """Time one launch on `stream` with CUDA events, the L2 cache flushed first (if flush_l2)."""
     import cupy
 
     from ..runtime.device import l2_flusher
     from ..runtime.arrays import stream_handle
     on = cupy.cuda.ExternalStream(stream_handle(stream))
-    flush = l2_flusher()
+    flush = l2_flusher() if flush_l2 else (lambda: None)
     start, stop = cupy.cuda.Event(), cupy.cuda.Event()
 
     def time_one(run) -> float:

@@ -342,6 +342,25 @@ template <class T> __device__ T mod(T a, T b) {
     return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
   }
 }
+// ceil(x / y) (cuTile's cdiv): the truncated quotient, plus one where inexact and the signs agree.
+template <class T> __device__ T cdiv(T a, T b) {
+  if (b == 0) return T(0);
+  const T q = T(a / b);
+  const bool inexact = T(a % b) != 0;
+  if constexpr (traits<T>::is_signed) return (inexact && ((a < 0) == (b < 0))) ? T(q + 1) : q;
+  else return inexact ? T(q + 1) : q;
+}
+// Shifts by the amount read as unsigned (a negative amount is huge): from the width on, << gives 0
+// and >> the sign fill, as NumPy computes them, where C++ leaves them undefined. << shifts the
+// unsigned bits, so that a negative operand is defined too.
+template <class T> __device__ T lshift(T a, T b) {
+  if ((unsigned long long)b >= sizeof(T) * 8) return T(0);
+  return T((unsigned long long)a << b);
+}
+template <class T> __device__ T rshift(T a, T b) {
+  if ((unsigned long long)b >= sizeof(T) * 8) return (traits<T>::is_signed && a < T(0)) ? T(-1) : T(0);
+  return T(a >> b);
+}
 // x ** 2 (variances, norms) is one correctly rounded multiply rather than the pow routine, which is
 // dozens of instructions and within 2 ulp; a constant exponent of 2 leaves no compare behind.
 template <class T> __device__ T pow(T a, T b) {
@@ -384,15 +403,14 @@ TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite) T
 #define TW_BINARY(name) \
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
-TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(pow) TW_BINARY(atan2) TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum)
-TW_BINARY(minimum_nan) TW_BINARY(maximum_nan) TW_BINARY(make_complex)
+TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(cdiv) TW_BINARY(lshift) TW_BINARY(rshift) TW_BINARY(pow) TW_BINARY(atan2)
+TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum) TW_BINARY(minimum_nan) TW_BINARY(maximum_nan) TW_BINARY(make_complex)
 
 #define TW_OPERATOR(sym, name)                                                                  \
   template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return T(a sym b); }, x, y); }
 TW_OPERATOR(+, add) TW_OPERATOR(-, sub) TW_OPERATOR(*, mul) TW_OPERATOR(/, truediv)
 TW_OPERATOR(&, bitwise_and) TW_OPERATOR(|, bitwise_or) TW_OPERATOR(^, bitwise_xor)
-TW_OPERATOR(<<, lshift) TW_OPERATOR(>>, rshift)
 
 #define TW_COMPARISON(sym)                                                                      \
   template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \

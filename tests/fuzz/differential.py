@@ -1,0 +1,185 @@
+"""The same random programs under real cuTile and under tileworkbench (on the GPU and on the
+interpreter), compared bit for bit where the result is determined, within rounding where the
+implementations may order float sums differently:
+
+    source .cutile/setup.sh                      # cuTile and its compiler (benchmarks/prepare_cutile.sh)
+    python -m tests.fuzz.differential --minutes 10
+
+prints the kernels checked and the mismatches (each with its kernel's source). A program cuTile
+refuses is counted apart (where cuTile refuses what the tile-operations specification defines,
+tileworkbench follows the specification); one tileworkbench refuses and cuTile runs is a mismatch.
+Without a GPU or without cuTile, `--interpreter-only` checks the programs' NumPy expectations.
+
+Programs come from programs.py (elementwise, reductions, scans, gathers, scatters, shape ops,
+every padding mode, ragged shapes) and families.py (integer division and shifts of every width,
+fp8 and tfloat32, mma of every operand dtype, atomics), arguments spelled by keyword or position.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .engine import difference
+from .families import FAMILIES
+from .programs import Program, random_program
+
+GENERATORS = (random_program,) * 4 + FAMILIES  # programs.py's mix drawn as often as all the families
+
+
+@dataclass
+class Stats:
+    checked: int = 0
+    refused_by_cutile: int = 0
+    mismatches: list = field(default_factory=list)  # (seed, program index, what differs, source)
+
+    def __str__(self) -> str:
+        return (f"{self.checked} kernels checked, {self.refused_by_cutile} refused by cuTile, "
+                f"{len(self.mismatches)} mismatches")
+
+
+def load_kernel(source: str, module: str, directory: Path, k: int):
+    """The program's `fuzz` kernel with `ct` bound to `module`, defined from a file (cuTile reads
+    the source of its kernels)."""
+    path = directory / f"fuzz_{module.replace('.', '_')}_{k}.py"
+    path.write_text(f"import {module} as ct\n\n\n{source}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    namespace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(namespace)
+    return namespace.fuzz
+
+
+def same(a: np.ndarray, b: np.ndarray, exact: bool, eps: float) -> str | None:
+    """None where `b` equals `a`: bit for bit if `exact` (any NaN equals any NaN, and -0.0 equals 0.0:
+    IEEE leaves the sign of min(-0.0, 0.0) open), else within float rounding."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return f"{b.dtype}{b.shape} against {a.dtype}{a.shape}"
+    float_kind = a.dtype.kind == "f" or a.dtype.name in ("bfloat16",) or a.dtype.name.startswith("float8")
+    if not float_kind:
+        bad = a.view(np.uint8).reshape(a.shape + (-1,)) != b.view(np.uint8).reshape(b.shape + (-1,))
+        bad = bad.any(axis=-1) if a.ndim else bad.any()
+    else:
+        x, y = a.astype(np.float64), b.astype(np.float64)
+        nan = np.isnan(x)
+        bad = nan != np.isnan(y)
+        if exact:
+            bad |= ~nan & (x != y)
+        else:
+            with np.errstate(invalid="ignore", over="ignore"):
+                scale = 1 + np.max(np.abs(x[np.isfinite(x)]), initial=0)
+                bad |= ~nan & ~((x == y) | (np.abs(x - y) <= 64 * max(eps, 2 ** -23) * scale))
+    bad = np.asarray(bad)
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    return f"{int(bad.sum())} elements differ, first at {where}: {b[where]!r} against {a[where]!r}"
+
+
+class Device:
+    """Host arrays to CUDA tensors and back (PyTorch holds every dtype, fp8 included)."""
+
+    def __init__(self):
+        import torch
+        self.torch = torch
+
+    def to(self, a: np.ndarray):
+        torch = self.torch
+        if a.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
+            raw = torch.from_numpy(a.view(np.int16 if a.itemsize == 2 else np.uint8).copy())
+            return raw.view(getattr(torch, a.dtype.name)).cuda()
+        return torch.from_numpy(a.copy()).cuda()
+
+    def back(self, t, like: np.ndarray) -> np.ndarray:
+        if like.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"):
+            raw = t.cpu().view(self.torch.int16 if like.itemsize == 2 else self.torch.uint8).numpy()
+            return raw.view(like.dtype)
+        return t.cpu().numpy()
+
+    def stream(self):
+        return self.torch.cuda.current_stream()
+
+
+def run_program(program: Program, k: int, directory: Path, device: Device | None) -> tuple[str, str | None]:
+    """("checked" | "refused", what differs or None)."""
+    import tileworkbench.tile as ours
+    host = program.fresh_args()
+    try:
+        ours.launch(None, program.grid, load_kernel(program.source, "tileworkbench.tile", directory, k), host)
+    except Exception as e:  # noqa: BLE001 - a crash is a finding
+        return "checked", f"interpreter: {type(e).__name__}: {e}"
+    results = {"interpreter": host[2]}
+    if program.expected is not None:
+        found = difference(program, host[2])
+        if found:
+            return "checked", f"interpreter against NumPy: {found}"
+    if device is None:
+        return "checked", None
+    import cuda.tile as cutile
+    for name, module, launch in (("cuTile", "cuda.tile", cutile.launch), ("tileworkbench GPU", "tileworkbench.tile",
+                                                                          ours.launch)):
+        args = tuple(device.to(a) for a in program.fresh_args())
+        try:
+            launch(device.stream(), program.grid, load_kernel(program.source, module, directory, k), args)
+            device.torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001
+            if name == "cuTile":
+                return "refused", None
+            return "checked", f"{name}: {type(e).__name__}: {e}"
+        results[name] = device.back(args[2], program.args[2])
+    reference = results["cuTile"]
+    for name in ("tileworkbench GPU", "interpreter"):
+        found = same(reference, results[name], program.exact, program.eps)
+        if found:
+            return "checked", f"{name} against cuTile: {found}"
+    return "checked", None
+
+
+def differential(seconds: float, seed: int = 0, interpreter_only: bool = False, limit: int | None = None,
+                 progress=None) -> Stats:
+    stats = Stats()
+    rng = np.random.default_rng(seed)
+    device = None if interpreter_only else Device()
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory() as directory:
+        for k in itertools.count():
+            if time.monotonic() - start > seconds or (limit is not None and k >= limit):
+                break
+            generator = GENERATORS[int(rng.integers(len(GENERATORS)))]
+            with np.errstate(all="ignore"):
+                program = generator(rng)
+            outcome, found = run_program(program, k, Path(directory), device)
+            stats.checked += outcome == "checked"
+            stats.refused_by_cutile += outcome == "refused"
+            if found is not None:
+                stats.mismatches.append((seed, k, found, program.source))
+            if progress and k % 100 == 99:
+                progress(stats)
+    return stats
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz.differential", description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--interpreter-only", action="store_true", help="no GPU or no cuTile: the NumPy expectations")
+    parser.add_argument("--report", help="write each mismatch with its kernel's source to this file")
+    args = parser.parse_args(argv)
+    stats = differential(args.minutes * 60, args.seed, args.interpreter_only,
+                         progress=lambda s: print(s, flush=True))
+    text = "".join(f"--- seed {seed} #{k}: {found}\n{source}\n" for seed, k, found, source in stats.mismatches)
+    if args.report:
+        Path(args.report).write_text(text)
+    print(text[:20000])
+    print(stats)
+    return 1 if stats.mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
