@@ -7,7 +7,7 @@
 #   bash benchmarks/device_check.sh tests idioms            # GPU tests, then benchmarks/idioms.py
 #   bash benchmarks/device_check.sh tests:test_tile_cpp.py  # one test file of tests/gpu
 #
-# Stages: tests[:FILE] | idioms | samples[:DIR] | conformance[:DIR] | fuzz[:MINUTES] | cupy:DIR | tilecpp | peers[:GROUP]
+# Stages: tests[:FILE] | tests-k:EXPR | idioms | samples[:DIR] | conformance[:DIR] | fuzz[:MINUTES] | cupy:DIR | tilecpp | peers[:GROUP]
 # cuTile's samples and tests come from a checkout of its repository (default .cutile-src/samples, .cutile-src/test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,17 +25,23 @@ for stage in "$@"; do
   name=${stage%%:*} arg=${stage#*:}; [ "$arg" = "$stage" ] && arg=
   start=$SECONDS
   case $name in
-    tests) python3 -m pytest -m gpu "tests/gpu${arg:+/$arg}" -n 16 -v --timeout 180 -p no:cacheprovider \
+    tests) python3 -m pytest -m gpu "tests/gpu${arg:+/$arg}" -n 16 -v --timeout 400 -p no:cacheprovider \
              -W ignore::pytest_benchmark.logger.PytestBenchmarkWarning 2>&1 | tee "$out/tests.log" \
              | grep -E "FAILED|ERROR|passed|failed" | tail -n 60
            summary+=("tests: $(tail -n 1 "$out/tests.log")") ;;
+    tests-k) python3 -m pytest -m gpu tests/gpu -k "$arg" -n 16 -v --timeout 400 -p no:cacheprovider \
+               -W ignore::pytest_benchmark.logger.PytestBenchmarkWarning 2>&1 | tee "$out/tests-k.log" \
+               | grep -E "FAILED|ERROR|passed|failed" | tail -n 40
+             summary+=("tests -k: $(tail -n 1 "$out/tests-k.log")") ;;
+    nvrtc) python3 -m pip install -q --no-index --no-deps --no-compile --upgrade .nvrtc/*.whl 2>&1 | tail -n 2
+           python3 -c "from tileworkbench.runtime import tile_cpp; print('tile compiler:', tile_cpp.unavailable_reason() or 'ready')" ;;
     idioms) (with_cutile; python3 benchmarks/idioms.py --dtypes bfloat16,float16,float32) 2>&1 | tee "$out/idioms.log" | tail -n 40
             summary+=("idioms: see idioms.log") ;;
     samples) (with_cutile; python3 benchmarks/cutile_samples.py "${arg:-.cutile-src/samples}") 2>&1 | tee "$out/samples.log" | tail -n 20
              summary+=("samples: $(tail -n 1 "$out/samples.log")") ;;
     conformance) (with_cutile; python3 benchmarks/cutile_conformance.py "${arg:-.cutile-src/test}") 2>&1 | tee "$out/conformance.log" | tail -n 20
                  summary+=("conformance: $(tail -n 1 "$out/conformance.log")") ;;
-    fuzz) (with_cutile; python3 -m tests.fuzz cutile --minutes "${arg:-5}") 2>&1 | tee "$out/fuzz.log" | tail -n 15
+    fuzz) (with_cutile; python3 -m tests.fuzz.differential --minutes "${arg:-5}" --report "$out/mismatches.txt") 2>&1 | tee "$out/fuzz.log" | tail -n 15
           summary+=("fuzz: $(tail -n 1 "$out/fuzz.log")") ;;
     cupy) python3 benchmarks/cupy_user_kernel_tests.py --gpu --cupy "$arg" --json "$out/cupy_gpu.json" 2>&1 \
             | tee "$out/cupy.log" | tail -n 40
