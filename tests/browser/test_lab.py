@@ -99,7 +99,7 @@ def test_tile_spaces_tutorial_draws_its_tiles_and_reads_out_what_is_hovered(brow
     assert explorer.locator("input[type=range]").count() == 4
 
     # the block scrubber: a grid of (1, 3) blocks never writes rows 4 and 5 of y: hover a red cell
-    coverage = cell_outputs(page, "CoverageView.from_trace(run(copy, (1, 3)")
+    coverage = cell_outputs(page, "CoverageView.from_trace(interpret(copy, (1, 3)")
     assert coverage.locator("input[type=range]").count() == 2 and coverage.locator("button").count() == 1
     for label, writers in (("hole", "0 block(s)"), ("written once", "1 block(s)")):
         text = hover_colour(coverage, label)
