@@ -112,3 +112,20 @@ def test_a_reduction_axis_list_is_accepted_at_every_call():
     x = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
     for _ in range(3):
         np.testing.assert_allclose(total(x, axis=[0, 2]), x.sum(axis=(0, 2)))
+
+
+def test_setting_the_tile_applies_to_the_next_call(monkeypatch):
+    import tileworkbench.tile as ct
+    launches, launch = [], ct.launch
+
+    def recorded(stream, grid, kernel, args):
+        launches.append((grid, args[-1]))
+        launch(stream, grid, kernel, args)
+    monkeypatch.setattr(ct, "launch", recorded)
+    double = ElementwiseKernel("T x", "T y", "y = x * 2", "double_tile_repeat")
+    x = np.arange(1000, dtype=np.float32)
+    double(x)
+    double(x)
+    double.tile = 128
+    np.testing.assert_array_equal(double(x), x * 2)
+    assert launches == [((1,), 1024), ((1,), 1024), ((8,), 128)]

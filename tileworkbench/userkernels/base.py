@@ -191,6 +191,11 @@ class UserKernel:
         self.last_tile_kernel = self._kernels[key][0]
         return self.last_tile_kernel
 
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in ("tile", "tiles") and "_plans" in self.__dict__:   # plans hold the tile shapes they chose
+            self._plans.clear()
+
     def plan(self, *args, **kwargs) -> CallPlan:
         """Check a call's arguments and plan it (see CallPlan)."""
         raise NotImplementedError
@@ -214,7 +219,8 @@ class UserKernel:
             _learn_types(args, kwargs)
         values, outputs, finish = plan.bind(args, kwargs)
         if plan.kernel is not None:
-            self.last_tile_kernel = plan.kernel
+            if self.last_tile_kernel is not plan.kernel:
+                self.last_tile_kernel = plan.kernel
             ct.launch(current_stream() if stream is None and plan.on_gpu else stream, plan.grid, plan.kernel,
                       values + plan.config_values)
             finish()
