@@ -209,14 +209,10 @@ class UserKernel:
         try:
             plan = self._plans.get(key) if key is not None else None
         except TypeError:   # an unhashable keyword value
-            key = plan = None
+            plan = None
         if plan is None:
             plan = self.plan(*args, **kwargs)
-            if key is not None:
-                if len(self._plans) >= MAX_PLANS:   # a program of ever new shapes: start over
-                    self._plans.clear()
-                self._plans[key] = plan
-            _learn_types(args, kwargs)
+            self._keep(plan, args, kwargs)
         values, outputs, finish = plan.bind(args, kwargs)
         if plan.kernel is not None:
             if self.last_tile_kernel is not plan.kernel:
@@ -225,6 +221,19 @@ class UserKernel:
                       values + plan.config_values)
             finish()
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _keep(self, plan: CallPlan, args, kwargs) -> None:
+        """Keep the plan of a call that passed its checks, for later calls of its profile."""
+        _learn_types(args, kwargs)
+        key = _profile(args, kwargs)
+        if key is None:
+            return
+        if len(self._plans) >= MAX_PLANS:   # a program of ever new shapes: start over
+            self._plans.clear()
+        try:
+            self._plans[key] = plan
+        except TypeError:   # an unhashable keyword value
+            pass
 
     def source(self, *args, **kwargs) -> str:
         """The tile-language source generated for a call with these arguments."""
