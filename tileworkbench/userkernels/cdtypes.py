@@ -11,6 +11,8 @@ converts to float first.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..ir.types import (
@@ -111,6 +113,14 @@ def int_literal_type(value: int, suffix: str, decimal: bool) -> DType:
     raise OverflowError(f"integer literal {value} is too large for any C integer type")
 
 
+@functools.cache
+def _finite_max(dtype: DType) -> float:
+    try:
+        return float(np.finfo(dtype.numpy).max)
+    except (TypeError, ValueError):
+        return -1.0   # not known: every value takes the guarded conversion
+
+
 def convert_constant(value, to: DType):
     """A compile-time value converted as C converts it (wrapping integers, truncating floats)."""
     if to.is_complex:
@@ -120,6 +130,8 @@ def convert_constant(value, to: DType):
     if to is bool_:
         return bool(value)
     if to.is_float:
+        if abs(value) <= _finite_max(to):   # in range (every call's scalar, nearly): nothing to silence
+            return float(to.numpy.type(value))
         with np.errstate(over="ignore"):   # as C: out of range becomes infinity
             return float(to.numpy.type(value))
     if isinstance(value, float):
