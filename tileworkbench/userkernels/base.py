@@ -57,7 +57,6 @@ class Launch:
         return self.values + tuple(config[name] for name in self.config)
 
 
-
 def nothing_to_finish():
     pass
 

@@ -114,6 +114,9 @@ class ElementwiseKernel(UserKernel):
                   if is_array_like(a) and not p.raw]   # a structured array as its fields' views
         flat = all(v.flags.c_contiguous and tuple(v.shape) == shape for _, views in arrays for v in views)
         steps = [self._step(p, a, t, flat, shape, xp) for p, a, t in zip(self.params, args, types)]
+        for step, a in zip(steps, args):
+            if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
+                step(a)
         index_type = int32 if n < 2**31 else int64
         ranks = tuple(a.ndim if p.raw else is_array_like(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, "flat" if flat else len(shape), index_type.name)   # (True == 1)

@@ -141,6 +141,9 @@ class ReductionKernel(UserKernel):
         steps = [_input_step(a, t, p, self.name, shape, order, (m, k), xp) for p, a, t in
                  zip(self.in_params, in_args, in_types)]
         allocate = () if out_args else tuple(t.numpy for t in out_types)
+        for step, a in zip(steps, in_args):
+            if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
+                step(a)
         out_steps = [_output_step(a, m, xp) for a in out_args or [output_layout(out_shape, d) for d in allocate]]
         nin = self.nin
 
