@@ -121,6 +121,12 @@ def _finite_max(dtype: DType) -> float:
         return -1.0   # not known: every value takes the guarded conversion
 
 
+@functools.cache
+def _int_range(dtype: DType) -> tuple[int, int]:
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)
+
+
 def convert_constant(value, to: DType):
     """A compile-time value converted as C converts it (wrapping integers, truncating floats)."""
     if to.is_complex:
@@ -136,4 +142,7 @@ def convert_constant(value, to: DType):
             return float(to.numpy.type(value))
     if isinstance(value, float):
         value = int(value)
+    low, high = _int_range(to)
+    if low <= value <= high:   # nothing to wrap
+        return int(value)
     return int(np.array(int(value) & ((1 << 64) - 1), dtype=np.uint64).astype(to.numpy))
