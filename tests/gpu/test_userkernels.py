@@ -59,3 +59,18 @@ def test_a_timed_sweep_makes_its_fastest_tile_the_default():
     assert result.timed and all(r.ok for r in result.rows), [r.reason for r in result.rows]
     assert add.launch_plan(x, x).config == result.best().config
     cp.testing.assert_array_equal(add(x, x), x + x)
+
+
+@pytest.mark.gpu
+def test_repeat_calls_on_the_gpu_follow_each_calls_layout_and_scalars():
+    cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
+    axpy = tileworkbench.ElementwiseKernel("T x, T y, T a", "T z", "z = a * x + y", "axpy_gpu_repeat")
+    total = tileworkbench.ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "total_gpu_repeat")
+    x = cp.arange(4096, dtype=cp.float32)
+    y = cp.ones(4096, cp.float32)
+    for a in (2.0, 3.0, 2.0):
+        for xs, ys in ((x, y), (x[::2], y[::2]), (x.reshape(64, 64).T, y.reshape(64, 64)), (x, y)):
+            np.testing.assert_array_equal(cp.asnumpy(axpy(xs, ys, a)), cp.asnumpy(a * xs + ys))
+    m = x.reshape(64, 64)
+    for axis in (None, 0, 1, None):
+        np.testing.assert_allclose(cp.asnumpy(total(m, axis=axis)), cp.asnumpy(m.sum(axis=axis)), rtol=1e-5)

@@ -1,9 +1,12 @@
 """What elementwise and reduction kernels share: generated tile kernels, launches, sweeps.
 
-A call is planned as a `Launch` of a generated tile kernel: its arguments, its tile-shape
-constants (`config`), its grid for any config, and the space a sweep tries. Generated kernels
-are compiled once per specialization key (argument types, which are arrays, ranks, path) and
-kept on the user kernel; a sweep on a GPU makes its fastest config the default for that key.
+A call is planned as a `CallPlan`: everything its argument profile fixes (the checks passed, the
+generated tile kernel, its tile-shape constants (`config`), grid, the outputs to allocate and how
+each argument becomes the kernel's values). Plans are kept per profile (each array's type, dtype,
+shape and strides, each scalar's type, the call's keywords), so a repeat call only looks its plan
+up, allocates the outputs, makes the views the kernel takes and launches. Generated kernels are
+compiled once per specialization key (argument types, which are arrays, ranks, path) and kept on
+the user kernel; a sweep on a GPU makes its fastest config the default for that key.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arguments import is_array_like, is_torch_tensor
 from ..errors import ArgumentTypeError, ArgumentValueError
 from .. import tile as ct
 from . import csemantics
@@ -52,13 +56,67 @@ class Launch:
         config = {**self.config, **config}
         return self.values + tuple(config[name] for name in self.config)
 
-    def run(self, stream=None):
-        """Launch on the interpreter (NumPy arrays) or the GPU (`stream`, default CuPy's current one)."""
-        if stream is None and any(hasattr(v, "__cuda_array_interface__") for v in self.values):
-            import cupy
-            stream = cupy.cuda.get_current_stream()
-        ct.launch(stream, self.grid, self.kernel, self.args)
-        self.finish()
+
+def nothing_to_finish():
+    pass
+
+
+@dataclass
+class CallPlan:
+    """What an argument profile fixes for a call: `bind(args, kwargs)` makes one call's
+    (values, outputs, finish): outputs allocated, the views and scalars the kernel takes."""
+
+    kernel: ct.Kernel | None               # None: nothing to do (no elements)
+    key: tuple                             # the tile kernel's specialization key
+    config: dict
+    grid_fn: Callable[[dict], tuple]
+    space: dict
+    bind: Callable[[tuple, dict], tuple]
+    on_gpu: bool                           # device arrays: launched on CuPy's current stream by default
+
+    def __post_init__(self):
+        self.grid = self.grid_fn(self.config)
+        self.config_values = tuple(self.config.values())
+
+    def launch(self, args, kwargs) -> Launch:
+        values, outputs, finish = self.bind(args, kwargs)
+        return Launch(self.kernel, values, self.config, self.grid_fn, self.space, outputs, self.key, finish)
+
+
+# argument type -> True: an array profiled by (type, dtype, shape, strides); False: a scalar
+# profiled by its type (a keyword's value by itself). Learned from calls planned without error.
+_PROFILED: dict[type, bool] = {}
+MAX_PLANS = 1024   # call profiles a user kernel keeps plans for
+
+
+def _profile(args, kwargs) -> tuple | None:
+    """The call's profile key, or None where an argument's type has no profile (yet)."""
+    key = []
+    for a in args:
+        array = _PROFILED.get(type(a))
+        if array is None:
+            return None
+        key.append((type(a), a.dtype, a.shape, a.strides) if array else type(a))
+    for v in kwargs.values():
+        array = _PROFILED.get(type(v))
+        if array is None:
+            return None
+        key.append((type(v), v.dtype, v.shape, v.strides) if array else v)
+    return tuple(key)
+
+
+def _learn_types(args, kwargs) -> None:
+    for a in (*args, *kwargs.values()):
+        if type(a) not in _PROFILED:
+            if not is_array_like(a):
+                _PROFILED[type(a)] = False
+            elif type(a) is np.ndarray or hasattr(type(a), "__cuda_array_interface__") and not is_torch_tensor(a):
+                _PROFILED[type(a)] = True
+
+
+def current_stream():
+    import cupy
+    return cupy.cuda.get_current_stream()
 
 
 def python_name(name: str) -> str:
@@ -74,6 +132,16 @@ def compile_tile_kernel(name: str, source: str) -> ct.Kernel:
     namespace = {"ct": ct, "cops": csemantics}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the generated tile-language source
     return ct.kernel(namespace[python_name(name)])
+
+
+def output_layout(shape: tuple, dtype) -> np.ndarray:
+    """A stand-in for an output the call will allocate: its shape, dtype, strides and flags, no memory."""
+    dtype = np.dtype(dtype)
+    strides, step = [], dtype.itemsize
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step *= max(d, 1)
+    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, tuple(strides), writeable=False)
 
 
 def pow2_at_least(n: int) -> int:
@@ -94,6 +162,7 @@ class UserKernel:
         self._preamble_nodes = parse_preamble(Snippet(preamble, name, "preamble"), placeholders) if preamble else ()
         self._kernels: dict = {}      # specialization key -> (tile kernel, generated source)
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
+        self._plans: dict = {}        # call profile -> CallPlan
         self.last_tile_kernel = None  # the tile kernel of the last call planned (the kernel inspector shows it)
 
     @property
@@ -121,14 +190,49 @@ class UserKernel:
         self.last_tile_kernel = self._kernels[key][0]
         return self.last_tile_kernel
 
-    def launch_plan(self, *args, **kwargs) -> Launch:
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in ("tile", "tiles") and "_plans" in self.__dict__:   # plans hold the tile shapes they chose
+            self._plans.clear()
+
+    def plan(self, *args, **kwargs) -> CallPlan:
+        """Check a call's arguments and plan it (see CallPlan)."""
         raise NotImplementedError
 
+    def launch_plan(self, *args, **kwargs) -> Launch:
+        return self.plan(*args, **kwargs).launch(args, kwargs)
+
     def __call__(self, *args, stream=None, **kwargs):
-        launch = self.launch_plan(*args, **kwargs)
-        if launch.kernel is not None:
-            launch.run(stream)
-        return launch.outputs[0] if len(launch.outputs) == 1 else tuple(launch.outputs)
+        """Run on the interpreter (NumPy arrays) or the GPU (`stream`, default CuPy's current one)."""
+        key = _profile(args, kwargs)
+        try:
+            plan = self._plans.get(key) if key is not None else None
+        except TypeError:   # an unhashable keyword value
+            plan = None
+        if plan is None:
+            plan = self.plan(*args, **kwargs)
+            self._keep(plan, args, kwargs)
+        values, outputs, finish = plan.bind(args, kwargs)
+        if plan.kernel is not None:
+            if self.last_tile_kernel is not plan.kernel:
+                self.last_tile_kernel = plan.kernel
+            ct.launch(current_stream() if stream is None and plan.on_gpu else stream, plan.grid, plan.kernel,
+                      values + plan.config_values)
+            finish()
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _keep(self, plan: CallPlan, args, kwargs) -> None:
+        """Keep the plan of a call that passed its checks, for later calls of its profile."""
+        _learn_types(args, kwargs)
+        key = _profile(args, kwargs)
+        if key is None:
+            return
+        if len(self._plans) >= MAX_PLANS:   # a program of ever new shapes: start over
+            self._plans.clear()
+        try:
+            self._plans[key] = plan
+        except TypeError:   # an unhashable keyword value
+            pass
 
     def source(self, *args, **kwargs) -> str:
         """The tile-language source generated for a call with these arguments."""
@@ -168,6 +272,7 @@ class UserKernel:
         best = result.best()
         if apply and result.timed and best is not None:
             self._tuned[launch.key] = dict(best.config)
+            self._plans.clear()   # plans hold the config they were made with
         return result
 
     def tuned_config(self, key, default: dict) -> dict:

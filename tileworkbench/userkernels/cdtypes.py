@@ -11,6 +11,8 @@ converts to float first.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..ir.types import (
@@ -111,6 +113,20 @@ def int_literal_type(value: int, suffix: str, decimal: bool) -> DType:
     raise OverflowError(f"integer literal {value} is too large for any C integer type")
 
 
+@functools.cache
+def _finite_max(dtype: DType) -> float:
+    try:
+        return float(np.finfo(dtype.numpy).max)
+    except (TypeError, ValueError):
+        return -1.0   # not known: every value takes the guarded conversion
+
+
+@functools.cache
+def _int_range(dtype: DType) -> tuple[int, int]:
+    info = np.iinfo(dtype.numpy)
+    return int(info.min), int(info.max)
+
+
 def convert_constant(value, to: DType):
     """A compile-time value converted as C converts it (wrapping integers, truncating floats)."""
     if to.is_complex:
@@ -120,8 +136,13 @@ def convert_constant(value, to: DType):
     if to is bool_:
         return bool(value)
     if to.is_float:
+        if abs(value) <= _finite_max(to):   # in range (every call's scalar, nearly): nothing to silence
+            return float(to.numpy.type(value))
         with np.errstate(over="ignore"):   # as C: out of range becomes infinity
             return float(to.numpy.type(value))
     if isinstance(value, float):
         value = int(value)
+    low, high = _int_range(to)
+    if low <= value <= high:   # nothing to wrap
+        return int(value)
     return int(np.array(int(value) & ((1 << 64) - 1), dtype=np.uint64).astype(to.numpy))

@@ -17,7 +17,7 @@ from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import bool_, int32, int64
 from . import syntax as s
-from .base import Launch, UserKernel, pow2_at_least, python_name
+from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
 from .lexer import Snippet
 from .params import StructType, array_dtype, parse_params, resolve_types, scalar_value
 from .parser import parse_statements
@@ -80,7 +80,7 @@ class ElementwiseKernel(UserKernel):
 
     # ---- planning a call -------------------------------------------------------------------------
 
-    def launch_plan(self, *args, size=None, block_size=None) -> Launch:
+    def plan(self, *args, size=None, block_size=None) -> CallPlan:
         if block_size is not None and block_size <= 0:
             raise ArgumentValueError("block_size must be greater than zero")
         if len(args) not in (self.nin, self.nargs):
@@ -94,10 +94,12 @@ class ElementwiseKernel(UserKernel):
         in_types, out_types, placeholders = resolve_types(self.in_params, self.out_params, in_args, out_args,
                                                           self.name)
         shape = self._loop_shape(in_args + out_args, size)
+        allocate = ()   # (shape, dtype) of each output the call makes
         if not out_args:
             if size is None and any(p.raw for p in self.out_params):
                 raise ArgumentValueError("Output array size is Undecided")
-            out_args = [xp.empty(shape, t.dtype if isinstance(t, StructType) else t.numpy) for t in out_types]
+            allocate = tuple((shape, t.dtype if isinstance(t, StructType) else t.numpy) for t in out_types)
+            out_args = [output_layout(s, d) for s, d in allocate]
         for p, a in zip(self.out_params, out_args):
             if not p.raw and tuple(a.shape) != shape:
                 raise ArgumentValueError("Out shape is mismatched")
@@ -111,32 +113,51 @@ class ElementwiseKernel(UserKernel):
         arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
                   if is_array_like(a) and not p.raw]   # a structured array as its fields' views
         flat = all(v.flags.c_contiguous and tuple(v.shape) == shape for _, views in arrays for v in views)
-        values = []
-        for p, a, t in zip(self.params, args, types):
-            if not is_array_like(a):
-                values.append(scalar_value(a, t, p, self.name))
-            elif p.raw:
-                values.append(a)
-            for v in (t.views(a) if isinstance(t, StructType) else [a]) if is_array_like(a) and not p.raw else ():
-                if p in self.out_params and not flat:
-                    values.append(v)
-                elif flat:
-                    values.append(v.reshape(-1))
-                else:
-                    values.append(xp.broadcast_to(v, shape))
+        steps = [self._step(p, a, t, flat, shape, xp) for p, a, t in zip(self.params, args, types)]
+        for step, a in zip(steps, args):
+            if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
+                step(a)
         index_type = int32 if n < 2**31 else int64
         ranks = tuple(a.ndim if p.raw else is_array_like(a) for p, a in zip(self.params, args))
-        key = (tuple(t.name for t in types), ranks, flat or len(shape), index_type.name)
+        key = (tuple(t.name for t in types), ranks, "flat" if flat else len(shape), index_type.name)   # (True == 1)
         dims = () if flat else tuple(index_type.numpy.type(d) for d in shape)
         strides = tuple(np.int64(st) for p, a in zip(self.params, args) if p.raw and self._uses_strides
                         for st in a.strides)
+        tail = (np.int64(n),) + dims + strides
         kernel = None
         if n > 0:
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, flat, len(shape),
                                                                  index_type))
+        nin = self.nin
+
+        def bind(args, _kwargs):
+            outputs = [xp.empty(s, d) for s, d in allocate] if allocate else list(args[nin:])
+            values = []
+            for step, a in zip(steps, (*args[:nin], *outputs)):
+                values += step(a)
+            return tuple(values) + tail, outputs, nothing_to_finish
         default = {"TILE": self.tile or min(1024, max(128, pow2_at_least(n)))}
-        return Launch(kernel, tuple(values) + (np.int64(n),) + dims + strides, self.tuned_config(key, default),
-                      lambda config: (max(1, -(-n // config["TILE"])),), {"TILE": TILES}, out_args, key)
+        return CallPlan(kernel, key, self.tuned_config(key, default), lambda config: (max(1, -(-n // config["TILE"])),),
+                        {"TILE": TILES}, bind, xp is not np)
+
+    def _step(self, p, a, t, flat: bool, shape: tuple, xp):
+        """How a call's argument for `p` (like `a`) becomes the kernel's values: a scalar of its
+        type; a raw array itself; the other arrays (a structured one as its fields) flattened,
+        broadcast to the loop's shape, or as they are where that is what they already are."""
+        if not is_array_like(a):
+            return lambda a: (scalar_value(a, t, p, self.name),)
+        if p.raw:
+            return _itself
+        if flat:
+            view_step = _itself if len(shape) == 1 else _flattened
+        elif p in self.out_params or tuple(a.shape) == shape:   # (a structured array's fields have its shape)
+            view_step = _itself
+        else:
+            def view_step(v):
+                return (xp.broadcast_to(v, shape),)
+        if isinstance(t, StructType):
+            return lambda a: [value for v in t.views(a) for value in view_step(v)]
+        return view_step
 
     def _loop_shape(self, args, size) -> tuple:
         """CuPy's rule: the non-raw arrays broadcast to the loop's shape, or, where every array is
@@ -245,6 +266,14 @@ class ElementwiseKernel(UserKernel):
         if not is_input:
             outputs[key] = Output(key, dtype, value)
         return value
+
+
+def _itself(a) -> tuple:
+    return (a,)
+
+
+def _flattened(a) -> tuple:
+    return (a.reshape(-1),)
 
 
 def _array_module(args, name: str):

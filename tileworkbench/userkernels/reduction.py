@@ -21,7 +21,7 @@ from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError, TileTypeError, TileUnsupportedFeatureError, UserInputError
 from ..ir.types import DType
 from . import syntax as s
-from .base import Launch, UserKernel, pow2_at_least, python_name
+from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
 from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
 from .params import parse_params, resolve_types, scalar_value
@@ -102,7 +102,7 @@ class ReductionKernel(UserKernel):
 
     # ---- planning a call -------------------------------------------------------------------------
 
-    def launch_plan(self, *args, axis=None, keepdims=False, out=None) -> Launch:
+    def plan(self, *args, axis=None, keepdims=False, out=None) -> CallPlan:
         if len(args) not in (self.nin, self.nargs):
             raise ArgumentTypeError(f"Wrong number of arguments for {self.name}")
         in_args, out_args = list(args[:self.nin]), list(args[self.nin:])
@@ -130,30 +130,33 @@ class ReductionKernel(UserKernel):
             tuple(shape[d] for d in kept)
         m = int(np.prod([shape[d] for d in kept], dtype=np.int64))
         k = int(np.prod([shape[d] for d in reduce_axes], dtype=np.int64))
-        if out_args:
-            for p, a in zip(self.out_params, out_args):
-                if not is_array_like(a):
-                    raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
-                if tuple(a.shape) != out_shape:
-                    raise ArgumentValueError("Out shape is mismatched")
-        else:
-            out_args = [xp.empty(out_shape, t.numpy) for t in out_types]
+        for p, a in zip(self.out_params, out_args):
+            if not is_array_like(a):
+                raise ArgumentTypeError("Output arguments type must be cupy.ndarray")
+            if tuple(a.shape) != out_shape:
+                raise ArgumentValueError("Out shape is mismatched")
         if k == 0 and self.identity is None and m > 0:
             raise ArgumentValueError(f"zero-size array to reduction operation {self.name} which has no identity")
-        values, finishers = [], []
-        for p, a, t in zip(self.in_params, in_args, in_types):
-            if is_array_like(a):
-                moved = xp.broadcast_to(a, shape).transpose(kept + list(reduce_axes))
-                values.append(moved.reshape(m, k))
-            else:
-                values.append(scalar_value(a, t, p, self.name))
-        for a in out_args:
-            if a.flags.c_contiguous:
-                values.append(a.reshape(m))
-            else:   # written to a contiguous buffer, then copied into the strided output
-                buffer = xp.empty(m, a.dtype)
-                values.append(buffer)
-                finishers.append(lambda a=a, buffer=buffer: a.__setitem__(Ellipsis, buffer.reshape(a.shape)))
+        order = kept + list(reduce_axes)
+        steps = [_input_step(a, t, p, self.name, shape, order, (m, k), xp) for p, a, t in
+                 zip(self.in_params, in_args, in_types)]
+        allocate = () if out_args else tuple(t.numpy for t in out_types)
+        for step, a in zip(steps, in_args):
+            if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
+                step(a)
+        out_steps = [_output_step(a, m, xp) for a in out_args or [output_layout(out_shape, d) for d in allocate]]
+        nin = self.nin
+
+        def bind(args, kwargs):
+            outputs = [xp.empty(out_shape, d) for d in allocate] if allocate else \
+                list(args[nin:]) or [kwargs["out"]]
+            values, finishers = [step(a) for step, a in zip(steps, args)], []
+            for step, a in zip(out_steps, outputs):
+                value, finish = step(a)
+                values.append(value)
+                if finish is not None:
+                    finishers.append(finish)
+            return tuple(values), outputs, (lambda: [f() for f in finishers]) if finishers else nothing_to_finish
         types = in_types + out_types
         ranks = tuple(is_array_like(a) for a in in_args) + (True,) * self.nout
         key = (tuple(t.name for t in types), ranks, reduce_type.name)
@@ -162,9 +165,8 @@ class ReductionKernel(UserKernel):
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, reduce_type))
         tk = self.tiles[1] if self.tiles else min(1024, max(32, pow2_at_least(k)))
         tm = self.tiles[0] if self.tiles else max(1, min(pow2_at_least(m), 4096 // tk))
-        return Launch(kernel, tuple(values), self.tuned_config(key, {"TM": tm, "TK": tk}),
-                      lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, out_args, key,
-                      lambda: [f() for f in finishers])
+        return CallPlan(kernel, key, self.tuned_config(key, {"TM": tm, "TK": tk}),
+                        lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, bind, xp is not np)
 
     # ---- the generated tile kernel ---------------------------------------------------------------
 
@@ -236,6 +238,38 @@ class ReductionKernel(UserKernel):
             raise self._snippets["identity"].error(TileTypeError, "The identity must be a constant",
                                                    self._identity.start, self._identity.end)
         return value
+
+
+def _input_step(a, t, p, name: str, shape: tuple, order: list, mk: tuple, xp):
+    """How a call's input (like `a`) becomes the kernel's value: a scalar of its type, or the array
+    broadcast to the loop's shape, its reduced axes moved last, viewed as (M, K) (each step
+    left out where the array already is what it makes)."""
+    if not is_array_like(a):
+        return lambda a: scalar_value(a, t, p, name)
+    broadcast = tuple(a.shape) != shape
+    moved = order != sorted(order)
+    reshaped = mk != tuple(shape[d] for d in order)
+
+    def step(a):
+        if broadcast:
+            a = xp.broadcast_to(a, shape)
+        if moved:
+            a = a.transpose(order)
+        return a.reshape(mk) if reshaped else a
+    return step
+
+
+def _output_step(a, m: int, xp):
+    """How a call's output (like `a`) becomes the kernel's (M,) array, and what copies the results
+    back: a contiguous output is viewed as (M,); a strided one gets a contiguous buffer, copied
+    into it after the launch."""
+    if a.flags.c_contiguous:
+        return (lambda a: (a, None)) if tuple(a.shape) == (m,) else (lambda a: (a.reshape(m), None))
+
+    def buffered(a):
+        buffer = xp.empty(m, a.dtype)
+        return buffer, lambda: a.__setitem__(Ellipsis, buffer.reshape(a.shape))
+    return buffered
 
 
 class AxisError(UserInputError, np.exceptions.AxisError):
