@@ -56,12 +56,10 @@ def test_the_table_gives_bandwidth_and_ratios_to_copy_and_cutile():
 
 
 def _sass_counts(kernel, args):
-    from tileworkbench.runtime.cubin import read_resources
     from tileworkbench.runtime.launch import build
-    from tileworkbench.runtime.sass import disassemble, parse_listing
-    generated, module = build(kernel.specialize(args), "sm_90")
-    [resources] = read_resources(module.cubin).values()
-    counts = collections.Counter(i.opcode for i in parse_listing(disassemble(module.cubin))[generated.name])
+    compiled = build(kernel.specialize(args), "sm_90")
+    resources = compiled.resources
+    counts = collections.Counter(i.opcode for i in compiled.instructions)
     return resources, counts
 
 

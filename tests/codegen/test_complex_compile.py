@@ -30,12 +30,12 @@ def test_complex_constants_are_written_as_the_library_type_of_two_float_literals
 def test_complex_math_and_sum_compile_without_spills_and_move_whole_elements(dtype, tmp_path, monkeypatch):
     _fresh_cache(tmp_path, monkeypatch)
     x, parts = np.zeros(1024, dtype), np.zeros(1024, np.zeros((), dtype).real.dtype)
-    generated, module = runtime.build(complex_math.specialize((x, x, x, parts, x, 256)), "sm_90")
-    resources = module.kernels[generated.name]
+    compiled = runtime.build(complex_math.specialize((x, x, x, parts, x, 256)), "sm_90")
+    resources = compiled.resources
     assert 0 < resources.registers <= 255 and resources.spill_stores == 0
-    assert f"tw::tile<tw::{np.dtype(dtype).name}, tw::shape<256>>" in generated.source
+    assert f"tw::tile<tw::{np.dtype(dtype).name}, tw::shape<256>>" in compiled.asm["cuda"]
     part = "f32" if dtype is np.complex64 else "f64"
-    assert re.search(rf"st\.global\.v2\.{part}", module.ptx)  # a (re, im) pair per store at least
+    assert re.search(rf"st\.global\.v2\.{part}", compiled.asm["ptx"])  # a (re, im) pair per store at least
 
 
 @pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
@@ -45,5 +45,5 @@ def test_a_cupy_style_complex_kernel_compiles(tmp_path, monkeypatch):
                                              "z = exp(x) / conj(y) + complex<float>(1); r = abs(z) - imag(x)")
     x = np.zeros(4096, np.complex64)
     launch = kernel.launch_plan(x, x)
-    generated, module = runtime.build(launch.kernel.specialize(launch.args), "sm_90")
-    assert 0 < module.kernels[generated.name].registers <= 255
+    compiled = runtime.build(launch.kernel.specialize(launch.args), "sm_90")
+    assert 0 < compiled.registers <= 255
