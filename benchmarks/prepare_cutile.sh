@@ -4,7 +4,7 @@
 # needs CUDA 13.4's ptxas and libnvvm ("failed to compile Tile IR program" with 13.0's); the wheels
 # are too big to carry whole, so only those files go, xz-compressed, in one folder of < 62 MiB:
 #
-#   .cutile/cutile.tar.xz   bin/{tileiras,ptxas}, nvvm/lib64/libnvvm.so*, nvvm/libdevice/,
+#   .cutile/cutile.tar.xz   bin/{tileiras,tileirdisasm,ptxas}, nvvm/lib64/libnvvm.so*, nvvm/libdevice/,
 #                           python/ (cuda.tile, cutile_cache), deps/ (typing_extensions)
 #   .cutile/setup.sh        `source .cutile/setup.sh` there: unpacks to /tmp/cutile once and sets
 #                           PATH, CUDA_HOME, LD_LIBRARY_PATH and PYTHONPATH
@@ -38,6 +38,7 @@ take() {
 }
 stage="$work/cutile"
 take nvidia_cuda_tileiras 'tileiras' "$stage/bin"
+take nvidia_cuda_tileiras 'tileirdisasm' "$stage/bin"  # CUDA Tile C++ cells read the Tile IR as text
 take nvidia_cuda_nvcc 'ptxas' "$stage/bin"
 take nvidia_nvvm 'libnvvm\.so(\.[0-9]+)*' "$stage/nvvm/lib64"
 take nvidia_nvvm 'libdevice\.10\.bc' "$stage/nvvm/libdevice"

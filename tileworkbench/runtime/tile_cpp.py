@@ -105,6 +105,7 @@ def toolchain() -> Toolchain:
                                            f"installed. Install it with `{INSTALL_HINT}`")
     missing = [what for what, ok in (
         ("ptxas", os.path.isfile(os.path.join(found, "ptxas")) or shutil.which("ptxas")),
+        ("tileirdisasm", os.path.isfile(os.path.join(found, "tileirdisasm"))),  # the Tile IR text and its lines
         ("libnvvm", any(os.path.exists(os.path.join(found, "..", lib, "libnvvm.so.4"))
                         for lib in ("lib", "lib64", os.path.join("nvvm", "lib64")))))
         if not ok]
