@@ -349,7 +349,7 @@ def dry_run() -> str:
     for case in cases(quick=True):
         kernel = TileCppKernel(case.source, f"<{case.name}>", case.expression)
         r = kernel.resources("sm_90")
-        lines.append(f"{case.name:<15} {case.expression:<40} {kernel.threads('sm_90'):>4} threads "
+        lines.append(f"{case.name:<15} {case.expression:<40} {kernel.block_threads('sm_90'):>4} threads "
                      f"{r.registers:>4} registers {r.shared_static_bytes:>7} B shared")
     return "\n".join(lines)
 

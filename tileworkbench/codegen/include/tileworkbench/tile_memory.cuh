@@ -509,11 +509,20 @@ template <class T, class W> struct computed_in<true, T, W> { using type = T; };
     else return T(__nv_atomic_fetch_xor(q, U(value), ORDER, SCOPE));                                           \
   }()
 
+// fence.acq_rel at a scope: before a relaxed read-modify-write it releases, after one it acquires. Written
+// out, as NVRTC 13.4 lowers __nv_atomic_thread_fence's release order to the sequentially consistent fence.
+template <memory_scope Scope>
+__device__ inline void fence_acq_rel() {
+  if constexpr (Scope == memory_scope::block) asm volatile("fence.acq_rel.cta;" ::: "memory");
+  else if constexpr (Scope == memory_scope::device) asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
 // A relaxed read-modify-write between fences of the order (16-bit float adds, which no ordered builtin takes).
 #define TW_FENCED(ORDER, FAILURE, SCOPE) [&] {                                    \
-    if constexpr (releases<Order>) __nv_atomic_thread_fence(ORDER, SCOPE);         \
+    if constexpr (releases<Order>) fence_acq_rel<Scope>();                         \
     const T old = atomic_element<Kind>(p, value, expected);                        \
-    if constexpr (acquires<Order>) __nv_atomic_thread_fence(ORDER, SCOPE);         \
+    if constexpr (acquires<Order>) fence_acq_rel<Scope>();                         \
     return old;                                                                    \
   }()
 
