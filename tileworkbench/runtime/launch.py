@@ -39,23 +39,52 @@ class GpuKernel(NamedTuple):
     arch: str  # the device's arch it was asked for (the record's may be sm_90a where the code needs it)
 
 
-def cuda_include_dirs() -> tuple[str, ...]:
-    """Where cuda_fp16.h and cuda_bf16.h live: the nvidia-cuda-runtime wheel, else a CUDA toolkit."""
+TOOLKIT_HOMES = ("CUDA_HOME", "CUDA_PATH")  # environment variables naming a CUDA toolkit, before /usr/local/cuda
+DEFAULT_TOOLKIT = "/usr/local/cuda"
+
+
+def cuda_header_dirs() -> list[str]:
+    """Every directory holding CUDA's headers (cuda_fp16.h), in the order they are preferred: the
+    nvidia-* wheels' include directories under each sys.path entry, then a CUDA toolkit
+    ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda)."""
     import glob
-    import importlib.util
-    import os
+    import sys
     candidates = []
-    spec = importlib.util.find_spec("nvidia")
-    for root in (spec.submodule_search_locations or []) if spec else []:
+    for entry in sys.path:
+        root = os.path.join(entry or ".", "nvidia")
         candidates += sorted(glob.glob(os.path.join(root, "cu*", "include")), reverse=True)
         candidates.append(os.path.join(root, "cuda_runtime", "include"))
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home:
-            candidates.append(os.path.join(home, "include"))
-    for directory in candidates:
-        if os.path.exists(os.path.join(directory, "cuda_fp16.h")):
-            return (directory,)
-    raise RuntimeError("CUDA headers (cuda_fp16.h) not found: pip install nvidia-cuda-runtime, or set CUDA_HOME")
+    candidates += [os.path.join(home, "include") for home in
+                   (*(os.environ.get(name) for name in TOOLKIT_HOMES), DEFAULT_TOOLKIT) if home]
+    found = [os.path.realpath(d) for d in candidates if os.path.exists(os.path.join(d, "cuda_fp16.h"))]
+    return list(dict.fromkeys(found))  # a site directory reached twice (a symlink, a repeated entry) once
+
+
+def cuda_headers_version(directory: str) -> tuple[int, int] | None:
+    """(major, minor) of the CUDA headers in `directory`: CUDART_VERSION in cuda_runtime_api.h (13040
+    is 13.4), else the version marker NVRTC writes beside its extracted headers; None when neither says."""
+    import re
+    for name, pattern in (("cuda_runtime_api.h", r"^\s*#\s*define\s+CUDART_VERSION\s+(\d+)"),
+                          (".nvrtc_headers_version", r"^cuda_major=(\d+)\s+cuda_minor=(\d+)")):
+        try:
+            with open(os.path.join(directory, name), errors="replace") as f:
+                match = re.search(pattern, f.read(), re.M)
+        except OSError:
+            continue
+        if match and match.lastindex == 2:
+            return int(match.group(1)), int(match.group(2))
+        if match:
+            return int(match.group(1)) // 1000, int(match.group(1)) % 1000 // 10
+    return None
+
+
+def cuda_include_dirs() -> tuple[str, ...]:
+    """Where cuda_fp16.h and cuda_bf16.h live: the nvidia-cuda-runtime wheel, else a CUDA toolkit
+    (the first of `cuda_header_dirs()`)."""
+    found = cuda_header_dirs()
+    if not found:
+        raise RuntimeError("CUDA headers (cuda_fp16.h) not found: pip install nvidia-cuda-runtime, or set CUDA_HOME")
+    return (found[0],)
 
 
 def tma_enabled() -> bool:

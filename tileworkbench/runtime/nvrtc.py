@@ -107,6 +107,22 @@ def nvrtc_version() -> tuple[int, int]:
     return _call(nvrtc, nvrtc.nvrtcVersion)
 
 
+def bundled_headers(directory: str) -> str | None:
+    """NVRTC's own copy of the CUDA headers (NVRTC 13.3+ carries them), extracted once into
+    `directory`/nvrtc-headers-<version>: headers that always match the NVRTC in use. None when this
+    NVRTC (or cuda-bindings) has none or they cannot be written there."""
+    nvrtc = _load()
+    if not hasattr(nvrtc, "nvrtcInstallBundledHeaders"):
+        return None
+    status, info, *_ = nvrtc.nvrtcGetBundledHeadersInfo()
+    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS or not info.available:
+        return None
+    path = os.path.join(directory, f"nvrtc-headers-{info.cudaVersionMajor}.{info.cudaVersionMinor}")
+    status, *_ = nvrtc.nvrtcInstallBundledHeaders(path.encode(), nvrtc.NVRTC_INSTALL_HEADERS_SKIP_IF_EXISTS)
+    ok = status == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.exists(os.path.join(path, "cuda_fp16.h"))
+    return path if ok else None
+
+
 def supported_archs() -> list[str]:
     """The real architectures this NVRTC can build cubins for: ["sm_75", "sm_80", ...]."""
     nvrtc = _load()

@@ -29,8 +29,8 @@ from .cubin import read_resources
 
 TILE_VERSION = "13.4"  # tileiras 13.4 cubins run on the CUDA 13.0 driver; NVRTC must write its bytecode
 INSTALL_HINT = (f'pip install "nvidia-cuda-nvrtc=={TILE_VERSION}.*" "nvidia-cuda-tileiras=={TILE_VERSION}.*" '
-                f'"nvidia-cuda-nvcc=={TILE_VERSION}.*" "nvidia-nvvm=={TILE_VERSION}.*"  (or: pip install '
-                f'"tileworkbench[nvrtc]")')
+                f'"nvidia-cuda-nvcc=={TILE_VERSION}.*" "nvidia-nvvm=={TILE_VERSION}.*" '
+                f'"nvidia-cuda-runtime=={TILE_VERSION}.*"  (or: pip install "tileworkbench[nvrtc]")')
 OPTIONS = ("-enable-tile", "-std=c++20", "-lineinfo")
 
 # What NVRTC lacks that NVIDIA's kernels take from the C++ library (<cstdint>, <type_traits>, <cmath>);
@@ -117,15 +117,45 @@ def toolchain() -> Toolchain:
 
 def check_versions(chain: Toolchain) -> None:
     """NVRTC writes Tile IR of its own version; tileiras reads only the versions it lists."""
-    from .nvrtc import nvrtc_version
+    from .nvrtc import _load, nvrtc_version
     major, minor = nvrtc_version()
     if (major, minor) < (13, 4):
         raise TileCompilerUnavailableError(f"NVRTC {major}.{minor} has no tile mode (13.4 or newer has). Install "
                                            f"it with `{INSTALL_HINT}`")
+    if not hasattr(_load(), "nvrtcGetTileIR"):
+        import importlib.metadata
+        raise TileCompilerUnavailableError(
+            f"cuda-bindings {importlib.metadata.version('cuda-bindings')} cannot read NVRTC's Tile IR "
+            f"(nvrtcGetTileIR, new in 13.2): install a newer one with `pip install \"cuda-bindings>=13.2,<14\"`")
     if f"{major}.{minor}" not in chain.bytecode_versions:
         raise TileCompilerUnavailableError(
             f"NVRTC {major}.{minor} writes Tile IR {major}.{minor}, which tileiras {chain.version} cannot read (it "
             f"reads {', '.join(chain.bytecode_versions)}): install matching versions with `{INSTALL_HINT}`")
+
+
+def include_dirs() -> tuple[str, ...]:
+    """The CUDA headers a tile cell compiles with. NVRTC's bundled cuda_tile.h includes headers of its
+    own release (cuda_tf32.h), so: the first installed headers at least as new as NVRTC, else NVRTC's
+    own copy of them, extracted into the compile cache's directory (a torch build may pin older
+    runtime headers). SIMT cells take the first headers found, whatever their version. Raises
+    TileCompilerUnavailableError naming what was found and what to install."""
+    from .cache import default_directory
+    from .launch import cuda_header_dirs, cuda_headers_version
+    from .nvrtc import bundled_headers, nvrtc_version
+    needed = nvrtc_version()
+    found = [(d, cuda_headers_version(d)) for d in cuda_header_dirs()]
+    for directory, version in found:
+        if version is not None and version >= needed:
+            return (directory,)
+    bundled = bundled_headers(default_directory())
+    if bundled is not None:
+        return (bundled,)
+    release = ".".join(map(str, needed))
+    seen = "; ".join(f"{d} (CUDA {'.'.join(map(str, v)) if v else 'of unknown version'})" for d, v in found)
+    raise TileCompilerUnavailableError(
+        f"CUDA Tile C++ under NVRTC {release} needs CUDA headers {release} or newer, and this NVRTC carries "
+        f"none of its own; found {seen or 'no CUDA headers'}. Install them with "
+        f"`pip install \"nvidia-cuda-runtime=={release}.*\"`")
 
 
 def unavailable_reason() -> str | None:
@@ -133,6 +163,7 @@ def unavailable_reason() -> str | None:
     from .nvrtc import NvrtcUnavailableError
     try:
         check_versions(toolchain())
+        include_dirs()
     except (TileCompilerUnavailableError, NvrtcUnavailableError) as e:
         return str(e)
     return None
@@ -209,12 +240,14 @@ class TileCppKernel(CppKernel):
 
     def _compile_module(self, arch: str):
         from .cache import default_cache
-        from .launch import cuda_include_dirs
+        from .launch import cuda_headers_version
         chain = toolchain()
-        options = (*OPTIONS, *(f"--include-path={p}" for p in cuda_include_dirs()))
+        headers = include_dirs()
+        options = (*OPTIONS, *(f"--include-path={p}" for p in headers))
+        versions = ", ".join(".".join(map(str, cuda_headers_version(p) or ("?",))) for p in headers)
         return default_cache().get_or_compile(self.compile_source, tile_arch(arch), options,
-                                              f"tileiras {chain.version}, Tile IR with locations", compile_tile_cpp,
-                                              (self.expression,))
+                                              f"tileiras {chain.version}, CUDA headers {versions}, Tile IR with "
+                                              f"locations", compile_tile_cpp, (self.expression,))
 
     def block_threads(self, arch: str) -> int:
         """The threads per block the tile compiler chose (the cubin's required block size)."""
