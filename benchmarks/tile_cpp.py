@@ -4,10 +4,10 @@ language (tileworkbench's, and cuTile's where `cuda.tile` imports), all in one r
     python3 benchmarks/tile_cpp.py [--quick]          # on a GPU: checks each against torch, then times it
     python3 benchmarks/tile_cpp.py --dry-run          # no GPU: compiles every C++ kernel, prints its resources
 
-The kernels (RMSNorm, row softmax, SwiGLU, RoPE, GEMM in f16, bf16 and tf32) use `tensor_span` and
-`partition_view` with `.load`, `.load_masked` and `.store_masked`, pointer tiles with masks, `bid()`,
-`num_blocks()`, `irange`, `assume_aligned`, `sum`, `reduce_max`, `exp`, `exp2`, `rsqrt`, `mma`,
-rounding tags and `[[ using cutile : hint(...) ]]`. tests/runtime/test_tile_cpp_kernels.py compiles
+The kernels (RMSNorm, LayerNorm on bf16, row softmax, SwiGLU, GeGLU, RoPE, GEMM in f16, bf16 and tf32)
+use `tensor_span` and `partition_view` with `.load`, `.load_masked` and `.store_masked`, 1-D and 2-D
+pointer tiles with masks, `bid()`, `num_blocks()`, `irange`, `assume_aligned`, `sum`, `reduce_max`,
+`select`, `exp`, `exp2`, `tanh`, `rsqrt`, `mma`, rounding tags and `[[ using cutile : hint(...) ]]`. tests/runtime/test_tile_cpp_kernels.py compiles
 them all without a GPU; tests/gpu/test_tile_cpp.py checks them against torch on one.
 
 Each implementation is checked against the torch reference (its output poisoned with NaN first)
@@ -41,6 +41,33 @@ __tile_global__ void rms_norm(const float* __restrict__ x, const float* __restri
   auto scale = ct::rsqrt(mean_square + eps);
   auto weight = ct::reshape<ct::shape<1, TILE>>(ws.load_masked(0));
   ys.store_masked(t * scale * weight, row, 0);
+}
+"""
+
+LAYER_NORM = """#include <cuda_tile.h>
+#include <cuda_bf16.h>
+namespace ct = cuda::tiles;
+using namespace ct::literals;
+
+// y = (x - mean) / sqrt(var + eps) * w + b in float, one row per block, for 16-bit x, w, b and y
+template <typename T, int TILE>
+__tile_global__ void layer_norm(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                                T* __restrict__ y, int rows, int cols, float eps) {
+  using Row = ct::tile<float, ct::shape<1, TILE>>;
+  auto xs = ct::partition_view{ct::tensor_span{ct::assume_aligned<16>(x), ct::extents{rows, cols}}, ct::shape<1, TILE>{}};
+  auto ys = ct::partition_view{ct::tensor_span{ct::assume_aligned<16>(y), ct::extents{rows, cols}}, ct::shape<1, TILE>{}};
+  auto ws = ct::partition_view{ct::tensor_span{w, ct::extents{1, cols}}, ct::shape<1, TILE>{}};
+  auto bs = ct::partition_view{ct::tensor_span{b, ct::extents{1, cols}}, ct::shape<1, TILE>{}};
+  int row = ct::bid().x;
+  auto t = ct::element_cast<float>(xs.template load_masked<ct::view_padding::zero>(row, 0));
+  auto mean = ct::sum(t, 1_ic) / float(cols);
+  auto inside = ct::iota<ct::tile<int, ct::shape<1, TILE>>>() < cols;  // the padding is not a column
+  auto centered = ct::select(inside, t - mean, ct::zeros<Row>());
+  auto variance = ct::sum(centered * centered, 1_ic) / float(cols);
+  auto scale = ct::rsqrt(variance + eps, ct::round_subnormals_to_zero_t{});
+  auto weight = ct::element_cast<float>(ws.template load_masked<ct::view_padding::zero>(0, 0));
+  auto bias = ct::element_cast<float>(bs.template load_masked<ct::view_padding::zero>(0, 0));
+  ys.store_masked(ct::element_cast<T>(centered * scale * weight + bias), row, 0);
 }
 """
 
@@ -80,6 +107,26 @@ __tile_global__ void swiglu(const float* __restrict__ gate, const float* __restr
   auto u = ct::load_masked(ct::assume_aligned<16>(up) + i, in);
   auto silu = g / (1.0f + ct::exp(-g));
   ct::store_masked(ct::assume_aligned<16>(y) + i, silu * u, in);
+}
+"""
+
+GEGLU = """#include <cuda_tile.h>
+namespace ct = cuda::tiles;
+
+// out = gelu_tanh(x[:, :h]) * x[:, h:] for x of `rows` rows of `stride` elements: 2-D pointer tiles
+// built from a row and a column iota, masked at both edges
+template <int TM, int TN>
+[[ using cutile : hint(900, occupancy=2) ]]
+__tile_global__ void geglu(const float* __restrict__ x, float* __restrict__ out, long long rows, long long h,
+                           long long stride) {
+  auto r = ct::bid().x * TM + ct::reshape<ct::shape<TM, 1>>(ct::iota<ct::tile<long long, ct::shape<TM>>>());
+  auto c = ct::bid().y * TN + ct::reshape<ct::shape<1, TN>>(ct::iota<ct::tile<long long, ct::shape<TN>>>());
+  auto in = (r < rows) & (c < h);
+  auto gate = ct::load_masked(x + r * stride + c, in);
+  auto up = ct::load_masked(x + r * stride + h + c, in);
+  auto inner = 0.7978845608028654f * (gate + 0.044715f * gate * gate * gate);
+  auto gelu = 0.5f * gate * (1.0f + ct::tanh(inner, ct::round_approximate_t{}));
+  ct::store_masked(out + r * h + c, gelu * up, in);
 }
 """
 
@@ -137,6 +184,17 @@ def rms_norm(x, w, y, eps: float, TILE: ct.Constant[int]):
     ct.store(y, (row, 0), t * scale * ct.reshape(ct.load(w, (0,), (TILE,), padding_mode=ct.PaddingMode.ZERO), (1, TILE)))
 
 
+def layer_norm(x, w, b, y, eps: float, TILE: ct.Constant[int]):
+    row = ct.bid(0)
+    t = ct.astype(ct.load(x, (row, 0), (1, TILE), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    mean = ct.sum(t, axis=1, keepdims=True) / x.shape[1]
+    centered = ct.where(ct.arange(TILE, dtype=ct.int32) < x.shape[1], t - mean, 0.0)
+    scale = ct.rsqrt(ct.sum(centered * centered, axis=1, keepdims=True) / x.shape[1] + eps)
+    weight = ct.astype(ct.load(w, (0,), (TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    bias = ct.astype(ct.load(b, (0,), (TILE,), padding_mode=ct.PaddingMode.ZERO), ct.float32)
+    ct.store(y, (row, 0), ct.astype(centered * scale * weight + bias, y.dtype))
+
+
 def softmax(x, y, TILE: ct.Constant[int]):
     for row in range(ct.bid(0), x.shape[0], ct.num_blocks(0)):
         t = ct.load(x, (row, 0), (1, TILE), padding_mode=ct.PaddingMode.NEG_INF)
@@ -149,6 +207,14 @@ def swiglu(gate, up, y, TILE: ct.Constant[int]):
     g = ct.load(gate, (i,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
     u = ct.load(up, (i,), (TILE,), padding_mode=ct.PaddingMode.ZERO)
     ct.store(y, (i,), g / (1.0 + ct.exp(-g)) * u)
+
+
+def geglu(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    gate = ct.load(x, (i, j), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    up = ct.load(x, (i, j + out.shape[1] // TN), (TM, TN), padding_mode=ct.PaddingMode.ZERO)  # h % TN == 0
+    inner = 0.7978845608028654 * (gate + 0.044715 * gate * gate * gate)
+    ct.store(out, (i, j), 0.5 * gate * (1.0 + ct.tanh(inner)) * up)
 
 
 def rope(q, cos, sin, HALF: ct.Constant[int]):
@@ -203,6 +269,17 @@ def _rms_reference(torch, t):
     return x * torch.rsqrt((x * x).mean(dim=1, keepdim=True) + 1e-6) * w
 
 
+def _layer_norm_inputs(torch, s, device):
+    bf16 = torch.bfloat16
+    return [torch.randn(s["rows"], s["cols"], device=device).to(bf16), (torch.rand(s["cols"], device=device) + 0.5).to(bf16),
+            torch.randn(s["cols"], device=device).to(bf16), torch.full((s["rows"], s["cols"]), math.nan, device=device).to(bf16)]
+
+
+def _layer_norm_reference(torch, t):
+    x, w, b, _ = (v.float() for v in t)
+    return torch.nn.functional.layer_norm(x, (x.shape[1],), w, b, eps=1e-5)
+
+
 def _softmax_inputs(torch, s, device):
     return [torch.randn(s["rows"], s["cols"], device=device) * 4,
             torch.full((s["rows"], s["cols"]), math.nan, device=device)]
@@ -211,6 +288,15 @@ def _softmax_inputs(torch, s, device):
 def _swiglu_inputs(torch, s, device):
     return [torch.randn(s["n"], device=device), torch.randn(s["n"], device=device),
             torch.full((s["n"],), math.nan, device=device)]
+
+
+def _geglu_inputs(torch, s, device):
+    return [torch.randn(s["rows"], 2 * s["h"], device=device), torch.full((s["rows"], s["h"]), math.nan, device=device)]
+
+
+def _geglu_reference(torch, t):
+    gate, up = t[0].chunk(2, dim=1)
+    return torch.nn.functional.gelu(gate, approximate="tanh") * up
 
 
 def _rope_inputs(torch, s, device):
@@ -250,6 +336,10 @@ def cases(quick: bool = False) -> list[TileCppCase]:
         TileCppCase("rms norm", RMS_NORM, "rms_norm<1024>", {"rows": rows, "cols": 1000}, lambda s: (s["rows"], 1, 1),
                     _rms_inputs, lambda t, s: (*t, s["rows"], s["cols"], 1e-6), _rms_reference, "rms_norm",
                     lambda t, s: (*t, 1e-6, 1024), bytes_moved=lambda s: 8 * s["rows"] * s["cols"]),
+        TileCppCase("layer norm", LAYER_NORM, "layer_norm<__nv_bfloat16, 1024>", {"rows": rows, "cols": 1000},
+                    lambda s: (s["rows"], 1, 1), _layer_norm_inputs, lambda t, s: (*t, s["rows"], s["cols"], 1e-5),
+                    _layer_norm_reference, "layer_norm", lambda t, s: (*t, 1e-5, 1024), 2e-2,
+                    bytes_moved=lambda s: 4 * s["rows"] * s["cols"]),
         TileCppCase("softmax", SOFTMAX, "softmax<1024>", {"rows": rows, "cols": 1000}, lambda s: (132 * 4, 1, 1),
                     _softmax_inputs, lambda t, s: (*t, s["rows"], s["cols"]),
                     lambda torch, t: torch.softmax(t[0], dim=1), "softmax", lambda t, s: (*t, 1024),
@@ -258,6 +348,10 @@ def cases(quick: bool = False) -> list[TileCppCase]:
                     _swiglu_inputs, lambda t, s: (*t, s["n"]),
                     lambda torch, t: torch.nn.functional.silu(t[0]) * t[1], "swiglu", lambda t, s: (*t, 1024),
                     bytes_moved=lambda s: 12 * s["n"]),
+        TileCppCase("geglu", GEGLU, "geglu<64, 64>", {"rows": rows * 4 - 5, "h": 1024},
+                    lambda s: (math.ceil(s["rows"] / 64), s["h"] // 64, 1), _geglu_inputs,
+                    lambda t, s: (*t, s["rows"], s["h"], 2 * s["h"]), _geglu_reference, "geglu",
+                    lambda t, s: (*t, 64, 64), 1e-3, bytes_moved=lambda s: 12 * s["rows"] * s["h"]),
         TileCppCase("rope", ROPE, "rope<64>", {"rows": rows * 8, "half": 64}, lambda s: (s["rows"], 1, 1),
                     _rope_inputs, lambda t, s: (*t, s["rows"]), _rope_reference, "rope", lambda t, s: (*t, 64),
                     output=0, bytes_moved=lambda s: 16 * s["rows"] * s["half"]),
@@ -281,7 +375,8 @@ def python_kernels(ct) -> dict:
     linecache.cache[filename] = (len(PYTHON), None, PYTHON.splitlines(True), filename)
     namespace = {"ct": ct}
     exec(compile(PYTHON, filename, "exec"), namespace)  # noqa: S102 - this file's own text
-    return {name: ct.kernel(namespace[name]) for name in ("rms_norm", "softmax", "swiglu", "rope", "gemm")}
+    return {name: ct.kernel(namespace[name]) for name in ("rms_norm", "layer_norm", "softmax", "swiglu", "geglu",
+                                                                  "rope", "gemm")}
 
 
 def implementations(case: TileCppCase):

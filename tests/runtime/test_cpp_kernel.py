@@ -151,3 +151,28 @@ extern "C" __global__ void wrong_rank(float* x_ptr, int n) {
         CppKernel(source, "<c>", first_line=2).compile("sm_90")
     assert info.value.message == 'static assertion failed with "a tile has the rank of the array it is loaded from or stored to"'
     assert info.value.loc.line == 5 and "tw::store<tw::shape<16, 16>>" in info.value.loc.source_line
+
+
+def test_a_comment_in_the_parameter_list_is_not_a_parameter_and_a_commented_out_kernel_is_not_a_kernel():
+    source = """// __global__ void old(float* x) {}
+/* __global__ void older(float* x, int n) {} */
+__global__ void scale(const float* x,  // input, row-major
+                      float* y,        /* output, same shape */
+                      int n) {}
+"""
+    kernel = CppKernel(source, "<cell>")
+    assert kernel.name == "scale"
+    assert kernel.declarations == ["const float* x", "float* y", "int n"]
+    with pytest.raises(TileCompilerExecutionError, match="defines scale"):
+        CppKernel(source, "<cell>", "old")
+
+
+def test_a_16_bit_float_scalar_of_a_tile_kernel_is_packed_in_its_declared_format():
+    import ml_dtypes
+
+    from tileworkbench.runtime.tile_cpp import TileCppKernel
+    kernel = TileCppKernel("#include <cuda_tile.h>\n__tile_global__ void k(__nv_bfloat16 a, __half b, float c) {}\n",
+                           "<cell>")
+    packed = kernel.pack((1.5, 1.5, 1.5), "sm_90")
+    assert packed[:2] == np.asarray(1.5, ml_dtypes.bfloat16).tobytes() != np.float16(1.5).tobytes()
+    assert packed[2:4] == np.float16(1.5).tobytes() and packed[4:] == np.float32(1.5).tobytes()

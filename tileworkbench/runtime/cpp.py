@@ -38,7 +38,7 @@ class CppParameter:
     """One kernel parameter: its C++ declaration and the PTX parameter the compiler made of it."""
 
     declaration: str   # as written: "const float* __restrict__ x"
-    ptx_type: str      # ".u64", ".f32", ".s32", or ".b8" for parameters passed as bytes
+    ptx_type: str      # ".u64", ".f32", ".s32", ".f16"/".bf16" (declared so), or ".b8" for parameters passed as bytes
     size: int          # bytes
     align: int
     pointer: bool      # declared with a `*` (PTX does not always mark pointers)
@@ -252,8 +252,21 @@ class _Global(NamedTuple):
     template: str     # "<typename T, int TILE>" when declared under `template <...>`, else ""
 
 
+# a string or character literal (kept), or a comment (blanked)
+_COMMENTS = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
+
+
+def _without_comments(source: str) -> str:
+    """`source` with each comment blanked to spaces (newlines kept), so offsets and lines still hold:
+    a parameter's comment (`const float* x,  // input, row-major`) is not a parameter, and a kernel
+    commented out is not a kernel."""
+    return _COMMENTS.sub(lambda m: m.group(0) if m.group(0)[0] in "\"'" else re.sub(r"[^\n]", " ", m.group(0)),
+                         source)
+
+
 def _kernels(source: str, marker: str = "__global__"):
     """Each kernel (a function declared with `marker`), in order."""
+    source = _without_comments(source)
     for found in re.finditer(rf"(?<!\w){marker}\b", source):
         # the declaration's start: after the previous statement or brace
         start = max(source.rfind(c, 0, found.start()) for c in ";{}") + 1
@@ -343,6 +356,11 @@ def _pack_one(p: CppParameter, value, position: int) -> bytes:
         return struct.pack("=Q", device_array(value, position).ptr)
     if p.pointer:
         raise TypeError(f"{where}: expected a device array, got {type(value).__name__}")
+    if p.ptx_type in (".f16", ".bf16"):  # a __half or __nv_bfloat16 known from its declaration: the value converts
+        import ml_dtypes
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise TypeError(f"{where}: expected a number, got {type(value).__name__}")
+        return np.asarray(float(value), np.float16 if p.ptx_type == ".f16" else ml_dtypes.bfloat16).tobytes()
     if isinstance(value, np.generic) and value.dtype.itemsize == p.size and p.ptx_type == ".b8":
         return value.tobytes()  # e.g. a np.float16 for a __half parameter
     if p.ptx_type == ".b8" and p.size == 2 and isinstance(value, (int, float)):

@@ -220,8 +220,8 @@ _SCALARS = {
     "unsigned int": (".u32", 4), "int32_t": (".s32", 4), "uint32_t": (".u32", 4), "long": (".s64", 8),
     "unsigned long": (".u64", 8), "long long": (".s64", 8), "unsigned long long": (".u64", 8),
     "int64_t": (".s64", 8), "uint64_t": (".u64", 8), "size_t": (".u64", 8), "ptrdiff_t": (".s64", 8),
-    "float": (".f32", 4), "double": (".f64", 8), "__half": (".b8", 2), "half": (".b8", 2),
-    "__nv_bfloat16": (".b8", 2),
+    "float": (".f32", 4), "double": (".f64", 8), "__half": (".f16", 2), "half": (".f16", 2),
+    "__nv_bfloat16": (".bf16", 2), "nv_bfloat16": (".bf16", 2),
 }
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|std::|::)\s*")
 
