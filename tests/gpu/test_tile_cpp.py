@@ -1,6 +1,6 @@
 """CUDA Tile C++ on the GPU: seed 002's examples give exactly their documented outputs, and the
-NVIDIA-style kernels of benchmarks/tile_cpp.py match torch; a cell launches and measures through
-%%tilekernel."""
+NVIDIA-style kernels of benchmarks/tile_cpp.py match torch, launched both from Python and from a
+`%%tilekernel --lang cpp` cell; a cell launches and measures through %%tilekernel."""
 import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -26,13 +26,22 @@ def test_a_seed_example_gives_its_documented_output(example):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("from_cell", [False, True], ids=["launched from python", "launched from a cell"])
 @pytest.mark.parametrize("case", cases(quick=True), ids=lambda c: c.name)
-def test_a_tile_cpp_kernel_matches_torch(case):
+def test_a_tile_cpp_kernel_matches_torch(case, from_cell):
     torch = pytest.importorskip("torch")
     tensors = case.inputs(torch, case.sizes, "cuda")
     expected = case.reference(torch, [t.clone() for t in tensors])
-    TileCppKernel(case.source, f"<{case.name}>", case.expression).launch(case.grid(case.sizes), None,
-                                                                          case.cpp_args(tensors, case.sizes))
+    grid, args = case.grid(case.sizes), case.cpp_args(tensors, case.sizes)
+    if from_cell:  # the cell names the template's instance; its arguments come from the notebook's names
+        shell = InteractiveShell.instance()
+        shell.run_line_magic("load_ext", "tileworkbench")
+        shell.user_ns.update(grid=grid, args=args)
+        with capture_output():
+            shell.run_cell_magic("tilekernel", f'--lang cpp "{case.expression}" --grid grid --args "*args"',
+                                 case.source)
+    else:
+        TileCppKernel(case.source, f"<{case.name}>", case.expression).launch(grid, None, args)
     torch.cuda.synchronize()
     assert check(case, torch, tensors, expected) <= case.tolerance
 

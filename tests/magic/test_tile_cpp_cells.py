@@ -97,3 +97,17 @@ def test_a_cuda_tile_cell_shows_the_views_of_its_launch_without_a_gpu(shell):
     (record,) = records(out)
     assert record["stopped"] is None
     assert (shell.user_ns["y"] == 0).all()  # traced, not run
+
+
+def test_without_tileirdisasm_a_cell_compiles_and_its_tile_ir_view_and_viz_say_what_is_missing(shell, monkeypatch):
+    import numpy as np
+    chain = tile_cpp.Toolchain(tile_cpp.toolchain().bin_dir)
+    chain.disassembler = None
+    monkeypatch.setattr(tile_cpp, "toolchain", lambda: chain)
+    out = run(shell, '--lang cpp "axpy<1024>" --show ptx --show resources', AXPY)
+    (tile_ir,) = [o.data["text/plain"] for o in out.outputs if "tw-code" in o.data.get("text/html", "")]
+    assert "No Tile IR text: tileirdisasm is not beside tileiras" in tile_ir and "entry @" not in tile_ir
+    assert "registers/thread" in out.stdout  # compiled all the same
+    shell.user_ns.update(x=np.zeros(3000, np.float32), y=np.zeros(3000, np.float32))
+    with capture_output(), pytest.raises(TileKernelCellError, match="No Tile IR text: .* --viz need"):
+        shell.run_cell_magic("tilekernel", '--lang cpp "axpy<1024>" --viz --grid 3 --args "x, y, 2.0, 3000"', AXPY)

@@ -65,8 +65,9 @@ def show_cpp(kernel, what: str, arch: str | None):
         return
     compiled = kernel.compiled(arch)
     if what == "ptx" and kernel.dialect == "cuda::tiles":
+        from ..runtime.tile_cpp import no_tile_ir_text
         show_code("// Tile IR: what NVRTC's tile mode hands tileiras (CUDA Tile C++ has no PTX of its own)\n"
-                  + _without_locations(compiled.asm["ir"]))
+                  + (_without_locations(compiled.asm["ir"]) or f"// {no_tile_ir_text()}"))
     elif what in ("ptx", "log"):
         show_code(_stage_text(compiled, what))
     elif what == "sass":

@@ -73,7 +73,8 @@ class Toolchain:
     def __init__(self, bin_dir: str):
         self.bin_dir = bin_dir
         self.tileiras = os.path.join(bin_dir, "tileiras")
-        self.disassembler = os.path.join(bin_dir, "tileirdisasm")
+        disassembler = os.path.join(bin_dir, "tileirdisasm")  # the Tile IR as text, with its cell lines
+        self.disassembler = disassembler if os.path.isfile(disassembler) else None
         self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
 
     @functools.cached_property
@@ -105,7 +106,6 @@ def toolchain() -> Toolchain:
                                            f"installed. Install it with `{INSTALL_HINT}`")
     missing = [what for what, ok in (
         ("ptxas", os.path.isfile(os.path.join(found, "ptxas")) or shutil.which("ptxas")),
-        ("tileirdisasm", os.path.isfile(os.path.join(found, "tileirdisasm"))),  # the Tile IR text and its lines
         ("libnvvm", any(os.path.exists(os.path.join(found, "..", lib, "libnvvm.so.4"))
                         for lib in ("lib", "lib64", os.path.join("nvvm", "lib64")))))
         if not ok]
@@ -113,6 +113,15 @@ def toolchain() -> Toolchain:
         raise TileCompilerUnavailableError(f"tileiras ({found}) needs {' and '.join(missing)} beside it. Install "
                                            f"them with `{INSTALL_HINT}`")
     return Toolchain(found)
+
+
+def no_tile_ir_text() -> str:
+    """Why a compiled tile cell has no Tile IR text (tileirdisasm is missing or failed), and what to do."""
+    chain = toolchain()
+    where = (f"tileirdisasm is not beside tileiras ({chain.bin_dir})" if chain.disassembler is None else
+             "tileirdisasm could not read the cell's Tile IR (`--show log` has its message)")
+    return (f"No Tile IR text: {where}. The cell compiles and runs; --show ptx and --viz need the text. "
+            f"tileirdisasm comes with tileiras: `{INSTALL_HINT}`")
 
 
 def check_versions(chain: Toolchain) -> None:
@@ -206,10 +215,15 @@ def _assemble(chain: Toolchain, bytecode: bytes, arch: str) -> tuple[bytes, str,
         if done.returncode != 0:
             raise TileCompilerExecutionError(f"tileiras could not compile the cell's Tile IR for {arch}: "
                                              f"{(done.stderr or done.stdout).strip()}")
-        # -g: each operation with its source location, which the access trace (tile_ir_trace) reads
-        listing = subprocess.run([chain.disassembler, "-g", bc], capture_output=True, text=True, env=chain.env)
+        log = done.stdout + done.stderr
+        text = ""  # without tileirdisasm: no text, which --show ptx and --viz explain (no_tile_ir_text)
+        if chain.disassembler is not None:
+            # -g: each operation with its source location, which the access trace (tile_ir_trace) reads
+            listing = subprocess.run([chain.disassembler, "-g", bc], capture_output=True, text=True, env=chain.env)
+            text = listing.stdout if listing.returncode == 0 else ""
+            log += "" if listing.returncode == 0 else f"\ntileirdisasm: {(listing.stderr or listing.stdout).strip()}"
         with open(cubin, "rb") as f:
-            return f.read(), listing.stdout if listing.returncode == 0 else "", done.stdout + done.stderr
+            return f.read(), text, log
 
 
 # C++ parameter types by their size and how they are packed (the PTX-like spelling CppParameter uses)
@@ -246,8 +260,9 @@ class TileCppKernel(CppKernel):
         options = (*OPTIONS, *(f"--include-path={p}" for p in headers))
         versions = ", ".join(".".join(map(str, cuda_headers_version(p) or ("?",))) for p in headers)
         return default_cache().get_or_compile(self.compile_source, tile_arch(arch), options,
-                                              f"tileiras {chain.version}, CUDA headers {versions}, Tile IR with "
-                                              f"locations", compile_tile_cpp, (self.expression,))
+                                              f"tileiras {chain.version}, CUDA headers {versions}, "
+                                              f"{'Tile IR with locations' if chain.disassembler else 'no Tile IR text'}",
+                                              compile_tile_cpp, (self.expression,))
 
     def block_threads(self, arch: str) -> int:
         """The threads per block the tile compiler chose (the cubin's required block size)."""

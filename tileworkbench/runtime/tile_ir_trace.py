@@ -63,6 +63,9 @@ def trace_launch(kernel, grid, args) -> Trace:
     parameters, numbers for scalars) and record every load and store."""
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     text = kernel.compile("sm_90").ptx
+    if not text:
+        from .tile_cpp import TileCompilerUnavailableError, no_tile_ir_text
+        raise TileCompilerUnavailableError(no_tile_ir_text())
     names = [p.name for p in kernel.parameters("sm_90")]
     if len(args) != len(names):
         raise TypeError(f"`{kernel.name}{kernel.signature}` takes {len(names)} arguments, {len(args)} were given")
