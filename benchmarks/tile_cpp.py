@@ -4,10 +4,11 @@ language (tileworkbench's, and cuTile's where `cuda.tile` imports), all in one r
     python3 benchmarks/tile_cpp.py [--quick]          # on a GPU: checks each against torch, then times it
     python3 benchmarks/tile_cpp.py --dry-run          # no GPU: compiles every C++ kernel, prints its resources
 
-The kernels (RMSNorm, LayerNorm on bf16, row softmax, SwiGLU, GeGLU, RoPE, GEMM in f16, bf16 and tf32)
-use `tensor_span` and `partition_view` with `.load`, `.load_masked` and `.store_masked`, 1-D and 2-D
-pointer tiles with masks, `bid()`, `num_blocks()`, `irange`, `assume_aligned`, `sum`, `reduce_max`,
-`select`, `exp`, `exp2`, `tanh`, `rsqrt`, `mma`, rounding tags and `[[ using cutile : hint(...) ]]`. tests/runtime/test_tile_cpp_kernels.py compiles
+The kernels (RMSNorm, LayerNorm on bf16, row softmax, SwiGLU, GeGLU, column sums split over blocks,
+RoPE, GEMM in f16, bf16 and tf32) use `tensor_span` and `partition_view` with `.load`, `.load_masked`
+and `.store_masked`, 1-D and 2-D pointer tiles with masks, `atomic_add_masked`, `bid()`,
+`num_blocks()`, `irange`, `assume_aligned`, `sum`, `reduce_max`, `select`, `exp`, `exp2`, `tanh`,
+`rsqrt`, `mma`, rounding tags and `[[ using cutile : hint(...) ]]`. tests/runtime/test_tile_cpp_kernels.py compiles
 them all without a GPU; tests/gpu/test_tile_cpp.py checks them against torch on one.
 
 Each implementation is checked against the torch reference (its output poisoned with NaN first)
@@ -130,6 +131,21 @@ __tile_global__ void geglu(const float* __restrict__ x, float* __restrict__ out,
 }
 """
 
+COLUMN_SUM = """#include <cuda_tile.h>
+namespace ct = cuda::tiles;
+using namespace ct::literals;
+
+// y[j] += the sum of column j over the block's rows: the row blocks split each sum (y starts at zero)
+template <int TM, int TN>
+__tile_global__ void column_sum(const float* __restrict__ x, float* __restrict__ y, int m, int n) {
+  auto xs = ct::partition_view{ct::tensor_span{x, ct::extents{m, n}}, ct::shape<TM, TN>{}};
+  auto [i, j, z] = ct::bid();
+  auto part = ct::reshape<ct::shape<TN>>(ct::sum(xs.template load_masked<ct::view_padding::zero>(i, j), 0_ic));
+  auto cols = int(j) * TN + ct::iota<ct::tile<int, ct::shape<TN>>>();
+  ct::atomic_add_masked(y + cols, part, cols < n, ct::memory_order_relaxed_t{}, ct::thread_scope_device_t{});
+}
+"""
+
 ROPE = """#include <cuda_tile.h>
 namespace ct = cuda::tiles;
 
@@ -217,6 +233,12 @@ def geglu(x, out, TM: ct.Constant[int], TN: ct.Constant[int]):
     ct.store(out, (i, j), 0.5 * gate * (1.0 + ct.tanh(inner)) * up)
 
 
+def column_sum(x, y, TM: ct.Constant[int], TN: ct.Constant[int]):
+    i, j = ct.bid(0), ct.bid(1)
+    part = ct.sum(ct.load(x, (i, j), (TM, TN), padding_mode=ct.PaddingMode.ZERO), axis=0)
+    ct.atomic_add(y, j * TN + ct.arange(TN, dtype=ct.int32), part)
+
+
 def rope(q, cos, sin, HALF: ct.Constant[int]):
     row = ct.bid(0)
     x1 = ct.reshape(ct.load(q, (row, 0, 0), (1, 1, HALF)), (1, HALF))
@@ -299,6 +321,10 @@ def _geglu_reference(torch, t):
     return torch.nn.functional.gelu(gate, approximate="tanh") * up
 
 
+def _column_sum_inputs(torch, s, device):
+    return [torch.randn(s["rows"], s["cols"], device=device), torch.zeros(s["cols"], device=device)]
+
+
 def _rope_inputs(torch, s, device):
     angles = torch.rand(s["rows"], s["half"], device=device) * 6.28
     return [torch.randn(s["rows"], 2, s["half"], device=device), torch.cos(angles), torch.sin(angles)]
@@ -352,6 +378,10 @@ def cases(quick: bool = False) -> list[TileCppCase]:
                     lambda s: (math.ceil(s["rows"] / 64), s["h"] // 64, 1), _geglu_inputs,
                     lambda t, s: (*t, s["rows"], s["h"], 2 * s["h"]), _geglu_reference, "geglu",
                     lambda t, s: (*t, 64, 64), 1e-3, bytes_moved=lambda s: 12 * s["rows"] * s["h"]),
+        TileCppCase("column sum", COLUMN_SUM, "column_sum<64, 128>", {"rows": rows, "cols": 1000},
+                    lambda s: (math.ceil(s["rows"] / 64), math.ceil(s["cols"] / 128), 1), _column_sum_inputs,
+                    lambda t, s: (*t, s["rows"], s["cols"]), lambda torch, t: t[0].sum(dim=0), "column_sum",
+                    lambda t, s: (*t, 64, 128), bytes_moved=lambda s: 4 * s["rows"] * s["cols"]),
         TileCppCase("rope", ROPE, "rope<64>", {"rows": rows * 8, "half": 64}, lambda s: (s["rows"], 1, 1),
                     _rope_inputs, lambda t, s: (*t, s["rows"]), _rope_reference, "rope", lambda t, s: (*t, 64),
                     output=0, bytes_moved=lambda s: 16 * s["rows"] * s["half"]),
@@ -375,8 +405,8 @@ def python_kernels(ct) -> dict:
     linecache.cache[filename] = (len(PYTHON), None, PYTHON.splitlines(True), filename)
     namespace = {"ct": ct}
     exec(compile(PYTHON, filename, "exec"), namespace)  # noqa: S102 - this file's own text
-    return {name: ct.kernel(namespace[name]) for name in ("rms_norm", "layer_norm", "softmax", "swiglu", "geglu",
-                                                                  "rope", "gemm")}
+    names = ("rms_norm", "layer_norm", "softmax", "swiglu", "geglu", "column_sum", "rope", "gemm")
+    return {name: ct.kernel(namespace[name]) for name in names}
 
 
 def implementations(case: TileCppCase):

@@ -15,6 +15,7 @@ from tileworkbench.interp.trace import Status
 from tileworkbench.runtime import tile_cpp
 from tileworkbench.runtime.tile_ir_trace import trace_launch
 from tileworkbench.runtime.tile_cpp import TileCppKernel
+from tileworkbench.widgets.views import views_of_trace
 
 needs_tile_compiler = pytest.mark.skipif(tile_cpp.unavailable_reason() is not None, reason=str(tile_cpp.unavailable_reason()))
 
@@ -24,6 +25,7 @@ OPERATIONS = {
     "rms norm": {"make_partition_view", "load_view_tko", "store_view_tko", "reduce", "rsqrt", "assume"},
     "layer norm": {"make_partition_view", "load_view_tko", "store_view_tko", "reduce", "rsqrt", "select", "ftof"},
     "geglu": {"load_ptr_tko", "store_ptr_tko", "tanh", "offset"},
+    "column sum": {"load_view_tko", "reduce", "atomic_rmw_tko"},
     "softmax": {"make_partition_view", "for", "reduce", "exp2", "divf", "store_view_tko"},
     "swiglu": {"load_ptr_tko", "store_ptr_tko", "exp", "assume"},
     "rope": {"make_partition_view", "load_view_tko", "store_view_tko"},
@@ -56,6 +58,7 @@ SMALL = {
     "softmax": ({"rows": 3, "cols": 1000}, lambda s: _zeros((3, 1000), (3, 1000))),
     "swiglu": ({"n": 1500}, lambda s: _zeros(1500, 1500, 1500)),
     "geglu": ({"rows": 70, "h": 128}, lambda s: _zeros((70, 256), (70, 128))),
+    "column sum": ({"rows": 150, "cols": 300}, lambda s: _zeros((150, 300), 300)),
     "rope": ({"rows": 3, "half": 64}, lambda s: _zeros((3, 2, 64), (3, 64), (3, 64))),
     "gemm float16": ({"m": 130, "n": 120, "k": 40}, lambda s: _zeros((130, 40), (40, 120), (130, 120), dtype=np.float16)),
     "gemm bfloat16": ({"m": 130, "n": 120, "k": 40},
@@ -66,17 +69,20 @@ SMALL = {
 
 @needs_tile_compiler
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_a_tile_cpp_kernel_launch_binds_its_arguments_and_writes_each_output_element_once(case):
+def test_a_tile_cpp_kernel_launch_binds_its_arguments_and_writes_each_output_element_as_often_as_meant(case):
     sizes, arrays = SMALL[case.name]
     tensors = arrays(sizes)
     kernel = TileCppKernel(case.source, f"<{case.name}>", case.expression)
-    trace = trace_launch(kernel, case.grid(sizes), case.cpp_args(tensors, sizes))
+    grid = case.grid(sizes)
+    trace = trace_launch(kernel, grid, case.cpp_args(tensors, sizes))
     output = kernel.parameters("sm_90")[case.output % len(tensors)].name
     writes = np.zeros(tensors[case.output].shape, int)
     for event in trace.events:
-        if event.array == output and event.op in ("store", "scatter"):
+        if event.array == output and event.op in ("store", "scatter", "atomic_add"):
             np.add.at(writes, tuple(event.coords[event.status == Status.STORED].T), 1)
-    assert (writes == 1).all(), f"{(writes == 0).sum()} elements unwritten, {(writes > 1).sum()} written twice"
+    meant = grid[0] if case.name == "column sum" else 1  # each block of rows adds its part of every sum
+    assert (writes == meant).all(), f"{(writes != meant).sum()} elements written other than {meant} times"
+    assert len(views_of_trace(trace)) >= 2  # coverage and the accesses' views draw from it
 
 
 def test_the_python_twins_match_numpy_on_the_interpreter():
@@ -108,3 +114,6 @@ def test_the_python_twins_match_numpy_on_the_interpreter():
     gate, up = gate_up[:, :64], gate_up[:, 64:]
     gelu = 0.5 * gate * (1 + np.tanh(0.7978845608028654 * (gate + 0.044715 * gate ** 3)))
     np.testing.assert_allclose(out, gelu * up, rtol=1e-5, atol=1e-6)
+    sums = np.zeros(1000, np.float32)
+    ct.launch(None, (2, 8), k["column_sum"], (x, sums, 2, 128))  # two blocks of two rows: the second is padding
+    np.testing.assert_allclose(sums, x.sum(0), rtol=1e-5, atol=1e-6)

@@ -251,7 +251,7 @@ def _step(m, values, recorder):
         raise TileCompilerExecutionError(f"--viz cannot trace this kernel: {e}") from None
     for name in results:
         values[name] = value
-    if op in ("load_ptr_tko", "load_view_tko") and len(results) > 1:
+    if op in ("load_ptr_tko", "load_view_tko", *_ATOMICS) and len(results) > 1:
         values[results[1]] = None  # the token
 
 
@@ -276,8 +276,8 @@ def _evaluate(op, rest, get, shape, element, values, m, recorder):
                     _PADDING.get(padding.group(1)) if padding else None)
     if op in ("load_view_tko", "store_view_tko"):
         return _view_access(op, rest, get, values, m, recorder)
-    if op in ("load_ptr_tko", "store_ptr_tko"):
-        return _pointer_access(op, get, m, recorder)
+    if op in ("load_ptr_tko", "store_ptr_tko", *_ATOMICS):
+        return _pointer_access(op, rest, get, m, recorder)
     if any(isinstance(v, Opaque) for v in get) or element is None or element.startswith("f") or element == "bf16":
         return OPAQUE
     if any(isinstance(v, Pointer) for v in get):
@@ -381,25 +381,36 @@ def _view_access(op, rest, get, values, m, recorder):
     return None if store else OPAQUE
 
 
-def _pointer_access(op, get, m, recorder):
+# pointer-tile accesses: where the mask is among the operands (after the token, if any, come none)
+_MASK_AT = {"load_ptr_tko": 1, "store_ptr_tko": 2, "atomic_rmw_tko": 2, "atomic_cas_tko": 3}
+_ATOMICS = ("atomic_rmw_tko", "atomic_cas_tko")
+_RMW_MODES = {"addf": "add", "addi": "add", "maxf": "max", "minf": "min", "umax": "max", "umin": "min"}
+
+
+def _pointer_access(op, rest, get, m, recorder):
+    """A pointer-tile load (a gather), store (a scatter) or atomic (`atomic_add`, ... as in Python
+    traces: `atomic_rmw_tko relaxed device %ptrs, addf, %values, %mask`)."""
     pointer = get[0]
     if not isinstance(pointer, Pointer):
         raise _Untraceable("a pointer tile computed from loaded values")
-    mask = get[2] if op == "store_ptr_tko" and len(get) > 2 else get[1] if op == "load_ptr_tko" and len(get) > 1 else None
+    mask = get[_MASK_AT[op]] if len(get) > _MASK_AT[op] else None
     if isinstance(mask, Opaque):
         raise _Untraceable("a mask computed from loaded values")
     offsets = np.asarray(pointer.offset)
     array = recorder.arrays.get(pointer.base)
+    if op == "atomic_rmw_tko":  # the mode after the pointers: add, addf, max, umax, xchg, ...
+        mode = re.search(r"%[\w.:-]+, (\w+),", rest).group(1)
+        kind = "atomic_" + _RMW_MODES.get(mode, mode)
+    else:
+        kind = {"load_ptr_tko": "gather", "store_ptr_tko": "scatter", "atomic_cas_tko": "atomic_cas"}[op]
     if array is not None:
         coords = _coords_of(offsets, array, array.dtype.itemsize)
         inside = (offsets >= 0) & (offsets < array.nbytes)
-        ok = Status.STORED if op == "store_ptr_tko" else Status.LOADED
-        status = np.where(inside, ok, Status.OUT_OF_BOUNDS)
+        status = np.where(inside, Status.LOADED if op == "load_ptr_tko" else Status.STORED, Status.OUT_OF_BOUNDS)
         if mask is not None:
             status = np.where(np.broadcast_to(np.asarray(mask) != 0, offsets.shape), status, Status.MASKED)
-        recorder.record(m, "scatter" if op == "store_ptr_tko" else "gather", pointer,
-                        coords.reshape(*offsets.shape, -1), status)
-    return None if op == "store_ptr_tko" else OPAQUE
+        recorder.record(m, kind, pointer, coords.reshape(*offsets.shape, -1), status)
+    return None if op == "store_ptr_tko" else OPAQUE  # loads and atomics give values the trace does not know
 
 
 def _coords_of(byte_offsets, array, element_bytes) -> np.ndarray:
