@@ -82,7 +82,17 @@ def test_a_tile_cpp_kernel_launch_binds_its_arguments_and_writes_each_output_ele
             np.add.at(writes, tuple(event.coords[event.status == Status.STORED].T), 1)
     meant = grid[0] if case.name == "column sum" else 1  # each block of rows adds its part of every sum
     assert (writes == meant).all(), f"{(writes != meant).sum()} elements written other than {meant} times"
-    assert len(views_of_trace(trace)) >= 2  # coverage and the accesses' views draw from it
+
+
+@needs_tile_compiler
+def test_the_views_of_a_launch_show_its_pointer_tile_atomics():
+    case = next(c for c in CASES if c.name == "column sum")
+    sizes, arrays = SMALL[case.name]
+    kernel = TileCppKernel(case.source, f"<{case.name}>", case.expression)
+    trace = trace_launch(kernel, case.grid(sizes), case.cpp_args(arrays(sizes), sizes))
+    views = views_of_trace(trace)
+    assert [type(v).__name__ for v in views] == ["CoverageView", "TileSpaceView", "IndexMapView"]
+    assert views[2].data["title"].startswith("atomic_add y, line 12: ct::atomic_add_masked(y + cols")
 
 
 def test_the_python_twins_match_numpy_on_the_interpreter():
