@@ -9,6 +9,7 @@ from tileworkbench.runtime import launch, nvrtc, tile_cpp
 from tileworkbench.runtime.launch import cuda_header_dirs, cuda_headers_version, cuda_include_dirs
 
 NVRTC_MISSING = nvrtc.unavailable_reason()  # loaded here, before a test takes sys.path away
+TILE_COMPILER_MISSING = tile_cpp.unavailable_reason()  # the same: tileiras found (and kept) here
 
 
 def headers(root, cudart_version=None):
@@ -83,4 +84,17 @@ def test_with_only_older_headers_a_tile_cell_takes_nvrtcs_own_copy(sites, monkey
     (directory,) = tile_cpp.include_dirs()
     assert directory.startswith(str(sites["tmp"] / "cache"))
     assert cuda_headers_version(directory) == nvrtc.nvrtc_version()
-    assert os.path.exists(os.path.join(directory, "cuda_tf32.h"))
+    if TILE_COMPILER_MISSING is None:  # a cell that needs cuda_tf32.h (which 13.0's headers lack) compiles
+        module = tile_cpp.TileCppKernel(TF32, "<cell>").compile("sm_90")
+        assert f"--include-path={directory}" in module.options
+
+
+TF32 = """#include <cuda_tile.h>
+#include <cuda_tf32.h>
+namespace ct = cuda::tiles;
+__tile_global__ void tf32(float* y) {
+  using T = ct::tile<float, ct::shape<16, 16>>;
+  auto p = y + ct::iota<ct::tile<int, ct::shape<16, 16>>>();
+  ct::store(p, ct::mma(ct::element_cast<__nv_tf32>(ct::load(p)), ct::element_cast<__nv_tf32>(ct::load(p)), ct::zeros<T>()));
+}
+"""
