@@ -112,3 +112,12 @@ def test_an_nvrtc_newer_than_tileiras_reads_is_named_with_the_versions_to_instal
     reason = tile_cpp.unavailable_reason()
     assert reason.startswith("NVRTC 13.9 writes Tile IR 13.9, which tileiras 13.4.")
     assert "install matching versions" in reason
+
+
+def test_cuda_bindings_that_cannot_read_tile_ir_are_named_with_the_version_to_install(monkeypatch):
+    import types
+    monkeypatch.setattr("tileworkbench.runtime.nvrtc._load", lambda: types.SimpleNamespace())
+    monkeypatch.setattr("tileworkbench.runtime.nvrtc.nvrtc_version", lambda: (13, 4))
+    reason = tile_cpp.unavailable_reason()
+    assert reason.startswith("cuda-bindings ") and "cannot read NVRTC's Tile IR (nvrtcGetTileIR" in reason
+    assert reason.endswith('`pip install "cuda-bindings>=13.3,<14"`')

@@ -135,7 +135,7 @@ def check_versions(chain: Toolchain) -> None:
         import importlib.metadata
         raise TileCompilerUnavailableError(
             f"cuda-bindings {importlib.metadata.version('cuda-bindings')} cannot read NVRTC's Tile IR "
-            f"(nvrtcGetTileIR, new in 13.2): install a newer one with `pip install \"cuda-bindings>=13.2,<14\"`")
+            f"(nvrtcGetTileIR, new in 13.2): install a newer one with `pip install \"cuda-bindings>=13.3,<14\"`")
     if f"{major}.{minor}" not in chain.bytecode_versions:
         raise TileCompilerUnavailableError(
             f"NVRTC {major}.{minor} writes Tile IR {major}.{minor}, which tileiras {chain.version} cannot read (it "
@@ -150,7 +150,7 @@ def include_dirs() -> tuple[str, ...]:
     TileCompilerUnavailableError naming what was found and what to install."""
     from .cache import default_directory
     from .launch import cuda_header_dirs, cuda_headers_version
-    from .nvrtc import bundled_headers, nvrtc_version
+    from .nvrtc import _load, bundled_headers, nvrtc_version
     needed = nvrtc_version()
     found = [(d, cuda_headers_version(d)) for d in cuda_header_dirs()]
     for directory, version in found:
@@ -161,10 +161,12 @@ def include_dirs() -> tuple[str, ...]:
         return (bundled,)
     release = ".".join(map(str, needed))
     seen = "; ".join(f"{d} (CUDA {'.'.join(map(str, v)) if v else 'of unknown version'})" for d, v in found)
+    # cuda-bindings 13.3 and newer can extract NVRTC's own copy, where this NVRTC carries one
+    extract = "" if hasattr(_load(), "nvrtcInstallBundledHeaders") else \
+        ' (or `pip install "cuda-bindings>=13.3,<14"`, which takes them from NVRTC)'
     raise TileCompilerUnavailableError(
-        f"CUDA Tile C++ under NVRTC {release} needs CUDA headers {release} or newer, and this NVRTC carries "
-        f"none of its own; found {seen or 'no CUDA headers'}. Install them with "
-        f"`pip install \"nvidia-cuda-runtime=={release}.*\"`")
+        f"CUDA Tile C++ under NVRTC {release} needs CUDA headers {release} or newer; found "
+        f"{seen or 'no CUDA headers'}. Install them with `pip install \"nvidia-cuda-runtime=={release}.*\"`{extract}")
 
 
 def unavailable_reason() -> str | None:
