@@ -46,9 +46,9 @@ for stage in "$@"; do
            python3 -c "from tileworkbench.runtime import tile_cpp; print('tile compiler:', tile_cpp.unavailable_reason() or 'ready')" ;;
     idioms) (with_cutile; python3 benchmarks/idioms.py --dtypes bfloat16,float16,float32) 2>&1 | tee "$out/idioms.log" | tail -n 40
             summary+=("idioms: see idioms.log") ;;
-    samples) (with_cutile; python3 benchmarks/cutile_samples.py "${arg:-.cutile-src/samples}") 2>&1 | tee "$out/samples.log" | tail -n 20
+    samples) (python3 benchmarks/cutile_samples.py "${arg:-.cutile-src/samples}") 2>&1 | tee "$out/samples.log" | tail -n 20
              summary+=("samples: $(tail -n 1 "$out/samples.log")") ;;
-    conformance) (with_cutile; python3 benchmarks/cutile_conformance.py "${arg:-.cutile-src/test}") 2>&1 | tee "$out/conformance.log" | tail -n 20
+    conformance) (python3 benchmarks/cutile_conformance.py "${arg:-.cutile-src/test}") 2>&1 | tee "$out/conformance.log" | tail -n 20
                  summary+=("conformance: $(tail -n 1 "$out/conformance.log")") ;;
     fuzz) (with_cutile; python3 -m tests.fuzz.differential --minutes "${arg:-5}" --report "$out/mismatches.txt") 2>&1 | tee "$out/fuzz.log" | tail -n 15
           summary+=("fuzz: $(tail -n 1 "$out/fuzz.log")") ;;
