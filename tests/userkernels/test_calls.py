@@ -124,3 +124,30 @@ def test_parameters_named_like_python_keywords_or_the_kernels_own_names():
     np.testing.assert_array_equal(k(x, x, x), x * x + x)
     r = ReductionKernel("T lambda", "T acc", "lambda", "a + b", "acc = a", "0", "names")
     assert r(np.arange(5, dtype=np.int32)) == 10
+
+
+SQUARED_DIFF = ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
+
+
+@pytest.mark.parametrize("x_shape, y_shape", [((6, 300), (300,)), ((6, 300), (6, 1)), ((3, 4, 200), (4, 1)),
+                                              ((3, 4, 200), (3, 1, 200)), ((2, 130), (1, 130))])
+def test_broadcasting_along_long_rows_matches_numpy(x_shape, y_shape):
+    rng = np.random.default_rng(0)
+    x, y = rng.random(x_shape, dtype=np.float32), rng.random(y_shape, dtype=np.float32)
+    np.testing.assert_array_equal(SQUARED_DIFF(x, y), (x - y) * (x - y))
+
+
+def test_a_broadcast_call_with_long_rows_passes_the_arrays_themselves():
+    x, y = np.ones((4, 256), np.float32), np.ones(256, np.float32)
+    launch = SQUARED_DIFF.launch_plan(x, y)
+    assert launch.values[0] is x and launch.values[1] is y   # no broadcast views made per call
+    assert "ct.load(y, (_row_tile,), (TILE,)" in SQUARED_DIFF.source(x, y)
+
+
+def test_long_rows_of_transposed_arrays_with_a_strided_output_an_index_and_a_raw_array():
+    x = np.arange(1800, dtype=np.float32).reshape(300, 6).T
+    y = np.arange(1800, dtype=np.float32)
+    out = np.zeros((300, 6), np.float32).T
+    k = ElementwiseKernel("T x, raw T y", "T z", "z += x + y[_ind.size() - i - 1] + i", "rows")
+    k(x, y, out)
+    np.testing.assert_array_equal(out, x + y[::-1].reshape(x.shape) + np.arange(x.size).reshape(x.shape))
