@@ -5,9 +5,10 @@
 
 A call broadcasts the input arrays, moves the reduced axes last and views the inputs as
 (M, K): M outputs, each reducing K mapped values. Each block of the generated tile kernel owns
-TM outputs and walks K in (TM, TK) tiles: map, replace the padding lanes by the identity,
-reduce the tile's rows, combine with the running value; then the post-map expression writes
-the outputs. `a` and `b` are of `reduce_type` (default: the first output's type).
+TM outputs and walks K in (TM, TK) tiles: map, replace the padding lanes by the identity and
+combine the tile lane by lane with a running (TM, TK) tile; after the loop one reduction of its
+rows (the block's only exchange between threads) gives the TM values the post-map expression
+writes to the outputs. `a` and `b` are of `reduce_type` (default: the first output's type).
 
 The reduce expression must be one the tile language reduces (`a + b`, `a * b`, `max(a, b)`,
 `min(a, b)` and their f-variants); the combination order differs from CuPy's, so float sums
@@ -30,9 +31,10 @@ from .pyast import Loop, Names, assign, comment, const, dtype_node, function_sou
 from .translate import CValue, NeedsInitialValue, Output, Translator, literal
 
 TMS = [1, 2, 4, 8, 16, 32]
-TKS = [32, 64, 128, 256, 512, 1024]
+TKS = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+BLOCKS = 1024   # blocks that keep every SM of a large GPU busy: fewer outputs per block until a grid has them
 
-# reduce expression -> (tile reduction, how two partial results combine)
+# reduce expression -> (tile reduction, how two tiles of partial results combine lane by lane)
 _REDUCTIONS = {"+": ("ct.sum", "({acc} + {part})"), "*": ("ct.prod", "({acc} * {part})"),
                "max": ("ct.max", "ct.maximum({acc}, {part})"), "min": ("ct.min", "ct.minimum({acc}, {part})")}
 _CALLS = {"max": "max", "fmax": "max", "fmaxf": "max", "min": "min", "fmin": "min", "fminf": "min"}
@@ -163,8 +165,8 @@ class ReductionKernel(UserKernel):
         kernel = None
         if m > 0:
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, reduce_type))
-        tk = self.tiles[1] if self.tiles else min(1024, max(32, pow2_at_least(k)))
-        tm = self.tiles[0] if self.tiles else max(1, min(pow2_at_least(m), 4096 // tk))
+        tk = self.tiles[1] if self.tiles else min(4096, max(32, pow2_at_least(k)))
+        tm = self.tiles[0] if self.tiles else _outputs_per_block(m, tk)
         return CallPlan(kernel, key, self.tuned_config(key, {"TM": tm, "TK": tk}),
                         lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, bind, xp is not np)
 
@@ -198,15 +200,16 @@ class ReductionKernel(UserKernel):
             mapped = CValue(py("ct.broadcast_to(v, (TM, TK))", v=mapped.code), reduce_type)
         loop_body = loads + mapper.body + [
             assign(valid, py(f"({k} * TK + ct.arange(TK, dtype=ct.int32))[None, :] < a.shape[1]", a=first)),
-            assign(part, py(f"{tile_fn}(ct.where({valid}, v, e), axis=1)", v=mapped.code, e=identity.code)),
+            assign(part, py(f"ct.where({valid}, v, e)", v=mapped.code, e=identity.code)),
             assign(acc, py(combine.format(acc=acc, part=part)))]
         loop = py_stmt(f"for {k} in range(ct.num_tiles(a, 1, (TM, TK))): pass", a=first)
+        reduced = names.fresh("reduced")
         body = [assign(block, py("ct.bid(0)")),
-                assign(acc, py("ct.full((TM,), v, t)", v=const(identity.const), t=dtype_node(reduce_type))),
-                Loop(loop, loop_body)]
+                assign(acc, py("ct.full((TM, TK), v, t)", v=const(identity.const), t=dtype_node(reduce_type))),
+                Loop(loop, loop_body), assign(reduced, py(f"{tile_fn}({acc}, axis=1)"))]
         outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
         poster = Translator(self._snippets["post_map_expr"], placeholders,
-                            {**scalars, "a": CValue(py(acc), reduce_type)}, outputs, {}, {}, self.functions(), names)
+                            {**scalars, "a": CValue(py(reduced), reduce_type)}, outputs, {}, {}, self.functions(), names)
         self.declare_preamble_constants(poster)
         try:
             poster.statements(self._post)
@@ -238,6 +241,15 @@ class ReductionKernel(UserKernel):
             raise self._snippets["identity"].error(TileTypeError, "The identity must be a constant",
                                                    self._identity.start, self._identity.end)
         return value
+
+
+def _outputs_per_block(m: int, tk: int) -> int:
+    """TM by default: up to 4096 elements a tile, fewer outputs per block while the grid has
+    fewer than BLOCKS blocks."""
+    tm = max(1, min(pow2_at_least(m), 4096 // tk))
+    while tm > 1 and -(-m // tm) < BLOCKS:
+        tm //= 2
+    return tm
 
 
 def _input_step(a, t, p, name: str, shape: tuple, order: list, mk: tuple, xp):
