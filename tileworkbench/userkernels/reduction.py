@@ -90,7 +90,12 @@ class ReductionKernel(UserKernel):
         return f"<ReductionKernel {self.name}>"
 
     def __call__(self, *args, axis=None, keepdims=False, out=None, stream=None):
-        return super().__call__(*args, axis=axis, keepdims=keepdims, out=out, stream=stream)
+        keywords = {"axis": axis}   # (the others only where given: a shorter profile)
+        if keepdims is not False:
+            keywords["keepdims"] = keepdims
+        if out is not None:
+            keywords["out"] = out
+        return super().__call__(*args, stream=stream, **keywords)
 
     def _reduce_type(self, placeholders: dict) -> DType:
         """`reduce_type` is C: a placeholder or a C type name (default: the first output's type)."""
@@ -159,6 +164,12 @@ class ReductionKernel(UserKernel):
                 if finish is not None:
                     finishers.append(finish)
             return tuple(values), outputs, (lambda: [f() for f in finishers]) if finishers else nothing_to_finish
+
+        if all(step is _same for step in steps) and all(step is _same_output for step in out_steps):
+            def bind(args, kwargs):   # every argument an array the kernel takes as it is
+                outputs = [xp.empty(out_shape, d) for d in allocate] if allocate else \
+                    list(args[nin:]) or [kwargs["out"]]
+                return (*args[:nin], *outputs), outputs, nothing_to_finish
         types = in_types + out_types
         ranks = tuple(is_array_like(a) for a in in_args) + (True,) * self.nout
         key = (tuple(t.name for t in types), ranks, reduce_type.name)
@@ -261,6 +272,8 @@ def _input_step(a, t, p, name: str, shape: tuple, order: list, mk: tuple, xp):
     broadcast = tuple(a.shape) != shape
     moved = order != sorted(order)
     reshaped = mk != tuple(shape[d] for d in order)
+    if not (broadcast or moved or reshaped):
+        return _same
 
     def step(a):
         if broadcast:
@@ -276,12 +289,20 @@ def _output_step(a, m: int, xp):
     back: a contiguous output is viewed as (M,); a strided one gets a contiguous buffer, copied
     into it after the launch."""
     if a.flags.c_contiguous:
-        return (lambda a: (a, None)) if tuple(a.shape) == (m,) else (lambda a: (a.reshape(m), None))
+        return _same_output if tuple(a.shape) == (m,) else (lambda a: (a.reshape(m), None))
 
     def buffered(a):
         buffer = xp.empty(m, a.dtype)
         return buffer, lambda: a.__setitem__(Ellipsis, buffer.reshape(a.shape))
     return buffered
+
+
+def _same(a):
+    return a
+
+
+def _same_output(a) -> tuple:
+    return a, None
 
 
 class AxisError(UserInputError, np.exceptions.AxisError):
