@@ -151,3 +151,15 @@ def test_long_rows_of_transposed_arrays_with_a_strided_output_an_index_and_a_raw
     k = ElementwiseKernel("T x, raw T y", "T z", "z += x + y[_ind.size() - i - 1] + i", "rows")
     k(x, y, out)
     np.testing.assert_array_equal(out, x + y[::-1].reshape(x.shape) + np.arange(x.size).reshape(x.shape))
+
+
+def test_type_aliases_name_their_type_to_the_end_of_their_block_and_the_later_parts_see_top_level_ones():
+    x = np.arange(5, dtype=np.float32)
+    body = "using U = T; typedef double D; { using U = int; U k = 7 / 2; z = k; } U w = x / 2; z += (D)w + U(1);"
+    np.testing.assert_array_equal(ElementwiseKernel("T x", "T z", body, "aliases")(x), 3 + x / 2 + 1)
+    preamble = "using R = double; __device__ R half_of(R v) { typedef R S; return (S)v / 2; }"
+    k = ElementwiseKernel("T x", "T z", "z = half_of(x) * W(3)", "preamble_aliases", preamble=preamble,
+                          loop_prep="typedef T W;")
+    np.testing.assert_array_equal(k(x), x / 2 * 3)
+    r = ReductionKernel("T x", "T y", "A(x) / 3", "a + b", "y = a", "0", "reduce_aliases", preamble="using A = int;")
+    assert r(np.arange(7, dtype=np.int32)) == sum(v // 3 for v in range(7))

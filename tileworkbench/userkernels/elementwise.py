@@ -30,7 +30,7 @@ from . import syntax as s
 from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
 from .lexer import Snippet
 from .params import StructType, array_dtype, parse_params, resolve_types, scalar_value
-from .parser import parse_statements
+from .parser import parse_declarations, parse_statements
 from .pyast import Names, assign, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, RawArray, StructValue, Translator
 
@@ -66,10 +66,10 @@ class ElementwiseKernel(UserKernel):
         self.reduce_dims, self.options, self.tile = reduce_dims, options, tile
         self.nin, self.nout = len(self.in_params), len(self.out_params)
         self.nargs = self.nin + self.nout
-        self._body = parse_statements(Snippet(operation, name, "operation"), placeholders)
-        self._prep = parse_statements(Snippet(loop_prep, name, "loop_prep"), placeholders) if loop_prep else ()
+        self._prep, types = parse_declarations(Snippet(loop_prep, name, "loop_prep"), self._types)
+        self._body = parse_statements(Snippet(operation, name, "operation"), types)
         if after_loop.strip():
-            parse_statements(Snippet(after_loop, name, "after_loop"), placeholders)
+            parse_statements(Snippet(after_loop, name, "after_loop"), types)
             raise ArgumentValueError("after_loop: code after the loop can only write raw arrays once per thread, which "
                              "has no tile-kernel equivalent; move it into the operation")
         self._uses_strides = any(isinstance(n, s.Member) and n.member == "strides"

@@ -78,11 +78,11 @@ class ReductionKernel(UserKernel):
         self._snippets = {part: Snippet(text, name, part) for part, text in
                           (("map_expr", map_expr), ("reduce_expr", reduce_expr), ("post_map_expr", post_map_expr),
                            ("identity", self.identity or ""))}
-        self._map = parse_expression(self._snippets["map_expr"], placeholders)
-        self._reduction = _reduction_of(parse_expression(self._snippets["reduce_expr"], placeholders),
+        self._map = parse_expression(self._snippets["map_expr"], self._types)
+        self._reduction = _reduction_of(parse_expression(self._snippets["reduce_expr"], self._types),
                                         self._snippets["reduce_expr"])
-        self._post = parse_statements(self._snippets["post_map_expr"], placeholders)
-        self._identity = parse_expression(self._snippets["identity"], placeholders) if self.identity else None
+        self._post = parse_statements(self._snippets["post_map_expr"], self._types)
+        self._identity = parse_expression(self._snippets["identity"], self._types) if self.identity else None
         if not placeholders:  # every type is known: expressions that cannot be typed are refused now
             self.generate({}, [p.dtype for p in self.params], (True,) * len(self.params), self._reduce_type({}))
 
