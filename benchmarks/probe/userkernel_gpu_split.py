@@ -11,6 +11,8 @@ Per kernel of benchmarks/cupy_twin.py's timing table, microseconds per call, CuP
   busy; at a size where the kernel is much longer than the host path, the kernel's own time.
 A row where ours is behind on `event` but not on `stream` or `host` loses in the latency from the
 call to the kernel's start; behind on `stream` at 64M, the kernel itself is slower.
+With --sweep, each of our kernels' tile shapes is timed too (kernel time alone, as profile.sweep
+times it), the default marked.
 """
 from __future__ import annotations
 
@@ -51,6 +53,7 @@ def stream_us(call, reps: int = 200) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1 << 22, help="elements (a multiple of 1024)")
+    parser.add_argument("--sweep", action="store_true", help="time each tile shape of our kernels")
     args = parser.parse_args()
     print(f"{'kernel':34s} {'event CuPy':>10s} {'ours':>7s} {'host CuPy':>10s} {'ours':>7s} "
           f"{'stream CuPy':>11s} {'ours':>7s}   launcher")
@@ -66,6 +69,13 @@ def main() -> None:
         path = "C" if getattr(launcher, "native", None) is not None else "Python"
         (ce, ch, cs), (oe, oh, os_) = row
         print(f"{label:34s} {ce:10.1f} {oe:7.1f} {ch:10.1f} {oh:7.1f} {cs:11.1f} {os_:7.1f}   {path}")
+        if args.sweep:
+            default = twin._ours.launch_plan(*call_args, **kwargs).config
+            result = twin._ours.sweep(*call_args, apply=False, check=False, progress=False, **kwargs)
+            for r in result.rows:
+                mark = " (default)" if r.config == default else ""
+                timing = f"{r.time_ms * 1e3:7.1f} us" if r.ok and r.time_ms else f"-- {r.reason}"
+                print(f"    {' '.join(f'{k}={v}' for k, v in r.config.items()):24s} {timing}{mark}")
 
 
 if __name__ == "__main__":
