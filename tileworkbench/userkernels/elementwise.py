@@ -35,6 +35,9 @@ from .pyast import Names, assign, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, RawArray, StructValue, Translator
 
 TILES = [128, 256, 512, 1024, 2048, 4096]
+# The default TILE holds at most 4 KB of the narrowest array: 128 threads, each moving two 16-byte
+# vectors of it (the CUDA backend's threads per tile), whatever the dtypes (1024 float32, 256 complex128)
+TILE_BYTES = 4096
 ROWS_MIN = 128   # the shortest last dimension the rows layout takes (shorter ones leave most lanes idle)
 
 
@@ -124,7 +127,9 @@ class ElementwiseKernel(UserKernel):
                                         f"structured arrays are supported as non-raw arguments only")
         arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
                   if is_array_like(a) and not p.raw]   # a structured array as its fields' views
-        layout = _layout([v for _, views in arrays for v in views], shape)
+        views = [v for _, field_views in arrays for v in field_views]
+        layout = _layout(views, shape)
+        most = TILE_BYTES // min((v.dtype.itemsize for v in views), default=4)   # (see TILE_BYTES)
         steps = [self._step(p, a, t, layout, shape, xp) for p, a, t in zip(self.params, args, types)]
         for step, a in zip(steps, args):
             if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
@@ -156,12 +161,12 @@ class ElementwiseKernel(UserKernel):
                 return (*args[:nin], *outputs, *tail), outputs, nothing_to_finish
         if layout == "rows":
             rows, row = int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
-            default = {"TILE": self.tile or min(1024, pow2_at_least(row))}
+            default = {"TILE": self.tile or min(most, pow2_at_least(row))}
 
             def grid_fn(config):
                 return (max(1, rows * -(-row // config["TILE"])),)
         else:
-            default = {"TILE": self.tile or min(1024, max(128, pow2_at_least(n)))}
+            default = {"TILE": self.tile or min(most, max(128, pow2_at_least(n)))}
 
             def grid_fn(config):
                 return (max(1, -(-n // config["TILE"])),)
