@@ -148,17 +148,20 @@ class ElementwiseKernel(UserKernel):
                                                                  index_type))
         nin = self.nin
 
-        def bind(args, _kwargs):
-            outputs = [xp.empty(s, d) for s, d in allocate] if allocate else list(args[nin:])
-            values = []
-            for step, a in zip(steps, (*args[:nin], *outputs)):
-                values += step(a)
-            return tuple(values) + tail, outputs, nothing_to_finish
+        def outputs_of(args) -> list:
+            return [xp.empty(s, d) for s, d in allocate] if allocate else list(args[nin:])
 
         if all(step is _itself for step in steps):   # every argument an array passed as it is
             def bind(args, _kwargs):
-                outputs = [xp.empty(s, d) for s, d in allocate] if allocate else list(args[nin:])
+                outputs = outputs_of(args)
                 return (*args[:nin], *outputs, *tail), outputs, nothing_to_finish
+        else:
+            def bind(args, _kwargs):
+                outputs = outputs_of(args)
+                values = []
+                for step, a in zip(steps, (*args[:nin], *outputs)):
+                    values += step(a)
+                return tuple(values) + tail, outputs, nothing_to_finish
         if layout == "rows":
             rows, row = int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
             default = {"TILE": self.tile or min(most, pow2_at_least(row))}

@@ -154,22 +154,23 @@ class ReductionKernel(UserKernel):
         out_steps = [_output_step(a, m, xp) for a in out_args or [output_layout(out_shape, d) for d in allocate]]
         nin = self.nin
 
-        def bind(args, kwargs):
-            outputs = [xp.empty(out_shape, d) for d in allocate] if allocate else \
-                list(args[nin:]) or [kwargs["out"]]
-            values, finishers = [step(a) for step, a in zip(steps, args)], []
-            for step, a in zip(out_steps, outputs):
-                value, finish = step(a)
-                values.append(value)
-                if finish is not None:
-                    finishers.append(finish)
-            return tuple(values), outputs, (lambda: [f() for f in finishers]) if finishers else nothing_to_finish
+        def outputs_of(args, kwargs) -> list:
+            return [xp.empty(out_shape, d) for d in allocate] if allocate else list(args[nin:]) or [kwargs["out"]]
 
         if all(step is _same for step in steps) and all(step is _same_output for step in out_steps):
             def bind(args, kwargs):   # every argument an array the kernel takes as it is
-                outputs = [xp.empty(out_shape, d) for d in allocate] if allocate else \
-                    list(args[nin:]) or [kwargs["out"]]
+                outputs = outputs_of(args, kwargs)
                 return (*args[:nin], *outputs), outputs, nothing_to_finish
+        else:
+            def bind(args, kwargs):
+                outputs = outputs_of(args, kwargs)
+                values, finishers = [step(a) for step, a in zip(steps, args)], []
+                for step, a in zip(out_steps, outputs):
+                    value, finish = step(a)
+                    values.append(value)
+                    if finish is not None:
+                        finishers.append(finish)
+                return tuple(values), outputs, (lambda: [f() for f in finishers]) if finishers else nothing_to_finish
         types = in_types + out_types
         ranks = tuple(is_array_like(a) for a in in_args) + (True,) * self.nout
         key = (tuple(t.name for t in types), ranks, reduce_type.name)
