@@ -379,8 +379,10 @@ class Parser:
         return s.Block(start.start, name.end, ())
 
     def alias_name(self) -> Token:
+        if self.tok.kind == "name" and self.tok.text in _UNSUPPORTED:   # `using namespace std;`
+            self.refuse(self.tok.text)
         taken = self.tok.text in self.type_names and self.tok.text not in self.aliases   # (an alias may be shadowed)
-        if self.tok.kind != "name" or taken or self.tok.text in _UNSUPPORTED:
+        if self.tok.kind != "name" or taken:
             self.fail(f"Expected the name of the type alias, found {self.describe(self.tok)}")
         return self.advance()
 
