@@ -29,7 +29,7 @@ from ..ir.types import bool_, int32, int64
 from . import syntax as s
 from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
 from .lexer import Snippet
-from .params import StructType, array_dtype, parse_params, resolve_types, scalar_value
+from .params import StructType, array_dtype, parse_params, resolve_types, scalar_converter
 from .parser import parse_declarations, parse_statements
 from .pyast import Names, assign, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, RawArray, StructValue, Translator
@@ -181,7 +181,8 @@ class ElementwiseKernel(UserKernel):
         (flat), as they are (rows), broadcast to the loop's shape (gather) or as they are where
         that is what they already are."""
         if not is_array_like(a):
-            return lambda a: (scalar_value(a, t, p, self.name),)
+            convert = scalar_converter(a, t, p, self.name)
+            return lambda a: (convert(a),)
         if p.raw:
             return _itself
         if layout == "flat":

@@ -25,7 +25,7 @@ from . import syntax as s
 from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
 from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
-from .params import parse_params, resolve_types, scalar_value
+from .params import parse_params, resolve_types, scalar_converter
 from .parser import parse_expression, parse_statements
 from .pyast import Loop, Names, assign, comment, const, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, Translator, literal
@@ -269,7 +269,7 @@ def _input_step(a, t, p, name: str, shape: tuple, order: list, mk: tuple, xp):
     broadcast to the loop's shape, its reduced axes moved last, viewed as (M, K) (each step
     left out where the array already is what it makes)."""
     if not is_array_like(a):
-        return lambda a: scalar_value(a, t, p, name)
+        return scalar_converter(a, t, p, name)
     broadcast = tuple(a.shape) != shape
     moved = order != sorted(order)
     reshaped = mk != tuple(shape[d] for d in order)
