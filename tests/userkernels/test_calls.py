@@ -163,3 +163,21 @@ def test_type_aliases_name_their_type_to_the_end_of_their_block_and_the_later_pa
     np.testing.assert_array_equal(k(x), x / 2 * 3)
     r = ReductionKernel("T x", "T y", "A(x) / 3", "a + b", "y = a", "0", "reduce_aliases", preamble="using A = int;")
     assert r(np.arange(7, dtype=np.int32)) == sum(v // 3 for v in range(7))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_broadcasts_and_strides_along_long_rows_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(d) for d in rng.integers(1, 4, rng.integers(1, 4))) + (int(rng.integers(128, 300)),)
+    args = []
+    for _ in range(2):
+        own = tuple(1 if rng.random() < 0.3 else d for d in shape[int(rng.integers(0, len(shape))):])
+        a = rng.standard_normal(own[::-1]).astype(np.float32).T if rng.random() < 0.5 else \
+            rng.standard_normal(own).astype(np.float32)
+        args.append(a)
+    x, y = args
+    expected = (x - y) * (x - y)
+    np.testing.assert_array_equal(SQUARED_DIFF(x, y), expected)
+    out = np.zeros(expected.shape[::-1], np.float32).T
+    SQUARED_DIFF(x, y, out)
+    np.testing.assert_array_equal(out, expected)
