@@ -13,8 +13,10 @@ per call profile:
   row and loads each array as it is, a (1, ..., 1, TILE) tile at the row's coordinates, the
   dimensions an array is broadcast along read at 0 (a long last dimension is read as vectors,
   and a call makes no views).
-- gather: otherwise each element's coordinates are computed and gathered and scattered
-  (broadcast inputs as views with zero strides).
+- gather: otherwise each element's coordinates are computed, and each array, as it is, is
+  gathered from and scattered to at them (a dimension it is broadcast along read at 0).
+
+Only the flat layout makes views of the arguments (1-D ones, where the loop has more dimensions).
 """
 from __future__ import annotations
 
@@ -130,12 +132,12 @@ class ElementwiseKernel(UserKernel):
         views = [v for _, field_views in arrays for v in field_views]
         layout = _layout(views, shape)
         most = TILE_BYTES // min((v.dtype.itemsize for v in views), default=4)   # (see TILE_BYTES)
-        steps = [self._step(p, a, t, layout, shape, xp) for p, a, t in zip(self.params, args, types)]
+        steps = [self._step(p, a, t, layout, shape) for p, a, t in zip(self.params, args, types)]
         for step, a in zip(steps, args):
             if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
                 step(a)
         index_type = int32 if n < 2**31 else int64
-        ranks = tuple(a.ndim if p.raw else _follows(a.shape, shape) if layout == "rows" and is_array_like(a)
+        ranks = tuple(a.ndim if p.raw else _follows(a.shape, shape) if layout != "flat" and is_array_like(a)
                       else is_array_like(a) for p, a in zip(self.params, args))
         key = (tuple(t.name for t in types), ranks, layout, len(shape), index_type.name)   # (True == 1)
         dims = () if layout == "flat" else tuple(index_type.numpy.type(d) for d in shape)
@@ -175,23 +177,16 @@ class ElementwiseKernel(UserKernel):
                 return (max(1, -(-n // config["TILE"])),)
         return CallPlan(kernel, key, self.tuned_config(key, default), grid_fn, {"TILE": TILES}, bind, xp is not np)
 
-    def _step(self, p, a, t, layout: str, shape: tuple, xp):
+    def _step(self, p, a, t, layout: str, shape: tuple):
         """How a call's argument for `p` (like `a`) becomes the kernel's values: a scalar of its
         type; a raw array itself; the other arrays (a structured one as its fields) flattened
-        (flat), as they are (rows), broadcast to the loop's shape (gather) or as they are where
-        that is what they already are."""
+        where the flat layout has more than one dimension, else as they are."""
         if not is_array_like(a):
             convert = scalar_converter(a, t, p, self.name)
             return lambda a: (convert(a),)
         if p.raw:
             return _itself
-        if layout == "flat":
-            view_step = _itself if len(shape) == 1 else _flattened
-        elif layout == "rows" or p in self.out_params or tuple(a.shape) == shape:   # (fields have the array's shape)
-            view_step = _itself
-        else:
-            def view_step(v):
-                return (xp.broadcast_to(v, shape),)
+        view_step = _flattened if layout == "flat" and len(shape) != 1 else _itself
         if isinstance(t, StructType):
             return lambda a: [value for v in t.views(a) for value in view_step(v)]
         return view_step
@@ -231,9 +226,9 @@ class ElementwiseKernel(UserKernel):
         inputs, outputs, raws = {}, {}, {}
         arrays, loads, kernel_params = {}, {}, []   # arrays: an input, output or field -> its kernel parameter
         follows = {}   # rows: an input, output or field -> which of its dimensions follow the loop's
-        for p, t, r in zip(self.params, types, ranks):
+        for p, t, r in zip(self.params, types, ranks):   # r: False for a scalar (a 0-d array's is ())
             is_input = p in self.in_params
-            if isinstance(t, StructType) and r and not p.raw:   # one kernel array per field
+            if isinstance(t, StructType) and r is not False and not p.raw:   # one kernel array per field
                 fields = []
                 for k, field_type in enumerate(t.fields):
                     key = f"{p.name}.at<{k}>"
@@ -247,7 +242,7 @@ class ElementwiseKernel(UserKernel):
             if p.raw:
                 raws[p.name] = RawArray(p.py, t, r, not is_input,
                                         tuple(CValue(py(st), int64, None, False) for st in strides.get(p.name, ())))
-            elif not r:
+            elif r is False:
                 inputs[p.name] = CValue(py(p.py), t, None, varies=False)
             else:
                 arrays[p.name], follows[p.name] = p.py, r
@@ -327,30 +322,43 @@ def _rows(names: Names, block: str, dims: list) -> tuple[_RowPlace, list]:
     return _RowPlace(row, [rest, *coords], column), body
 
 
-def _coordinates(names: Names, index: str, dims: list, body: list) -> ast.expr:
-    """The gather layout's coordinates of each element of the block (appended to `body`)."""
+def _coordinates(names: Names, index: str, dims: list, body: list) -> list:
+    """The gather layout's coordinates of each element of the block (appended to `body`): names."""
     rest, parts = index, []
     for k in reversed(range(1, len(dims))):
         c, next_rest = names.fresh(f"c{k}"), names.fresh(f"rest{k}")
         body += [assign(c, py(f"{rest} % {dims[k]}")), assign(next_rest, py(f"{rest} // {dims[k]}"))]
         parts.insert(0, c)
         rest = next_rest
-    return py(f"({', '.join([rest, *parts])},)")
+    return [rest, *parts]
+
+
+def _tuple(items: list) -> str:
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
 
 
 def _load(layout: str, array: str, place, follows: tuple | None) -> ast.expr:
-    """The block's (TILE,) values of an input (or an output read before it is assigned)."""
+    """The block's (TILE,) values of an input (or an output read before it is assigned). Outside
+    the flat layout the array is as the call passed it, its dimensions the loop's last ones; one it
+    is broadcast along (size 1) is read at 0."""
     if layout == "flat":
         return py(f"ct.load(a, ({place},), (TILE,), padding_mode=ct.PaddingMode.ZERO)", a=array)
+    if not any(follows):   # one element: a 0-d array, or one broadcast along all of its dimensions
+        return _one_element(array, ["0"] * len(follows))
     if layout == "gather":
-        return py("ct.gather(a, c)", a=array, c=place)
-    # rows: the array's dimensions are the loop's last ones; a broadcast one is read at 0
+        coords = [c if f else "0" for c, f in zip(place[len(place) - len(follows):], follows)]
+        return py(f"ct.gather(a, {_tuple(coords)})", a=array)
     lead = [c if f else "0" for c, f in zip(place.coords[len(place.coords) - len(follows) + 1:], follows)]
-    if follows[-1]:
-        tile = py(f"ct.load(a, ({', '.join([*lead, place.column])},), ({'1, ' * len(lead)}TILE,), "
-                  f"padding_mode=ct.PaddingMode.ZERO)", a=array)
-        return py("ct.reshape(v, (TILE,))", v=tile) if lead else tile
-    one = py(f"ct.load(a, ({', '.join([*lead, '0'])},), ({'1, ' * len(follows)}))", a=array)
+    if not follows[-1]:
+        return _one_element(array, [*lead, "0"])
+    tile = py(f"ct.load(a, {_tuple([*lead, place.column])}, ({'1, ' * len(lead)}TILE,), "
+              f"padding_mode=ct.PaddingMode.ZERO)", a=array)
+    return py("ct.reshape(v, (TILE,))", v=tile) if lead else tile
+
+
+def _one_element(array: str, index: list) -> ast.expr:
+    """The element at `index`, as a (TILE,) tile."""
+    one = py(f"ct.load(a, {_tuple(index)}, {_tuple(['1'] * len(index))})", a=array)
     return py("ct.broadcast_to(ct.reshape(v, (1,)), (TILE,))", v=one)
 
 
@@ -358,16 +366,16 @@ def _store(layout: str, array: str, place, ndim: int, value: ast.expr) -> ast.st
     if layout == "flat":
         return py_stmt(f"ct.store(a, ({place},), v)", a=array, v=value)
     if layout == "gather":
-        return py_stmt("ct.scatter(a, c, v)", a=array, c=place, v=value)
+        return py_stmt(f"ct.scatter(a, {_tuple(place)}, v)", a=array, v=value)
     tile = py(f"ct.reshape(v, ({'1, ' * (ndim - 1)}TILE))", v=value)
-    return py_stmt(f"ct.store(a, ({', '.join([*place.coords, place.column])},), v)", a=array, v=tile)
+    return py_stmt(f"ct.store(a, {_tuple([*place.coords, place.column])}, v)", a=array, v=tile)
 
 
 def _layout(views: list, shape: tuple) -> str:
     """flat, rows or gather (see the module docstring)."""
     if all(v.flags.c_contiguous and tuple(v.shape) == shape for v in views):
         return "flat"
-    if len(shape) >= 2 and shape[-1] >= ROWS_MIN and all(v.ndim for v in views):
+    if len(shape) >= 2 and shape[-1] >= ROWS_MIN:
         return "rows"
     return "gather"
 
