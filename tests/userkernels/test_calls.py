@@ -137,11 +137,19 @@ def test_broadcasting_along_long_rows_matches_numpy(x_shape, y_shape):
     np.testing.assert_array_equal(SQUARED_DIFF(x, y), (x - y) * (x - y))
 
 
-def test_a_broadcast_call_with_long_rows_passes_the_arrays_themselves():
-    x, y = np.ones((4, 256), np.float32), np.ones(256, np.float32)
+@pytest.mark.parametrize("y_shape", [(256,), (4, 1), (), (4, 256)])
+def test_a_call_with_long_rows_passes_the_arrays_themselves(y_shape):
+    x, y = np.ones((4, 256), np.float32), np.full(y_shape, 2, np.float32)
     launch = SQUARED_DIFF.launch_plan(x, y)
-    assert launch.values[0] is x and launch.values[1] is y   # no broadcast views made per call
-    assert "ct.load(y, (_row_tile,), (TILE,)" in SQUARED_DIFF.source(x, y)
+    assert launch.values[0] is x and launch.values[1] is y   # no views made per call
+    assert "ct.load(x, (_row, _row_tile), (1, TILE)" in SQUARED_DIFF.source(x, y)
+    np.testing.assert_array_equal(SQUARED_DIFF(x, y), np.ones((4, 256), np.float32))
+
+
+def test_contiguous_rows_that_are_not_whole_tiles_run_flat():
+    x = np.arange(3000, dtype=np.float32).reshape(3, 1000)
+    assert "ct.load(x, (_block,), (TILE,)" in SQUARED_DIFF.source(x, x[::-1].copy())
+    np.testing.assert_array_equal(SQUARED_DIFF(x, x[::-1].copy()), (x - x[::-1]) ** 2)
 
 
 def test_long_rows_of_transposed_arrays_with_a_strided_output_an_index_and_a_raw_array():

@@ -7,8 +7,9 @@ A call broadcasts its non-raw array arguments to one shape and runs the body onc
 of it, element `i` of `_ind.size()`. The generated tile kernel has one of three layouts, chosen
 per call profile:
 
-- flat: every array is C-contiguous in that shape (CuPy would reduce it to one dimension); each
-  block loads and stores TILE consecutive elements as 1-D tiles.
+- flat: every array is C-contiguous in that shape (CuPy would reduce it to one dimension), and
+  it is 1-D or its rows are not a whole number of tiles; each block loads and stores TILE
+  consecutive elements as 1-D tiles.
 - rows: the last dimension is long (ROWS_MIN or more); each block takes TILE elements of one
   row and loads each array as it is, a (1, ..., 1, TILE) tile at the row's coordinates, the
   dimensions an array is broadcast along read at 0 (a long last dimension is read as vectors,
@@ -130,8 +131,8 @@ class ElementwiseKernel(UserKernel):
         arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
                   if is_array_like(a) and not p.raw]   # a structured array as its fields' views
         views = [v for _, field_views in arrays for v in field_views]
-        layout = _layout(views, shape)
         most = TILE_BYTES // min((v.dtype.itemsize for v in views), default=4)   # (see TILE_BYTES)
+        layout = _layout(views, shape, most)
         steps = [self._step(p, a, t, layout, shape) for p, a, t in zip(self.params, args, types)]
         for step, a in zip(steps, args):
             if not is_array_like(a):   # a scalar that does not fit is refused before any compiling
@@ -371,13 +372,14 @@ def _store(layout: str, array: str, place, ndim: int, value: ast.expr) -> ast.st
     return py_stmt(f"ct.store(a, {_tuple([*place.coords, place.column])}, v)", a=array, v=tile)
 
 
-def _layout(views: list, shape: tuple) -> str:
-    """flat, rows or gather (see the module docstring)."""
-    if all(v.flags.c_contiguous and tuple(v.shape) == shape for v in views):
+def _layout(views: list, shape: tuple, most: int) -> str:
+    """flat, rows or gather (see the module docstring). Contiguous arrays whose long rows are a
+    whole number of tiles take the rows layout, which needs no 1-D views."""
+    rows = len(shape) >= 2 and shape[-1] >= ROWS_MIN
+    if all(v.flags.c_contiguous and tuple(v.shape) == shape for v in views) and not (
+            rows and shape[-1] % min(most, pow2_at_least(shape[-1])) == 0):
         return "flat"
-    if len(shape) >= 2 and shape[-1] >= ROWS_MIN:
-        return "rows"
-    return "gather"
+    return "rows" if rows else "gather"
 
 
 def _follows(own: tuple, shape: tuple) -> tuple:
