@@ -189,3 +189,13 @@ def test_random_broadcasts_and_strides_along_long_rows_match_numpy(seed):
     out = np.zeros(expected.shape[::-1], np.float32).T
     SQUARED_DIFF(x, y, out)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_default_reduction_tiles_fill_the_grid_along_rows_and_read_runs_of_outputs_down_columns():
+    l2norm = ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_tiles")
+    m = np.ones((1024, 4096), np.float32)
+    rows = l2norm.launch_plan(m, axis=1)
+    assert rows.config == {"TM": 1, "TK": 4096} and rows.grid == (1024,)
+    columns = l2norm.launch_plan(m, axis=0)   # the outputs are what is contiguous
+    assert columns.config == {"TM": 4, "TK": 1024}
+    np.testing.assert_allclose(l2norm(m[:8, :300], axis=0), np.sqrt(np.full(300, 8, np.float32)))

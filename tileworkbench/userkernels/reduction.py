@@ -32,7 +32,7 @@ from .translate import CValue, NeedsInitialValue, Output, Translator, literal
 
 TMS = [1, 2, 4, 8, 16, 32]
 TKS = [32, 64, 128, 256, 512, 1024, 2048, 4096]
-BLOCKS = 1024   # blocks that keep every SM of a large GPU busy: fewer outputs per block until a grid has them
+BLOCKS = 1024   # blocks that keep every SM of a large GPU busy (see _default_tiles)
 
 # reduce expression -> (tile reduction, how two tiles of partial results combine lane by lane)
 _REDUCTIONS = {"+": ("ct.sum", "({acc} + {part})"), "*": ("ct.prod", "({acc} * {part})"),
@@ -177,8 +177,8 @@ class ReductionKernel(UserKernel):
         kernel = None
         if m > 0:
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, reduce_type))
-        tk = self.tiles[1] if self.tiles else min(4096, max(32, pow2_at_least(k)))
-        tm = self.tiles[0] if self.tiles else _outputs_per_block(m, tk)
+        along_rows = all(_reduces_along_rows(step(a), k) for step, a in zip(steps, in_args) if is_array_like(a))
+        tm, tk = self.tiles or _default_tiles(m, k, along_rows)
         return CallPlan(kernel, key, self.tuned_config(key, {"TM": tm, "TK": tk}),
                         lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, bind, xp is not np)
 
@@ -255,13 +255,22 @@ class ReductionKernel(UserKernel):
         return value
 
 
-def _outputs_per_block(m: int, tk: int) -> int:
-    """TM by default: up to 4096 elements a tile, fewer outputs per block while the grid has
-    fewer than BLOCKS blocks."""
+def _default_tiles(m: int, k: int, along_rows: bool) -> tuple[int, int]:
+    """(TM, TK) by default. Where every input's reduced values are contiguous (rows of the (M, K)
+    view), a tile holds up to 4096 elements of as few rows as leave the grid BLOCKS blocks (one
+    exchange between threads per block, and enough blocks to fill a large GPU). Otherwise the
+    outputs are what is contiguous, and a block takes several (TM) so its loads read runs of
+    them: tiles of up to 1024 elements along K."""
+    tk = min(4096 if along_rows else 1024, max(32, pow2_at_least(k)))
     tm = max(1, min(pow2_at_least(m), 4096 // tk))
-    while tm > 1 and -(-m // tm) < BLOCKS:
+    while along_rows and tm > 1 and -(-m // tm) < BLOCKS:
         tm //= 2
-    return tm
+    return tm, tk
+
+
+def _reduces_along_rows(view, k: int) -> bool:
+    """Whether the (M, K) view of an input holds each output's values contiguously."""
+    return k <= 1 or view.strides[1] == view.itemsize
 
 
 def _input_step(a, t, p, name: str, shape: tuple, order: list, mk: tuple, xp):
