@@ -41,16 +41,24 @@ def _specializations():
 SPECIALIZATIONS = _specializations()
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_every_gpu_test_kernel_compiles(arch, tmp_path, monkeypatch):
-    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+@pytest.fixture(scope="module")
+def fresh_cache(tmp_path_factory):
+    """A kernel cache of this module's own, so every specialization below really compiles."""
     from tileworkbench.runtime import cache
-    monkeypatch.setattr(cache, "_default", None)
-    for case_id, fn in SPECIALIZATIONS:
-        compiled = runtime.build(fn, arch)
-        resources = compiled.resources
-        assert 0 < resources.registers <= 255, case_id
-        assert resources.max_threads in (None, compiled.threads), case_id
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("kernel-cache")))
+        patch.setattr(cache, "_default", None)
+        yield
+
+
+# One test per specialization and architecture, so that parallel workers share the compiles out.
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("case_id, fn", SPECIALIZATIONS, ids=[case_id for case_id, _ in SPECIALIZATIONS])
+def test_every_gpu_test_kernel_compiles(case_id, fn, arch, fresh_cache):
+    compiled = runtime.build(fn, arch)
+    resources = compiled.resources
+    assert 0 < resources.registers <= 255
+    assert resources.max_threads in (None, compiled.threads)
 
 
 def test_a_gather_and_scatter_with_indices_affine_in_arange_move_16_byte_vectors():

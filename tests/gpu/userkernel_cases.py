@@ -33,6 +33,12 @@ CASES = [
     UserKernelCase("squared_diff-broadcast", lambda m: m.ElementwiseKernel(
         "float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff"),
         lambda: (_floats((300, 500)), _floats(500))),
+    UserKernelCase("generic-rows-3d-broadcast-and-transposed", lambda m: m.ElementwiseKernel(
+        "T x, T y, T w", "T z", "z = (x - y) * w + i", "rows_generic"),
+        lambda: (_floats((3, 4, 700)), _floats((3, 1, 700)), _floats((700, 4)).T), exact=False),
+    UserKernelCase("complex-rows-broadcast-column", lambda m: m.ElementwiseKernel(
+        "T x, T y", "T z", "z = x * y + x", "rows_complex"),
+        lambda: (_complex((64, 300)), _complex((64, 1)))),
     UserKernelCase("squared_diff-scalar", lambda m: m.ElementwiseKernel(
         "float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff"),
         lambda: (_floats(100_000), 5)),

@@ -124,3 +124,78 @@ def test_parameters_named_like_python_keywords_or_the_kernels_own_names():
     np.testing.assert_array_equal(k(x, x, x), x * x + x)
     r = ReductionKernel("T lambda", "T acc", "lambda", "a + b", "acc = a", "0", "names")
     assert r(np.arange(5, dtype=np.int32)) == 10
+
+
+SQUARED_DIFF = ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
+
+
+@pytest.mark.parametrize("x_shape, y_shape", [((6, 300), (300,)), ((6, 300), (6, 1)), ((3, 4, 200), (4, 1)),
+                                              ((3, 4, 200), (3, 1, 200)), ((2, 130), (1, 130))])
+def test_broadcasting_along_long_rows_matches_numpy(x_shape, y_shape):
+    rng = np.random.default_rng(0)
+    x, y = rng.random(x_shape, dtype=np.float32), rng.random(y_shape, dtype=np.float32)
+    np.testing.assert_array_equal(SQUARED_DIFF(x, y), (x - y) * (x - y))
+
+
+@pytest.mark.parametrize("y_shape", [(256,), (4, 1), (), (4, 256)])
+def test_a_call_with_long_rows_passes_the_arrays_themselves(y_shape):
+    x, y = np.ones((4, 256), np.float32), np.full(y_shape, 2, np.float32)
+    launch = SQUARED_DIFF.launch_plan(x, y)
+    assert launch.values[0] is x and launch.values[1] is y   # no views made per call
+    assert "ct.load(x, (_row, _row_tile), (1, TILE)" in SQUARED_DIFF.source(x, y)
+    np.testing.assert_array_equal(SQUARED_DIFF(x, y), np.ones((4, 256), np.float32))
+
+
+def test_contiguous_rows_that_are_not_whole_tiles_run_flat():
+    x = np.arange(3000, dtype=np.float32).reshape(3, 1000)
+    assert "ct.load(x, (_block,), (TILE,)" in SQUARED_DIFF.source(x, x[::-1].copy())
+    np.testing.assert_array_equal(SQUARED_DIFF(x, x[::-1].copy()), (x - x[::-1]) ** 2)
+
+
+def test_long_rows_of_transposed_arrays_with_a_strided_output_an_index_and_a_raw_array():
+    x = np.arange(1800, dtype=np.float32).reshape(300, 6).T
+    y = np.arange(1800, dtype=np.float32)
+    out = np.zeros((300, 6), np.float32).T
+    k = ElementwiseKernel("T x, raw T y", "T z", "z += x + y[_ind.size() - i - 1] + i", "rows")
+    k(x, y, out)
+    np.testing.assert_array_equal(out, x + y[::-1].reshape(x.shape) + np.arange(x.size).reshape(x.shape))
+
+
+def test_type_aliases_name_their_type_to_the_end_of_their_block_and_the_later_parts_see_top_level_ones():
+    x = np.arange(5, dtype=np.float32)
+    body = "using U = T; typedef double D; { using U = int; U k = 7 / 2; z = k; } U w = x / 2; z += (D)w + U(1);"
+    np.testing.assert_array_equal(ElementwiseKernel("T x", "T z", body, "aliases")(x), 3 + x / 2 + 1)
+    preamble = "using R = double; __device__ R half_of(R v) { typedef R S; return (S)v / 2; }"
+    k = ElementwiseKernel("T x", "T z", "z = half_of(x) * W(3)", "preamble_aliases", preamble=preamble,
+                          loop_prep="typedef T W;")
+    np.testing.assert_array_equal(k(x), x / 2 * 3)
+    r = ReductionKernel("T x", "T y", "A(x) / 3", "a + b", "y = a", "0", "reduce_aliases", preamble="using A = int;")
+    assert r(np.arange(7, dtype=np.int32)) == sum(v // 3 for v in range(7))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_broadcasts_and_strides_along_long_rows_match_numpy(seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(d) for d in rng.integers(1, 4, rng.integers(1, 4))) + (int(rng.integers(128, 300)),)
+    args = []
+    for _ in range(2):
+        own = tuple(1 if rng.random() < 0.3 else d for d in shape[int(rng.integers(0, len(shape))):])
+        a = rng.standard_normal(own[::-1]).astype(np.float32).T if rng.random() < 0.5 else \
+            rng.standard_normal(own).astype(np.float32)
+        args.append(a)
+    x, y = args
+    expected = (x - y) * (x - y)
+    np.testing.assert_array_equal(SQUARED_DIFF(x, y), expected)
+    out = np.zeros(expected.shape[::-1], np.float32).T
+    SQUARED_DIFF(x, y, out)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_default_reduction_tiles_fill_the_grid_along_rows_and_read_runs_of_outputs_down_columns():
+    l2norm = ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm_tiles")
+    m = np.ones((1024, 4096), np.float32)
+    rows = l2norm.launch_plan(m, axis=1)
+    assert rows.config == {"TM": 1, "TK": 4096} and rows.grid == (1024,)
+    columns = l2norm.launch_plan(m, axis=0)   # the outputs are what is contiguous
+    assert columns.config == {"TM": 4, "TK": 1024}
+    np.testing.assert_allclose(l2norm(m[:8, :300], axis=0), np.sqrt(np.full(300, 8, np.float32)))

@@ -22,6 +22,12 @@ def caret_under(error, token: str) -> bool:
     ("#define SQ(v) v * v\nz = SQ(x)", "#define SQ(v) v * v", TileSyntaxError, "Preprocessor"),
     ("z = x.real", ".", TileUnsupportedFeatureError, "Member access"),
     ("U v = x; z = v", "U", TileSyntaxError, "Unknown type 'U'"),
+    ("goto done; z = x", "goto", TileUnsupportedFeatureError, "^`goto` is not in the supported C subset"),
+    ("using U = decltype(x); z = x", "decltype", TileUnsupportedFeatureError, "^`decltype` is not in the"),
+    ("{ using U = float; } U v = x; z = v", "U", TileSyntaxError, "Unknown type 'U'"),   # the alias ended
+    ("z = tex1D<float>(y,\n float(i))", "tex1D", TileUnsupportedFeatureError,
+     r"^Texture and surface functions \(tex1D\) are not in the supported C subset: tile kernels read arrays"),
+    ("z = convert<float>(x)", "convert", TileUnsupportedFeatureError, r"^Function templates \(convert<float>\)"),
 ])
 def test_syntax_outside_the_subset_points_at_the_token(body, token, cls, message):
     with pytest.raises(cls, match=message) as info:

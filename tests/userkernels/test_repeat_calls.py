@@ -127,3 +127,14 @@ def test_setting_the_tile_applies_to_the_next_call(monkeypatch):
     double.tile = 128
     np.testing.assert_array_equal(double(x), x * 2)
     assert launches == [((1,), 1024), ((1,), 1024), ((8,), 128)]
+
+
+def test_repeat_scalars_convert_as_c_does_in_and_out_of_their_types_range():
+    wrap = ElementwiseKernel("int8 x, int8 s", "int8 z", "z = x + s", "wrap_repeat")
+    x = np.zeros(2, np.int8)
+    assert [wrap(x, s)[0] for s in (5, 300, -129, 127)] == [5, 44, 127, 127]   # 300 and -129 wrap, as C
+    to_float = ElementwiseKernel("float32 x, float32 s", "float32 z", "z = x + s", "float_repeat")
+    y = np.zeros(2, np.float32)
+    got = [to_float(y, s)[0] for s in (0.1, 1e39, 2**70, float("nan"), -1e39)]
+    assert got[0] == np.float32(0.1) and got[1] == np.inf and got[2] == np.float32(2**70)
+    assert np.isnan(got[3]) and got[4] == -np.inf

@@ -23,7 +23,7 @@ from .. import tile as ct
 from . import csemantics
 from .lexer import Snippet
 from .params import C_IDENTIFIER
-from .parser import parse_preamble
+from .parser import parse_declarations
 from .pyast import user_name
 
 
@@ -159,7 +159,8 @@ class UserKernel:
             raise ArgumentValueError(f'Invalid kernel name: "{name}"')
         self.name = name
         self.preamble = preamble
-        self._preamble_nodes = parse_preamble(Snippet(preamble, name, "preamble"), placeholders) if preamble else ()
+        self._preamble_nodes, self._types = parse_declarations(Snippet(preamble, name, "preamble"), placeholders,
+                                                               preamble=True)
         self._kernels: dict = {}      # specialization key -> (tile kernel, generated source)
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
         self._plans: dict = {}        # call profile -> CallPlan

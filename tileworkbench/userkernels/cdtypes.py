@@ -114,6 +114,7 @@ def int_literal_type(value: int, suffix: str, decimal: bool) -> DType:
 
 
 @functools.cache
+@functools.cache
 def _finite_max(dtype: DType) -> float:
     try:
         return float(np.finfo(dtype.numpy).max)
@@ -125,6 +126,15 @@ def _finite_max(dtype: DType) -> float:
 def _int_range(dtype: DType) -> tuple[int, int]:
     info = np.iinfo(dtype.numpy)
     return int(info.min), int(info.max)
+
+
+def value_range(dtype: DType) -> tuple:
+    """The values an integer or float type holds (finite ones), where converting to it needs no
+    wrapping or overflow rule; an empty range where that is not known."""
+    if dtype.is_integral:
+        return _int_range(dtype)
+    high = _finite_max(dtype)
+    return -high, high
 
 
 def convert_constant(value, to: DType):

@@ -15,7 +15,7 @@ import numpy as np
 from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError
 from ..ir.types import DType, to_dtype
-from .cdtypes import SUPPORTED, SUPPORTED_NAMES, convert_constant, param_dtype
+from .cdtypes import SUPPORTED, SUPPORTED_NAMES, convert_constant, param_dtype, value_range
 from .pyast import user_name
 
 C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -129,6 +129,30 @@ def resolve_types(in_params, out_params, in_args, out_args, name: str) -> tuple[
                         f"pass an array for it (outputs too)")
     types = [[p.dtype or placeholders[p.placeholder] for p in params] for params in (in_params, out_params)]
     return types[0], types[1], placeholders
+
+
+def scalar_converter(example, dtype, param: Param, name: str):
+    """scalar_value for a call's scalars of `example`'s type: values of the parameter's own NumPy
+    type as they are; Python ints and floats in the type's range by its constructor (what C's
+    conversion gives there); anything else by scalar_value."""
+    def convert(value):
+        return scalar_value(value, dtype, param, name)
+    if not isinstance(dtype, DType) or param.raw:
+        return convert
+    to = dtype.numpy.type
+    if type(example) is to:
+        return _same
+    if type(example) is int and dtype.is_integral or type(example) in (int, float) and dtype.is_float:
+        low, high = value_range(dtype)
+
+        def in_range(value):
+            return to(value) if low <= value <= high else convert(value)
+        return in_range
+    return convert
+
+
+def _same(value):
+    return value
 
 
 def scalar_value(value, dtype: DType, param: Param, name: str):

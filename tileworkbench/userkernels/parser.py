@@ -8,6 +8,7 @@ loop, not a recursion); one function per remaining level:
     postfix      := primary ('(' args ')' | '[' conditional ']' | '.' member '(' ')')*
 
 Statements: declarations (`T d = x - y, e;`, local arrays `ptrdiff_t idx[] = {i / 4, i % 4};`),
+type aliases (`using U = T;`, `typedef T U;`: to the end of the block, resolved while parsing),
 assignments (`=`, `op=`, `++`, `--`, to a variable, a local or raw array element), `if`/`else`,
 blocks, and `return` in preamble functions. Type placeholders (`T`) are type names only where
 the kernel's parameter lists declare them. Nesting (parentheses, unary operators, conditionals,
@@ -16,6 +17,7 @@ blocks) stops at MAX_NESTING levels with an error at the token that goes past it
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from ..errors import TileSyntaxError, TileUnsupportedFeatureError
 from . import syntax as s
@@ -29,19 +31,45 @@ MAX_NESTING = 63          # C's minimum limit for nested parenthesized expressio
 MAX_LOCAL_ARRAY = 64      # elements of a local array (each is a tile in the generated kernel)
 _ASSIGN_OPS = ("=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=")
 _QUALIFIERS = ("const", "__device__", "__host__", "static", "inline", "__inline__", "__forceinline__")
-_UNSUPPORTED_STATEMENTS = {"for": "loops", "while": "loops", "do": "loops", "switch": "switch statements",
-                           "goto": "goto", "break": "break", "continue": "continue", "template": "templates",
-                           "struct": "structs", "class": "classes", "typedef": "typedefs", "using": "using",
-                           "__syncthreads": "thread synchronization", "atomicAdd": "atomics"}
+# a word that starts what the subset leaves out -> the sentence's subject
+_UNSUPPORTED = {"for": "Loops are", "while": "Loops are", "do": "Loops are", "switch": "Switch statements are",
+                "goto": "`goto` is", "break": "`break` is", "continue": "`continue` is", "template": "Templates are",
+                "struct": "Structs are", "class": "Classes are", "namespace": "Namespaces are",
+                "decltype": "`decltype` is", "sizeof": "`sizeof` is", "alignof": "`alignof` is",
+                "__syncthreads": "Thread synchronization is", "atomicAdd": "Atomics are"}
+# CUDA's texture and surface functions: they read CUDA arrays through texture objects, which tile
+# kernels (arrays in global memory) do not have
+_TEXTURE_FUNCTIONS = frozenset(
+    [f"tex{d}{kind}" for d in ("1D", "2D", "3D") for kind in ("", "Lod", "Grad", "Layered", "LayeredLod",
+                                                             "LayeredGrad")]
+    + ["tex1Dfetch", "tex2Dgather", "texCubemap", "texCubemapLayered", "texCubemapLod", "texCubemapLayeredLod"]
+    + [f"surf{d}{rw}" for d in ("1D", "2D", "3D", "1DLayered", "2DLayered") for rw in ("read", "write")])
+
+
+@dataclass(frozen=True)
+class Types:
+    """The type names a snippet may write: the kernel's placeholders, and the type aliases an
+    earlier part (the preamble, `loop_prep`) declared at its top level (name -> the type's words)."""
+
+    placeholders: frozenset = frozenset()
+    aliases: tuple = ()
 
 
 class Parser:
-    def __init__(self, snippet: Snippet, type_names=frozenset()):
+    def __init__(self, snippet: Snippet, types=frozenset()):
+        types = types if isinstance(types, Types) else Types(frozenset(types))
         self.snippet = snippet
         self.tokens = tokenize(snippet)
         self.pos = 0
-        self.type_names = frozenset(type_names) | TYPE_WORDS | {"auto"}
+        self.aliases: dict[str, tuple[str, ...]] = dict(types.aliases)   # in scope: name -> the type's words
+        self.type_names = types.placeholders | TYPE_WORDS | {"auto"} | set(self.aliases)
+        self.placeholders = types.placeholders
         self.depth = 0
+
+    @property
+    def types(self) -> Types:
+        """The type names in scope here, for a later part of the kernel."""
+        return Types(self.placeholders, tuple(self.aliases.items()))
 
     def nested(self):
         """Enter one nesting level (left by `self.depth -= 1`); past MAX_NESTING, an error here."""
@@ -76,6 +104,9 @@ class Parser:
         tok = tok or self.tok
         raise self.snippet.error(cls, message, tok.start, max(tok.end, tok.start + 1))
 
+    def refuse(self, word: str):
+        self.fail(f"{_UNSUPPORTED[word]} not in the supported C subset", cls=TileUnsupportedFeatureError)
+
     @staticmethod
     def describe(tok: Token) -> str:
         return "the end of the snippet" if tok.kind == "end" else f"'{tok.text}'"
@@ -96,11 +127,16 @@ class Parser:
                 argument = self.type_name()
                 end = self.expect(">").end
                 words.append(f"{tok.text}<{' '.join(argument.words)}>")
+            elif tok.text in self.aliases:
+                words.extend(self.aliases[tok.text])
+                break
             elif tok.text not in _QUALIFIERS:
                 words.append(tok.text)
             if words and words[-1] not in TYPE_WORDS:  # a placeholder or `auto` is a whole type name
                 break
         if not words:
+            if self.tok.kind == "name" and self.tok.text in _UNSUPPORTED:
+                self.refuse(self.tok.text)
             self.fail(f"Expected a type name, found {self.describe(self.tok)}")
         return s.TypeName(start, end, tuple(words))
 
@@ -250,9 +286,16 @@ class Parser:
             end = self.expect(")").end
             return s.Cast(tok.start, end, type_, operand, imag)
         if tok.kind == "name":
-            if tok.text in _UNSUPPORTED_STATEMENTS:
-                self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",
+            if tok.text in _UNSUPPORTED:
+                self.refuse(tok.text)
+            if tok.text in _TEXTURE_FUNCTIONS and self.peek().text in ("(", "<"):
+                self.fail(f"Texture and surface functions ({tok.text}) are not in the supported C subset: tile "
+                          f"kernels read arrays, not texture objects; pass the data as an array",
                           cls=TileUnsupportedFeatureError)
+            if self.peek().text == "<" and self.peek(2).text in self.type_names and (
+                    self.peek(3).text == ">" or self.peek(3).text in TYPE_WORDS):   # f<float>(...), not x < T(1)
+                self.fail(f"Function templates ({tok.text}<{self.peek(2).text}>) are not in the supported C "
+                          f"subset", cls=TileUnsupportedFeatureError)
             self.advance()
             return s.Name(tok.start, tok.end, tok.text)
         self.fail(f"Expected an expression, found {self.describe(tok)}")
@@ -267,6 +310,13 @@ class Parser:
                 self.expect(until)
             body.append(self.statement())
         return tuple(body)
+
+    def scoped_statements(self) -> tuple[s.Node, ...]:
+        """The statements of a `{ }` block, up to its '}': the type aliases they declare end with it."""
+        aliases, type_names = dict(self.aliases), self.type_names
+        body = self.statements("}")
+        self.aliases, self.type_names = aliases, type_names
+        return body
 
     def end_of_statement(self):
         if self.at(";"):
@@ -287,7 +337,7 @@ class Parser:
             return s.Block(tok.start, tok.end, ())
         if self.at("{"):
             self.advance()
-            body = self.statements("}")
+            body = self.scoped_statements()
             end = self.advance().end
             return s.Block(tok.start, end, body)
         if self.at("if"):
@@ -299,15 +349,42 @@ class Parser:
             value = self.expression()
             self.end_of_statement()
             return s.Return(tok.start, value.end, value)
-        if tok.kind == "name" and tok.text in _UNSUPPORTED_STATEMENTS:
-            self.fail(f"{_UNSUPPORTED_STATEMENTS[tok.text].capitalize()} are not in the supported C subset",
-                      cls=TileUnsupportedFeatureError)
+        if self.at("using", "typedef"):
+            return self.alias()
+        if tok.kind == "name" and tok.text in _UNSUPPORTED:
+            self.refuse(tok.text)
         if self.at_type() and not (self.peek().text in ("(", "::") and self.tok.text in self.type_names):
             node = self.declaration()
         else:
             node = self.assignment()
         self.end_of_statement()
         return node
+
+    def alias(self) -> s.Block:
+        """`using X = type;` or `typedef type X;`: X names the type to the end of the enclosing
+        block (an empty statement in the tree: the type words are substituted where X is written)."""
+        start = self.advance()
+        if start.text == "using":
+            name = self.alias_name()
+            self.expect("=", f" after 'using {name.text}'")
+            type_ = self.type_name()
+        else:
+            type_ = self.type_name()
+            name = self.alias_name()
+        if type_.words == ("auto",):
+            self.fail("`auto` cannot be aliased: name the type", name)
+        self.expect(";", " after the type alias")
+        self.aliases[name.text] = type_.words
+        self.type_names = self.type_names | {name.text}
+        return s.Block(start.start, name.end, ())
+
+    def alias_name(self) -> Token:
+        if self.tok.kind == "name" and self.tok.text in _UNSUPPORTED:   # `using namespace std;`
+            self.refuse(self.tok.text)
+        taken = self.tok.text in self.type_names and self.tok.text not in self.aliases   # (an alias may be shadowed)
+        if self.tok.kind != "name" or taken:
+            self.fail(f"Expected the name of the type alias, found {self.describe(self.tok)}")
+        return self.advance()
 
     def static_assert(self) -> s.StaticAssert:
         start = self.advance().start
@@ -417,7 +494,10 @@ class Parser:
         items = []
         while self.tok.kind != "end":
             if self.at("template"):
-                self.fail("Templates are not in the supported C subset", cls=TileUnsupportedFeatureError)
+                self.refuse("template")
+            if self.at("using", "typedef"):
+                self.alias()
+                continue
             type_ = self.type_name()
             if self.tok.kind == "name" and self.peek().text == "(":
                 items.append(self.function(type_))
@@ -443,23 +523,27 @@ class Parser:
                 self.expect(",")
         self.advance()
         self.expect("{", " to open the function body")
-        body = self.statements("}")
+        body = self.scoped_statements()
         end = self.advance().end
         return s.Function(return_type.start, end, return_type, s.Name(name_tok.start, name_tok.end, name_tok.text),
                           tuple(params), body)
 
 
-def parse_statements(snippet: Snippet, type_names=frozenset()) -> tuple[s.Node, ...]:
-    return Parser(snippet, type_names).statements()
+def parse_statements(snippet: Snippet, types=frozenset()) -> tuple[s.Node, ...]:
+    """The statements of a snippet; `types`: the placeholders (a set) or a Types."""
+    return Parser(snippet, types).statements()
 
 
-def parse_expression(snippet: Snippet, type_names=frozenset()) -> s.Node:
-    parser = Parser(snippet, type_names)
+def parse_declarations(snippet: Snippet, types=frozenset(), preamble: bool = False) -> tuple[tuple, Types]:
+    """The statements (or with `preamble`, the functions and constants) of a part whose type
+    aliases the later parts see, and the Types those parts parse with."""
+    parser = Parser(snippet, types)
+    return (parser.preamble() if preamble else parser.statements()), parser.types
+
+
+def parse_expression(snippet: Snippet, types=frozenset()) -> s.Node:
+    parser = Parser(snippet, types)
     node = parser.expression()
     if parser.tok.kind != "end":
         parser.fail(f"Unexpected {parser.describe(parser.tok)} after the expression")
     return node
-
-
-def parse_preamble(snippet: Snippet, type_names=frozenset()) -> tuple[s.Node, ...]:
-    return Parser(snippet, type_names).preamble()

@@ -5,9 +5,10 @@
 
 A call broadcasts the input arrays, moves the reduced axes last and views the inputs as
 (M, K): M outputs, each reducing K mapped values. Each block of the generated tile kernel owns
-TM outputs and walks K in (TM, TK) tiles: map, replace the padding lanes by the identity,
-reduce the tile's rows, combine with the running value; then the post-map expression writes
-the outputs. `a` and `b` are of `reduce_type` (default: the first output's type).
+TM outputs and walks K in (TM, TK) tiles: map, replace the padding lanes by the identity and
+combine the tile lane by lane with a running (TM, TK) tile; after the loop one reduction of its
+rows (the block's only exchange between threads) gives the TM values the post-map expression
+writes to the outputs. `a` and `b` are of `reduce_type` (default: the first output's type).
 
 The reduce expression must be one the tile language reduces (`a + b`, `a * b`, `max(a, b)`,
 `min(a, b)` and their f-variants); the combination order differs from CuPy's, so float sums
@@ -24,15 +25,16 @@ from . import syntax as s
 from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
 from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
-from .params import parse_params, resolve_types, scalar_value
+from .params import parse_params, resolve_types, scalar_converter
 from .parser import parse_expression, parse_statements
 from .pyast import Loop, Names, assign, comment, const, dtype_node, function_source, py, py_stmt
 from .translate import CValue, NeedsInitialValue, Output, Translator, literal
 
 TMS = [1, 2, 4, 8, 16, 32]
-TKS = [32, 64, 128, 256, 512, 1024]
+TKS = [32, 64, 128, 256, 512, 1024, 2048, 4096]
+BLOCKS = 1024   # blocks that keep every SM of a large GPU busy (see _default_tiles)
 
-# reduce expression -> (tile reduction, how two partial results combine)
+# reduce expression -> (tile reduction, how two tiles of partial results combine lane by lane)
 _REDUCTIONS = {"+": ("ct.sum", "({acc} + {part})"), "*": ("ct.prod", "({acc} * {part})"),
                "max": ("ct.max", "ct.maximum({acc}, {part})"), "min": ("ct.min", "ct.minimum({acc}, {part})")}
 _CALLS = {"max": "max", "fmax": "max", "fmaxf": "max", "min": "min", "fmin": "min", "fminf": "min"}
@@ -76,11 +78,11 @@ class ReductionKernel(UserKernel):
         self._snippets = {part: Snippet(text, name, part) for part, text in
                           (("map_expr", map_expr), ("reduce_expr", reduce_expr), ("post_map_expr", post_map_expr),
                            ("identity", self.identity or ""))}
-        self._map = parse_expression(self._snippets["map_expr"], placeholders)
-        self._reduction = _reduction_of(parse_expression(self._snippets["reduce_expr"], placeholders),
+        self._map = parse_expression(self._snippets["map_expr"], self._types)
+        self._reduction = _reduction_of(parse_expression(self._snippets["reduce_expr"], self._types),
                                         self._snippets["reduce_expr"])
-        self._post = parse_statements(self._snippets["post_map_expr"], placeholders)
-        self._identity = parse_expression(self._snippets["identity"], placeholders) if self.identity else None
+        self._post = parse_statements(self._snippets["post_map_expr"], self._types)
+        self._identity = parse_expression(self._snippets["identity"], self._types) if self.identity else None
         if not placeholders:  # every type is known: expressions that cannot be typed are refused now
             self.generate({}, [p.dtype for p in self.params], (True,) * len(self.params), self._reduce_type({}))
 
@@ -88,7 +90,12 @@ class ReductionKernel(UserKernel):
         return f"<ReductionKernel {self.name}>"
 
     def __call__(self, *args, axis=None, keepdims=False, out=None, stream=None):
-        return super().__call__(*args, axis=axis, keepdims=keepdims, out=out, stream=stream)
+        keywords = {"axis": axis}   # (the others only where given: a shorter profile)
+        if keepdims is not False:
+            keywords["keepdims"] = keepdims
+        if out is not None:
+            keywords["out"] = out
+        return super().__call__(*args, stream=stream, **keywords)
 
     def _reduce_type(self, placeholders: dict) -> DType:
         """`reduce_type` is C: a placeholder or a C type name (default: the first output's type)."""
@@ -147,24 +154,31 @@ class ReductionKernel(UserKernel):
         out_steps = [_output_step(a, m, xp) for a in out_args or [output_layout(out_shape, d) for d in allocate]]
         nin = self.nin
 
-        def bind(args, kwargs):
-            outputs = [xp.empty(out_shape, d) for d in allocate] if allocate else \
-                list(args[nin:]) or [kwargs["out"]]
-            values, finishers = [step(a) for step, a in zip(steps, args)], []
-            for step, a in zip(out_steps, outputs):
-                value, finish = step(a)
-                values.append(value)
-                if finish is not None:
-                    finishers.append(finish)
-            return tuple(values), outputs, (lambda: [f() for f in finishers]) if finishers else nothing_to_finish
+        def outputs_of(args, kwargs) -> list:
+            return [xp.empty(out_shape, d) for d in allocate] if allocate else list(args[nin:]) or [kwargs["out"]]
+
+        if all(step is _same for step in steps) and all(step is _same_output for step in out_steps):
+            def bind(args, kwargs):   # every argument an array the kernel takes as it is
+                outputs = outputs_of(args, kwargs)
+                return (*args[:nin], *outputs), outputs, nothing_to_finish
+        else:
+            def bind(args, kwargs):
+                outputs = outputs_of(args, kwargs)
+                values, finishers = [step(a) for step, a in zip(steps, args)], []
+                for step, a in zip(out_steps, outputs):
+                    value, finish = step(a)
+                    values.append(value)
+                    if finish is not None:
+                        finishers.append(finish)
+                return tuple(values), outputs, (lambda: [f() for f in finishers]) if finishers else nothing_to_finish
         types = in_types + out_types
         ranks = tuple(is_array_like(a) for a in in_args) + (True,) * self.nout
         key = (tuple(t.name for t in types), ranks, reduce_type.name)
         kernel = None
         if m > 0:
             kernel = self.tile_kernel(key, lambda: self.generate(placeholders, types, ranks, reduce_type))
-        tk = self.tiles[1] if self.tiles else min(1024, max(32, pow2_at_least(k)))
-        tm = self.tiles[0] if self.tiles else max(1, min(pow2_at_least(m), 4096 // tk))
+        along_rows = all(_reduces_along_rows(step(a), k) for step, a in zip(steps, in_args) if is_array_like(a))
+        tm, tk = self.tiles or _default_tiles(m, k, along_rows)
         return CallPlan(kernel, key, self.tuned_config(key, {"TM": tm, "TK": tk}),
                         lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, bind, xp is not np)
 
@@ -198,15 +212,16 @@ class ReductionKernel(UserKernel):
             mapped = CValue(py("ct.broadcast_to(v, (TM, TK))", v=mapped.code), reduce_type)
         loop_body = loads + mapper.body + [
             assign(valid, py(f"({k} * TK + ct.arange(TK, dtype=ct.int32))[None, :] < a.shape[1]", a=first)),
-            assign(part, py(f"{tile_fn}(ct.where({valid}, v, e), axis=1)", v=mapped.code, e=identity.code)),
+            assign(part, py(f"ct.where({valid}, v, e)", v=mapped.code, e=identity.code)),
             assign(acc, py(combine.format(acc=acc, part=part)))]
         loop = py_stmt(f"for {k} in range(ct.num_tiles(a, 1, (TM, TK))): pass", a=first)
+        reduced = names.fresh("reduced")
         body = [assign(block, py("ct.bid(0)")),
-                assign(acc, py("ct.full((TM,), v, t)", v=const(identity.const), t=dtype_node(reduce_type))),
-                Loop(loop, loop_body)]
+                assign(acc, py("ct.full((TM, TK), v, t)", v=const(identity.const), t=dtype_node(reduce_type))),
+                Loop(loop, loop_body), assign(reduced, py(f"{tile_fn}({acc}, axis=1)"))]
         outputs = {p.name: Output(p.name, t) for p, t in zip(self.out_params, types[self.nin:])}
         poster = Translator(self._snippets["post_map_expr"], placeholders,
-                            {**scalars, "a": CValue(py(acc), reduce_type)}, outputs, {}, {}, self.functions(), names)
+                            {**scalars, "a": CValue(py(reduced), reduce_type)}, outputs, {}, {}, self.functions(), names)
         self.declare_preamble_constants(poster)
         try:
             poster.statements(self._post)
@@ -240,15 +255,35 @@ class ReductionKernel(UserKernel):
         return value
 
 
+def _default_tiles(m: int, k: int, along_rows: bool) -> tuple[int, int]:
+    """(TM, TK) by default. Where every input's reduced values are contiguous (rows of the (M, K)
+    view), a tile holds up to 4096 elements of as few rows as leave the grid BLOCKS blocks (one
+    exchange between threads per block, and enough blocks to fill a large GPU). Otherwise the
+    outputs are what is contiguous, and a block takes several (TM) so its loads read runs of
+    them: tiles of up to 1024 elements along K."""
+    tk = min(4096 if along_rows else 1024, max(32, pow2_at_least(k)))
+    tm = max(1, min(pow2_at_least(m), 4096 // tk))
+    while along_rows and tm > 1 and -(-m // tm) < BLOCKS:
+        tm //= 2
+    return tm, tk
+
+
+def _reduces_along_rows(view, k: int) -> bool:
+    """Whether the (M, K) view of an input holds each output's values contiguously."""
+    return k <= 1 or view.strides[1] == view.itemsize
+
+
 def _input_step(a, t, p, name: str, shape: tuple, order: list, mk: tuple, xp):
     """How a call's input (like `a`) becomes the kernel's value: a scalar of its type, or the array
     broadcast to the loop's shape, its reduced axes moved last, viewed as (M, K) (each step
     left out where the array already is what it makes)."""
     if not is_array_like(a):
-        return lambda a: scalar_value(a, t, p, name)
+        return scalar_converter(a, t, p, name)
     broadcast = tuple(a.shape) != shape
     moved = order != sorted(order)
     reshaped = mk != tuple(shape[d] for d in order)
+    if not (broadcast or moved or reshaped):
+        return _same
 
     def step(a):
         if broadcast:
@@ -264,12 +299,20 @@ def _output_step(a, m: int, xp):
     back: a contiguous output is viewed as (M,); a strided one gets a contiguous buffer, copied
     into it after the launch."""
     if a.flags.c_contiguous:
-        return (lambda a: (a, None)) if tuple(a.shape) == (m,) else (lambda a: (a.reshape(m), None))
+        return _same_output if tuple(a.shape) == (m,) else (lambda a: (a.reshape(m), None))
 
     def buffered(a):
         buffer = xp.empty(m, a.dtype)
         return buffer, lambda: a.__setitem__(Ellipsis, buffer.reshape(a.shape))
     return buffered
+
+
+def _same(a):
+    return a
+
+
+def _same_output(a) -> tuple:
+    return a, None
 
 
 class AxisError(UserInputError, np.exceptions.AxisError):
