@@ -381,7 +381,7 @@ def _view_access(op, rest, get, values, m, recorder):
     return None if store else OPAQUE
 
 
-# pointer-tile accesses: where the mask is among the operands (after the token, if any, come none)
+# where each pointer-tile access has its mask among its operands (a token there reads as no mask)
 _MASK_AT = {"load_ptr_tko": 1, "store_ptr_tko": 2, "atomic_rmw_tko": 2, "atomic_cas_tko": 3}
 _ATOMICS = ("atomic_rmw_tko", "atomic_cas_tko")
 _RMW_MODES = {"addf": "add", "addi": "add", "maxf": "max", "minf": "min", "umax": "max", "umin": "min"}
