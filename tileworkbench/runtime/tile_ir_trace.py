@@ -100,8 +100,11 @@ def _entry(text: str, name: str):
 
 
 def _locations(text: str, first_line: int, source: list[str]) -> dict[str, tuple[int, int, str]]:
-    """#locN -> (cell line, column, its text): the last place in the cell its location chain names."""
+    """#locN -> (cell line, column, its text): the last place in the cell its location chain names,
+    moved to the call it is an argument of (`_call_start`)."""
     table = dict(_LOC.findall(text))
+    from .cpp import _without_comments
+    code = _without_comments("\n".join(source)).splitlines()
 
     def places(ref, depth=0):
         found = re.findall(r'"([^"]*)":(\d+):(\d+)', table.get(ref, ""))
@@ -112,10 +115,35 @@ def _locations(text: str, first_line: int, source: list[str]) -> dict[str, tuple
     for ref in table:
         cell = [(int(line), int(col)) for f, line, col in places(ref) if os.path.basename(f) == "cell"]
         if cell:
-            line, col = cell[-1]
-            text_line = source[line - first_line] if 0 <= line - first_line < len(source) else ""
-            out[ref] = (line, col - 1, text_line)
+            row, col = _call_start(code, cell[-1][0] - first_line, cell[-1][1] - 1)
+            out[ref] = (row + first_line, col, source[row] if 0 <= row < len(source) else "")
     return out
+
+
+def _call_start(code: list[str], row: int, col: int) -> tuple[int, int]:
+    """Where the call whose arguments hold (row, col) begins, when it begins on an earlier line: NVRTC
+    places an access that spans lines at one of its arguments, and the views (as for Python cells)
+    name the line the call is written on. `code`: the cell's lines, comments blanked."""
+    if not 0 <= row < len(code):
+        return row, col
+    depth, r, c = 0, row, min(col, len(code[row]))
+    while r >= 0:
+        for k in range(c - 1, -1, -1):
+            ch = code[r][k]
+            if ch in ")}":  # a group the place is not in: an argument list, a braced init, a block
+                depth += 1
+            elif ch in "({" and depth:
+                depth -= 1
+            elif ch == "(":  # the innermost call around the place: its name, where it is written
+                if r == row:
+                    return row, col
+                callee = re.search(r"[\w.:]+(?:<[^()]*>)?\s*$", code[r][:k])
+                return r, callee.start() if callee else len(code[r]) - len(code[r].lstrip())
+            elif ch in ";{" and not depth:
+                return row, col  # the statement begins: no call around the place
+        r -= 1
+        c = len(code[r]) if r >= 0 else 0
+    return row, col
 
 
 class _Recorder:
