@@ -111,3 +111,20 @@ def test_without_tileirdisasm_a_cell_compiles_and_its_tile_ir_view_and_viz_say_w
     shell.user_ns.update(x=np.zeros(3000, np.float32), y=np.zeros(3000, np.float32))
     with capture_output(), pytest.raises(TileKernelCellError, match="No Tile IR text: .* --viz need"):
         shell.run_cell_magic("tilekernel", '--lang cpp "axpy<1024>" --viz --grid 3 --args "x, y, 2.0, 3000"', AXPY)
+
+
+def test_a_corpus_kernel_named_with_a_type_and_a_size_traces_from_a_cell_with_bf16_arrays(shell):
+    import ml_dtypes
+    import numpy as np
+
+    from benchmarks.tile_cpp import cases
+    case = next(c for c in cases(quick=True) if c.name == "layer norm")
+    sizes = {"rows": 2, "cols": 1000}
+    arrays = [np.zeros(shape, ml_dtypes.bfloat16) for shape in [(2, 1000), 1000, 1000, (2, 1000)]]
+    shell.user_ns.update(grid=case.grid(sizes), args=case.cpp_args(arrays, sizes))
+    out = run(shell, f'--lang cpp "{case.expression}" --viz --grid grid --args "*args"', case.source)
+    assert shell.user_ns["layer_norm"].expression == "layer_norm<__nv_bfloat16, 1024>"
+    widgets = [o.data for o in out.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    assert len(widgets) == 5  # coverage, tile spaces of x and y, index maps of w and b (1-D under a 2-D view)
+    (record,) = records(out)
+    assert record["stopped"] is None
