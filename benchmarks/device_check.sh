@@ -36,18 +36,12 @@ for stage in "$@"; do
                -W ignore::pytest_benchmark.logger.PytestBenchmarkWarning 2>&1 | tee "$out/tests-k.log" \
                | grep -E "FAILED|ERROR|passed|failed" | tail -n 40
              summary+=("tests -k: $(tail -n 1 "$out/tests-k.log")") ;;
-    nvrtc) # NVRTC 13.4 (tile mode) into the environment; CUDA 13.4's headers (cuda_tf32.h, which its
-           # cuda_tile.h includes) in /tmp/cuda-headers, leaving the machine's CUDA runtime alone; the tile
-           # compiler from .cutile's pack on PATH. A warm machine keeps what an earlier call installed, so
-           # each part is done where its files came along and only put on the paths otherwise.
-           if compgen -G ".nvrtc/*.whl" >/dev/null; then
-             python3 -m pip install -q --no-index --no-deps --no-compile --upgrade .nvrtc/nvidia_cuda_nvrtc-*.whl 2>&1 | tail -n 2
-             python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/cuda-headers \
-               .nvrtc/nvidia_cuda_runtime-*.whl .nvrtc/nvidia_cuda_crt-*.whl 2>&1 | tail -n 2
-             rm -rf /tmp/cuda-headers/nvidia/cu13/lib
-           fi
+    nvrtc) # NVRTC 13.4 (tile mode) into the environment, leaving the machine's CUDA 13.0 headers alone (tile
+           # cells then take NVRTC's own), and the tile compiler from .cutile's pack on PATH. A warm machine
+           # keeps what an earlier call installed: each part is done where its files came along.
+           compgen -G ".nvrtc/*.whl" >/dev/null &&
+             python3 -m pip install -q --no-index --no-deps --no-compile --upgrade .nvrtc/*.whl 2>&1 | tail -n 2
            [ -f .cutile/setup.sh ] && (source .cutile/setup.sh)
-           [ -d /tmp/cuda-headers ] && export PYTHONPATH=/tmp/cuda-headers${PYTHONPATH:+:$PYTHONPATH}
            [ -x /tmp/cutile/bin/tileiras ] && export PATH=/tmp/cutile/bin:$PATH
            python3 -c "from tileworkbench.runtime import tile_cpp; print('tile compiler:', tile_cpp.unavailable_reason() or 'ready')" ;;
     idioms) (with_cutile; python3 benchmarks/idioms.py --dtypes bfloat16,float16,float32) 2>&1 | tee "$out/idioms.log" | tail -n 40
