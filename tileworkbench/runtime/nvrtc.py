@@ -110,17 +110,26 @@ def nvrtc_version() -> tuple[int, int]:
 def bundled_headers(directory: str) -> str | None:
     """NVRTC's own copy of the CUDA headers (NVRTC 13.3+ carries them), extracted once into
     `directory`/nvrtc-headers-<version>: headers that always match the NVRTC in use. None when this
-    NVRTC (or cuda-bindings) has none or they cannot be written there."""
-    nvrtc = _load()
-    if not hasattr(nvrtc, "nvrtcInstallBundledHeaders"):
+    NVRTC has none or they cannot be written there.
+
+    The C entry point is called through ctypes on the library cuda-bindings loaded: some
+    cuda-bindings releases that wrap it fail on its result structure (a TypeError in the binding)."""
+    import ctypes
+    major, minor = nvrtc_version()
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+        library = ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
+    except (ImportError, OSError, RuntimeError):
         return None
-    status, info, *_ = nvrtc.nvrtcGetBundledHeadersInfo()
-    if status != nvrtc.nvrtcResult.NVRTC_SUCCESS or not info.available:
+    install = getattr(library, "nvrtcInstallBundledHeaders", None)
+    if install is None:
         return None
-    path = os.path.join(directory, f"nvrtc-headers-{info.cudaVersionMajor}.{info.cudaVersionMinor}")
-    status, *_ = nvrtc.nvrtcInstallBundledHeaders(path.encode(), nvrtc.NVRTC_INSTALL_HEADERS_SKIP_IF_EXISTS)
-    ok = status == nvrtc.nvrtcResult.NVRTC_SUCCESS and os.path.exists(os.path.join(path, "cuda_fp16.h"))
-    return path if ok else None
+    install.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(ctypes.c_char_p)]
+    install.restype = ctypes.c_int
+    path = os.path.join(directory, f"nvrtc-headers-{major}.{minor}")
+    skip_if_present = 0   # NVRTC_INSTALL_HEADERS_SKIP_IF_EXISTS: extracted once, under a file lock
+    status = install(path.encode(), skip_if_present, ctypes.byref(ctypes.c_char_p()))
+    return path if status == 0 and os.path.exists(os.path.join(path, "cuda_fp16.h")) else None
 
 
 def supported_archs() -> list[str]:

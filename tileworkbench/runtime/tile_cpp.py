@@ -150,7 +150,7 @@ def include_dirs() -> tuple[str, ...]:
     TileCompilerUnavailableError naming what was found and what to install."""
     from .cache import default_directory
     from .launch import cuda_header_dirs, cuda_headers_version
-    from .nvrtc import _load, bundled_headers, nvrtc_version
+    from .nvrtc import bundled_headers, nvrtc_version
     needed = nvrtc_version()
     found = [(d, cuda_headers_version(d)) for d in cuda_header_dirs()]
     for directory, version in found:
@@ -161,12 +161,9 @@ def include_dirs() -> tuple[str, ...]:
         return (bundled,)
     release = ".".join(map(str, needed))
     seen = "; ".join(f"{d} (CUDA {'.'.join(map(str, v)) if v else 'of unknown version'})" for d, v in found)
-    # cuda-bindings 13.3 and newer can extract NVRTC's own copy, where this NVRTC carries one
-    extract = "" if hasattr(_load(), "nvrtcInstallBundledHeaders") else \
-        ' (or `pip install "cuda-bindings>=13.3,<14"`, which takes them from NVRTC)'
     raise TileCompilerUnavailableError(
         f"CUDA Tile C++ under NVRTC {release} needs CUDA headers {release} or newer; found "
-        f"{seen or 'no CUDA headers'}. Install them with `pip install \"nvidia-cuda-runtime=={release}.*\"`{extract}")
+        f"{seen or 'no CUDA headers'}. Install them with `pip install \"nvidia-cuda-runtime=={release}.*\"`")
 
 
 def unavailable_reason() -> str | None:
