@@ -85,34 +85,82 @@ def narrow_float_program(rng) -> Program:
     return Program(_kernel(lines), (blocks,), (x, y, np.zeros(size, dtype)), expected, True, 0.0, [f"{name}-fma"])
 
 
-_MMA = [("float16", "float32"), ("bfloat16", "float32"), ("float8_e4m3fn", "float32"), ("float8_e5m2", "float32"),
-        ("tfloat32", "float32"), ("int8", "int32")]
+# (operand, accumulator); matmul accumulates in the first accumulator cuTile lists for the operand
+_MMA = [("float16", "float32"), ("float16", "float16"), ("bfloat16", "float32"), ("float8_e4m3fn", "float32"),
+        ("float8_e4m3fn", "float16"), ("float8_e5m2", "float32"), ("tfloat32", "float32"), ("float32", "float32"),
+        ("float64", "float64"), ("int8", "int32"), ("uint8", "int32")]
+_MATMUL_ACCUMULATOR = {"float16": "float16", "float8_e4m3fn": "float16", "float8_e5m2": "float16"}
+
+
+def accumulation_bits(operand: str, accumulator: str) -> int:
+    """The significant bits an mma's sums keep: the accumulator's, except that Hopper's tensor cores
+    sum float8 products in a 14-bit adder (tileworkbench's model restarts it every 128 products; cuTile's
+    compiler may take a more precise path, as for small tiles it does)."""
+    if operand.startswith("float8") and accumulator == "float32":
+        return 14
+    return {"float16": 11, "float32": 24, "float64": 53}[accumulator]
+
+
+def mma_tolerance(x: np.ndarray, y: np.ndarray, acc: np.ndarray, bits: int, result: str | None = None) -> np.ndarray:
+    """How far apart two correct results of `acc + x @ y` may lie, element by element. Each sums K
+    products and the accumulator with `bits`-bit sums in its own order and grouping, so each lies
+    within (K + 1) units of `bits` of sum_k |x_ik||y_kj| + |acc_ij| from the exact result (Higham's
+    bound for a dot product; a unit is 2**(1 - bits), which covers truncating adders too). Two results
+    lie twice that apart, plus one step of `result`'s dtype where the sum is then rounded to it."""
+    x64, y64, acc64 = (a.astype(np.float64) for a in (x, y, acc))
+    magnitude = np.abs(x64) @ np.abs(y64) + np.abs(acc64)
+    apart = 2 * (x.shape[-1] + 1) * 2.0 ** (1 - bits) * magnitude
+    if result is None:
+        return apart
+    # tfloat32: float32's range, 10 mantissa bits
+    eps, tiny = (2.0 ** -10, 0.0) if result == "tfloat32" else \
+        (float(ml_dtypes.finfo(result).eps), float(ml_dtypes.finfo(result).smallest_subnormal))
+    return apart + eps * (np.abs(x64 @ y64 + acc64) + apart) + tiny
+
+
+def _values(rng, dtype: np.dtype, shape):
+    if dtype.kind in "iu":
+        low = -20 if dtype.kind == "i" else 0
+        return rng.integers(low, 20, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
 
 
 def mma_program(rng) -> Program:
+    """mma and matmul of every operand dtype cuTile takes. Integers are exact; floats are compared
+    within `mma_tolerance`, except that tileworkbench's interpreter and GPU agree bit for bit where
+    both compute the tensor cores' model (16-bit, float8 and tfloat32 operands into float32)."""
     operand, acc = _MMA[int(rng.integers(len(_MMA)))]
     m, n, k = (int(rng.choice(c)) for c in ([16, 32, 64], [16, 32, 64], [16, 32, 64, 128]))
     storage = "float32" if operand == "tfloat32" else operand
     np_dtype = np.dtype(getattr(ml_dtypes, storage, None) or storage)
-    if operand == "int8":
-        x, y = rng.integers(-20, 20, (m, k)).astype(np.int8), rng.integers(-20, 20, (k, n)).astype(np.int8)
-    else:
-        x, y = rng.standard_normal((m, k)).astype(np_dtype), rng.standard_normal((k, n)).astype(np_dtype)
+    x, y = _values(rng, np_dtype, (m, k)), _values(rng, np_dtype, (k, n))
+    if operand == "uint8" and rng.integers(2):  # cuTile mixes int8 and uint8 operands
+        y = rng.integers(-20, 20, (k, n)).astype(np.int8)
     cast = ".astype(ct.tfloat32)" if operand == "tfloat32" else ""
     load_x = _spell(rng, "load", ["x", "(0, 0)", f"({m}, {k})"], {"index": "(0, 0)", "shape": f"({m}, {k})"})
     load_y = _spell(rng, "load", ["y", "(0, 0)", f"({k}, {n})"], {"index": "(0, 0)", "shape": f"({k}, {n})"})
-    exact, eps = True, 0.0
-    if operand != "int8" and rng.integers(2):  # matmul: the result in the operands' dtype
+    integer = np_dtype.kind in "iu"
+    if not integer and acc == "float32" and operand not in ("float32", "float64") and rng.integers(2):
+        # matmul: accumulated in cuTile's first accumulator for the operand, the result in the operand's dtype
+        acc, rounding = _MATMUL_ACCUMULATOR.get(operand, "float32"), operand
         result = "ct.matmul(a, b).astype(ct.float32)" if operand == "tfloat32" else "a @ b"
-        out = np.zeros((m, n), np.float32 if operand == "tfloat32" else np_dtype)
-        if operand in ("float16", "float8_e4m3fn", "float8_e5m2"):  # a float16 accumulator: its rounding is
-            exact, eps = False, float(ml_dtypes.finfo(np_dtype).eps)  # the hardware's, not modelled bit for bit
+        out, start = np.zeros((m, n), np.float32 if operand == "tfloat32" else np_dtype), np.zeros((m, n))
     else:
-        result = f"ct.mma(a, b, {'acc=' if rng.integers(2) else ''}ct.zeros(({m}, {n}), ct.{acc}))"
-        out = np.zeros((m, n), acc)
+        start = np.zeros((m, n), acc) if rng.integers(2) else np.full((m, n), 1.5, acc)
+        fill = f"ct.zeros(({m}, {n}), ct.{acc})" if not start.any() else f"ct.full(({m}, {n}), 1.5, ct.{acc})"
+        if rng.integers(2):
+            fill = (f"ct.zeros(shape=({m}, {n}), dtype=ct.{acc})" if not start.any()
+                    else f"ct.full(shape=({m}, {n}), fill_value=1.5, dtype=ct.{acc})")
+        result = f"ct.mma(a, b, {'acc=' if rng.integers(2) else ''}{fill})"
+        out, rounding = np.zeros((m, n), acc), None
     lines = [f"a = {load_x}{cast}", f"b = {load_y}{cast}",
              _spell(rng, "store", ["out", "(0, 0)", result], {"index": "(0, 0)", "tile": result})]
-    return Program(_kernel(lines), (1,), (x, y, out), None, exact, eps, [f"mma-{operand}"])
+    if integer:
+        return Program(_kernel(lines), (1,), (x, y, out), None, True, 0.0, [f"mma-{operand}"])
+    tolerance = mma_tolerance(x, y, start, accumulation_bits(operand, acc), rounding)
+    bitwise = acc == "float32" and operand not in ("float32", "float64")
+    return Program(_kernel(lines), (1,), (x, y, out), None, bitwise, 0.0, [f"mma-{operand}-{acc}"],
+                   tolerance=tolerance)
 
 
 _ATOMICS = {"atomic_add": np.add, "atomic_max": np.maximum, "atomic_min": np.minimum, "atomic_and": np.bitwise_and,
