@@ -6,7 +6,8 @@ programs.py does not draw, each spelled with keyword or positional arguments at 
 - mma: float16, bfloat16, float8 and tfloat32 operands into float32, int8 into int32 (no NumPy
   expectation: compared between implementations only);
 - atomics: add, max, min, and, or, xor with indices that collide across blocks (the final array
-  does not depend on the order: integers, and floats holding small integers).
+  does not depend on the order: integers, and floats holding small integers);
+- 2-D gathers and scatters: tuples of broadcast indices past every edge, masks, padding values.
 
 Each returns a programs.Program whose kernel is `fuzz(x, y, out)`.
 """
@@ -186,4 +187,41 @@ def atomic_program(rng) -> Program:
     return Program(_kernel(lines), (blocks,), (values, values.copy(), start), expected, True, 0.0, [name])
 
 
-FAMILIES = (integer_program, narrow_float_program, mma_program, atomic_program)
+def gather_scatter_program(rng) -> Program:
+    """A 2-D gather with a tuple of broadcast indices (a column of rows, a row of columns) that run
+    past every edge, masked at random and padded, then a masked 2-D scatter of it (each block writes
+    its own rows, a lane never shares an element), in a dtype of every width."""
+    dtype = np.dtype(rng.choice(["float16", "float32", "float64", "int8", "int16", "uint16", "int32", "int64"]))
+    dtype = np.dtype(ml_dtypes.bfloat16) if rng.integers(6) == 0 else dtype
+    n, m, blocks = int(rng.choice([2, 4, 8])), int(rng.choice([4, 8, 16])), int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, blocks * n + 4)), int(rng.integers(1, m + 6)))
+    x = (rng.standard_normal(shape) * 8).astype(dtype) if dtype.kind not in "iu" else \
+        rng.integers(-50, 50, shape).astype(dtype)
+    out_shape = (blocks * n - int(rng.integers(0, n)), int(rng.integers(1, m + 3)))
+    step, row_offset, col_offset = int(rng.choice([1, 2, -1])), int(rng.integers(-3, 3)), int(rng.integers(-3, 4))
+    out_step, out_offset = int(rng.choice([1, -1])), int(rng.integers(-2, m))
+    pad = int(rng.integers(0 if dtype.kind == "u" else -3, 4))
+    index = "ct.int64" if rng.integers(2) else "ct.int32"
+    rows, cols = f"ct.arange({n}, dtype={index})[:, None]", f"ct.arange({m}, dtype={index})[None, :]"
+    lines = [f"r = {rows}", f"c = {cols}", "i = r * %d + ct.bid(0) * %d + %d" % (step, n, row_offset),
+             f"j = c + {col_offset}"]
+    gather_mask, scatter_mask = bool(rng.integers(2)), bool(rng.integers(2))
+    masked = ", mask=(r + c) % 3 != 1" if gather_mask else ""
+    lines.append(f"t = ct.gather(x, (i, j){masked}, padding_value={pad})")
+    masked = ", mask=(r * c) % 4 != 2" if scatter_mask else ""
+    lines.append(f"ct.scatter(out, (r + ct.bid(0) * {n}, c * {out_step} + {out_offset}), t{masked})")
+    expected = np.zeros(out_shape, dtype)
+    for b in range(blocks):
+        for r in range(n):
+            for c in range(m):
+                i, j = r * step + b * n + row_offset, c + col_offset
+                take = (not gather_mask or (r + c) % 3 != 1) and 0 <= i < shape[0] and 0 <= j < shape[1]
+                value = x[i, j] if take else dtype.type(pad)
+                o, p = r + b * n, c * out_step + out_offset
+                if (not scatter_mask or (r * c) % 4 != 2) and 0 <= o < out_shape[0] and 0 <= p < out_shape[1]:
+                    expected[o, p] = value
+    return Program(_kernel(lines), (blocks,), (x, x.copy(), np.zeros(out_shape, dtype)), expected, True, 0.0,
+                   ["gather-scatter-2d"])
+
+
+FAMILIES = (integer_program, narrow_float_program, mma_program, atomic_program, gather_scatter_program)
