@@ -8,7 +8,9 @@ prints the kernels checked and the mismatches (each with its kernel's source); t
 with these rules and the counts. A program cuTile refuses is counted apart (where cuTile refuses what
 the tile-operations specification defines, tileworkbench follows the specification); one tileworkbench
 refuses and cuTile runs is a mismatch. Without a GPU or without cuTile, `--interpreter-only` checks the
-programs' NumPy expectations.
+programs' NumPy expectations; `--compile-only` also compiles each one for sm_90 with NVRTC and with
+cuTile's compiler (ahead-of-time export, where cuTile is importable: Python 3.12), so a program cuTile
+compiles and tileworkbench refuses shows without a GPU.
 
 How results are compared (`RULES`, written at the head of the report):
 
@@ -151,7 +153,8 @@ class Device:
         return self.torch.cuda.current_stream()
 
 
-def run_program(program: Program, k: int, directory: Path, device: Device | None) -> tuple[str, str | None]:
+def run_program(program: Program, k: int, directory: Path, device: Device | None,
+                compile_only: bool = False) -> tuple[str, str | None]:
     """("checked" | "refused", what differs or None)."""
     import tileworkbench.tile as ours
     host = program.fresh_args()
@@ -164,6 +167,8 @@ def run_program(program: Program, k: int, directory: Path, device: Device | None
         found = difference(program, host[2])
         if found:
             return "checked", f"interpreter against NumPy: {found}"
+    if compile_only:
+        return compile_both(program, k, directory)
     if device is None:
         return "checked", None
     import cuda.tile as cutile
@@ -190,16 +195,43 @@ def run_program(program: Program, k: int, directory: Path, device: Device | None
     return "checked", found
 
 
+def compile_both(program: Program, k: int, directory: Path) -> tuple[str, str | None]:
+    """No GPU: the program through cuTile's compiler (ahead-of-time export of an sm_90 cubin, where
+    cuTile is importable) and through tileworkbench's (NVRTC, sm_90). One that cuTile compiles and
+    tileworkbench does not is a mismatch."""
+    from tileworkbench.runtime.launch import build
+    if importlib.util.find_spec("cuda.tile") is not None:
+        import io
+
+        import cuda.tile as cutile
+        from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, export_kernel
+        arrays = [ArrayConstraint(getattr(cutile, a.dtype.name), a.ndim, index_dtype=cutile.int32,
+                                  stride_lower_bound_incl=0, alias_groups=(), may_alias_internally=False)
+                  for a in program.args]
+        try:
+            export_kernel(load_kernel(program.source, "cuda.tile", directory, k),
+                          [KernelSignature(arrays, CallingConvention.cutile_python_v2())], io.BytesIO(),
+                          gpu_code="sm_90", output_format="cubin")
+        except Exception:  # noqa: BLE001 - cuTile refuses it
+            return "refused", None
+    try:
+        build(load_kernel(program.source, "tileworkbench.tile", directory, k).specialize(program.fresh_args()),
+              "sm_90")
+    except Exception as e:  # noqa: BLE001 - a crash is a finding
+        return "checked", f"tileworkbench's compiler: {type(e).__name__}: {e}"
+    return "checked", None
+
+
 def _against(name: str, reference: str, results: dict, exact: bool, eps: float, tolerance, defined) -> str | None:
     found = same(results[reference], results[name], exact, eps, tolerance, defined)
     return found and f"{name} against {reference}: {found}"
 
 
 def differential(seconds: float, seed: int = 0, interpreter_only: bool = False, limit: int | None = None,
-                 progress=None) -> Stats:
+                 progress=None, compile_only: bool = False) -> Stats:
     stats = Stats()
     rng = np.random.default_rng(seed)
-    device = None if interpreter_only else Device()
+    device = None if interpreter_only or compile_only else Device()
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as directory:
         for k in itertools.count():
@@ -210,10 +242,10 @@ def differential(seconds: float, seed: int = 0, interpreter_only: bool = False, 
                 program = generator(rng)
             if rng.random() < CPP_NAMES_SHARE:
                 program = with_cpp_names(program, rng)
-            outcome, found = run_program(program, k, Path(directory), device)
+            outcome, found = run_program(program, k, Path(directory), device, compile_only)
             stats.checked += outcome == "checked"
             stats.refused_by_cutile += outcome == "refused"
-            if outcome == "checked":
+            if outcome == "checked" and device is not None:  # compared with cuTile's results
                 stats.within_tolerance += program.tolerance is not None
                 undefined = 0 if program.defined is None else int((~program.defined).sum())
                 stats.undefined_elements += undefined
@@ -233,7 +265,10 @@ def header(args, stats: Stats) -> str:
     except OSError:
         tree = "?"
     where = "interpreter only"
-    if not args.interpreter_only:
+    if args.compile_only:
+        cutile = "cuTile's compiler" if importlib.util.find_spec("cuda.tile") else "no cuTile"
+        where = f"no GPU: interpreter, NVRTC and {cutile}, for sm_90"
+    elif not args.interpreter_only:
         import torch
 
         import cuda.tile
@@ -249,10 +284,13 @@ def main(argv=None) -> int:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--interpreter-only", action="store_true", help="no GPU or no cuTile: the NumPy expectations")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="no GPU: also compile each program for sm_90 with NVRTC and, where importable, with "
+                             "cuTile's compiler (a program cuTile compiles and tileworkbench does not is a mismatch)")
     parser.add_argument("--report", help="write each mismatch with its kernel's source to this file")
     args = parser.parse_args(argv)
     stats = differential(args.minutes * 60, args.seed, args.interpreter_only,
-                         progress=lambda s: print(s, flush=True))
+                         progress=lambda s: print(s, flush=True), compile_only=args.compile_only)
     text = "".join(f"--- seed {seed} #{k}: {found}\n{source}\n" for seed, k, found, source in stats.mismatches)
     if args.report:
         Path(args.report).write_text(header(args, stats) + "\n\n" + text)

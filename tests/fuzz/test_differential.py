@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from .differential import differential, load_kernel, same
+from .differential import differential, load_kernel, main, same
 from .families import FAMILIES, accumulation_bits, mma_tolerance
 from .programs import in_integer_range, random_program, with_cpp_names
 
@@ -36,6 +36,25 @@ def test_every_family_compiles_with_nvrtc(family, tmp_path, monkeypatch):
     program = family(np.random.default_rng(4))
     kernel = load_kernel(program.source, "tileworkbench.tile", tmp_path, 0)
     runtime.build(kernel.specialize(program.fresh_args()), "sm_90")
+
+
+def test_compile_only_compiles_each_program_with_nvrtc(tmp_path, monkeypatch):
+    runtime = pytest.importorskip("tileworkbench.runtime.launch")
+    try:
+        runtime.cuda_include_dirs()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"needs NVRTC and the CUDA headers ({e})")
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    stats = differential(60, seed=5, limit=2, compile_only=True)
+    assert stats.checked + stats.refused_by_cutile == 2 and not stats.mismatches
+
+
+def test_the_report_opens_with_the_comparison_rules_and_the_counts(tmp_path, capsys):
+    report = tmp_path / "report.txt"
+    assert main(["--interpreter-only", "--minutes", "0.01", "--report", str(report)]) == 0
+    head = report.read_text().splitlines()
+    assert head[0].startswith("# interpreter only") and "--minutes 0.01 --seed 1" in head[0]
+    assert any("ftoi" in line for line in head) and any("kernels checked" in line for line in head)
 
 
 def test_the_comparison_is_bitwise_for_exact_results_and_within_rounding_otherwise():
