@@ -209,7 +209,9 @@ def gather_scatter_program(rng) -> Program:
     masked = ", mask=(r + c) % 3 != 1" if gather_mask else ""
     lines.append(f"t = ct.gather(x, (i, j){masked}, padding_value={pad})")
     masked = ", mask=(r * c) % 4 != 2" if scatter_mask else ""
-    lines.append(f"ct.scatter(out, (r + ct.bid(0) * {n}, c * {out_step} + {out_offset}), t{masked})")
+    reverse = bool(rng.integers(2))  # the blocks write their rows in reverse order
+    block = "(ct.num_blocks(axis=0) - 1 - ct.bid(axis=0))" if reverse else "ct.bid(0)"
+    lines.append(f"ct.scatter(out, (r + {block} * {n}, c * {out_step} + {out_offset}), t{masked})")
     expected = np.zeros(out_shape, dtype)
     for b in range(blocks):
         for r in range(n):
@@ -217,7 +219,7 @@ def gather_scatter_program(rng) -> Program:
                 i, j = r * step + b * n + row_offset, c + col_offset
                 take = (not gather_mask or (r + c) % 3 != 1) and 0 <= i < shape[0] and 0 <= j < shape[1]
                 value = x[i, j] if take else dtype.type(pad)
-                o, p = r + b * n, c * out_step + out_offset
+                o, p = r + (blocks - 1 - b if reverse else b) * n, c * out_step + out_offset
                 if (not scatter_mask or (r * c) % 4 != 2) and 0 <= o < out_shape[0] and 0 <= p < out_shape[1]:
                     expected[o, p] = value
     return Program(_kernel(lines), (blocks,), (x, x.copy(), np.zeros(out_shape, dtype)), expected, True, 0.0,
