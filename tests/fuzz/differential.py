@@ -195,15 +195,24 @@ def run_program(program: Program, k: int, directory: Path, device: Device | None
     return "checked", found
 
 
+def importable_cutile():
+    """cuTile's package, or None where it does not import (its wheel is built for Python 3.12)."""
+    try:
+        import cuda.tile
+    except ImportError:
+        return None
+    return cuda.tile
+
+
 def compile_both(program: Program, k: int, directory: Path) -> tuple[str, str | None]:
     """No GPU: the program through cuTile's compiler (ahead-of-time export of an sm_90 cubin, where
     cuTile is importable) and through tileworkbench's (NVRTC, sm_90). One that cuTile compiles and
     tileworkbench does not is a mismatch."""
     from tileworkbench.runtime.launch import build
-    if importlib.util.find_spec("cuda.tile") is not None:
+    cutile = importable_cutile()
+    if cutile is not None:
         import io
 
-        import cuda.tile as cutile
         from cuda.tile.compilation import ArrayConstraint, CallingConvention, KernelSignature, export_kernel
         arrays = [ArrayConstraint(getattr(cutile, a.dtype.name), a.ndim, index_dtype=cutile.int32,
                                   stride_lower_bound_incl=0, alias_groups=(), may_alias_internally=False)
@@ -266,7 +275,7 @@ def header(args, stats: Stats) -> str:
         tree = "?"
     where = "interpreter only"
     if args.compile_only:
-        cutile = "cuTile's compiler" if importlib.util.find_spec("cuda.tile") else "no cuTile"
+        cutile = "cuTile's compiler" if importable_cutile() else "no cuTile"
         where = f"no GPU: interpreter, NVRTC and {cutile}, for sm_90"
     elif not args.interpreter_only:
         import torch
