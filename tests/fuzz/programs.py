@@ -38,7 +38,7 @@ class Tile:
     dtype: str
     blocks: list  # one NumPy array of `shape` per block
     exact: bool = True  # False once float rounding may differ (sums, transcendental functions)
-    defined: list | None = None  # per block: the lanes cuTile defines (see `in_integer_range`); None: all
+    defined: list | None = None  # per block: the lanes cuTile defines (see `in_integer_range`)
 
 
 @dataclass
