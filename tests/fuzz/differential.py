@@ -38,10 +38,12 @@ a third of them have their parameters and variables renamed to C++ and CUDA name
 from __future__ import annotations
 
 import argparse
+import collections
 import datetime
 import importlib.util
 import itertools
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,6 +78,7 @@ class Stats:
     within_tolerance: int = 0  # mma kernels compared with cuTile within mma_tolerance
     undefined_elements: int = 0  # elements cuTile leaves undefined (float -> integer out of range)
     undefined_kernels: int = 0  # kernels with at least one
+    refusals: collections.Counter = field(default_factory=collections.Counter)  # cuTile's reasons
 
     def __str__(self) -> str:
         return (f"{self.checked} kernels checked, {self.refused_by_cutile} refused by cuTile, "
@@ -155,7 +158,7 @@ class Device:
 
 def run_program(program: Program, k: int, directory: Path, device: Device | None,
                 compile_only: bool = False) -> tuple[str, str | None]:
-    """("checked" | "refused", what differs or None)."""
+    """("checked", what differs or None) or ("refused", cuTile's reason)."""
     import tileworkbench.tile as ours
     host = program.fresh_args()
     try:
@@ -180,7 +183,7 @@ def run_program(program: Program, k: int, directory: Path, device: Device | None
             device.torch.cuda.synchronize()
         except Exception as e:  # noqa: BLE001
             if name == "cuTile":
-                return "refused", None
+                return "refused", refusal(e)
             return "checked", f"{name}: {type(e).__name__}: {e}"
         results[name] = device.back(args[2], program.args[2])
     gpu = results["tileworkbench GPU"]
@@ -193,6 +196,13 @@ def run_program(program: Program, k: int, directory: Path, device: Device | None
         found = found or _against(name, "cuTile", results, program.exact, program.eps, program.tolerance,
                                   program.defined)
     return "checked", found
+
+
+def refusal(e: Exception) -> str:
+    """cuTile's reason for refusing a program, in one line (its compiler's first error where it ran)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
+    line = next((line for line in lines if "error" in line.lower()), lines[0])
+    return f"{type(e).__name__}: {re.sub(r'^error at offset [0-9]+: ', '', line)[:150]}"
 
 
 def importable_cutile():
@@ -221,8 +231,8 @@ def compile_both(program: Program, k: int, directory: Path) -> tuple[str, str | 
             export_kernel(load_kernel(program.source, "cuda.tile", directory, k),
                           [KernelSignature(arrays, CallingConvention.cutile_python_v2())], io.BytesIO(),
                           gpu_code="sm_90", output_format="cubin")
-        except Exception:  # noqa: BLE001 - cuTile refuses it
-            return "refused", None
+        except Exception as e:  # noqa: BLE001 - cuTile refuses it
+            return "refused", refusal(e)
     try:
         build(load_kernel(program.source, "tileworkbench.tile", directory, k).specialize(program.fresh_args()),
               "sm_90")
@@ -254,6 +264,9 @@ def differential(seconds: float, seed: int = 0, interpreter_only: bool = False, 
             outcome, found = run_program(program, k, Path(directory), device, compile_only)
             stats.checked += outcome == "checked"
             stats.refused_by_cutile += outcome == "refused"
+            if outcome == "refused":
+                stats.refusals[found] += 1
+                found = None
             if outcome == "checked" and device is not None:  # compared with cuTile's results
                 stats.within_tolerance += program.tolerance is not None
                 undefined = 0 if program.defined is None else int((~program.defined).sum())
@@ -283,8 +296,9 @@ def header(args, stats: Stats) -> str:
         import cuda.tile
         where = f"{torch.cuda.get_device_name()}, real cuTile {getattr(cuda.tile, '__version__', '?')}"
     lines = [f"{where}, {datetime.date.today().isoformat()}, tree {tree}, {platform.node()}: "
-             f"python -m tests.fuzz.differential --minutes {args.minutes:g} --seed {args.seed}", "",
-             *RULES.splitlines(), "", str(stats)]
+             f"python -m tests.fuzz.differential --minutes {args.minutes:g} --seed {args.seed}"
+             f"{' --compile-only' if args.compile_only else ' --interpreter-only' if args.interpreter_only else ''}", "",
+             *RULES.splitlines(), "", str(stats), *(f"  refused {n}x: {why}" for why, n in stats.refusals.most_common())]
     return "\n".join(f"# {line}" if line else "#" for line in lines)
 
 

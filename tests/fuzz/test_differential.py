@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from .differential import differential, load_kernel, main, same
+from .differential import differential, load_kernel, main, refusal, same
 from .families import FAMILIES, accumulation_bits, mma_tolerance
 from .programs import in_integer_range, random_program, with_cpp_names
 
@@ -55,6 +55,13 @@ def test_the_report_opens_with_the_comparison_rules_and_the_counts(tmp_path, cap
     head = report.read_text().splitlines()
     assert head[0].startswith("# interpreter only") and "--minutes 0.01 --seed 1" in head[0]
     assert any("ftoi" in line for line in head) and any("kernels checked" in line for line in head)
+
+
+def test_a_refusal_is_summed_up_by_the_compilers_first_error():
+    e = RuntimeError("Return code 3\nerror at offset 21: padding_value neg_zero can only be used with floating point"
+                     "\nerror at offset 80: failed to get result type 0")
+    assert refusal(e) == "RuntimeError: padding_value neg_zero can only be used with floating point"
+    assert refusal(TypeError("Unsupported input dtype")) == "TypeError: Unsupported input dtype"
 
 
 def test_the_comparison_is_bitwise_for_exact_results_and_within_rounding_otherwise():
