@@ -200,7 +200,8 @@ def run_program(program: Program, k: int, directory: Path, device: Device | None
 
 def refusal(e: Exception) -> str:
     """cuTile's reason for refusing a program, in one line (its compiler's first error where it ran)."""
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()] or [""]
+    lines = [line.strip() for line in str(e).splitlines()
+             if line.strip() and not re.fullmatch(r"Return code [0-9]+", line.strip())] or [""]
     line = next((line for line in lines if "error" in line.lower()), lines[0])
     return f"{type(e).__name__}: {re.sub(r'^error at offset [0-9]+: ', '', line)[:150]}"
 

@@ -62,6 +62,8 @@ def test_a_refusal_is_summed_up_by_the_compilers_first_error():
                      "\nerror at offset 80: failed to get result type 0")
     assert refusal(e) == "RuntimeError: padding_value neg_zero can only be used with floating point"
     assert refusal(TypeError("Unsupported input dtype")) == "TypeError: Unsupported input dtype"
+    assert refusal(RuntimeError("Return code 3\n'cuda_tile.divi' op rounding mode")) == \
+        "RuntimeError: 'cuda_tile.divi' op rounding mode"
 
 
 def test_the_comparison_is_bitwise_for_exact_results_and_within_rounding_otherwise():
