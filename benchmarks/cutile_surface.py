@@ -8,6 +8,9 @@ and writes a report: the differences, each marked documented where docs/api_cove
 
     PYTHONPATH=/path/to/cuda_tile_wheel python benchmarks/cutile_surface.py --out benchmarks/results/DATE-MACHINE-cutile-surface.md
     source .cutile/setup.sh && python benchmarks/cutile_surface.py      # on the GPU machine
+
+cuTile's wheel carries a CPython 3.12 extension: run it with a Python 3.12 that has tileworkbench's
+dependencies (CUTILE_ROOT=/tmp/somewhere source .cutile/setup.sh puts cuTile on the path on any machine).
 """
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ programs.py does not draw, each spelled with keyword or positional arguments at 
 - mma: float16, bfloat16, float8 and tfloat32 operands into float32, int8 into int32 (no NumPy
   expectation: compared between implementations only);
 - atomics: add, max, min, and, or, xor with indices that collide across blocks (the final array
-  does not depend on the order: integers, and floats holding small integers).
+  does not depend on the order: integers, and floats holding small integers);
+- 2-D gathers and scatters: tuples of broadcast indices past every edge, masks, padding values.
 
 Each returns a programs.Program whose kernel is `fuzz(x, y, out)`.
 """
@@ -85,34 +86,82 @@ def narrow_float_program(rng) -> Program:
     return Program(_kernel(lines), (blocks,), (x, y, np.zeros(size, dtype)), expected, True, 0.0, [f"{name}-fma"])
 
 
-_MMA = [("float16", "float32"), ("bfloat16", "float32"), ("float8_e4m3fn", "float32"), ("float8_e5m2", "float32"),
-        ("tfloat32", "float32"), ("int8", "int32")]
+# (operand, accumulator); matmul accumulates in the first accumulator cuTile lists for the operand
+_MMA = [("float16", "float32"), ("float16", "float16"), ("bfloat16", "float32"), ("float8_e4m3fn", "float32"),
+        ("float8_e4m3fn", "float16"), ("float8_e5m2", "float32"), ("tfloat32", "float32"), ("float32", "float32"),
+        ("float64", "float64"), ("int8", "int32"), ("uint8", "int32")]
+_MATMUL_ACCUMULATOR = {"float16": "float16", "float8_e4m3fn": "float16", "float8_e5m2": "float16"}
+
+
+def accumulation_bits(operand: str, accumulator: str) -> int:
+    """The significant bits an mma's sums keep: the accumulator's, except that Hopper's tensor cores
+    sum float8 products in a 14-bit adder (tileworkbench's model restarts it every 128 products; cuTile's
+    compiler may take a more precise path, as for small tiles it does)."""
+    if operand.startswith("float8") and accumulator == "float32":
+        return 14
+    return {"float16": 11, "float32": 24, "float64": 53}[accumulator]
+
+
+def mma_tolerance(x: np.ndarray, y: np.ndarray, acc: np.ndarray, bits: int, result: str | None = None) -> np.ndarray:
+    """How far apart two correct results of `acc + x @ y` may lie, element by element. Each sums K
+    products and the accumulator with `bits`-bit sums in its own order and grouping, so each lies
+    within (K + 1) units of `bits` of sum_k |x_ik||y_kj| + |acc_ij| from the exact result (Higham's
+    bound for a dot product; a unit is 2**(1 - bits), which covers truncating adders too). Two results
+    lie twice that apart, plus one step of `result`'s dtype where the sum is then rounded to it."""
+    x64, y64, acc64 = (a.astype(np.float64) for a in (x, y, acc))
+    magnitude = np.abs(x64) @ np.abs(y64) + np.abs(acc64)
+    apart = 2 * (x.shape[-1] + 1) * 2.0 ** (1 - bits) * magnitude
+    if result is None:
+        return apart
+    # tfloat32: float32's range, 10 mantissa bits
+    eps, tiny = (2.0 ** -10, 0.0) if result == "tfloat32" else \
+        (float(ml_dtypes.finfo(result).eps), float(ml_dtypes.finfo(result).smallest_subnormal))
+    return apart + eps * (np.abs(x64 @ y64 + acc64) + apart) + tiny
+
+
+def _values(rng, dtype: np.dtype, shape):
+    if dtype.kind in "iu":
+        low = -20 if dtype.kind == "i" else 0
+        return rng.integers(low, 20, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
 
 
 def mma_program(rng) -> Program:
+    """mma and matmul of every operand dtype cuTile takes. Integers are exact; floats are compared
+    within `mma_tolerance`, except that tileworkbench's interpreter and GPU agree bit for bit where
+    both compute the tensor cores' model (16-bit, float8 and tfloat32 operands into float32)."""
     operand, acc = _MMA[int(rng.integers(len(_MMA)))]
     m, n, k = (int(rng.choice(c)) for c in ([16, 32, 64], [16, 32, 64], [16, 32, 64, 128]))
     storage = "float32" if operand == "tfloat32" else operand
     np_dtype = np.dtype(getattr(ml_dtypes, storage, None) or storage)
-    if operand == "int8":
-        x, y = rng.integers(-20, 20, (m, k)).astype(np.int8), rng.integers(-20, 20, (k, n)).astype(np.int8)
-    else:
-        x, y = rng.standard_normal((m, k)).astype(np_dtype), rng.standard_normal((k, n)).astype(np_dtype)
+    x, y = _values(rng, np_dtype, (m, k)), _values(rng, np_dtype, (k, n))
+    if operand == "uint8" and rng.integers(2):  # cuTile mixes int8 and uint8 operands
+        y = rng.integers(-20, 20, (k, n)).astype(np.int8)
     cast = ".astype(ct.tfloat32)" if operand == "tfloat32" else ""
     load_x = _spell(rng, "load", ["x", "(0, 0)", f"({m}, {k})"], {"index": "(0, 0)", "shape": f"({m}, {k})"})
     load_y = _spell(rng, "load", ["y", "(0, 0)", f"({k}, {n})"], {"index": "(0, 0)", "shape": f"({k}, {n})"})
-    exact, eps = True, 0.0
-    if operand != "int8" and rng.integers(2):  # matmul: the result in the operands' dtype
+    integer = np_dtype.kind in "iu"
+    if not integer and acc == "float32" and operand not in ("float32", "float64") and rng.integers(2):
+        # matmul: accumulated in cuTile's first accumulator for the operand, the result in the operand's dtype
+        acc, rounding = _MATMUL_ACCUMULATOR.get(operand, "float32"), operand
         result = "ct.matmul(a, b).astype(ct.float32)" if operand == "tfloat32" else "a @ b"
-        out = np.zeros((m, n), np.float32 if operand == "tfloat32" else np_dtype)
-        if operand in ("float16", "float8_e4m3fn", "float8_e5m2"):  # a float16 accumulator: its rounding is
-            exact, eps = False, float(ml_dtypes.finfo(np_dtype).eps)  # the hardware's, not modelled bit for bit
+        out, start = np.zeros((m, n), np.float32 if operand == "tfloat32" else np_dtype), np.zeros((m, n))
     else:
-        result = f"ct.mma(a, b, {'acc=' if rng.integers(2) else ''}ct.zeros(({m}, {n}), ct.{acc}))"
-        out = np.zeros((m, n), acc)
+        start = np.zeros((m, n), acc) if rng.integers(2) else np.full((m, n), 1.5, acc)
+        fill = f"ct.zeros(({m}, {n}), ct.{acc})" if not start.any() else f"ct.full(({m}, {n}), 1.5, ct.{acc})"
+        if rng.integers(2):
+            fill = (f"ct.zeros(shape=({m}, {n}), dtype=ct.{acc})" if not start.any()
+                    else f"ct.full(shape=({m}, {n}), fill_value=1.5, dtype=ct.{acc})")
+        result = f"ct.mma(a, b, {'acc=' if rng.integers(2) else ''}{fill})"
+        out, rounding = np.zeros((m, n), acc), None
     lines = [f"a = {load_x}{cast}", f"b = {load_y}{cast}",
              _spell(rng, "store", ["out", "(0, 0)", result], {"index": "(0, 0)", "tile": result})]
-    return Program(_kernel(lines), (1,), (x, y, out), None, exact, eps, [f"mma-{operand}"])
+    if integer:
+        return Program(_kernel(lines), (1,), (x, y, out), None, True, 0.0, [f"mma-{operand}"])
+    tolerance = mma_tolerance(x, y, start, accumulation_bits(operand, acc), rounding)
+    bitwise = acc == "float32" and operand not in ("float32", "float64")
+    return Program(_kernel(lines), (1,), (x, y, out), None, bitwise, 0.0, [f"mma-{operand}-{acc}"],
+                   tolerance=tolerance)
 
 
 _ATOMICS = {"atomic_add": np.add, "atomic_max": np.maximum, "atomic_min": np.minimum, "atomic_and": np.bitwise_and,
@@ -138,4 +187,43 @@ def atomic_program(rng) -> Program:
     return Program(_kernel(lines), (blocks,), (values, values.copy(), start), expected, True, 0.0, [name])
 
 
-FAMILIES = (integer_program, narrow_float_program, mma_program, atomic_program)
+def gather_scatter_program(rng) -> Program:
+    """A 2-D gather with a tuple of broadcast indices (a column of rows, a row of columns) that run
+    past every edge, masked at random and padded, then a masked 2-D scatter of it (each block writes
+    its own rows, a lane never shares an element), in a dtype of every width."""
+    dtype = np.dtype(rng.choice(["float16", "float32", "float64", "int8", "int16", "uint16", "int32", "int64"]))
+    dtype = np.dtype(ml_dtypes.bfloat16) if rng.integers(6) == 0 else dtype
+    n, m, blocks = int(rng.choice([2, 4, 8])), int(rng.choice([4, 8, 16])), int(rng.integers(1, 4))
+    shape = (int(rng.integers(1, blocks * n + 4)), int(rng.integers(1, m + 6)))
+    x = (rng.standard_normal(shape) * 8).astype(dtype) if dtype.kind not in "iu" else \
+        rng.integers(-50, 50, shape).astype(dtype)
+    out_shape = (blocks * n - int(rng.integers(0, n)), int(rng.integers(1, m + 3)))
+    step, row_offset, col_offset = int(rng.choice([1, 2, -1])), int(rng.integers(-3, 3)), int(rng.integers(-3, 4))
+    out_step, out_offset = int(rng.choice([1, -1])), int(rng.integers(-2, m))
+    pad = int(rng.integers(0 if dtype.kind == "u" else -3, 4))
+    index = "ct.int64" if rng.integers(2) else "ct.int32"
+    rows, cols = f"ct.arange({n}, dtype={index})[:, None]", f"ct.arange({m}, dtype={index})[None, :]"
+    lines = [f"r = {rows}", f"c = {cols}", "i = r * %d + ct.bid(0) * %d + %d" % (step, n, row_offset),
+             f"j = c + {col_offset}"]
+    gather_mask, scatter_mask = bool(rng.integers(2)), bool(rng.integers(2))
+    masked = ", mask=(r + c) % 3 != 1" if gather_mask else ""
+    lines.append(f"t = ct.gather(x, (i, j){masked}, padding_value={pad})")
+    masked = ", mask=(r * c) % 4 != 2" if scatter_mask else ""
+    reverse = bool(rng.integers(2))  # the blocks write their rows in reverse order
+    block = "(ct.num_blocks(axis=0) - 1 - ct.bid(axis=0))" if reverse else "ct.bid(0)"
+    lines.append(f"ct.scatter(out, (r + {block} * {n}, c * {out_step} + {out_offset}), t{masked})")
+    expected = np.zeros(out_shape, dtype)
+    for b in range(blocks):
+        for r in range(n):
+            for c in range(m):
+                i, j = r * step + b * n + row_offset, c + col_offset
+                take = (not gather_mask or (r + c) % 3 != 1) and 0 <= i < shape[0] and 0 <= j < shape[1]
+                value = x[i, j] if take else dtype.type(pad)
+                o, p = r + (blocks - 1 - b if reverse else b) * n, c * out_step + out_offset
+                if (not scatter_mask or (r * c) % 4 != 2) and 0 <= o < out_shape[0] and 0 <= p < out_shape[1]:
+                    expected[o, p] = value
+    return Program(_kernel(lines), (blocks,), (x, x.copy(), np.zeros(out_shape, dtype)), expected, True, 0.0,
+                   ["gather-scatter-2d"])
+
+
+FAMILIES = (integer_program, narrow_float_program, mma_program, atomic_program, gather_scatter_program)

@@ -12,6 +12,8 @@ block, from the op definitions in docs/language.md, written without the interpre
 """
 from __future__ import annotations
 
+import ast
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -36,6 +38,7 @@ class Tile:
     dtype: str
     blocks: list  # one NumPy array of `shape` per block
     exact: bool = True  # False once float rounding may differ (sums, transcendental functions)
+    defined: list | None = None  # per block: the lanes cuTile defines (see `in_integer_range`)
 
 
 @dataclass
@@ -47,6 +50,9 @@ class Program:
     exact: bool  # the result must match exactly, else within float rounding
     eps: float  # the coarsest float rounding on the way
     ops: list = field(default_factory=list)  # the operations drawn, for reports
+    defined: np.ndarray | None = None  # the elements of `out` cuTile defines (None: all); the others
+    # come from a float -> integer conversion of NaN, an infinity or a value past the integer's range
+    tolerance: np.ndarray | None = None  # per element of `out`: how far two correct results may be apart
 
     def fresh_args(self) -> tuple:
         return tuple(a.copy() for a in self.args)
@@ -70,6 +76,16 @@ def float_to_int(values: np.ndarray, dtype: str) -> np.ndarray:
             return hi if v > 0 else lo
         return max(lo, min(hi, math.trunc(v)))
     return np.array([one(v) for v in values.ravel()], dtype=object).astype(dtype).reshape(values.shape)
+
+
+def in_integer_range(values: np.ndarray, dtype: str) -> np.ndarray:
+    """Where a float -> integer conversion is defined in cuTile: the value is finite and truncates
+    into the integer's range. Elsewhere cuTile's compiler emits an unsaturated conversion, whose
+    result the Tile IR specification (`ftoi`) leaves undefined; tileworkbench saturates."""
+    lo, hi = _int_range(dtype)
+    with np.errstate(invalid="ignore"):
+        truncated = np.trunc(values.astype(np.float64))
+        return np.isfinite(truncated) & (truncated >= lo) & (truncated <= hi)
 
 
 def _arg_extreme(row: list, smallest: bool, propagate_nan: bool) -> int:
@@ -99,11 +115,13 @@ class _Builder:
     def choice(self, options):
         return options[int(self.rng.integers(len(options)))]
 
-    def new(self, shape, dtype, blocks, line_of, exact=True) -> Tile:
+    def new(self, shape, dtype, blocks, line_of, exact=True, defined=None) -> Tile:
         self.count += 1
         if _is_float(dtype):
             self.eps = max(self.eps, float(ml_dtypes.finfo(dtype).eps))
-        t = Tile(f"t{self.count}", tuple(shape), dtype, blocks, exact)
+        if defined is None:
+            defined = [np.ones(v.shape, bool) for v in blocks]
+        t = Tile(f"t{self.count}", tuple(shape), dtype, blocks, exact, defined)
         self.lines.append(f"    {t.name} = {line_of}")
         return t
 
@@ -150,7 +168,7 @@ def _unary(b: _Builder, t: Tile, ctx) -> Tile:
             wide = v.astype(np.float64) if _is_float(t.dtype) else v
             return fn(wide).astype(t.dtype)
     exact = t.exact and name not in ("exp", "sin", "tanh")
-    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], code, exact)
+    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], code, exact, t.defined)
 
 
 def _binary(b: _Builder, t: Tile, ctx) -> Tile:
@@ -177,7 +195,7 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
                 return fn(u.astype(np.float64), v.astype(np.float64)).astype(t.dtype)
             return fn(u, v).astype(t.dtype)  # integers wrap
     return b.new(t.shape, t.dtype, [apply(u, v) for u, v in zip(t.blocks, other.blocks)], code,
-                 t.exact and other.exact)
+                 t.exact and other.exact, [d & e for d, e in zip(t.defined, other.defined)])
 
 
 def _scalar_op(b: _Builder, t: Tile, ctx) -> Tile:
@@ -191,19 +209,22 @@ def _scalar_op(b: _Builder, t: Tile, ctx) -> Tile:
             if _is_float(t.dtype):
                 return fn(v.astype(np.float64), k).astype(t.dtype)
             return fn(v, np.array(k, t.dtype)).astype(t.dtype)
-    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], f"{t.name} {op} {k}", t.exact)
+    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], f"{t.name} {op} {k}", t.exact, t.defined)
 
 
 def _astype(b: _Builder, t: Tile, ctx) -> Tile:
     # to an integer only from exactly computed values: truncation jumps
     dtype = b.choice(FLOAT_DTYPES + (INT_DTYPES if t.exact or not _is_float(t.dtype) else ()))
     b.ops.append(f"astype-{t.dtype}-{dtype}")
+    defined = t.defined
     if _is_float(t.dtype) and not _is_float(dtype):
         blocks = [float_to_int(v, dtype) for v in t.blocks]
+        defined = [d & in_integer_range(v, dtype) for v, d in zip(t.blocks, t.defined)]
     else:
         with np.errstate(all="ignore"):
             blocks = [v.astype(dtype) for v in t.blocks]
-    return b.new(t.shape, dtype, blocks, f"{t.name}.astype(ct.{dtype})", t.exact)
+    code = f"ct.astype({t.name}, ct.{dtype})" if b.rng.integers(2) else f"{t.name}.astype(ct.{dtype})"
+    return b.new(t.shape, dtype, blocks, code, t.exact, defined)
 
 
 def _reduce(b: _Builder, t: Tile, ctx) -> Tile:
@@ -243,8 +264,9 @@ def _reduce(b: _Builder, t: Tile, ctx) -> Tile:
             return np.array(out, dtype=np.float64 if _is_float(dtype) else object).astype(dtype).reshape(shape)
     dtype = "int32" if name.startswith("arg") else t.dtype
     exact = t.exact and not (name == "sum" and _is_float(t.dtype))
+    defined = [np.moveaxis(d, axis, -1).all(axis=-1).reshape(shape) for d in t.defined]
     return b.new(shape, dtype, [apply(v) for v in t.blocks],
-                 f"ct.{name}({t.name}, axis={axis}, keepdims={keepdims}{flag})", exact)
+                 f"ct.{name}({t.name}, axis={axis}, keepdims={keepdims}{flag})", exact, defined)
 
 
 def _cumsum(b: _Builder, t: Tile, ctx) -> Tile:
@@ -260,15 +282,22 @@ def _cumsum(b: _Builder, t: Tile, ctx) -> Tile:
         out = np.cumsum(flipped, axis=axis, dtype=wide.dtype)
         with np.errstate(all="ignore"):
             return (np.flip(out, axis) if reverse else out).astype(t.dtype)
+
+    def prefix_defined(d):  # a running sum is defined while every lane before it is
+        flipped = np.flip(d, axis) if reverse else d
+        out = np.logical_and.accumulate(flipped, axis=axis)
+        return np.flip(out, axis) if reverse else out
     return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks],
-                 f"ct.cumsum({t.name}, axis={axis}, reverse={reverse})", t.exact and not _is_float(t.dtype))
+                 f"ct.cumsum({t.name}, axis={axis}, reverse={reverse})", t.exact and not _is_float(t.dtype),
+                 [prefix_defined(d) for d in t.defined])
 
 
 def _transpose(b: _Builder, t: Tile, ctx) -> Tile:
     if len(t.shape) != 2:
         return t
     b.ops.append("transpose")
-    return b.new(t.shape[::-1], t.dtype, [v.T.copy() for v in t.blocks], f"ct.transpose({t.name})", t.exact)
+    code = f"ct.transpose({t.name}, axis0=0, axis1=1)" if b.rng.integers(2) else f"ct.transpose({t.name})"
+    return b.new(t.shape[::-1], t.dtype, [v.T.copy() for v in t.blocks], code, t.exact, [d.T for d in t.defined])
 
 
 def _reshape_flat(b: _Builder, t: Tile, ctx) -> Tile:
@@ -276,7 +305,9 @@ def _reshape_flat(b: _Builder, t: Tile, ctx) -> Tile:
         return t
     b.ops.append("reshape")
     n = int(np.prod(t.shape))
-    return b.new((n,), t.dtype, [v.reshape(n) for v in t.blocks], f"ct.reshape({t.name}, ({n},))", t.exact)
+    shape = f"shape=({n},)" if b.rng.integers(2) else f"({n},)"
+    return b.new((n,), t.dtype, [v.reshape(n) for v in t.blocks], f"ct.reshape({t.name}, {shape})", t.exact,
+                 [d.reshape(n) for d in t.defined])
 
 
 def _extract(b: _Builder, t: Tile, ctx) -> Tile:
@@ -293,11 +324,12 @@ def _extract(b: _Builder, t: Tile, ctx) -> Tile:
         constant = [int(b.rng.integers(c)) for c in counts]
         index_of = [lambda bid, k=k: k for k in constant]
         code_index = ", ".join(map(str, constant))
-    blocks = []
-    for bid, v in zip(ctx["bids"], t.blocks):
-        index = [f(bid) for f in index_of]
-        blocks.append(v[tuple(slice(i * s, (i + 1) * s) for i, s in zip(index, sub))].copy())
-    return b.new(sub, t.dtype, blocks, f"ct.extract({t.name}, ({code_index},), {sub})", t.exact)
+    blocks, defined = [], []
+    for bid, v, d in zip(ctx["bids"], t.blocks, t.defined):
+        index = tuple(slice(f(bid) * s, (f(bid) + 1) * s) for f, s in zip(index_of, sub))
+        blocks.append(v[index].copy())
+        defined.append(d[index])
+    return b.new(sub, t.dtype, blocks, f"ct.extract({t.name}, ({code_index},), {sub})", t.exact, defined)
 
 
 OPERATIONS = (_unary, _binary, _scalar_op, _astype, _reduce, _cumsum, _transpose, _reshape_flat, _extract)
@@ -340,10 +372,11 @@ def _random_program(rng: np.random.Generator) -> Program:
     grid = tuple(int(rng.integers(1, 4)) for _ in range(rank))
     shape = tuple(max(1, g * n - int(rng.integers(0, n))) for g, n in zip(grid, tile_shape))  # ragged edges
     x, y = _random_values(rng, shape, dtype), _random_values(rng, shape, dtype)
-    padding = b.choice(list(FLOAT_PADDING) if _is_float(dtype) else ["ZERO", "NEG_ZERO"])
+    # cuTile's compiler refuses NEG_ZERO for integers (the tile-operations specification reads it as 0): rarely
+    padding = b.choice(list(FLOAT_PADDING) if _is_float(dtype) else ["ZERO"] * 7 + ["NEG_ZERO"])
     pad = FLOAT_PADDING[padding] if _is_float(dtype) else 0
     bids = list(np.ndindex(*grid))
-    index_code = ", ".join(f"ct.bid({k})" for k in range(rank))
+    index_code = ", ".join(f"ct.bid(axis={k})" if rng.integers(2) else f"ct.bid({k})" for k in range(rank))
     b.lines.append(f"    i = ({index_code},)")
 
     if rank == 1 and rng.random() < 0.25:
@@ -380,17 +413,23 @@ def _random_program(rng: np.random.Generator) -> Program:
         (int(np.prod(t.shape)),) if rank == 1 else (int(np.prod(t.shape)), 1)
     if result_shape != t.shape:
         t = b.new(result_shape, t.dtype, [v.reshape(result_shape) for v in t.blocks],
-                  f"ct.reshape({t.name}, {result_shape})", t.exact)
+                  f"ct.reshape({t.name}, {result_shape})", t.exact, [d.reshape(result_shape) for d in t.defined])
     full = tuple(g * n for g, n in zip(grid, result_shape))
     out_shape = tuple(max(1, f - int(rng.integers(0, 2)) * int(rng.integers(0, n))) for f, n in zip(full, result_shape))
-    expected_full = np.zeros(full, t.dtype)
-    for bid, v in zip(bids, t.blocks):
-        expected_full[tuple(slice(i * n, (i + 1) * n) for i, n in zip(bid, result_shape))] = v
-    expected = expected_full[tuple(slice(0, n) for n in out_shape)]
-    b.lines.append(f"    ct.store(out, i, {t.name})")
+    expected_full, defined_full = np.zeros(full, t.dtype), np.ones(full, bool)
+    for bid, v, d in zip(bids, t.blocks, t.defined):
+        place = tuple(slice(i * n, (i + 1) * n) for i, n in zip(bid, result_shape))
+        expected_full[place], defined_full[place] = v, d
+    kept = tuple(slice(0, n) for n in out_shape)
+    b.lines.append(f"    ct.store(out, i, tile={t.name})" if rng.integers(2) else f"    ct.store(out, i, {t.name})")
     source = "@ct.kernel\ndef fuzz(x, y, out):\n" + "\n".join(b.lines) + "\n"
     out = np.zeros(out_shape, t.dtype)
-    return Program(source, grid, (x, y, out), expected, t.exact, b.eps, b.ops)
+    return Program(source, grid, (x, y, out), expected_full[kept], t.exact, b.eps, b.ops,
+                   _all_or_none(defined_full[kept]))
+
+
+def _all_or_none(defined: np.ndarray) -> np.ndarray | None:
+    return None if defined.all() else defined
 
 
 def _scatter_end(b: _Builder, t: Tile, grid, bids, x, y, rng) -> Program:
@@ -402,14 +441,46 @@ def _scatter_end(b: _Builder, t: Tile, grid, bids, x, y, rng) -> Program:
     masked = bool(rng.integers(2))
     size = max(1, grid[0] * n - int(rng.integers(0, n + 1)))
     b.ops.append("scatter-masked" if masked else "scatter")
-    expected = np.zeros(size, t.dtype)
-    for bid, v in zip(bids, t.blocks):
+    expected, defined = np.zeros(size, t.dtype), np.ones(size, bool)
+    for bid, v, d in zip(bids, t.blocks, t.defined):
         for k in range(n):
             i = k * step + bid[0] * n + offset
             if (not masked or k % 3 != 1) and 0 <= i < size:
-                expected[i] = v[k]
+                expected[i], defined[i] = v[k], d[k]
     mask = f", mask=(ct.arange({n}, dtype=ct.int32) % 3) != 1" if masked else ""
     b.lines.append(f"    ct.scatter(out, ct.arange({n}, dtype=ct.int32) * {step} + ct.bid(0) * {n} + {offset}, "
                    f"{t.name}{mask})")
     source = "@ct.kernel\ndef fuzz(x, y, out):\n" + "\n".join(b.lines) + "\n"
-    return Program(source, grid, (x, y, np.zeros(size, t.dtype)), expected, t.exact, b.eps, b.ops)
+    return Program(source, grid, (x, y, np.zeros(size, t.dtype)), expected, t.exact, b.eps, b.ops,
+                   _all_or_none(defined))
+
+
+# Python names that mean something else in C++ or CUDA (Python's own keywords, `class` among them,
+# cannot be names): the generated code must rename them (tileworkbench/codegen/names.py)
+CPP_NAMES = ("new", "template", "int", "this", "union", "do", "register", "signed", "unsigned", "typename",
+             "namespace", "volatile", "auto", "char", "double", "float", "long", "short", "void", "switch", "case",
+             "default", "delete", "friend", "operator", "private", "public", "virtual", "static", "extern", "const",
+             "inline", "goto", "struct", "enum", "typedef", "sizeof", "bool", "explicit", "mutable", "catch",
+             "throw", "export", "using", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "half", "dim3",
+             "float4", "int2", "printf", "min", "max", "abs", "NAN", "INFINITY", "FLT_MAX", "NULL", "size_t",
+             "uint32_t", "std", "main")
+
+
+def with_cpp_names(program: Program, rng: np.random.Generator) -> Program:
+    """The same program with its parameters and variables renamed to C++ and CUDA names at random."""
+    tree = ast.parse(program.source)
+    names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id != "ct"}
+                   | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)})
+    chosen = rng.choice(len(CPP_NAMES), size=len(names), replace=False)
+    renamed = {old: CPP_NAMES[int(k)] for old, k in zip(names, chosen)}
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            node.id = renamed.get(node.id, node.id)
+            return node
+
+        def visit_arg(self, node):
+            node.arg = renamed.get(node.arg, node.arg)
+            return node
+    source = ast.unparse(Rename().visit(tree)) + "\n"
+    return dataclasses.replace(program, source=source, ops=program.ops + ["cpp-names"])
