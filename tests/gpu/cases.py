@@ -1344,6 +1344,29 @@ for _dt in (np.float16, BF16):
 
 
 @ct.kernel
+def expert_rows_matmul(A, B, C, rows, experts, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """A mixture-of-experts layer's product: A's rows gathered, times the transpose of one expert's
+    (N, K) weights, a plane of the 3-D B picked by an index read in the kernel."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    r = ct.load(rows, (bm,), (TM,))
+    expert = ct.load(experts, bm, shape=())
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        a = ct.gather(A, (r[:, None], cols[None, :]))
+        b = ct.load(B, (expert, k, bn), (1, TK, TN), order=(0, 2, 1), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b.reshape((TK, TN)), acc)
+    ct.store(C, (bm, bn), acc)
+
+
+for _dt in (np.float16, BF16):
+    case(f"expert-rows-matmul-{np.dtype(_dt).name}", expert_rows_matmul, (2, 2),
+         lambda dt=_dt: (small_integers((300, 200), dt), small_integers((3, 256, 200), dt),
+                         np.zeros((256, 256), np.float32), _gathered_rows(256, 300),
+                         np.array([2, 0], np.int32), 128, 128, 64), exact=True)
+
+
+@ct.kernel
 def mma_row_reductions(A, B, S, I, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
     """Row reductions of an mma result that feeds another mma: sum/min without keepdims, argmax,
     a user reduce, each stored."""
