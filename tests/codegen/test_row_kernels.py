@@ -147,3 +147,27 @@ def test_a_weight_gradient_column_sum_stages_only_its_folded_rows(arch):
     assert not compiled.resources.spill_stores
 
 
+
+
+def test_accumulators_beyond_half_the_registers_of_512_threads_spread_over_1024():
+    """Two (32, 1024) float32 accumulators summed from loads (a LayerNorm's partial weight gradients):
+    at 512 threads they alone fill a thread's 128 registers; on 1024 threads each holds half as many,
+    and each load stays below the add before it rather than held across it, so fewer bytes spill."""
+    case = next(c for c in CASES if c.id == "summed-partials-32x1024")
+    fn = case.kernel.specialize(case.args())
+    generated = generate(fn, arch="sm_90")
+    assert generated.threads == 1024
+    body = generated.source[generated.source.index("for (int32_t"):]
+    assert body.index("tw::load<tw::shape<32, 1024>>(db") > body.index("acc_w_1 +")
+    assert runtime.build(fn, "sm_90").resources.spill_stores < \
+        runtime.build(fn, "sm_90", threads=512).resources.spill_stores
+
+
+def test_a_load_moves_above_the_work_before_it_only_when_it_takes_few_of_a_threads_registers():
+    """Layer norm's (4096,) bfloat16 weights: 2 registers a thread on 1024 threads, moved above the
+    row's statistics; 64 of 255 on 32 threads, left below them."""
+    from tileworkbench.codegen.cuda import _loads_early
+    ops = _layernorm().body.ops
+    for threads, moved in ((1024, True), (32, False)):
+        order = [op.name for op in _loads_early(ops, threads)]
+        assert (order.index("load", order.index("load") + 1) < order.index("sum")) == moved

@@ -137,3 +137,15 @@ def test_a_tfloat32_mma_on_the_cuda_cores_names_the_tensor_cores_arithmetic_it_c
     assert re.search(r"tw::mma<tw::tf32_inputs>\(", source)  # tfloat32 tiles are float tiles in C++
     float32 = generate(_matmul(np.float32, tiles=(32, 32, 32), size=64)).source
     assert "tf32_inputs" not in float32
+
+
+@pytest.mark.skipif(runtime is None, reason="needs the runtime")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_gathered_product_with_a_plane_of_a_3d_operand_keeps_nothing_on_the_stack(arch):
+    """The pipelined K loop of a mixture-of-experts product: B's plane (an array view made in every
+    iteration) goes to the out-of-line edge path by value, not stored to the stack for a reference."""
+    from ..gpu.cases import CASES
+    case = next(c for c in CASES if c.id == "expert-rows-matmul-bfloat16")
+    compiled = runtime.build(case.kernel.specialize(case.args()), arch)
+    assert "tw::gather_rows_async" in compiled.asm["cuda"]
+    assert compiled.resources.local_bytes == 0 and not compiled.resources.spill_stores

@@ -503,6 +503,28 @@ for _shape, _dt in (((32, 1, 1024), BF16), ((8, 1, 2048), np.float32), ((4, 8, 2
 
 
 @ct.kernel
+def summed_partials(dw, db, out_w, out_b, TM: ct.Constant[int], TN: ct.Constant[int]):
+    """Two (TM, TN) float32 accumulators carried through a loop of loads and reduced down their
+    columns, as a LayerNorm's weight gradient sums its partial rows: more than a block's registers
+    hold at 512 threads."""
+    j = ct.bid(0)
+    acc_w = ct.zeros((TM, TN), ct.float32)
+    acc_b = ct.zeros((TM, TN), ct.float32)
+    for i in range(ct.num_tiles(dw, 0, (TM, TN))):
+        acc_w += ct.load(dw, (i, j), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+        acc_b += ct.load(db, (i, j), (TM, TN), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(out_w, (j,), ct.sum(acc_w, axis=0).astype(out_w.dtype))
+    ct.store(out_b, (j,), ct.sum(acc_b, axis=0).astype(out_b.dtype))
+
+
+# 80 partial rows: the last of three tiles ragged; eighths in [-3, 3]: sums exact in any order
+case("summed-partials-32x1024", summed_partials, (2,),
+     lambda: (RNG.integers(-24, 25, (80, 2048)).astype(np.float32) / 8,
+              RNG.integers(-24, 25, (80, 2048)).astype(np.float32) / 8,
+              np.zeros(2048, BF16), np.zeros(2048, np.float32), 32, 1024), exact=True)
+
+
+@ct.kernel
 def rounded_casts(x, to_float32, to_bfloat16, to_tfloat32):
     t = ct.load(x, (0,), (64,))
     f = t.astype(ct.float32)
@@ -1319,6 +1341,29 @@ for _dt in (np.float16, BF16):
     case(f"gathered-rows-matmul-{_name}-wide-tiles", gathered_rows_matmul, (1, 1),
          lambda dt=_dt: (small_integers((300, 256), dt), small_integers((256, 128), dt),
                          np.zeros((128, 128), np.float32), _gathered_rows(128, 300), 128, 128, 64), exact=True)
+
+
+@ct.kernel
+def expert_rows_matmul(A, B, C, rows, experts, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """A mixture-of-experts layer's product: A's rows gathered, times the transpose of one expert's
+    (N, K) weights, a plane of the 3-D B picked by an index read in the kernel."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    r = ct.load(rows, (bm,), (TM,))
+    expert = ct.load(experts, bm, shape=())
+    acc = ct.zeros((TM, TN), ct.float32)
+    for k in range(ct.cdiv(A.shape[1], TK)):
+        cols = k * TK + ct.arange(TK, dtype=ct.int32)
+        a = ct.gather(A, (r[:, None], cols[None, :]))
+        b = ct.load(B, (expert, k, bn), (1, TK, TN), order=(0, 2, 1), padding_mode=ct.PaddingMode.ZERO)
+        acc = ct.mma(a, b.reshape((TK, TN)), acc)
+    ct.store(C, (bm, bn), acc)
+
+
+for _dt in (np.float16, BF16):
+    case(f"expert-rows-matmul-{np.dtype(_dt).name}", expert_rows_matmul, (2, 2),
+         lambda dt=_dt: (small_integers((300, 200), dt), small_integers((3, 256, 200), dt),
+                         np.zeros((256, 256), np.float32), _gathered_rows(256, 300),
+                         np.array([2, 0], np.int32), 128, 128, 64), exact=True)
 
 
 @ct.kernel

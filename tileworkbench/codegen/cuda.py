@@ -260,7 +260,7 @@ class _Emitter:
         for op in ops:  # scalar constants are written where used: named up front, so loads may move above them
             if op.name == "constant" and not op.result.shape:
                 _constant(self, op)
-        for op in _loads_early(ops):
+        for op in _loads_early(ops, self.threads):
             if op.name == "yield":
                 continue
             self.loc = op.loc
@@ -324,15 +324,19 @@ class _Emitter:
         self.assign(op, f"{expr}.item()" if not op.result.shape else expr)
 
 
-def _loads_early(ops: list) -> list:
+def _loads_early(ops: list, threads: int) -> list:
     """The ops with each tile load moved up to just after the ops its operands come from, never
     above an op with effects (a store, scatter, atomic, loop, if, print or assert): a load issued
     early overlaps its latency with the work in between (layer norm's weights load while the row's
     statistics reduce: on the H100, keeping them below the reductions took a bf16 layer norm of
-    32768 x 4096 from 0.200 to 0.211 ms, the registers it saved did not fit another block per SM)."""
+    32768 x 4096 from 0.200 to 0.211 ms, the registers it saved did not fit another block per SM).
+    A load of more than a quarter of a thread's registers stays where it is: held across the ops in
+    between it would push out the tiles they work on (two 32 x 1024 float32 accumulators summed from
+    loads spilled 1788 bytes a thread with the loads first)."""
     out: list = []
     for op in ops:
-        if op.name == "load" and op.result.shape:
+        if op.name == "load" and op.result.shape and 4 * thread_registers(op.result.type, threads) <= \
+                register_cap(threads):
             at = 0
             for k, prev in enumerate(out):
                 scalar_constant = prev.name == "constant" and not prev.result.shape
@@ -343,6 +347,17 @@ def _loads_early(ops: list) -> list:
         else:
             out.append(op)
     return out
+
+
+def register_cap(threads: int) -> int:
+    """The registers a thread may have when a block of `threads` is to fit an SM (65536 registers, at
+    most 255 a thread)."""
+    return min(255, 65536 // threads)
+
+
+def thread_registers(t: TileType, threads: int) -> int:
+    """The 32-bit registers a thread holds of a tile spread evenly over the block."""
+    return -(-t.size * max(t.dtype.itemsize, 1) // (4 * threads))
 
 
 EMIT = Rules()
@@ -1202,14 +1217,25 @@ def _memory_dtypes(fn: Function):
 def choose_threads(fn: Function, vec: int, requested: int | None = None) -> int:
     """Threads per block: enough for two 16-byte chunks per thread of the largest tile, 32 to 512
     (on the H100, 512 rather than 256 threads took a 32768 x 16384 f32 row softmax from 1796 to
-    3010 GB/s and a bf16 transpose from 2301 to 2540 GB/s; 1024 was slower again)."""
+    3010 GB/s and a bf16 transpose from 2301 to 2540 GB/s; 1024 was slower again), and 1024 where a
+    loop's carried tiles would take more than half a thread's registers at 512: an accumulator spread
+    over more threads leaves each room for the tiles that update it (two 32 x 1024 float32
+    accumulators: 1788 bytes of spills a thread at 512 threads, 652 at 1024)."""
     if requested:
         return requested
     biggest = max((r.type.size for op in fn.walk() for r in op.results if isinstance(r.type, TileType)), default=1)
     threads = 32
     while threads < 512 and threads * vec * 2 < biggest:
         threads *= 2
+    if threads == 512 and 2 * _carried_registers(fn, threads) > register_cap(threads):
+        threads = 1024
     return threads
+
+
+def _carried_registers(fn: Function, threads: int) -> int:
+    """The most registers a thread holds of the tiles one loop carries from iteration to iteration."""
+    return max((sum(thread_registers(r.type, threads) for r in op.results if isinstance(r.type, TileType))
+                for op in fn.walk() if op.name in ("for", "while")), default=0)
 
 
 def generate(fn: Function, *, threads: int | None = None, arch: str | None = None, tma: bool = True) -> GeneratedKernel:
