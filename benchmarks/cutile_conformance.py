@@ -2,7 +2,8 @@
 `cuda.tile` alias and print a per-file table with the most common failure reasons.
 
     git clone https://github.com/NVIDIA/cutile-python /tmp/cutile-python     # never into this repo
-    python benchmarks/cutile_conformance.py /tmp/cutile-python/test                  # PUBLIC_API_FILES
+    python benchmarks/cutile_conformance.py /tmp/cutile-python/test                  # every test_*.py
+    python benchmarks/cutile_conformance.py /tmp/cutile-python/test --public-api     # PUBLIC_API_FILES
     python benchmarks/cutile_conformance.py /tmp/cutile-python/test test_scan.py test_copy.py
     python benchmarks/cutile_conformance.py /tmp/cutile-python/test --interpret      # on the interpreter
     python benchmarks/cutile_conformance.py /tmp/cutile-python/test --cpu            # no GPU at all
@@ -35,7 +36,7 @@ OUTCOMES = ("passed", "failed", "error", "skipped")
 
 
 # cuTile's test files that reach only its public API (the rest test its compiler's internals: the
-# bytecode, MLIR passes, its cache and CLI); the default set, and the one whose pass rate is quoted.
+# bytecode, MLIR passes, its cache and CLI): --public-api picks them, and their pass rate is the one quoted.
 PUBLIC_API_FILES = (
     "test_alias.py", "test_array_slice.py", "test_astile.py", "test_attention.py",
     "test_binary_elementwise.py", "test_cast.py", "test_cat.py", "test_closure.py",
@@ -52,7 +53,7 @@ PUBLIC_API_FILES = (
 
 def pytest_command(test_dir: Path, files: list[str], junit: Path, extra: list[str], cpu: bool = False,
                    config: Path | None = None) -> list[str]:
-    targets = [str(test_dir / f) for f in files or PUBLIC_API_FILES]
+    targets = [str(test_dir / f) for f in files] or sorted(str(p) for p in test_dir.glob("test_*.py"))
     plugins = ["-p", "tileworkbench.cutile_alias", "-p", "no:cacheprovider"] + (["-p", "cutile_cpu_torch"] if cpu else [])
     # A configuration of their own (an empty one by default): this project's (strict markers) never applies.
     configured = ["-c", str(config)] if config else []
@@ -139,7 +140,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("test_dir", type=Path, help="a checkout of cuTile's test/ folder")
-    parser.add_argument("files", nargs="*", help="test files in it (default: PUBLIC_API_FILES)")
+    parser.add_argument("files", nargs="*", help="test files in it (default: every test_*.py)")
+    parser.add_argument("--public-api", action="store_true", help="the files of PUBLIC_API_FILES")
     parser.add_argument("--interpret", action="store_true", help="run every launch on the interpreter")
     parser.add_argument("--cpu", action="store_true", help="no GPU: the tests' CUDA tensors on the host, "
                                                            "every launch on the interpreter")
@@ -155,7 +157,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         junit, config = Path(tmp) / "results.xml", Path(tmp) / "pytest.ini"
         config.write_text("[pytest]\n")
-        completed = subprocess.run(pytest_command(test_dir, args.files, junit, extra, args.cpu, config), cwd=test_dir,
+        files = args.files or (list(PUBLIC_API_FILES) if args.public_api else [])
+        completed = subprocess.run(pytest_command(test_dir, files, junit, extra, args.cpu, config), cwd=test_dir,
                                    env=pytest_environment(args.interpret or args.cpu, args.force), check=False)
         if not junit.exists():
             print(f"pytest wrote no results (exit status {completed.returncode})", file=sys.stderr)

@@ -48,7 +48,7 @@ for stage in "$@"; do
             summary+=("idioms: see idioms.log") ;;
     samples) (python3 benchmarks/cutile_samples.py "${arg:-.cutile-src/samples}") 2>&1 | tee "$out/samples.log" | tail -n 20
              summary+=("samples: $(tail -n 1 "$out/samples.log")") ;;
-    conformance) (python3 benchmarks/cutile_conformance.py "${arg:-.cutile-src/test}" -- -n 16) 2>&1 | tee "$out/conformance.log" | tail -n 20
+    conformance) (python3 benchmarks/cutile_conformance.py "${arg:-.cutile-src/test}" --public-api -- -n 16) 2>&1 | tee "$out/conformance.log" | tail -n 20
                  summary+=("conformance: $(tail -n 1 "$out/conformance.log")") ;;
     fuzz) (with_cutile; python3 -m tests.fuzz.differential --minutes "${arg:-5}" --report "$out/mismatches.txt") 2>&1 | tee "$out/fuzz.log" | tail -n 15
           summary+=("fuzz: $(tail -n 1 "$out/fuzz.log")") ;;
