@@ -25,26 +25,27 @@ def _with_cpp_names(rng):
     return with_cpp_names(random_program(rng), rng)
 
 
-@pytest.mark.parametrize("family", FAMILIES + (_with_cpp_names,), ids=lambda f: f.__name__)
-def test_every_family_compiles_with_nvrtc(family, tmp_path, monkeypatch):
+def _nvrtc_with_a_fresh_cache(tmp_path, monkeypatch):
+    """The runtime module, with a kernel cache of the test's own; skips where NVRTC or headers are missing."""
     runtime = pytest.importorskip("tileworkbench.runtime.launch")
     try:
         runtime.cuda_include_dirs()
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"needs NVRTC and the CUDA headers ({e})")
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    return runtime
+
+
+@pytest.mark.parametrize("family", FAMILIES + (_with_cpp_names,), ids=lambda f: f.__name__)
+def test_every_family_compiles_with_nvrtc(family, tmp_path, monkeypatch):
+    runtime = _nvrtc_with_a_fresh_cache(tmp_path, monkeypatch)
     program = family(np.random.default_rng(4))
     kernel = load_kernel(program.source, "tileworkbench.tile", tmp_path, 0)
     runtime.build(kernel.specialize(program.fresh_args()), "sm_90")
 
 
 def test_compile_only_compiles_each_program_with_nvrtc(tmp_path, monkeypatch):
-    runtime = pytest.importorskip("tileworkbench.runtime.launch")
-    try:
-        runtime.cuda_include_dirs()
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"needs NVRTC and the CUDA headers ({e})")
-    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    _nvrtc_with_a_fresh_cache(tmp_path, monkeypatch)
     stats = differential(60, seed=5, limit=2, compile_only=True)
     assert stats.checked + stats.refused_by_cutile == 2 and not stats.mismatches
 
