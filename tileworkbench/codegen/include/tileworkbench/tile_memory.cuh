@@ -185,15 +185,26 @@ __device__ bool read_chunk(void* dst, const void* src) {
   return false;
 }
 
+// Whether p holds in any lane of the warp (all of whose lanes call it): __any_sync's vote, written as
+// an asm statement that touches no memory (not volatile either), since the compiler takes the builtin,
+// or a volatile asm, for a write that could alias any array, and then reads none through the
+// read-only cache (LDG.CONSTANT).
+__device__ inline bool warp_any(bool p) {
+  unsigned any;
+  asm("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n vote.sync.any.pred q, p, 0xffffffff;\n selp.u32 %0, 1, 0, q;\n}"
+      : "=r"(any) : "r"(unsigned(p)));
+  return any;
+}
+
 // Write a chunk of V elements from registers src to dst where `whole` (wholly inside the array,
 // unmasked, contiguous); every lane of the warp calls it. `continues`: the next lane's chunk, where
 // whole too, starts where this one ends. False where the caller writes the chunk element by element.
 template <int V, class T>
 __device__ bool write_chunk(T* dst, const T* src, bool whole, bool continues) {
   constexpr int Bytes = V * sizeof(T);
-  if constexpr (V > 1 && Bytes % 16 == 0) {
+  if constexpr (V > 1 && Bytes % 16 == 0 && TW_THREADS % 32 == 0) {  // (whole warps: every lane calls)
     const bool shifted = whole && !aligned<16>(dst);
-    if (__any_sync(0xffffffffu, shifted)) store_chunk_shifted<Bytes, sizeof(T)>(dst, src, shifted, continues);
+    if (warp_any(shifted)) store_chunk_shifted<Bytes, sizeof(T)>(dst, src, shifted, continues);
     if (shifted) return true;
   }
   if (whole && aligned<Bytes>(dst)) {
