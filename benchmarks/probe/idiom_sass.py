@@ -1,10 +1,10 @@
 """What the generator makes of each memory-bound idiom, read on a machine without a GPU: for every kernel of
 benchmarks/idioms.py at its benchmark size, compiled with NVRTC for sm_90, the threads per block, registers,
-local memory and spills, and the global loads and stores in its SASS counted by width (LDG.E.128 moves 16
-bytes, LDG.E.U16 two, ...) and the blocks per SM those allow, so that a change to the code generator can be
-compared before and after.
+blocks per SM, local memory and spills, and the global loads and stores in its SASS counted by width
+(LDG.E.128 moves 16 bytes, LDG.E.U16 two, ...; "nc": through the read-only cache, LDG...CONSTANT), so that
+a change to the code generator can be compared before and after.
 
-    python3 benchmarks/probe/idiom_sass.py                       # bf16 and f32 (< 1 min)
+    python3 benchmarks/probe/idiom_sass.py                       # bf16 and f32 (a minute or two: several compiles each)
     python3 benchmarks/probe/idiom_sass.py --dtypes float16 --only softmax --arch sm_80
 
 Counts are of instructions in the listing, not of instructions executed: a loop body counts once, and a chunk's
@@ -35,8 +35,8 @@ def width(opcode: str) -> str:
 def facts(compiled) -> dict:
     counts = Counter()
     for ins in compiled.instructions:
-        if MEMORY.match(ins.opcode):
-            counts[f"{ins.base}.{width(ins.opcode)}"] += 1
+        if MEMORY.match(ins.opcode):  # (nc: through the read-only cache, LDG...CONSTANT)
+            counts[f"{ins.base}.{width(ins.opcode)}" + ("nc" if ins.opcode.endswith(".CONSTANT") else "")] += 1
     return {"threads": compiled.threads, "regs": compiled.registers, "blocks": compiled.occupancy.blocks_per_sm,
             "local": compiled.local_bytes, "spills": (compiled.spill_stores or 0) + (compiled.spill_loads or 0),
             "memory": counts}

@@ -94,10 +94,11 @@ __device__ uint32_t word_at(const uint32_t (&w)[N], int i, int q) {
 }
 
 // Copy Bytes (a multiple of 16) from src, inside the array and not 16-byte aligned, to registers.
-template <int Bytes>
+// Unit: the element size, which src is aligned to (4-byte elements then shift by whole words).
+template <int Bytes, int Unit>
 __device__ void copy_chunk_shifted(void* dst, const void* src) {
   constexpr int N = Bytes / 16;
-  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(src) % 16);
+  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(src) % 16) / Unit * Unit;
   const uint4* block = reinterpret_cast<const uint4*>(static_cast<const char*>(src) - m);
   uint32_t w[4 * N + 4];
 #pragma unroll
@@ -151,7 +152,7 @@ __device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bo
   const bool joined_next = shifted && next_shifted && continues && lane != 31;
   const bool joined_previous = __shfl_up_sync(0xffffffffu, int(joined_next), 1) && lane != 0;
   if (!shifted) return;
-  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(dst) % 16);
+  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(dst) % 16) / Unit * Unit;
   const int q = m / 4, s = (m % 4) * 8;
   char* block = static_cast<char*>(dst) - m;
   auto shifted_word = [&](int j) { return word_at<4>(e, j - 3, 3 - q); };  // e[j - q]
@@ -170,16 +171,17 @@ __device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bo
   }
 }
 
-// Read a chunk of Bytes bytes wholly inside the array at src into registers: one vector access where
+// Read a chunk of V elements wholly inside the array at src into registers: one vector access where
 // aligned, shifted vectors where not; false where neither applies (the caller reads element by element).
-template <int Bytes>
-__device__ bool read_chunk(void* dst, const void* src) {
+template <int V, class T>
+__device__ bool read_chunk(T* dst, const T* src) {
+  constexpr int Bytes = V * sizeof(T);
   if (aligned<Bytes>(src)) {
     copy_chunk<Bytes>(dst, src);
     return true;
   }
   if constexpr (Bytes % 16 == 0) {
-    copy_chunk_shifted<Bytes>(dst, src);
+    copy_chunk_shifted<Bytes, sizeof(T)>(dst, src);
     return true;
   }
   return false;
@@ -251,7 +253,7 @@ __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, t
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
     if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
-        read_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + p.offset))
+        read_chunk<V>(&out.v[r0], a.ptr + p.offset))
       continue;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -545,7 +547,7 @@ __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, con
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     const auto c = chunk_at<V>(a, mask, r0, index...);
-    if (c.contiguous && read_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + c.offset(0))) continue;
+    if (c.contiguous && read_chunk<V>(&out.v[r0], a.ptr + c.offset(0))) continue;
 #pragma unroll
     for (int j = 0; j < V; ++j) out.v[r0 + j] = c.ok(j, mask, r0) ? a.ptr[c.offset(j)] : pad.v[r0 + j];
   }
