@@ -72,9 +72,9 @@ def build(fn: Function, arch: str, threads: int | None = None, tma: bool | None 
 
     Where the kernel leaves the blocks per SM to the compiler, ptxas spends registers freely (a 16K-element
     row softmax took 80 and ran one block of 512 threads per SM), so a kernel whose registers keep blocks
-    off its SMs is compiled again asking for all the blocks its threads and shared memory allow, then for
-    half way between that and what it has (three tries at most), and the first that spills no more than
-    the free compile is taken (an `occupancy` hint is the least asked for)."""
+    off its SMs is compiled again asking for more blocks per SM (the most that 32 registers would allow
+    first, three tries at most), and the first compile that spills no more than the free one is taken
+    (an `occupancy` hint is the least asked for)."""
     from ..ir import print_function
     from .compiled import CompiledKernel
     tma = tma_enabled() if tma is None else tma
@@ -108,20 +108,17 @@ def _spills(compiled) -> tuple[int, int]:
 
 
 def _occupancy_aims(generated: GeneratedKernel, module, arch: str) -> list[int]:
-    """Blocks per SM to ask ptxas for, most first, then half way down, where the free compile's registers
-    keep out blocks that the threads and shared memory would let in (none where the tensor-core plan decides)."""
+    """Blocks per SM to ask ptxas for, most first, three at most: those that fewer registers than the free
+    compile's (in ptxas's steps of 8) would let onto an SM (none where the tensor-core plan decides)."""
     from .occupancy import theoretical_occupancy
     if not generated.free_blocks:
         return []
     resources = module.kernels[generated.name]
     shared = resources.shared_static_bytes + generated.smem_bytes
     now = theoretical_occupancy(arch, generated.threads, resources.registers, shared).blocks_per_sm
-    most = theoretical_occupancy(arch, generated.threads, 1, shared).blocks_per_sm
-    aims = []
-    while most > max(now, 1) and len(aims) < 3:
-        aims.append(most)
-        most = (most + now) // 2
-    return aims
+    blocks = {theoretical_occupancy(arch, generated.threads, cap, shared).blocks_per_sm
+              for cap in range(32, resources.registers, 8)}
+    return sorted((b for b in blocks if b > now), reverse=True)[:3]
 
 
 def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel) -> NvrtcError:
