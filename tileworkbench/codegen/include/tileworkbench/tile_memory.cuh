@@ -563,7 +563,8 @@ __device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const 
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     const auto c = chunk_at<V>(a, mask, r0, index...);
     // (one row: the next lane's chunk is the next along the same array row unless a new tile row starts)
-    const bool continues = c.one_row && (Tile::elem(r0) + V) % S::dim(S::rank - 1) != 0;
+    constexpr int row = S::rank > 0 ? S::dim(S::rank - 1) : 1;
+    const bool continues = c.one_row && (Tile::elem(r0) + V) % row != 0;
     if (write_chunk<V>(a.ptr + c.offset(0), &value.v[r0], c.contiguous, continues)) continue;
 #pragma unroll
     for (int j = 0; j < V; ++j)
