@@ -8,7 +8,7 @@ import pytest
 
 import tileworkbench.tile as ct
 from tileworkbench.codegen import generate
-from tileworkbench.kernels import layernorm
+from tileworkbench.kernels import layernorm, softmax
 
 from ..gpu.cases import CASES
 from .test_compile import _nvrtc_missing
@@ -171,3 +171,33 @@ def test_a_load_moves_above_the_work_before_it_only_when_it_takes_few_of_a_threa
     for threads, moved in ((1024, True), (32, False)):
         order = [op.name for op in _loads_early(ops, threads)]
         assert (order.index("load", order.index("load") + 1) < order.index("sum")) == moved
+
+
+def test_rows_off_16_byte_boundaries_move_as_16_byte_vectors_shifted_into_place():
+    """Rows of 1001 bf16 elements start most chunks off a 16-byte boundary: a whole chunk is read as the
+    two aligned vectors that hold it and funnel-shifted into place, and written as the aligned vector
+    that starts inside it, completed with the next lane's first bytes (a warp shuffle)."""
+    compiled = _build("odd-rows-bfloat16-to-bfloat16", "sm_90")
+    ptx = compiled.asm["ptx"]
+    assert re.search(r"ld\.global\.nc\.v4\.(u32|b32)", ptx) and re.search(r"st\.global\.v4\.(u32|b32)", ptx)  # (read-only cache kept)
+    assert re.search(r"shf\.r\.wrap\.b32", ptx) and re.search(r"shf\.l\.wrap\.b32", ptx)
+    assert re.search(r"shfl\.sync\.down\.b32", ptx)
+    assert compiled.local_bytes == 0
+
+
+def test_a_kernel_without_tensor_cores_asks_for_the_blocks_its_registers_kept_out():
+    """Left free, ptxas gives a 4096-wide bf16 row softmax on 256 threads more registers than six
+    blocks per SM allow; compiled again asking for the blocks that do not spill, it holds six."""
+    x = np.zeros((4, 4096), BF16)
+    compiled = runtime.build(softmax.specialize((x, x, 4096)), "sm_90")
+    assert "__launch_bounds__(256, 6)" in compiled.asm["cuda"]
+    assert compiled.occupancy.blocks_per_sm == 6 and compiled.local_bytes == 0
+
+
+def test_the_blocks_asked_for_never_cost_spills():
+    """A 16K-wide float32 row softmax (IEEE division) spills at two blocks of 512 threads: it keeps the
+    free compile's registers and one block per SM rather than spill."""
+    x = np.zeros((4, 16384), np.float32)
+    compiled = runtime.build(softmax.specialize((x, x, 16384)), "sm_90")
+    assert "__launch_bounds__(512)" in compiled.asm["cuda"]
+    assert compiled.local_bytes == 0 and compiled.occupancy.blocks_per_sm == 1

@@ -220,6 +220,26 @@ case("gather-scatter-rows-2d", row_gather_scatter_2d, (1,),
 
 
 @ct.kernel
+def odd_rows(x, y, z, T: ct.Constant[int]):
+    # rows of an odd length: most start off a 16-byte boundary, and their whole chunks move as shifted
+    # vectors (neighbouring lanes completing each other's aligned blocks); the masked columns, the row's
+    # end and the row past the array element by element, the lanes around them writing their own ends
+    row = ct.bid(0)
+    cols = ct.arange(T, dtype=ct.int32)
+    t = ct.gather(x, (row, cols), check_bounds=True, padding_value=3).astype(y.dtype)
+    ct.scatter(y, (row, cols), t + 1, mask=(cols < 300) | (cols > 333))
+    ct.store(z, (row, 0), ct.load(x, (row, 0), (1, T), padding_mode=ct.PaddingMode.ZERO).astype(z.dtype))
+
+
+# (int8: 1-byte pieces; float64: 8-byte; bfloat16 to float32 and back: 32-byte chunks)
+for _x, _y in ((np.int8, np.int8), (BF16, BF16), (np.float16, np.float16), (np.float32, np.float32),
+               (np.float64, np.float64), (BF16, np.float32), (np.float32, BF16)):
+    case(f"odd-rows-{np.dtype(_x).name}-to-{np.dtype(_y).name}", odd_rows, (8,),
+         lambda x=_x, y=_y: (random_array((7, 1001), x), np.zeros((7, 1001), y), np.zeros((7, 1001), y), 1024),
+         exact=True)
+
+
+@ct.kernel
 def outer_product_indices(x, y, r0, c0):
     # row and column indices start + arange: computed per element, a chunk of a row moved at once
     # where inside, aligned and unmasked

@@ -97,21 +97,57 @@ def build(fn: Function, arch: str, threads: int | None = None, tma: bool | None 
     """Generate and compile (through the cache) one specialization for `arch`; no GPU needed. The
     record holds every stage's text, the resources, the occupancy and the generator's notes.
     A compile error is raised at the kernel source line it comes from. `tma` (default:
-    `tma_enabled()`) lets sm_90 pipelines fill their stages by TMA."""
+    `tma_enabled()`) lets sm_90 pipelines fill their stages by TMA.
+
+    Where the kernel leaves the blocks per SM to the compiler, ptxas spends registers freely (a 16K-element
+    row softmax took 80 and ran one block of 512 threads per SM), so a kernel whose registers keep blocks
+    off its SMs is compiled again asking for more blocks per SM (the most that 32 registers would allow
+    first, three tries at most), and the first compile that spills no more than the free one is taken
+    (an `occupancy` hint is the least asked for)."""
     from ..ir import print_function
-    from .cache import compile_cached
     from .compiled import CompiledKernel
-    generated = generate(fn, threads=threads, arch=arch, tma=tma_enabled() if tma is None else tma)
-    try:
-        module = compile_cached(generated.source, arch=generated.arch or arch, options=COMPILE_OPTIONS, header_version=HEADER_VERSION,
-                                include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
-    except NvrtcError as e:
-        raise _at_source_line(e, fn, generated) from None
+    tma = tma_enabled() if tma is None else tma
+    generated, module = _compile(fn, arch, threads, tma, None)
+    for blocks in _occupancy_aims(generated, module, arch):
+        candidate = _compile(fn, arch, threads, tma, blocks)
+        if _spills(candidate) <= _spills((generated, module)):
+            generated, module = candidate
+            break
     texts = {"ir": print_function(fn), "cuda": generated.source, "ptx": module.ptx, "log": module.log}
     return CompiledKernel.from_cubin(generated.name, module.cubin, module.arch, generated.threads, kernel=fn.name,
                                      texts=texts, resources=module.kernels[generated.name],
                                      dynamic_shared_bytes=generated.smem_bytes, notes=tuple(generated.notes),
                                      tensor_maps=tuple(generated.tensor_maps), generated=generated)
+
+
+def _compile(fn: Function, arch: str, threads: int | None, tma: bool, min_blocks: int | None):
+    from .cache import compile_cached
+    generated = generate(fn, threads=threads, arch=arch, tma=tma, min_blocks=min_blocks)
+    try:
+        module = compile_cached(generated.source, arch=generated.arch or arch, options=COMPILE_OPTIONS,
+                                header_version=HEADER_VERSION, include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
+    except NvrtcError as e:
+        raise _at_source_line(e, fn, generated) from None
+    return generated, module
+
+
+def _spills(compiled) -> tuple[int, int]:
+    resources = compiled[1].kernels[compiled[0].name]
+    return resources.local_bytes, (resources.spill_stores or 0) + (resources.spill_loads or 0)
+
+
+def _occupancy_aims(generated: GeneratedKernel, module, arch: str) -> list[int]:
+    """Blocks per SM to ask ptxas for, most first, three at most: those that fewer registers than the free
+    compile's (in ptxas's steps of 8) would let onto an SM (none where the tensor-core plan decides)."""
+    from .occupancy import theoretical_occupancy
+    if not generated.free_blocks:
+        return []
+    resources = module.kernels[generated.name]
+    shared = resources.shared_static_bytes + generated.smem_bytes
+    now = theoretical_occupancy(arch, generated.threads, resources.registers, shared).blocks_per_sm
+    blocks = {theoretical_occupancy(arch, generated.threads, cap, shared).blocks_per_sm
+              for cap in range(32, resources.registers, 8)}
+    return sorted((b for b in blocks if b > now), reverse=True)[:3]
 
 
 def _at_source_line(error: NvrtcError, fn: Function, generated: GeneratedKernel) -> NvrtcError:

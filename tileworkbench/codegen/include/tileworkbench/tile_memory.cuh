@@ -72,6 +72,150 @@ __device__ bool aligned(const void* p) {
   return reinterpret_cast<unsigned long long>(p) % a == 0;
 }
 
+// ---- chunks off their size's alignment -------------------------------------------------------------
+//
+// Rows of an odd length (3965 bf16 elements) start most chunks off a 16-byte boundary. Such a chunk,
+// wholly inside the array, still moves in 16-byte accesses. Read, it is the middle of the aligned
+// 16-byte blocks that hold it, shifted into place (every block holds bytes of the chunk, so no read
+// leaves the array's pages). Written, each lane writes the aligned block that starts inside its chunk,
+// completed with the first bytes of the next lane's chunk (warp shuffles); only where no neighbour's
+// chunk continues its own (the ends of a row, of a warp's run of chunks) does a lane write the rest of
+// a block, in aligned pieces of 8, 4, 2 and 1 bytes. The shift is the same for every chunk of a row,
+// so the branches are uniform across a warp.
+
+// w[i + q] (0 where outside w) for a shift q known at run time, 0 <= q < Q: selects, no local memory.
+template <int Q, int N>
+__device__ uint32_t word_at(const uint32_t (&w)[N], int i, int q) {
+  uint32_t x = 0;
+#pragma unroll
+  for (int c = 0; c < Q; ++c)
+    if (i + c >= 0 && i + c < N && q == c) x = w[i + c];
+  return x;
+}
+
+// Copy Bytes (a multiple of 16) from src, inside the array and not 16-byte aligned, to registers.
+// Unit: the element size, which src is aligned to (4-byte elements then shift by whole words).
+template <int Bytes, int Unit>
+__device__ void copy_chunk_shifted(void* dst, const void* src) {
+  constexpr int N = Bytes / 16;
+  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(src) % 16) / Unit * Unit;
+  const uint4* block = reinterpret_cast<const uint4*>(static_cast<const char*>(src) - m);
+  uint32_t w[4 * N + 4];
+#pragma unroll
+  for (int b = 0; b <= N; ++b) {
+    const uint4 v = block[b];
+    w[4 * b] = v.x, w[4 * b + 1] = v.y, w[4 * b + 2] = v.z, w[4 * b + 3] = v.w;
+  }
+  const int q = m / 4, s = (m % 4) * 8;
+  uint32_t out[4 * N];
+#pragma unroll
+  for (int i = 0; i < 4 * N; ++i) out[i] = __funnelshift_r(word_at<4>(w, i, q), word_at<4>(w, i + 1, q), s);
+#pragma unroll
+  for (int i = 0; i < N; ++i) static_cast<uint4*>(dst)[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+}
+
+// Write the bytes [from, to) of the aligned 16-byte block at `block`, whose words are w, in aligned
+// pieces of Unit (the element size: from and to are multiples of it) to 8 bytes, widest where alignment allows.
+template <int Unit>
+__device__ void store_block_range(char* block, const uint32_t (&w)[4], int from, int to) {
+  int pos = from;
+  auto piece = [&](int width) {
+    const uint32_t word = word_at<4>(w, 0, pos / 4);
+    if (width == 8) *reinterpret_cast<uint2*>(block + pos) = make_uint2(word, word_at<4>(w, 1, pos / 4));
+    else if (width == 4) *reinterpret_cast<uint32_t*>(block + pos) = word;
+    else if (width == 2) *reinterpret_cast<uint16_t*>(block + pos) = uint16_t(word >> (pos % 4) * 8);
+    else *reinterpret_cast<uint8_t*>(block + pos) = uint8_t(word >> (pos % 4) * 8);
+    pos += width;
+  };
+#pragma unroll
+  for (int width = Unit; width <= 8; width *= 2)  // up to the next 8-byte boundary
+    if ((pos & width) && pos + width <= to) piece(width);
+#pragma unroll
+  for (int width = 8; width >= Unit; width /= 2)  // then down to `to`
+    if (pos + width <= to) piece(width);
+}
+
+// This lane's chunk of Bytes (a multiple of 16) at dst, not 16-byte aligned, written from registers
+// src where `shifted`; every lane of the warp calls it (see above). `continues`: the next lane's chunk,
+// where shifted too, starts where this one ends. Unit: the element size.
+template <int Bytes, int Unit>
+__device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bool continues) {
+  constexpr int N = Bytes / 16;
+  const unsigned lane = threadIdx.x % 32;
+  const uint32_t* c = static_cast<const uint32_t*>(src);
+  uint32_t e[4 * N + 4];  // this chunk's words, then the first four of the next lane's
+#pragma unroll
+  for (int i = 0; i < 4 * N; ++i) e[i] = c[i];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) e[4 * N + i] = __shfl_down_sync(0xffffffffu, c[i], 1);
+  const bool next_shifted = __shfl_down_sync(0xffffffffu, int(shifted), 1);
+  const bool joined_next = shifted && next_shifted && continues && lane != 31;
+  const bool joined_previous = __shfl_up_sync(0xffffffffu, int(joined_next), 1) && lane != 0;
+  if (!shifted) return;
+  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(dst) % 16) / Unit * Unit;
+  const int q = m / 4, s = (m % 4) * 8;
+  char* block = static_cast<char*>(dst) - m;
+  auto shifted_word = [&](int j) { return word_at<4>(e, j - 3, 3 - q); };  // e[j - q]
+#pragma unroll
+  for (int b = 0; b <= N; ++b) {  // block b's word i is chunk bytes 16b + 4i - m ..
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) w[i] = __funnelshift_l(shifted_word(4 * b + i - 1), shifted_word(4 * b + i), s);
+    if (b == 0) {
+      if (!joined_previous) store_block_range<Unit>(block, w, m, 16);  // else the previous lane wrote it whole
+    } else if (b < N || joined_next) {
+      reinterpret_cast<uint4*>(block)[b] = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      store_block_range<Unit>(block + 16 * b, w, 0, m);
+    }
+  }
+}
+
+// Read a chunk of V elements wholly inside the array at src into registers: one vector access where
+// aligned, shifted vectors where not; false where neither applies (the caller reads element by element).
+template <int V, class T>
+__device__ bool read_chunk(T* dst, const T* src) {
+  constexpr int Bytes = V * sizeof(T);
+  if (aligned<Bytes>(src)) {
+    copy_chunk<Bytes>(dst, src);
+    return true;
+  }
+  if constexpr (Bytes % 16 == 0) {
+    copy_chunk_shifted<Bytes, sizeof(T)>(dst, src);
+    return true;
+  }
+  return false;
+}
+
+// Whether p holds in any lane of the warp (all of whose lanes call it): __any_sync's vote, written as
+// an asm statement that touches no memory (not volatile either), since the compiler takes the builtin,
+// or a volatile asm, for a write that could alias any array, and then reads none through the
+// read-only cache (LDG.CONSTANT).
+__device__ inline bool warp_any(bool p) {
+  unsigned any;
+  asm("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n vote.sync.any.pred q, p, 0xffffffff;\n selp.u32 %0, 1, 0, q;\n}"
+      : "=r"(any) : "r"(unsigned(p)));
+  return any;
+}
+
+// Write a chunk of V elements from registers src to dst where `whole` (wholly inside the array,
+// unmasked, contiguous); every lane of the warp calls it. `continues`: the next lane's chunk, where
+// whole too, starts where this one ends. False where the caller writes the chunk element by element.
+template <int V, class T>
+__device__ bool write_chunk(T* dst, const T* src, bool whole, bool continues) {
+  constexpr int Bytes = V * sizeof(T);
+  if constexpr (V > 1 && Bytes % 16 == 0 && TW_THREADS % 32 == 0) {  // (whole warps: every lane calls)
+    const bool shifted = whole && !aligned<16>(dst);
+    if (warp_any(shifted)) store_chunk_shifted<Bytes, sizeof(T)>(dst, src, shifted, continues);
+    if (shifted) return true;
+  }
+  if (whole && aligned<Bytes>(dst)) {
+    copy_chunk<Bytes>(dst, src);
+    return true;
+  }
+  return false;
+}
+
 // Where a chunk starting at tile element e0 sits in the array: its offset, and whether all of it
 // is inside the array along every axis but the last (and from `coord_last` along the last).
 template <class S, class T, int Rank>
@@ -109,10 +253,8 @@ __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, t
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
     if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
-        aligned<V * sizeof(T)>(a.ptr + p.offset)) {
-      copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + p.offset);
+        read_chunk<V>(&out.v[r0], a.ptr + p.offset))
       continue;
-    }
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if constexpr (rows_of_chunks) {  // element j is j steps along the chunk's row
@@ -135,11 +277,10 @@ __device__ void store(const array<T, Rank>& a, const coords<Rank>& index, const 
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
-    if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
-        aligned<V * sizeof(T)>(a.ptr + p.offset)) {
-      copy_chunk<V * sizeof(T)>(a.ptr + p.offset, &x.v[r0]);
-      continue;
-    }
+    const bool whole = rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1;
+    // the next lane holds the next chunk of the tile: in the same row of the array unless a new row starts
+    const bool continues = (Tile::elem(r0) + V) % S::dim(Rank - 1) != 0;
+    if (write_chunk<V>(a.ptr + p.offset, &x.v[r0], whole, continues)) continue;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
@@ -406,10 +547,7 @@ __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, con
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     const auto c = chunk_at<V>(a, mask, r0, index...);
-    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset(0))) {
-      copy_chunk<V * sizeof(T)>(&out.v[r0], a.ptr + c.offset(0));
-      continue;
-    }
+    if (c.contiguous && read_chunk<V>(&out.v[r0], a.ptr + c.offset(0))) continue;
 #pragma unroll
     for (int j = 0; j < V; ++j) out.v[r0 + j] = c.ok(j, mask, r0) ? a.ptr[c.offset(j)] : pad.v[r0 + j];
   }
@@ -424,10 +562,10 @@ __device__ void scatter(const array<T, Rank>& a, const tile<T, S>& value, const 
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += V) {
     const auto c = chunk_at<V>(a, mask, r0, index...);
-    if (c.contiguous && aligned<V * sizeof(T)>(a.ptr + c.offset(0))) {
-      copy_chunk<V * sizeof(T)>(a.ptr + c.offset(0), &value.v[r0]);
-      continue;
-    }
+    // (one row: the next lane's chunk is the next along the same array row unless a new tile row starts)
+    constexpr int row = S::rank > 0 ? S::dim(S::rank - 1) : 1;
+    const bool continues = c.one_row && (Tile::elem(r0) + V) % row != 0;
+    if (write_chunk<V>(a.ptr + c.offset(0), &value.v[r0], c.contiguous, continues)) continue;
 #pragma unroll
     for (int j = 0; j < V; ++j)
       if (c.ok(j, mask, r0)) a.ptr[c.offset(j)] = value.v[r0 + j];
