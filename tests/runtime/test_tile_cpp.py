@@ -107,6 +107,21 @@ def test_without_tileiras_one_message_says_what_to_install(monkeypatch):
     assert 'pip install "nvidia-cuda-nvrtc==13.4.*" "nvidia-cuda-tileiras==13.4.*"' in reason
 
 
+def test_a_cuda_home_naming_another_toolkit_does_not_reach_tileiras(tmp_path, monkeypatch):
+    """tileiras would load $CUDA_HOME/nvvm/lib64/libnvvm.so before its own: here an unloadable one."""
+    stale = tmp_path / "cuda-13.0" / "nvvm" / "lib64"
+    stale.mkdir(parents=True)
+    (stale / "libnvvm.so").write_text("not a library")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda-13.0"))
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))   # a real compile, not a hit
+    tile_cpp.toolchain.cache_clear()
+    try:
+        module = TileCppKernel(cell(EXAMPLES[0]), "<cell>").compile("sm_90")
+    finally:
+        tile_cpp.toolchain.cache_clear()
+    assert module.cubin[:4] == b"\x7fELF"
+
+
 def test_an_nvrtc_newer_than_tileiras_reads_is_named_with_the_versions_to_install(monkeypatch):
     monkeypatch.setattr("tileworkbench.runtime.nvrtc.nvrtc_version", lambda: (13, 9))
     reason = tile_cpp.unavailable_reason()

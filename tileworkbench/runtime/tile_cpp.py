@@ -76,6 +76,14 @@ class Toolchain:
         disassembler = os.path.join(bin_dir, "tileirdisasm")  # the Tile IR as text, with its cell lines
         self.disassembler = disassembler if os.path.isfile(disassembler) else None
         self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
+        # tileiras loads $CUDA_HOME/nvvm/lib64/libnvvm.so before the libnvvm beside it: a CUDA_HOME
+        # naming another (older) toolkit makes every compile fail with "failed to compile Tile IR
+        # program". So it runs with its own root as CUDA_HOME where that root is laid out as a
+        # toolkit, else without one (the wheels' layout: libnvvm in ../lib).
+        root = os.path.dirname(os.path.abspath(bin_dir))
+        self.env.pop("CUDA_HOME", None)
+        if os.path.exists(os.path.join(root, "nvvm", "lib64", "libnvvm.so")):
+            self.env["CUDA_HOME"] = root
 
     @functools.cached_property
     def version(self) -> str:
