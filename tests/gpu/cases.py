@@ -11,6 +11,8 @@ import numpy as np
 import tileworkbench.tile as ct
 from tileworkbench.kernels import layernorm, matmul, row_gather, row_load, softmax, transpose, vector_add
 
+from .idiom_kernels import attention_arguments, bmm_arguments, causal_attention, persistent_bmm
+
 RNG = np.random.default_rng(1234)
 BF16 = ct.bfloat16.numpy
 FLOATS = [np.float16, BF16, np.float32, np.float64]
@@ -1612,3 +1614,21 @@ for _dt in COMPLEX:
     case(f"complex-math-{np.dtype(_dt).name}", complex_math, (ct.cdiv(1000, 256),),
          lambda dt=_dt: (random_array(1000, dt), random_array(1000, dt), np.zeros(1000, dt),
                          np.zeros(1000, np.zeros((), dt).real.dtype), np.zeros(4, dt), 256))
+
+
+# ---- cuTile code as written in the wild: a persistent batched matmul, causal flash attention ------
+# (references and interpreter tests: idiom_kernels.py, tests/interp/test_idiom_kernels.py). The
+# matmul's tensor-core sums agree bit for bit, so its float16/bfloat16 results do too.
+
+for _dt, _ta, _tb, _tiles in [(np.float16, False, False, (64, 64, 32)), (np.float16, True, True, (64, 64, 32)),
+                              (BF16, True, False, (64, 64, 32)), (BF16, False, True, (64, 64, 32)),
+                              (np.float16, False, True, (128, 128, 64))]:
+    for _k in (511, 1024):
+        case(f"persistent-bmm-k{_k}-{'tn'[_ta]}{'tn'[_tb]}-{np.dtype(_dt).name}-{'x'.join(map(str, _tiles))}",
+             persistent_bmm, (7,),
+             lambda dt=_dt, ta=_ta, tb=_tb, k=_k, tiles=_tiles:
+             bmm_arguments(RNG, 2, 320, 200, k, dt, ta, tb, tiles)[0], exact=True)
+for _dt, _tiles in [(np.float16, (64, 64)), (BF16, (128, 64))]:
+    case(f"causal-attention-d128-s511-{np.dtype(_dt).name}-{'x'.join(map(str, _tiles))}", causal_attention,
+         attention_arguments(RNG, 1, 2, 511, 128, _dt, _tiles)[1],
+         lambda dt=_dt, tiles=_tiles: attention_arguments(RNG, 1, 2, 511, 128, dt, tiles)[0])
