@@ -1624,11 +1624,12 @@ for _dt, _ta, _tb, _tiles in [(np.float16, False, False, (64, 64, 32)), (np.floa
                               (BF16, True, False, (64, 64, 32)), (BF16, False, True, (64, 64, 32)),
                               (np.float16, False, True, (128, 128, 64))]:
     for _k in (511, 1024):
-        case(f"persistent-bmm-k{_k}-{'tn'[_ta]}{'tn'[_tb]}-{np.dtype(_dt).name}-{'x'.join(map(str, _tiles))}",
+        case(f"persistent-bmm-k{_k}-{'nt'[_ta]}{'nt'[_tb]}-{np.dtype(_dt).name}-{'x'.join(map(str, _tiles))}",
              persistent_bmm, (7,),
              lambda dt=_dt, ta=_ta, tb=_tb, k=_k, tiles=_tiles:
              bmm_arguments(RNG, 2, 320, 200, k, dt, ta, tb, tiles)[0], exact=True)
-for _dt, _tiles in [(np.float16, (64, 64)), (BF16, (128, 64))]:
-    case(f"causal-attention-d128-s511-{np.dtype(_dt).name}-{'x'.join(map(str, _tiles))}", causal_attention,
-         attention_arguments(RNG, 1, 2, 511, 128, _dt, _tiles)[1],
-         lambda dt=_dt, tiles=_tiles: attention_arguments(RNG, 1, 2, 511, 128, dt, tiles)[0])
+for _dt, _heads, _seq, _tiles in [(np.float16, 2, 511, (64, 64)), (BF16, 2, 511, (128, 64)),
+                                  (np.float16, 1, 2047, (128, 64))]:  # 2047: ~4 s on the interpreter
+    case(f"causal-attention-d128-s{_seq}-{np.dtype(_dt).name}-{'x'.join(map(str, _tiles))}", causal_attention,
+         attention_arguments(RNG, 1, _heads, _seq, 128, _dt, _tiles)[1],
+         lambda dt=_dt, heads=_heads, seq=_seq, tiles=_tiles: attention_arguments(RNG, 1, heads, seq, 128, dt, tiles)[0])
