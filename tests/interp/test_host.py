@@ -81,3 +81,37 @@ def test_with_the_switch_device_tensors_that_require_grad_are_read_and_written(m
     y = torch.zeros(8, requires_grad=True)
     ct.launch(None, (1,), scale_into, (x, y, torch.ones(8), 8))
     assert y.tolist() == [0, 2, 4, 6, 8, 10, 12, 14] and y.requires_grad
+
+
+def device_stand_ins(monkeypatch):
+    """Host tensors stand for device tensors: they say they are on CUDA, and their host copy is a copy."""
+    monkeypatch.setenv("TILEWORKBENCH_INTERPRET", "1")
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self: self.clone())
+
+
+@ct.kernel
+def halves(a, b):
+    ct.store(a, (0,), ct.full((4,), 1, a.dtype))
+    ct.store(b, (1,), ct.full((4,), 2, b.dtype))
+
+
+def test_with_the_switch_a_device_tensor_passed_twice_keeps_the_writes_through_both(monkeypatch):
+    """As on the GPU, where both parameters are one buffer: copied once and viewed twice on the host,
+    so the copy-back of one does not undo the other's half."""
+    device_stand_ins(monkeypatch)
+    t = torch.zeros(8)
+    ct.launch(None, (1,), halves, (t, t))
+    assert t.tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
+
+
+@ct.kernel
+def copy_forward(src, dst):
+    ct.store(dst, (0,), ct.load(src, (0,), (4,)))
+
+
+def test_with_the_switch_overlapping_views_of_one_tensor_are_viewed_on_the_host_as_on_the_device(monkeypatch):
+    device_stand_ins(monkeypatch)
+    t = torch.arange(12, dtype=torch.bfloat16).reshape(3, 4)
+    ct.launch(None, (1,), copy_forward, (t[0], t[2]))
+    assert t[2].tolist() == [0, 1, 2, 3] and t[1].tolist() == [4, 5, 6, 7]

@@ -4,13 +4,16 @@
 the interpreter, whatever the arrays are: CuPy arrays, PyTorch CUDA tensors and anything with
 `__cuda_array_interface__` or DLPack are copied to the host, the kernel runs there, and the arrays
 the kernel writes are copied back. PyTorch CPU tensors run on the interpreter in place, switch or
-not, as NumPy arrays do.
+not, as NumPy arrays do. Device arrays that view one allocation (a tensor passed twice, views of one
+buffer) are copied as that allocation, once, and viewed on the host as on the device, so a write
+through one is seen through the others and no copy-back undoes another's writes.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..arguments import host_numpy, host_tensor, is_array_like
+from ..ir.types import to_dtype
 from ..ir.ops import OPS
 
 
@@ -29,6 +32,69 @@ def _to_host(obj):
         cupy.asarray(obj) if hasattr(obj, "__cuda_array_interface__") else cupy.from_dlpack(obj)
     host = cupy.asnumpy(device)
     return host, lambda: device.__setitem__(Ellipsis, cupy.asarray(host))
+
+
+class _Allocation:
+    """One device allocation on the host: its bytes, copied once, and the arrays that view it."""
+
+    def __init__(self, obj):
+        if type(obj).__module__.startswith("torch"):
+            import torch
+            self._device = torch.empty(0, dtype=torch.uint8, device=obj.device).set_(obj.untyped_storage())
+            self.bytes = self._device.to("cpu", copy=True).numpy()
+        else:
+            import cupy
+            memory = obj.data.mem
+            self._device = cupy.ndarray((memory.size,), cupy.uint8, cupy.cuda.MemoryPointer(memory, 0))
+            self.bytes = self._device.get()
+        self.base = _allocation_of(obj)[1]
+
+    def view(self, obj) -> np.ndarray:
+        """obj's elements in the host bytes, at the offset and strides they have on the device."""
+        if type(obj).__module__.startswith("torch"):
+            dtype = to_dtype(obj.dtype).numpy
+            address, strides = obj.data_ptr(), tuple(s * dtype.itemsize for s in obj.stride())
+        else:
+            dtype, address, strides = obj.dtype, obj.data.ptr, obj.strides
+        return np.ndarray(tuple(obj.shape), dtype, buffer=self.bytes, offset=address - self.base, strides=strides)
+
+    def write_back(self) -> None:
+        if type(self._device).__module__.startswith("torch"):
+            import torch
+            self._device.copy_(torch.from_numpy(self.bytes))
+        else:
+            self._device.set(self.bytes)
+
+
+def _allocation_of(obj):
+    """(device, first address, bytes) of the device allocation a PyTorch or CuPy array views; None
+    for anything else (it is copied on its own)."""
+    if type(obj).__module__.startswith("torch") and obj.is_cuda:
+        storage = obj.untyped_storage()
+        return ("torch", obj.device.index, storage.data_ptr()), storage.data_ptr(), storage.nbytes()
+    if type(obj).__module__.startswith("cupy"):
+        memory = obj.data.mem
+        return ("cupy", obj.device.id, memory.ptr), memory.ptr, memory.size
+    return None
+
+
+def _host_copies(leaves) -> tuple[list, list]:
+    """For each argument leaf, (what the interpreter reads, a function copying it back or None), and
+    the shared allocations, each copied once, for the leaves that view one allocation with another."""
+    keys = [_allocation_of(a) if is_array_like(a) else None for a in leaves]
+    counts: dict = {}
+    for key in keys:
+        if key is not None:
+            counts[key[0]] = counts.get(key[0], 0) + 1
+    shared: dict = {}
+    copies = []
+    for leaf, key in zip(leaves, keys):
+        if key is not None and counts[key[0]] > 1:
+            allocation = shared.get(key[0]) or shared.setdefault(key[0], _Allocation(leaf))
+            copies.append((allocation.view(leaf), allocation.write_back))
+        else:
+            copies.append(_to_host(leaf) if is_array_like(leaf) else (leaf, None))
+    return copies
 
 
 def written_params(fn) -> set[str]:
@@ -82,9 +148,10 @@ def run_anywhere(fn, grid, args) -> None:
     arrays, copying back the arrays the kernel writes."""
     from ..arguments import argument_leaves, normalize_grid
     from .executor import execute
-    copies = [_to_host(a) if is_array_like(a) else (a, None) for a in argument_leaves(args)]
+    copies = _host_copies(argument_leaves(args))
     execute(fn, normalize_grid(grid), [h for h, _ in copies])
     written = written_params(fn)
-    for p, (_, write_back) in zip(fn.params, copies):
-        if write_back is not None and p.name in written:
-            write_back()
+    backs = {id(write_back): write_back for p, (_, write_back) in zip(fn.params, copies)   # once per allocation
+             if write_back is not None and p.name in written}
+    for write_back in backs.values():
+        write_back()
