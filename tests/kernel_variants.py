@@ -1,5 +1,6 @@
 """Kernels defined from text, as notebook cells define them: VARIANTS[v] is the body of variant v,
 and every definition is a new kernel object (its source registered under a file name of its own)."""
+import gc
 import linecache
 
 import numpy as np
@@ -37,3 +38,24 @@ def expected(variant: int, x: np.ndarray) -> np.ndarray:
 
 def launch(kernel, x, y, stream=None):
     ct.launch(stream, (x.shape[0] // TILE,), kernel, (x, y))
+
+
+def redefine_until_addresses_repeat(run, repeats: int = 64, most: int = 4000) -> tuple[list, int]:
+    """Define variant after variant (dropping each, collecting garbage every 8) until a new kernel has
+    taken a dead kernel's address with a different variant `repeats` times, the case an id()-keyed
+    cache gets wrong; `run(kernel, variant)` launches one and says whether its result was right.
+    Returns the (serial, variant) pairs that went wrong and how often an address was taken over."""
+    wrong, variant_at, repeated = [], {}, 0
+    for serial in range(most):
+        variant = serial % len(VARIANTS)
+        kernel = define_variant(variant, serial)
+        if not run(kernel, variant):
+            wrong.append((serial, variant))
+        repeated += variant_at.get(id(kernel), variant) != variant
+        variant_at[id(kernel)] = variant
+        del kernel
+        if serial % 8 == 0:
+            gc.collect()  # frees the old kernels' IR, so new objects reuse their addresses
+        if repeated >= repeats:
+            break
+    return wrong, repeated
