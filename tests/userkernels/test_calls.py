@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from tileworkbench import ElementwiseKernel, ReductionKernel
+from tileworkbench.errors import TileSyntaxError
 
 ADD = ElementwiseKernel("T x, T y", "T z", "z = x + y", "add")
 
@@ -171,6 +172,17 @@ def test_type_aliases_name_their_type_to_the_end_of_their_block_and_the_later_pa
     np.testing.assert_array_equal(k(x), x / 2 * 3)
     r = ReductionKernel("T x", "T y", "A(x) / 3", "a + b", "y = a", "0", "reduce_aliases", preamble="using A = int;")
     assert r(np.arange(7, dtype=np.int32)) == sum(v // 3 for v in range(7))
+
+
+def test_an_inner_typedef_of_an_outer_alias_name_declares_that_name_anew_as_c_does():
+    x = np.array([0.5, 1.5, 2.75], np.float32)
+    body = "typedef float F; { typedef int F; F a = x; z = a; } F b = x; z += b;"
+    np.testing.assert_array_equal(ElementwiseKernel("float32 x", "float32 z", body, "retypedef")(x), [0.5, 2.5, 4.75])
+
+
+def test_a_type_alias_written_as_a_value_is_refused_as_c_refuses_it():
+    with pytest.raises(TileSyntaxError, match=r"'i' names a type here \(a type alias\), not a value"):
+        ElementwiseKernel("float32 x", "float32 z", "using i = int; z = x + i;", "alias_value")(np.zeros(4, np.float32))
 
 
 @pytest.mark.parametrize("seed", range(6))

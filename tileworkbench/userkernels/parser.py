@@ -120,6 +120,8 @@ class Parser:
         start = self.tok.start
         words, end = [], start
         while self.tok.kind == "name" and (self.tok.text in self.type_names or self.tok.text in _QUALIFIERS):
+            if words and self.tok.text in self.aliases:   # `typedef int F;` where F is an outer alias:
+                break                                       # C makes F the name declared, not a type word
             tok = self.advance()
             end = tok.end
             if tok.text in TEMPLATES and self.at("<"):  # complex<float>: one word
@@ -288,6 +290,8 @@ class Parser:
         if tok.kind == "name":
             if tok.text in _UNSUPPORTED:
                 self.refuse(tok.text)
+            if tok.text in self.aliases:   # C: a type name is no value (`using i = int; z = x + i;`)
+                self.fail(f"'{tok.text}' names a type here (a type alias), not a value")
             if tok.text in _TEXTURE_FUNCTIONS and self.peek().text in ("(", "<"):
                 self.fail(f"Texture and surface functions ({tok.text}) are not in the supported C subset: tile "
                           f"kernels read arrays, not texture objects; pass the data as an array",
