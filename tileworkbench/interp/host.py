@@ -78,9 +78,9 @@ def _allocation_of(obj):
     return None
 
 
-def _host_copies(leaves) -> tuple[list, list]:
-    """For each argument leaf, (what the interpreter reads, a function copying it back or None), and
-    the shared allocations, each copied once, for the leaves that view one allocation with another."""
+def _host_copies(leaves) -> list[tuple]:
+    """For each argument leaf, (what the interpreter reads, a function copying it back or None). Leaves
+    that view one allocation with another share that allocation's one host copy."""
     keys = [_allocation_of(a) if is_array_like(a) else None for a in leaves]
     counts: dict = {}
     for key in keys:
@@ -90,7 +90,9 @@ def _host_copies(leaves) -> tuple[list, list]:
     copies = []
     for leaf, key in zip(leaves, keys):
         if key is not None and counts[key[0]] > 1:
-            allocation = shared.get(key[0]) or shared.setdefault(key[0], _Allocation(leaf))
+            if key[0] not in shared:
+                shared[key[0]] = _Allocation(leaf)
+            allocation = shared[key[0]]
             copies.append((allocation.view(leaf), allocation.write_back))
         else:
             copies.append(_to_host(leaf) if is_array_like(leaf) else (leaf, None))
