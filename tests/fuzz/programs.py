@@ -188,7 +188,8 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
     other = ctx["y_tile"](t)
     if other is None:
         return t
-    name = b.choice(["add", "sub", "mul", "maximum", "minimum"] + (["where"] if t.exact and other.exact else []))
+    name = b.choice(["add", "sub", "mul", "maximum", "minimum"] + (["where"] if t.exact and other.exact else [])
+                    + (["truediv"] if _is_float(t.dtype) else []))
     if name in ("add", "sub") and (t.product or other.product):
         name = "mul"
     b.ops.append(name)
@@ -201,8 +202,8 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
         pick = {"maximum": (np.maximum, np.fmax), "minimum": (np.minimum, np.fmin)}[name]
         fn = pick[0] if propagate else pick[1]
     else:
-        code = f"{t.name} { {'add': '+', 'sub': '-', 'mul': '*'}[name]} {other.name}"
-        fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[name]
+        code = f"{t.name} { {'add': '+', 'sub': '-', 'mul': '*', 'truediv': '/'}[name]} {other.name}"
+        fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide}[name]
 
     def apply(u, v):
         with np.errstate(all="ignore"):
@@ -215,18 +216,26 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
     return result
 
 
+# Python float constants for float tiles: each is converted to the tile's dtype first (rounded there),
+# then the op runs in that dtype, as cuTile types a constant beside a tile
+_FLOAT_CONSTANTS = (0.1, 2.5, -1.75, 1 / 3, 1e-3, 65504.0)
+
+
 def _scalar_op(b: _Builder, t: Tile, ctx) -> Tile:
     k = int(b.rng.integers(1, 4))
-    op = b.choice(["+", "*", "-"])
-    if t.product:
+    if _is_float(t.dtype) and b.rng.integers(2):
+        k = b.choice(_FLOAT_CONSTANTS)
+    op = b.choice(["+", "*", "-"] + (["/"] if _is_float(t.dtype) else []))
+    if t.product and op in "+-":
         op = "*"
     b.ops.append(f"scalar{op}")
-    fn = {"+": np.add, "*": np.multiply, "-": np.subtract}[op]
+    fn = {"+": np.add, "*": np.multiply, "-": np.subtract, "/": np.true_divide}[op]
 
     def apply(v):
         with np.errstate(all="ignore"):
             if _is_float(t.dtype):
-                return fn(v.astype(np.float64), k).astype(t.dtype)
+                typed = np.array(k).astype(t.dtype).astype(np.float64)
+                return fn(v.astype(np.float64), typed).astype(t.dtype)
             return fn(v, np.array(k, t.dtype)).astype(t.dtype)
     result = b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], f"{t.name} {op} {k}", t.exact, t.defined)
     result.product = op == "*" and _is_float(t.dtype)
