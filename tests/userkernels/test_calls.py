@@ -124,6 +124,16 @@ def test_the_default_tile_holds_4_kb_of_one_width_or_16_bytes_a_thread_of_the_na
         assert launch.config == {"TILE": tile} and launch.grid == (n // tile,)
 
 
+def test_the_default_tile_counts_arrays_read_as_one_element_and_raw_arrays_only_for_the_narrowest_width():
+    n = 1 << 16
+    x, x64 = np.ones(n, np.float32), np.ones(n, np.float64)
+    shift = ElementwiseKernel("float32 x, float64 s", "float32 z", "z = x + s", "shift_by_a_double")
+    assert shift.launch_plan(x, np.ones((), np.float64)).config == {"TILE": 1024}   # s: one element
+    assert shift.launch_plan(x.reshape(64, -1), np.ones((64, 1))).config == {"TILE": 1024}
+    gather = ElementwiseKernel("float64 x, raw int32 k", "float64 z", "z = x + k[i]", "add_raw_ints")
+    assert gather.launch_plan(x64, np.ones(n, np.int32)).config == {"TILE": 128}   # chunks of 4 float64
+
+
 def test_float32_with_float64_runs_blocks_of_one_16_byte_chunk_of_the_float32_array_a_thread():
     pytest.importorskip("cuda.bindings")
     import tileworkbench.runtime.launch as runtime

@@ -42,8 +42,8 @@ TILES = [128, 256, 512, 1024, 2048, 4096]
 # The default TILE. The CUDA backend gives each thread chunks of 16 bytes of the narrowest array (and
 # as many elements of each other array), two chunks a thread, 32 threads at least. Where every array
 # has one width a block holds 4 KB of each: 128 threads moving two 16-byte vectors of each array
-# (1024 float32, 256 complex128). A wider array's chunk is already 32 bytes or more, each of its
-# 16-byte accesses half of a 32-byte sector: there a block takes one chunk a thread (32 threads,
+# (1024 float32, 256 complex128). A wider array's chunk is 32 bytes or more, each of its 16-byte
+# accesses half of a 32-byte sector: where one is moved a block takes one chunk a thread (32 threads,
 # 128 elements for float32 with float64, as many as a block of CuPy's), which kept fewer such
 # accesses in flight and ran float32 with float64 10% faster on the H200 than 1024 elements did.
 TILE_BYTES, MIXED_TILE_BYTES = 4096, 512   # of the narrowest array
@@ -133,7 +133,7 @@ class ElementwiseKernel(UserKernel):
         arrays = [(p, t.views(a) if isinstance(t, StructType) else [a]) for p, a, t in zip(self.params, args, types)
                   if is_array_like(a) and not p.raw]   # a structured array as its fields' views
         views = [v for _, field_views in arrays for v in field_views]
-        most = _most_elements([v.dtype.itemsize for v in views])
+        most = _most_elements(views, [a for p, a in zip(self.params, args) if p.raw and is_array_like(a)], shape)
         layout = _layout(views, shape, most)
         steps = [self._step(p, a, t, layout, shape) for p, a, t in zip(self.params, args, types)]
         for step, a in zip(steps, args):
@@ -377,10 +377,13 @@ def _store(layout: str, array: str, place, ndim: int, value: ast.expr) -> ast.st
     return py_stmt(f"ct.store(a, {_tuple([*place.coords, place.column])}, v)", a=array, v=tile)
 
 
-def _most_elements(itemsizes: list) -> int:
-    """The default TILE's bound for arrays of these item sizes (see TILE_BYTES)."""
-    narrowest = min(itemsizes, default=4)
-    held = TILE_BYTES if max(itemsizes, default=4) == narrowest else MIXED_TILE_BYTES
+def _most_elements(views: list, raws: list, shape: tuple) -> int:
+    """The default TILE's bound (see TILE_BYTES). The CUDA backend's chunk is 16 bytes of the
+    narrowest of all the kernel's arrays (raw ones too); the widths beside it that count are those
+    of the arrays moved along the loop's last dimension (one broadcast along it is read as one element)."""
+    narrowest = min((a.dtype.itemsize for a in views + raws), default=4)
+    moved = [v.dtype.itemsize for v in views if shape and v.ndim and v.shape[-1] == shape[-1]]
+    held = TILE_BYTES if max(moved, default=narrowest) <= narrowest else MIXED_TILE_BYTES
     return max(TILES[0], held // narrowest)
 
 
