@@ -195,6 +195,7 @@ class UserKernel:
 
     name: str
     call_keywords: tuple = ()        # the keywords of a call (`axis`, `size`, ...), as opposed to a sweep's
+    no_return = return_tuple = False  # CuPy's ElementwiseKernel options: return None, or a tuple of one output
 
     def __init__(self, name: str, preamble: str, placeholders: set):
         if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
@@ -250,8 +251,6 @@ class UserKernel:
 
     def launch_plan(self, *args, **kwargs) -> Launch:
         return self.plan(*args, **kwargs).launch(args, kwargs)
-
-    no_return = return_tuple = False   # CuPy's ElementwiseKernel options
 
     def call(self, args: tuple, kwargs: dict, stream=None):
         """Run on the interpreter (NumPy arrays) or the GPU (`stream`, default CuPy's current one);
