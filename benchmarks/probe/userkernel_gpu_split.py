@@ -17,9 +17,9 @@ whether our launches went from C or from Python, `result` whether ours gave CuPy
 
 With --sweep each tile shape of ours is timed as `stream` times a call, on the call's own arrays:
 its launches alone, back to back (reductions: TK, at the default TM), the default marked. (Not by
-profile.sweep, whose timing uploads a copy of each array argument, so that `cmul(c, c)` reads two
-arrays there and one here, and flushes L2 before each launch: complex128 z = x * y + x took 52 us
-a launch there and 35 us a call here.)
+profile.sweep, which flushes L2 before each launch and, until it kept an array passed twice as one
+array, read two arrays for `cmul(c, c)` where the call reads one: complex128 z = x * y + x took
+52 us a launch there and 35 us a call in `stream`.)
 
 --vector widest builds our kernels with the CUDA backend's register chunks 16 bytes of the widest
 array instead of the narrowest (every warp access then covers whole 32-byte sectors, the narrower
