@@ -27,7 +27,9 @@ How results are compared (`RULES`, written at the head of the report):
 - against cuTile, elements computed from a float -> integer conversion of NaN, an infinity or a value
   past the integer's range are not compared: cuTile emits an unsaturated `ftoi`, which the Tile IR
   specification leaves undefined there. tileworkbench defines it (truncation, saturation, NaN -> 0),
-  so its interpreter and GPU are checked on those elements against the NumPy expectation.
+  so its interpreter and GPU are checked on those elements against the NumPy expectation; so are
+  elements computed from `abs` of an unsigned integer with its top bit set, which cuTile negates
+  (its `absi` reads the operand as signed) and tileworkbench leaves as NumPy does.
 
 Programs come from programs.py (elementwise, reductions, scans, gathers, scatters, shape ops,
 every padding mode, ragged shapes) and families.py (integer division and shifts of every width,
@@ -67,7 +69,9 @@ transcendental functions within float rounding; float mma and matmul within 2 (K
 accumulation's last bit of sum_k |x_ik||y_kj| + |acc_ij| (float32 operands as float32), plus one step
 of the result's dtype where rounded to it. Against cuTile, elements computed from a float -> integer
 conversion of NaN, an infinity or an out-of-range value are not compared (undefined in cuTile's
-Tile IR `ftoi`; tileworkbench saturates, checked against NumPy on its interpreter and GPU)."""
+Tile IR `ftoi`; tileworkbench saturates, checked against NumPy on its interpreter and GPU), nor
+those computed from the abs of an unsigned integer with its top bit set (cuTile's `absi` reads it
+as signed; tileworkbench gives the integer, as NumPy does, checked on its interpreter and GPU)."""
 
 
 @dataclass
@@ -76,7 +80,7 @@ class Stats:
     refused_by_cutile: int = 0
     mismatches: list = field(default_factory=list)  # (seed, program index, what differs, source)
     within_tolerance: int = 0  # mma kernels compared with cuTile within mma_tolerance
-    undefined_elements: int = 0  # elements cuTile leaves undefined (float -> integer out of range)
+    undefined_elements: int = 0  # elements cuTile leaves undefined (float -> integer out of range) or computes otherwise (abs of unsigned)
     undefined_kernels: int = 0  # kernels with at least one
     refusals: collections.Counter = field(default_factory=collections.Counter)  # cuTile's reasons
 
@@ -84,7 +88,7 @@ class Stats:
         return (f"{self.checked} kernels checked, {self.refused_by_cutile} refused by cuTile, "
                 f"{len(self.mismatches)} mismatches ({self.within_tolerance} mma kernels compared within "
                 f"tolerance; {self.undefined_elements} elements of {self.undefined_kernels} kernels left "
-                f"undefined by cuTile, not compared with it)")
+                f"undefined by cuTile or computed otherwise by its documented rule, not compared with it)")
 
 
 def load_kernel(source: str, module: str, directory: Path, k: int):

@@ -7,11 +7,15 @@ programs.py does not draw, each spelled with keyword or positional arguments at 
   expectation: compared between implementations only);
 - atomics: add, max, min, and, or, xor with indices that collide across blocks (the final array
   does not depend on the order: integers, and floats holding small integers);
-- 2-D gathers and scatters: tuples of broadcast indices past every edge, masks, padding values.
+- 2-D gathers and scatters: tuples of broadcast indices past every edge, masks, padding values;
+- multiply-adds: fused into one rounding where cuTile's rule fuses them, in every float dtype and
+  rounding mode, and rounded twice where it does not.
 
 Each returns a programs.Program whose kernel is `fuzz(x, y, out)`.
 """
 from __future__ import annotations
+
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
@@ -226,4 +230,94 @@ def gather_scatter_program(rng) -> Program:
                    ["gather-scatter-2d"])
 
 
-FAMILIES = (integer_program, narrow_float_program, mma_program, atomic_program, gather_scatter_program)
+_MUL_ADD_DTYPES = ("float16", "bfloat16", "float32", "float64")
+_DIRECTED = ("RZ", "RM", "RP")
+
+
+def _neighbour(v, up: bool):
+    """The next value of v's float dtype toward +inf (up) or -inf, by its bits."""
+    bits = np.array(v).view(f"u{v.dtype.itemsize}").astype(np.int64)
+    sign = 1 << (v.dtype.itemsize * 8 - 1)
+    if v == 0:
+        return np.array(1 if up else sign | 1, f"u{v.dtype.itemsize}").view(v.dtype)[()]
+    away = (v > 0) == up  # away from zero: the magnitude's bits grow
+    return np.array(bits + (1 if away else -1), f"u{v.dtype.itemsize}").view(v.dtype)[()]
+
+
+def rounded(exact: Fraction, dtype: np.dtype, mode: str = "RN"):
+    """An exact rational rounded to `dtype` (finite, in range): to nearest with ties to even (RN),
+    toward zero (RZ), -inf (RM) or +inf (RP), chosen by exact comparison among the neighbours of a
+    first guess (which a conversion by way of float64 may have rounded twice)."""
+    if exact == 0:
+        return dtype.type(-0.0 if mode == "RM" else 0.0)
+    guess = np.array(float(exact)).astype(dtype)[()]
+    near = sorted({guess, _neighbour(guess, True), _neighbour(guess, False)}, key=float)
+    below = max((c for c in near if Fraction(float(c)) <= exact), key=float)
+    above = min((c for c in near if Fraction(float(c)) >= exact), key=float)
+    if below == above or mode == "RM":
+        return below
+    if mode == "RP":
+        return above
+    if mode == "RZ":
+        return below if exact > 0 else above
+    low, high = exact - Fraction(float(below)), Fraction(float(above)) - exact
+    if low != high:
+        return below if low < high else above
+    return below if int(np.array(below).view(f"u{dtype.itemsize}")) % 2 == 0 else above
+
+
+def multiply_add_program(rng) -> Program:
+    """A float multiply feeding an add or a subtract, in every float dtype and rounding mode: fused
+    into one rounding where the product has that one use and both round alike (tileworkbench/ir/fuse.py,
+    cuTile's rule), rounded twice where the product is used again or the roundings differ. The addend
+    is close to minus the product, so that one rounding and two differ in most lanes."""
+    dtype = np.dtype(getattr(ml_dtypes, name) if (name := _MUL_ADD_DTYPES[int(rng.integers(4))]) == "bfloat16"
+                     else name)
+    n, blocks = int(rng.choice([4, 8, 16])), int(rng.integers(1, 4))
+    size = blocks * n - int(rng.integers(0, n))
+    x, y = (rng.standard_normal(size) * 4).astype(dtype), (rng.standard_normal(size) * 4).astype(dtype)
+    near = x.astype(np.float64) * y.astype(np.float64) * (1 + rng.standard_normal(size) * 2.0 ** -rng.integers(4, 40, size))
+    z = np.where(rng.random(size) < 0.5, -near, rng.standard_normal(size) * 4).astype(dtype)
+    form = ["p + c", "c + p", "p - c", "c - p", "(p + c) + p", "p + c * b + p"][int(rng.integers(6))]
+    modes = ("RN", "RN")
+    if form in ("p + c", "c + p", "p - c", "c - p") and rng.integers(3) == 0:
+        modes = (str(rng.choice(_DIRECTED)),) * 2 if rng.integers(2) else (str(rng.choice(_DIRECTED)), "RN")
+    mul_mode, add_mode = modes
+
+    def spelled(op: str, u: str, v: str, mode: str) -> str:
+        if mode == "RN":
+            return f"{u} {op} {v}"
+        fn = {"*": "mul", "+": "add", "-": "sub"}[op]
+        return f"ct.{fn}({u}, {v}, rounding_mode=ct.RoundingMode.{mode})"
+    lines = [f"a = {_load(rng, 'x', n)}", f"b = {_load(rng, 'y', n)}", f"c = {_load(rng, 'out', n)}",
+             f"p = {spelled('*', 'a', 'b', mul_mode)}"]
+    if form in ("p + c", "c + p", "p - c", "c - p"):
+        lines.append(f"r = {spelled(form[2], *form.split(f' {form[2]} '), add_mode)}")
+    elif form == "(p + c) + p":  # the product is used twice: nothing fuses
+        lines.append("r = (p + c) + p")
+    else:  # the left operand is a product used again: cuTile's rule fuses neither add
+        lines.append("r = p + c * b + p")
+    lines.append(_store(rng, "r"))
+    fused = form in ("p + c", "c + p", "p - c", "c - p") and mul_mode == add_mode
+    expected = np.empty(size, dtype)
+    for k in range(size):
+        a, b, c = (Fraction(float(v[k])) for v in (x, y, z))
+        if fused:
+            exact = {"p + c": a * b + c, "c + p": c + a * b, "p - c": a * b - c, "c - p": c - a * b}[form]
+            expected[k] = rounded(exact, dtype, add_mode)
+            continue
+        p = Fraction(float(rounded(a * b, dtype, mul_mode)))
+        if form in ("p + c", "c + p", "p - c", "c - p"):
+            exact = {"p + c": p + c, "c + p": c + p, "p - c": p - c, "c - p": c - p}[form]
+            expected[k] = rounded(exact, dtype, add_mode)
+        elif form == "(p + c) + p":
+            expected[k] = rounded(Fraction(float(rounded(p + c, dtype))) + p, dtype)
+        else:
+            s = p + Fraction(float(rounded(c * b, dtype)))
+            expected[k] = rounded(Fraction(float(rounded(s, dtype))) + p, dtype)
+    return Program(_kernel(lines), (blocks,), (x, y, z), expected, True, float(ml_dtypes.finfo(dtype).eps),
+                   [f"mul-add-{dtype.name}-{form}-{mul_mode}-{add_mode}"])
+
+
+FAMILIES = (integer_program, narrow_float_program, mma_program, atomic_program, gather_scatter_program,
+            multiply_add_program)

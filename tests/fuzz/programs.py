@@ -39,6 +39,9 @@ class Tile:
     blocks: list  # one NumPy array of `shape` per block
     exact: bool = True  # False once float rounding may differ (sums, transcendental functions)
     defined: list | None = None  # per block: the lanes cuTile defines (see `in_integer_range`)
+    # a float product: an add or subtract of it may be fused into one fma (by use count, see
+    # tileworkbench/ir/fuse.py), which families.multiply_add_program draws; these programs add none
+    product: bool = False
 
 
 @dataclass
@@ -168,7 +171,17 @@ def _unary(b: _Builder, t: Tile, ctx) -> Tile:
             wide = v.astype(np.float64) if _is_float(t.dtype) else v
             return fn(wide).astype(t.dtype)
     exact = t.exact and name not in ("exp", "sin", "tanh")
-    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], code, exact, t.defined)
+    defined = t.defined
+    if name == "abs" and np.dtype(t.dtype).kind == "u":
+        defined = [d & signed_abs_agrees(v) for v, d in zip(t.blocks, t.defined)]
+    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], code, exact, defined)
+
+
+def signed_abs_agrees(values: np.ndarray) -> np.ndarray:
+    """Where cuTile's abs of an unsigned integer is the value itself, as NumPy's is and tileworkbench's:
+    cuTile emits Tile IR's `absi`, which reads its operand as signed, so a value with the top bit set
+    comes back negated (abs(uint8(200)) is 56 there)."""
+    return values < np.array(1, values.dtype) << (values.dtype.itemsize * 8 - 1)
 
 
 def _binary(b: _Builder, t: Tile, ctx) -> Tile:
@@ -176,6 +189,8 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
     if other is None:
         return t
     name = b.choice(["add", "sub", "mul", "maximum", "minimum"] + (["where"] if t.exact and other.exact else []))
+    if name in ("add", "sub") and (t.product or other.product):
+        name = "mul"
     b.ops.append(name)
     propagate = bool(b.rng.integers(2))
     if name == "where":
@@ -194,13 +209,17 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
             if _is_float(t.dtype):
                 return fn(u.astype(np.float64), v.astype(np.float64)).astype(t.dtype)
             return fn(u, v).astype(t.dtype)  # integers wrap
-    return b.new(t.shape, t.dtype, [apply(u, v) for u, v in zip(t.blocks, other.blocks)], code,
-                 t.exact and other.exact, [d & e for d, e in zip(t.defined, other.defined)])
+    result = b.new(t.shape, t.dtype, [apply(u, v) for u, v in zip(t.blocks, other.blocks)], code,
+                   t.exact and other.exact, [d & e for d, e in zip(t.defined, other.defined)])
+    result.product = name == "mul" and _is_float(t.dtype)
+    return result
 
 
 def _scalar_op(b: _Builder, t: Tile, ctx) -> Tile:
     k = int(b.rng.integers(1, 4))
     op = b.choice(["+", "*", "-"])
+    if t.product:
+        op = "*"
     b.ops.append(f"scalar{op}")
     fn = {"+": np.add, "*": np.multiply, "-": np.subtract}[op]
 
@@ -209,7 +228,9 @@ def _scalar_op(b: _Builder, t: Tile, ctx) -> Tile:
             if _is_float(t.dtype):
                 return fn(v.astype(np.float64), k).astype(t.dtype)
             return fn(v, np.array(k, t.dtype)).astype(t.dtype)
-    return b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], f"{t.name} {op} {k}", t.exact, t.defined)
+    result = b.new(t.shape, t.dtype, [apply(v) for v in t.blocks], f"{t.name} {op} {k}", t.exact, t.defined)
+    result.product = op == "*" and _is_float(t.dtype)
+    return result
 
 
 def _astype(b: _Builder, t: Tile, ctx) -> Tile:

@@ -302,6 +302,30 @@ case("approx-division-exp-sqrt-float32", approx_math, (1,), _approx_args)
 
 
 @ct.kernel
+def multiply_adds(x, y, z, out):
+    # a multiply fused into its one add or subtract (one rounding, as cuTile's compiler fuses it), in
+    # a directed rounding too; rounded twice where the product is used again or rounds otherwise
+    a, b, c = ct.load(x, (0,), (128,)), ct.load(y, (0,), (128,)), ct.load(z, (0,), (128,))
+    ct.store(out, (0,), a * b + c)
+    ct.store(out, (1,), c - a * b)
+    p = a * b
+    ct.store(out, (2,), (p + c) + p)
+    ct.store(out, (3,), ct.sub(ct.mul(a, b, rounding_mode=ct.RoundingMode.RZ), c, rounding_mode=ct.RoundingMode.RZ))
+    ct.store(out, (4,), ct.add(ct.mul(a, b, rounding_mode=ct.RoundingMode.RP), c))
+
+
+def _multiply_add_args(dtype):
+    x, y = random_array(128, dtype), random_array(128, dtype)
+    product = x.astype(np.float64) * y.astype(np.float64)
+    z = (-product * (1 + RNG.standard_normal(128) * 2.0 ** -RNG.integers(4, 40, 128))).astype(dtype)
+    return x, y, z, np.zeros(5 * 128, dtype)
+
+
+for _dt in FLOATS:
+    case(f"multiply-adds-{np.dtype(_dt).name}", multiply_adds, (1,), lambda dt=_dt: _multiply_add_args(dt), exact=True)
+
+
+@ct.kernel
 def advanced(x, y, z, start):
     rows = ct.load(z, (0,), (4,))
     t = ct.load_advanced_indexing(x, (rows, ct.Slice(start, 8)), padding_mode=ct.PaddingMode.ZERO)

@@ -1,5 +1,5 @@
 """The op table is complete: every declared op is emitted by the frontend (through its tile
-function, or by the frontend itself), run by the interpreter, emitted as CUDA (or declares why
+function, by the frontend itself, or by its rewrite of the IR: ir/fuse.py), run by the interpreter, emitted as CUDA (or declares why
 not) and drawn by the views it names. Adding an op without one of these fails here."""
 from pathlib import Path
 
@@ -13,13 +13,14 @@ from tileworkbench.interp.memory import MEMORY_RULES
 from tileworkbench.interp.rules import RULES
 from tileworkbench.ir.ops import OPS, Category, ViewKind, ops_in
 
-FRONTEND = "".join(p.read_text() for p in (Path(__file__).parents[2] / "tileworkbench" / "frontend").glob("*.py"))
+PACKAGE = Path(__file__).parents[2] / "tileworkbench"
+FRONTEND = "".join(p.read_text() for p in [*(PACKAGE / "frontend").glob("*.py"), PACKAGE / "ir" / "fuse.py"])
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_every_op_is_emitted_by_the_frontend(name):
     stub = OPS[name].stub
-    if stub is None:  # built by the frontend itself (constants, broadcasts, control flow)
+    if stub is None:  # built by the frontend itself (constants, broadcasts, control flow, fma)
         assert f'"{name}"' in FRONTEND, f"no tile function and the frontend never emits {name}"
     else:
         assert getattr(ct, stub).__tile_op__ == stub, f"{name}: ct.{stub} is not a tile function"

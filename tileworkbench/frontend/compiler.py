@@ -25,6 +25,7 @@ from ..arguments import is_array_like
 from ..errors import (StaticException, TileError, TileInternalError, TileRecursionError, TileStaticAssertionError, TileStaticEvalError,
                       TileSyntaxError, TileTypeError, TileValueError)
 from ..ir.core import Block, Builder, Function, Param, Value
+from ..ir.fuse import fuse_multiply_adds
 from ..ir.ops import TypeRuleError, is_pure
 from ..ir.types import DType, TileType, bool_, int32, to_dtype
 from ..ir.verify import verify
@@ -93,8 +94,11 @@ _CONST_MODULES = (math, np)
 
 
 def compile_kernel(pyfunc, specs, hints: dict | None = None) -> Function:
-    """Build and verify the IR of one specialization of a kernel (`hints`: its options)."""
+    """Build and verify the IR of one specialization of a kernel (`hints`: its options). A function
+    marked `fp_contract = True` (the tile kernel of a CuPy-style kernel, whose C NVRTC compiles
+    as CuPy does) lets NVRTC fuse multiply-adds of its own; in the others, only the IR's fma is fused."""
     source = source_of(pyfunc)
+    hints = {**(hints or {}), **({"fp_contract": True} if getattr(pyfunc, "fp_contract", False) else {})}
     params, args = [], []
 
     def bind(spec):
@@ -111,7 +115,7 @@ def compile_kernel(pyfunc, specs, hints: dict | None = None) -> Function:
     scope = {spec.name: bind(spec) for spec in specs}
     body = Block(args=args)
     fn = Function(pyfunc.__name__, params, body, "".join(source.lines), source.filename, source.line_offset + 1,
-                  hints=dict(hints or {}))
+                  hints=hints)
     lowerer = Lowerer(source, Builder(body))
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, _FRAMES_PER_INLINE * MAX_INLINE_DEPTH + 2000))
@@ -120,6 +124,7 @@ def compile_kernel(pyfunc, specs, hints: dict | None = None) -> Function:
     finally:
         sys.setrecursionlimit(limit)
     _remove_dead_code(body)
+    fuse_multiply_adds(fn)
     try:
         verify(fn)
     except TileInternalError as e:

@@ -17,6 +17,7 @@ from ..arguments import block_text
 from ..errors import TileAssertionError
 from ..ir.ops import OPS, Rules
 from ..ir.types import bfloat16, bool_, float16, float32, part_dtype, tfloat32
+from .fma import fused_multiply_add
 from .memory import ArrayView
 from .tensor_cores import BLOCK_ADDERS, tensor_core_mma
 
@@ -94,11 +95,13 @@ def _round_exact(name, operands, nearest, mode):
     a, b = Fraction(values[0]), Fraction(values[1])
     if name == "truediv" and b == 0:
         return nearest
-    exact = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "truediv": lambda: a / b}[name]()
+    exact = {"add": lambda: a + b, "sub": lambda: a - b, "mul": lambda: a * b, "truediv": lambda: a / b,
+             "fma": lambda: a * b + Fraction(values[2])}[name]()
     if exact == 0:
-        if name in ("add", "sub") and mode == "RM":  # an exact zero sum is -0 unless both terms are +0
-            y = values[1] if name == "add" else -values[1]
-            positive_zeros = math.copysign(1, values[0]) > 0 and math.copysign(1, y) > 0 and values[0] == y == 0
+        if name in ("add", "sub", "fma") and mode == "RM":  # an exact zero sum is -0 unless both terms are +0
+            x, y = (values[0] * values[1], values[2]) if name == "fma" else \
+                (values[0], values[1] if name == "add" else -values[1])
+            positive_zeros = math.copysign(1, x) > 0 and math.copysign(1, y) > 0 and x == y == 0
             return nearest.dtype.type(0.0 if positive_zeros else -0.0)
         return nearest
     if math.isinf(float(nearest)):  # overflow: between the largest finite value and infinity
@@ -388,7 +391,12 @@ def assert_(ctx, op, condition):
         raise TileAssertionError(f"{message} ({block_text(block, ctx.grid)}{where})", op.loc)
 
 
-for _name in ("add", "sub", "mul", "truediv", "sqrt"):
+@rule("fma")
+def fma(ctx, op, x, y, z):
+    return fused_multiply_add(x, y, z, op.result.dtype.numpy)
+
+
+for _name in ("add", "sub", "mul", "truediv", "sqrt", "fma"):
     RULES[_name] = _with_rounding(_name, RULES[_name])
 
 
@@ -411,5 +419,5 @@ def _with_flush_to_zero(default):
 
 
 for _decl in OPS.values():
-    if _decl.params and "flush_to_zero" in _decl.params[1]:
+    if _decl.params and "flush_to_zero" in _decl.params[1] or _decl.name == "fma":
         RULES[_decl.name] = _with_flush_to_zero(RULES[_decl.name])

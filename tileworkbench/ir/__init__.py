@@ -1,4 +1,4 @@
-"""The typed tile IR: types, op declarations, the printed form and the verifier."""
+"""The typed tile IR: types, op declarations, the printed form, the verifier and the multiply-add fusion."""
 from .core import Block, Builder, Function, Op, Param, Value
 from .ops import OPS, TypeRuleError
 from .printer import print_function, specialization_label

@@ -313,6 +313,16 @@ def _where(types, attrs):
 declare("where", "cond ? x : y, elementwise", _where, E, stub="where", arity=3, params=_params("where", 3),
         doc="where")
 
+
+def _fma_flops(op) -> int:
+    return 2 * per_float_result(op)
+
+
+# x * y + z rounded once. No tile function emits it: the frontend fuses a float multiply whose one
+# use is an add or a subtract into it (ir/fuse.py), as cuTile's compiler does, so that results are
+# cuTile's bit for bit and the GPU fuses nothing else.
+declare("fma", "x * y + z, rounded once", _same, E, arity=3, accepts=FL, flops=_fma_flops, complex=False)
+
 # ---- tile creation and casts ----------------------------------------------------------------
 
 declare("constant", "a tile filled with one compile-time value", _from_attrs, Category.CREATION)

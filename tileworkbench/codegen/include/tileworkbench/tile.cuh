@@ -370,6 +370,11 @@ template <class T> __device__ T pow(T a, T b) {
     return T(y == 2.0f ? x * x : powf(x, y));
   }
 }
+// x * y + z rounded once: the IR's fma, a multiply fused into its one add as cuTile fuses it
+__device__ inline float fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ inline double fma(double a, double b, double c) { return __fma_rn(a, b, c); }
+__device__ inline __half fma(__half a, __half b, __half c) { return __hfma(a, b, c); }
+__device__ inline __nv_bfloat16 fma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) { return __hfma(a, b, c); }
 #define TW_FLOAT_MATH2(name, ffn, dfn)                                   \
   template <class T> __device__ T name(T a, T b) {                       \
     if constexpr (sizeof(T) == 8) return dfn(a, b);                      \
@@ -405,6 +410,10 @@ TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite) T
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
 TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(cdiv) TW_BINARY(lshift) TW_BINARY(rshift) TW_BINARY(pow) TW_BINARY(atan2)
 TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum) TW_BINARY(minimum_nan) TW_BINARY(maximum_nan) TW_BINARY(make_complex)
+template <class T, class S, class L>
+__device__ auto fma(const tile<T, S, L>& x, const tile<T, S, L>& y, const tile<T, S, L>& z) {
+  return map([](T a, T b, T c) { return op::fma(a, b, c); }, x, y, z);
+}
 
 #define TW_OPERATOR(sym, name)                                                                  \
   template <class T, class S, class L> __device__ auto operator sym(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
@@ -512,6 +521,16 @@ TW_ROUNDED_BINARY(sub_rounded, __fsub, __dsub)
 TW_ROUNDED_BINARY(mul_rounded, __fmul, __dmul)
 TW_ROUNDED_BINARY(truediv_rounded, __fdiv, __ddiv)
 
+template <int Mode> __device__ float fma_rounded(float a, float b, float c) {
+  return Mode == RZ ? __fmaf_rz(a, b, c) : Mode == RM ? __fmaf_rd(a, b, c) : __fmaf_ru(a, b, c);
+}
+template <int Mode> __device__ double fma_rounded(double a, double b, double c) {
+  return Mode == RZ ? __fma_rz(a, b, c) : Mode == RM ? __fma_rd(a, b, c) : __fma_ru(a, b, c);
+}
+// 16-bit floats: the product is exact in double, and a directed rounding to double then to T is one
+template <int Mode, class T> __device__ T fma_rounded(T a, T b, T c) {
+  return convert_rounded<T, Mode>(fma_rounded<Mode>(double(widen(a)), double(widen(b)), double(widen(c))));
+}
 template <int Mode> __device__ float sqrt_rounded(float a) {
   return Mode == RZ ? __fsqrt_rz(a) : Mode == RM ? __fsqrt_rd(a) : __fsqrt_ru(a);
 }
@@ -554,7 +573,7 @@ TW_APPROX_TILE(truediv_approx) TW_APPROX_TILE(exp_approx) TW_APPROX_TILE(sqrt_ap
     return map([](T a, Ts... b) { return op::name<Mode>(a, b...); }, x, y...);                    \
   }
 TW_ROUNDED_TILE(add_rounded) TW_ROUNDED_TILE(sub_rounded) TW_ROUNDED_TILE(mul_rounded)
-TW_ROUNDED_TILE(truediv_rounded) TW_ROUNDED_TILE(sqrt_rounded)
+TW_ROUNDED_TILE(truediv_rounded) TW_ROUNDED_TILE(sqrt_rounded) TW_ROUNDED_TILE(fma_rounded)
 
 template <class U, class T>
 __device__ U bitcast(T a) {
