@@ -96,8 +96,12 @@ def cases():
     squared_diff = ElementwiseKernel("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)", "squared_diff")
     generic = ElementwiseKernel("T x, T y, T w", "T z", "z = x * w + y", "axpy")
     raw = ElementwiseKernel("raw T x, int32 n", "T y", "y = x[n - 1 - i]", "reverse")
+    super_generic = ElementwiseKernel("X x, Y y", "Z z", "z = (x - y) * (x - y)", "squared_diff_super_generic")
+    cmul = ElementwiseKernel("T x, T y", "T z", "z = x * y + x", "cmul")
     l2norm = ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
     out = DeviceArray(np.empty(n, np.float32))
+    y64, z64 = DeviceArray(np.ones(n, np.float64)), DeviceArray(np.empty(n, np.float64))
+    c64, c128 = DeviceArray(np.ones(n, np.complex64)), DeviceArray(np.ones(n, np.complex128))
     return {
         "elementwise, 2 args (x -> y)": lambda: add2(x),
         "elementwise, 3 args (x, y -> z)": lambda: squared_diff(x, y),
@@ -106,6 +110,10 @@ def cases():
         "elementwise, 4 args (x, y, w -> z)": lambda: generic(x, y, z),
         "elementwise, broadcast (4096x1024, 1024)": lambda: squared_diff(m, row),
         "elementwise, raw (raw x, n, size=)": lambda: raw(x, n, size=n),
+        "elementwise, float32 with float64, out given": lambda: super_generic(x, y64, z64),
+        "elementwise, complex64 z = x * y + x": lambda: cmul(c64, c64),
+        "elementwise, complex128 z = x * y + x": lambda: cmul(c128, c128),
+        "elementwise, complex128 with a complex scalar": lambda: cmul(c128, 2j),
         "reduction, all axes": lambda: l2norm(x),
         "reduction, axis=1": lambda: l2norm(m, axis=1),
     }

@@ -74,3 +74,23 @@ def test_repeat_calls_on_the_gpu_follow_each_calls_layout_and_scalars():
     m = x.reshape(64, 64)
     for axis in (None, 0, 1, None):
         np.testing.assert_allclose(cp.asnumpy(total(m, axis=axis)), cp.asnumpy(m.sum(axis=axis)), rtol=1e-5)
+
+
+@pytest.mark.gpu
+def test_a_repeat_call_launches_on_the_stream_current_at_that_call():
+    cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
+    add = tileworkbench.ElementwiseKernel("T x, T y", "T z", "z = x + y", "add_current_stream")
+    x, out = cp.arange(4096, dtype=cp.float32), cp.zeros(4096, cp.float32)
+    add(x, x, out)   # planned, compiled and launched on the default stream
+    out.fill(0)
+    cp.cuda.Device().synchronize()
+    stream = cp.cuda.Stream(non_blocking=True)
+    with stream:   # captured into a graph only if launched on `stream`, CuPy's current one here
+        stream.begin_capture()
+        add(x, x, out)
+        graph = stream.end_capture()
+    stream.synchronize()
+    assert not out.any()
+    graph.launch(stream)
+    stream.synchronize()
+    cp.testing.assert_array_equal(out, x + x)

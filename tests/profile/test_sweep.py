@@ -136,3 +136,30 @@ def test_an_unchecked_access_out_of_bounds_is_a_tile_error_not_a_timing():
                    arch="sm_80", gpu=FakeGpu(), check=True)
     (row,) = result.rows
     assert row.status == "tile error" and row.reason.startswith("TileOutOfBoundsError") and row.time_ms is None
+
+
+@ct.kernel
+def add_into(x, y, z, T: ct.Constant[int]):
+    i = ct.bid(0)
+    ct.store(z, (i,), ct.load(x, (i,), (T,)) + ct.load(y, (i,), (T,)))
+
+
+class AliasRecordingGpu(FakeGpu):
+    """Records, per launch, whether its first two arrays are one array on the device."""
+
+    def launch(self, fn, grid, args):
+        self.one_array.append(args[0] is args[1])
+        super().launch(fn, grid, args)
+
+
+def test_an_array_passed_twice_is_one_array_on_the_device_as_in_the_call_timed():
+    x, z = np.arange(256, dtype=np.float32), np.zeros(256, np.float32)
+    gpu = AliasRecordingGpu()
+    gpu.one_array = []
+    result = sweep(add_into, lambda c: (256 // c["T"],), lambda c: (x, x, z, c["T"]), {"T": [64]}, arch="sm_80",
+                   gpu=gpu)
+    assert result.rows[0].ok, result.rows[0].reason
+    assert gpu.one_array and all(gpu.one_array)
+    result = sweep(add_into, lambda c: (256 // c["T"],), lambda c: (x, x.copy(), z, c["T"]), {"T": [64]},
+                   arch="sm_80", gpu=gpu)
+    assert result.rows[0].ok and not gpu.one_array[-1]

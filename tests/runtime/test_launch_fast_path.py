@@ -345,7 +345,8 @@ def test_a_launch_made_while_another_reads_its_values_keeps_each_launchs_argumen
         ((7, 1, 1), 0x22, 0x9000, 9), ((2, 1, 1), 0x11, 0x1000, 6)]
 
 
-def test_a_machines_first_launch_does_not_wait_for_the_c_compiler(stand_in_gpu, monkeypatch, tmp_path):
+def test_a_machines_first_launch_does_not_wait_for_the_c_compiler_and_moves_to_c_once_built(
+        stand_in_gpu, monkeypatch, tmp_path):
     if native_launch.unavailable():
         pytest.skip(native_launch.unavailable())
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))  # nothing built there yet
@@ -355,11 +356,19 @@ def test_a_machines_first_launch_does_not_wait_for_the_c_compiler(stand_in_gpu, 
         early = ct.kernel(_touch)
         ct.launch(0, (1,), early, (_Tensor((128,)), _Tensor((64, 32)), 5, 16))
         assert early.last_launcher.native is None  # launched from Python while the module builds
+        first = early.last_launcher
         native_launch._background_build.join()
         later = ct.kernel(_touch)
         ct.launch(0, (2,), later, (_Tensor((128,)), _Tensor((64, 32)), 5, 16))
         assert later.last_launcher.native is not None
-        assert [_launched(b)[0] for b in stand_in_gpu.launches] == [(1, 1, 1), (2, 1, 1)]
+        # the launcher made while the module built now launches from C too, the Python path unused
+        assert early.last_launcher is first and first.native is not None and first.relaunch == first.native.relaunch
+        python_path = first.matches.__globals__
+        packed_by_python, pack_into = [], python_path["pack_into"]
+        python_path["pack_into"] = lambda *values: packed_by_python.append(values) or pack_into(*values)
+        ct.launch(0, (3,), early, (_Tensor((128,)), _Tensor((64, 32)), 6, 16))
+        assert packed_by_python == []
+        assert [_launched(b)[0] for b in stand_in_gpu.launches] == [(1, 1, 1), (2, 1, 1), (3, 1, 1)]
     finally:
         native_launch._built.cache_clear()
 

@@ -112,6 +112,38 @@ def test_sweep_compiles_every_tile_size_without_a_gpu():
     assert all(r.ok and r.registers for r in result.rows), [r.reason for r in result.rows]
 
 
+@pytest.mark.parametrize("dtypes, tile", [
+    ((np.float32, np.float32), 1024), ((np.complex128, np.complex128), 256), ((np.float32, np.float64), 128),
+    ((np.float16, np.float32), 256), ((np.int8, np.float64), 512), ((np.complex64, np.complex128), 128)])
+def test_the_default_tile_holds_4_kb_of_one_width_or_16_bytes_a_thread_of_the_narrowest_of_mixed_widths(dtypes, tile):
+    mixed = ElementwiseKernel("X x, Y y", "Y z", "z = x + y", "add_mixed_widths")
+    n = 1 << 16
+    x, y = np.ones(n, dtypes[0]), np.ones(n, dtypes[1])
+    for args in ((x, y), (x.reshape(64, -1), y[:1024])):   # flat, and rows of a broadcast
+        launch = mixed.launch_plan(*args)
+        assert launch.config == {"TILE": tile} and launch.grid == (n // tile,)
+
+
+def test_the_default_tile_counts_arrays_read_as_one_element_and_raw_arrays_only_for_the_narrowest_width():
+    n = 1 << 16
+    x, x64 = np.ones(n, np.float32), np.ones(n, np.float64)
+    shift = ElementwiseKernel("float32 x, float64 s", "float32 z", "z = x + s", "shift_by_a_double")
+    assert shift.launch_plan(x, np.ones((), np.float64)).config == {"TILE": 1024}   # s: one element
+    assert shift.launch_plan(x.reshape(64, -1), np.ones((64, 1))).config == {"TILE": 1024}
+    gather = ElementwiseKernel("float64 x, raw int32 k", "float64 z", "z = x + k[i]", "add_raw_ints")
+    assert gather.launch_plan(x64, np.ones(n, np.int32)).config == {"TILE": 128}   # chunks of 4 float64
+
+
+def test_float32_with_float64_runs_blocks_of_one_16_byte_chunk_of_the_float32_array_a_thread():
+    pytest.importorskip("cuda.bindings")
+    import tileworkbench.runtime.launch as runtime
+    mixed = ElementwiseKernel("X x, Y y", "Y z", "z = x + y", "add_mixed_chunks")
+    x, y = np.ones(4096, np.float32), np.ones(4096, np.float64)
+    launch = mixed.launch_plan(x, y)
+    compiled = runtime.build(launch.kernel.specialize(launch.args), "sm_90")
+    assert compiled.threads * 16 // 4 == launch.config["TILE"]   # 32 threads of 4 float32 and 4 float64 each
+
+
 def test_the_generated_source_and_ir_are_readable():
     x = np.arange(8, dtype=np.float32)
     source = ADD.source(x, x)

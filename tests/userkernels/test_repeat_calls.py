@@ -138,3 +138,51 @@ def test_repeat_scalars_convert_as_c_does_in_and_out_of_their_types_range():
     got = [to_float(y, s)[0] for s in (0.1, 1e39, 2**70, float("nan"), -1e39)]
     assert got[0] == np.float32(0.1) and got[1] == np.inf and got[2] == np.float32(2**70)
     assert np.isnan(got[3]) and got[4] == -np.inf
+
+
+def test_a_repeat_call_of_the_last_profile_is_one_check_without_a_profile_key(monkeypatch):
+    from tileworkbench.userkernels import base
+    keys, profile = [], base._profile
+    monkeypatch.setattr(base, "_profile", lambda args, kwargs: keys.append(1) or profile(args, kwargs))
+    axpy = ElementwiseKernel("T x, T y, T a", "T z", "z = a * x + y", "axpy_one_check")
+    total = ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "total_one_check")
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    axpy(x, x, 2.0)
+    total(x, axis=1)
+    built = len(keys)
+    for a in (3.0, 4.0):
+        np.testing.assert_array_equal(axpy(x, x, a), a * x + x)
+        np.testing.assert_array_equal(total(x, axis=1), x.sum(axis=1))
+    assert len(keys) == built
+    np.testing.assert_array_equal(total(x, axis=0), x.sum(axis=0))   # another keyword value: looked up
+    assert len(keys) > built
+
+
+def _profiles():
+    """Calls (args, kwargs) that differ in one thing each, and some alike."""
+    x = np.zeros((4, 6), np.float32)
+    return [((x, 1.0), {}), ((x.copy(), 2.0), {}), ((x, 1), {}), ((x.astype(np.float64), 1.0), {}),
+            ((x[:, ::2], 1.0), {}), ((x.T, 1.0), {}), ((x[:2], 1.0), {}), ((x,), {}), ((x, 1.0, x), {}),
+            ((x, 1.0), {"axis": 1}), ((x, 1.0), {"axis": 0}), ((x, 1.0), {"axis": 1, "keepdims": True}),
+            ((x, 1.0), {"axis": (0, 1)}), ((x, 1.0), {"out": x}), ((x, 1.0), {"out": x[:, :1]}),
+            ((x, 1.0), {"axis": 1.0}), ((x, np.float32(1)), {})]
+
+
+def test_the_repeat_check_tells_apart_exactly_the_calls_the_profile_key_tells_apart():
+    from tileworkbench.userkernels.base import _learn_types, _profile, profile_matcher
+    calls = _profiles()
+    for args, kwargs in calls:
+        _learn_types(args, kwargs)
+    assert len({_profile(args, kwargs) for args, kwargs in calls}) == len(calls) - 1   # (x, 1.0) and (x.copy(), 2.0)
+    for args, kwargs in calls:
+        matches = profile_matcher(args, kwargs)
+        for other_args, other_kwargs in calls:
+            same = _profile(args, kwargs) == _profile(other_args, other_kwargs)
+            assert matches(other_args, other_kwargs) == same, (args, kwargs, other_args, other_kwargs)
+
+
+def test_a_repeat_call_with_a_complex_scalar_converts_it_each_time():
+    scale = ElementwiseKernel("T x, complex128 a", "T z", "z = x * a", "scale_complex_repeat")
+    x = np.arange(4, dtype=np.complex128)
+    for a in (2j, 1 + 1j, 3, 0.5):
+        np.testing.assert_array_equal(scale(x, a), x * a)

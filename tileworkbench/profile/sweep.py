@@ -37,7 +37,8 @@ from ..errors import TileError
 from ..ir import specialization_label
 from ..runtime import device
 from .occupancy import percent
-from .workers import Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, gpu_pool, one_line, time_config
+from .workers import (Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, copied_once, gpu_pool, one_line,
+                      time_config)
 
 
 class SweepError(RuntimeError):
@@ -311,8 +312,8 @@ class _Run:
         config, gpu = self.result.rows[index].config, self.plan.gpu
         try:
             # the arrays and scalars of list and tuple arguments each in its place, as the specialization has them
-            args = tuple(gpu.to_host(a) if p.kind == "array" else a
-                         for p, a in zip(fn.params, argument_leaves(tuple(self.args_fn(config)))))
+            args = copied_once(argument_leaves(tuple(self.args_fn(config))), [p.kind == "array" for p in fn.params],
+                               gpu.to_host)
             expected = self.reference(config) if self.reference is not None else None
         except Exception as e:
             return self.finish(index, "argument error", one_line(e))

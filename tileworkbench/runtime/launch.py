@@ -375,9 +375,13 @@ class Launcher:
         self.driver_call = driver.launch_kernel_function()  # the C launcher calls it by address: kept alive here
         if native_fits and not device_check:
             self.native = native_launch.launcher(self.function, self.threads, self.smem, offsets, native_arguments,
-                                                 native_maps, self.relaunch)
+                                                 native_maps, self.relaunch, later=self._launch_from_c)
         if self.native is not None:
-            self.relaunch = self.native.relaunch
+            self._launch_from_c(self.native)
+
+    def _launch_from_c(self, native) -> None:
+        """Launch by `native` (the same launch from C) from now on: ct.launch calls `relaunch`."""
+        self.native, self.relaunch = native, native.relaunch
 
     def __call__(self, stream, grid, args):
         if not self.relaunch(stream, grid, args):

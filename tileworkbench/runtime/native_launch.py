@@ -4,8 +4,8 @@ kernel cache, and loaded from there by later processes.
 On the H100 host the driver's launch call takes about 3 us; ct.launch's Python work (reading the
 tensor, the stream, packing, the ctypes call) took about 2.5 us more, and takes about 0.8 us from C
 (benchmarks/probe/launch_host_path.py). A machine's first launch does not wait for the compiler
-(half a second): the module is built in the background, and launchers made once it is ready launch
-from C. Where it cannot be built (no C compiler, no Python headers, a cache directory that cannot be
+(half a second): the module is built in the background, launchers made once it is ready launch from
+C, and those made before switch to C when it is. Where it cannot be built (no C compiler, no Python headers, a cache directory that cannot be
 written) or is turned off (TILEWORKBENCH_NATIVE_LAUNCH=0), launches take the Python path, which does
 the same work with the same answers: `unavailable()` says why.
 """
@@ -51,21 +51,39 @@ def module():
 
 
 _background_build = None  # the thread building the module for launchers made before it is ready
+_when_built: list = []    # what that thread calls once the build has ended (launchers to switch to C)
+_when_built_lock = threading.Lock()
 
 
-def ready_module():
+def ready_module(when_built=None):
     """The C launcher's module where it is built, else None, with a build started in the background:
     a machine's first launch does not wait for the C compiler (half a second), and launchers made
-    once it is done launch from C. Built and loaded once per process."""
+    once it is done launch from C. `when_built()` is called (on the building thread) once a build
+    this call found under way has ended. Built and loaded once per process."""
     global _background_build
     if turned_off():
         return None
     if _built.cache_info().currsize or _target().exists():  # answered, or loads in a fraction of a millisecond
         return module()
-    if _background_build is None:
-        _background_build = threading.Thread(target=_built, name="tileworkbench C launcher build", daemon=True)
-        _background_build.start()
+    with _when_built_lock:
+        if _built.cache_info().currsize:  # ended meanwhile: its callbacks are being called, or were
+            return module()
+        if when_built is not None:
+            _when_built.append(when_built)
+        if _background_build is None:
+            _background_build = threading.Thread(target=_build_in_background, name="tileworkbench C launcher build",
+                                                 daemon=True)
+            _background_build.start()
     return None
+
+
+def _build_in_background() -> None:
+    _built()
+    with _when_built_lock:
+        waiting = list(_when_built)
+        _when_built.clear()
+    for when_built in waiting:
+        when_built()
 
 
 def unavailable() -> str | None:
@@ -160,14 +178,20 @@ def packs_scalar(code: str, dtype, example) -> bool:
 
 
 def launcher(function: int, threads: int, shared_bytes: int, offsets: list[int], arguments: list[tuple],
-             maps: list[tuple], python_relaunch):
+             maps: list[tuple], python_relaunch, later=None):
     """A C Launcher of one argument profile (see native_launch.c), or None where C is not available
-    or the driver's launch entry is not a C function (a stand-in driver, say)."""
+    or the driver's launch entry is not a C function (a stand-in driver, say). Where the module is
+    still being built, `later(c_launcher)` is called once it is (if it builds)."""
     import ctypes
 
     from . import driver, tensor_maps
     from .arrays import _stream_attributes, stream_handle
-    built = ready_module()
+
+    def when_built():
+        native = launcher(function, threads, shared_bytes, offsets, arguments, maps, python_relaunch)
+        if native is not None:
+            later(native)
+    built = ready_module(when_built if later is not None else None)
     if built is None:
         return None
     try:

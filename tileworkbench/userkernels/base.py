@@ -7,6 +7,10 @@ shape and strides, each scalar's type, the call's keywords), so a repeat call on
 up, allocates the outputs, makes the views the kernel takes and launches. Generated kernels are
 compiled once per specialization key (argument types, which are arrays, ranks, path) and kept on
 the user kernel; a sweep on a GPU makes its fastest config the default for that key.
+
+A repeat call of the last profile is one check: each kept plan carries a function generated for
+its profile (`profile_matcher`, as dataclasses generate their methods) that compares the call's
+arguments with it, without building and hashing the profile's key.
 """
 from __future__ import annotations
 
@@ -72,7 +76,8 @@ class CallPlan:
     grid_fn: Callable[[dict], tuple]
     space: dict
     bind: Callable[[tuple, dict], tuple]
-    on_gpu: bool                           # device arrays: launched on CuPy's current stream by default
+    default_stream: Callable | None        # device arrays: CuPy's get_current_stream; None: the interpreter
+    matches: Callable[[tuple, dict], bool] | None = None   # set where the plan is kept (profile_matcher)
 
     def __post_init__(self):
         self.grid = self.grid_fn(self.config)
@@ -97,11 +102,11 @@ def _profile(args, kwargs) -> tuple | None:
         if array is None:
             return None
         key.append((type(a), a.dtype, a.shape, a.strides) if array else type(a))
-    for v in kwargs.values():
+    for name, v in kwargs.items():   # by name (`out=` is not a positional output), a value with its type
         array = _PROFILED.get(type(v))
         if array is None:
             return None
-        key.append((type(v), v.dtype, v.shape, v.strides) if array else v)
+        key.append((name, type(v), v.dtype, v.shape, v.strides) if array else (name, type(v), v))
     return tuple(key)
 
 
@@ -114,9 +119,46 @@ def _learn_types(args, kwargs) -> None:
                 _PROFILED[type(a)] = True
 
 
-def current_stream():
-    import cupy
-    return cupy.cuda.get_current_stream()
+def profile_matcher(args, kwargs) -> Callable[[tuple, dict], bool] | None:
+    """`matches(args, kwargs)`: whether a call's arguments have the profile of these (the
+    comparisons of `_profile`'s keys, made directly); None where an argument has no profile.
+
+        matches = profile_matcher((x, 2.0), {})   # x a float32 array of shape (8,)
+        matches((x + 1, 3.0), {})                 # True: same type, dtype, shape, strides; a float
+    """
+    env, checks = {"MISSING": object()}, []
+
+    def check(read: str, value, name: str, keyword: bool) -> bool:
+        array = _PROFILED.get(type(value))
+        if array is None:
+            return False
+        env[f"t{name}"] = type(value)
+        checks.append(f"type({read}) is t{name}")
+        if array:
+            env[f"p{name}"] = (value.dtype, value.shape, value.strides)
+            checks.append(f"({read}.dtype, {read}.shape, {read}.strides) == p{name}")
+        elif keyword:   # a keyword's value is its profile
+            env[f"v{name}"] = value
+            checks.append(f"{read} == v{name}")
+        return True
+    names = [f"a{k}" for k in range(len(args))]
+    if not all(check(n, a, n, False) for n, a in zip(names, args)):
+        return None
+    checks.append(f"len(kwargs) == {len(kwargs)}")
+    for k, (keyword, value) in enumerate(kwargs.items()):
+        checks.append(f"(k{k} := kwargs.get({keyword!r}, MISSING)) is not MISSING")
+        if not check(f"k{k}", value, f"k{k}", True):
+            return None
+    unpack = f"    try:\n        {', '.join(names)}, = args\n    except ValueError:\n        return False\n" \
+        if names else "    if args:\n        return False\n"
+    source = f"def matches(args, kwargs):\n{unpack}    return bool({' and '.join(checks)})\n"
+    exec(compile(source, "<user kernel call profile>", "exec"), env)  # noqa: S102 - generated above
+    return env["matches"]
+
+
+def default_stream(xp) -> Callable | None:
+    """What gives the stream a call on `xp`'s arrays launches on when none is passed."""
+    return xp.cuda.get_current_stream if xp is not np else None
 
 
 def python_name(name: str) -> str:
@@ -155,6 +197,7 @@ class UserKernel:
 
     name: str
     call_keywords: tuple = ()        # the keywords of a call (`axis`, `size`, ...), as opposed to a sweep's
+    no_return = return_tuple = False  # CuPy's ElementwiseKernel options: return None, or a tuple of one output
 
     def __init__(self, name: str, preamble: str, placeholders: set):
         if not isinstance(name, str) or not C_IDENTIFIER.fullmatch(name):
@@ -166,6 +209,7 @@ class UserKernel:
         self._kernels: dict = {}      # specialization key -> (tile kernel, generated source)
         self._tuned: dict = {}        # specialization key -> config chosen by a sweep
         self._plans: dict = {}        # call profile -> CallPlan
+        self._last_plan = None        # the plan of the last call (a kept one, with its matcher)
         self.last_tile_kernel = None  # the tile kernel of the last call planned (the kernel inspector shows it)
 
     @property
@@ -196,7 +240,12 @@ class UserKernel:
     def __setattr__(self, name, value):
         super().__setattr__(name, value)
         if name in ("tile", "tiles") and "_plans" in self.__dict__:   # plans hold the tile shapes they chose
-            self._plans.clear()
+            self.forget_plans()
+
+    def forget_plans(self) -> None:
+        """Plan every call profile anew (plans hold the tile shapes chosen when they were made)."""
+        self._plans.clear()
+        self._last_plan = None
 
     def plan(self, *args, **kwargs) -> CallPlan:
         """Check a call's arguments and plan it (see CallPlan)."""
@@ -205,8 +254,26 @@ class UserKernel:
     def launch_plan(self, *args, **kwargs) -> Launch:
         return self.plan(*args, **kwargs).launch(args, kwargs)
 
-    def __call__(self, *args, stream=None, **kwargs):
-        """Run on the interpreter (NumPy arrays) or the GPU (`stream`, default CuPy's current one)."""
+    def call(self, args: tuple, kwargs: dict, stream=None):
+        """Run on the interpreter (NumPy arrays) or the GPU (`stream`, default CuPy's current one);
+        the subclasses' `__call__` passes its keywords as `kwargs` (only those given: a shorter profile)."""
+        plan = self._last_plan
+        if plan is None or not plan.matches(args, kwargs):
+            plan = self._plan_of(args, kwargs)
+        values, outputs, finish = plan.bind(args, kwargs)
+        if plan.kernel is not None:
+            if self.last_tile_kernel is not plan.kernel:
+                self.last_tile_kernel = plan.kernel
+            if stream is None and plan.default_stream is not None:
+                stream = plan.default_stream()
+            ct.launch(stream, plan.grid, plan.kernel, values + plan.config_values)
+            finish()
+        if self.no_return:
+            return None
+        return outputs[0] if len(outputs) == 1 and not self.return_tuple else tuple(outputs)
+
+    def _plan_of(self, args, kwargs) -> CallPlan:
+        """The kept plan of the call's profile, else a new one (kept where it passes its checks)."""
         key = _profile(args, kwargs)
         try:
             plan = self._plans.get(key) if key is not None else None
@@ -215,14 +282,9 @@ class UserKernel:
         if plan is None:
             plan = self.plan(*args, **kwargs)
             self._keep(plan, args, kwargs)
-        values, outputs, finish = plan.bind(args, kwargs)
-        if plan.kernel is not None:
-            if self.last_tile_kernel is not plan.kernel:
-                self.last_tile_kernel = plan.kernel
-            ct.launch(current_stream() if stream is None and plan.on_gpu else stream, plan.grid, plan.kernel,
-                      values + plan.config_values)
-            finish()
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        if plan.matches is not None:
+            self._last_plan = plan
+        return plan
 
     def _keep(self, plan: CallPlan, args, kwargs) -> None:
         """Keep the plan of a call that passed its checks, for later calls of its profile."""
@@ -231,11 +293,12 @@ class UserKernel:
         if key is None:
             return
         if len(self._plans) >= MAX_PLANS:   # a program of ever new shapes: start over
-            self._plans.clear()
+            self.forget_plans()
         try:
             self._plans[key] = plan
         except TypeError:   # an unhashable keyword value
-            pass
+            return
+        plan.matches = profile_matcher(args, kwargs)
 
     def source(self, *args, **kwargs) -> str:
         """The tile-language source generated for a call with these arguments."""
@@ -275,7 +338,7 @@ class UserKernel:
         best = result.best()
         if apply and result.timed and best is not None:
             self._tuned[launch.key] = dict(best.config)
-            self._plans.clear()   # plans hold the config they were made with
+            self.forget_plans()   # plans hold the config they were made with
         return result
 
     def tuned_config(self, key, default: dict) -> dict:

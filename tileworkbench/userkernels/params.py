@@ -142,6 +142,8 @@ def scalar_converter(example, dtype, param: Param, name: str):
     to = dtype.numpy.type
     if type(example) is to:
         return _same
+    if dtype.is_complex and type(example) in (int, float, complex):   # each part rounded, as C converts
+        return to
     if type(example) is int and dtype.is_integral or type(example) in (int, float) and dtype.is_float:
         low, high = value_range(dtype)
 

@@ -22,7 +22,8 @@ from ..arguments import is_array_like
 from ..errors import ArgumentTypeError, ArgumentValueError, TileTypeError, TileUnsupportedFeatureError, UserInputError
 from ..ir.types import DType
 from . import syntax as s
-from .base import CallPlan, UserKernel, nothing_to_finish, output_layout, pow2_at_least, python_name
+from .base import (CallPlan, UserKernel, default_stream, nothing_to_finish, output_layout, pow2_at_least,
+                   python_name)
 from .cdtypes import C_SPELLING, C_TYPES
 from .lexer import Snippet
 from .params import parse_params, resolve_types, scalar_converter
@@ -95,7 +96,7 @@ class ReductionKernel(UserKernel):
             keywords["keepdims"] = keepdims
         if out is not None:
             keywords["out"] = out
-        return super().__call__(*args, stream=stream, **keywords)
+        return self.call(args, keywords, stream)
 
     def _reduce_type(self, placeholders: dict) -> DType:
         """`reduce_type` is C: a placeholder or a C type name (default: the first output's type)."""
@@ -180,7 +181,7 @@ class ReductionKernel(UserKernel):
         along_rows = all(_reduces_along_rows(step(a), k) for step, a in zip(steps, in_args) if is_array_like(a))
         tm, tk = self.tiles or _default_tiles(m, k, along_rows)
         return CallPlan(kernel, key, self.tuned_config(key, {"TM": tm, "TK": tk}),
-                        lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, bind, xp is not np)
+                        lambda config: (max(1, -(-m // config["TM"])),), {"TM": TMS, "TK": TKS}, bind, default_stream(xp))
 
     # ---- the generated tile kernel ---------------------------------------------------------------
 
