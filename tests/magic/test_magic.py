@@ -292,7 +292,7 @@ def test_the_stepper_knows_the_cell_lines_of_a_kernel_defined_in_a_cell(shell):
 def scale(a, c, TILE: ct.Constant[int]):
     i = ct.bid(0)
     t = ct.load(a, (i,), (TILE,))
-    ct.store(c, (i,), triple(t) + doubled(t))
+    ct.store(c, (i,), ct.maximum(triple(t), doubled(t)))  # no add: each product is a step of its own
 '''
     cell(shell, "", body)
     c = shell.user_ns["c"]
@@ -307,7 +307,7 @@ def scale(a, c, TILE: ct.Constant[int]):
     assert shown["load", "t = ct.load(a, (i,), (TILE,))"]["line"] == 7
     assert shown["mul", "return t * 3.0"]["line"] == 3                  # a helper of the same cell
     assert shown["mul", "return t * 2.0"]["line"] == 0                  # a helper from a file: not in the cell
-    assert shown["store", "ct.store(c, (i,), triple(t) + doubled(t))"]["line"] == 8
+    assert shown["store", "ct.store(c, (i,), ct.maximum(triple(t), doubled(t)))  # no add: each product is a step of its own"]["line"] == 8
     assert all(lines[c["line"] - 1].strip() == source for (_, source), c in shown.items() if c["line"])
 
 
