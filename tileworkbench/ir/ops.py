@@ -253,7 +253,7 @@ UNARY = {
     "real": ("real part (a real x is itself)", "real", N, "real", ("real",), ()),
     "imag": ("imaginary part (0 for a real x)", "imag", N, "imag", ("imag",), ()),
 }
-NO_FLOPS = {"bitwise_not", "conj", "real", "imag"}
+NO_FLOPS = {"bitwise_not", "conj", "real", "imag", "neg"}  # a sign flip folds into the instruction that reads it
 PARTS = {"abs", "real", "imag"}  # complex operand, float result
 PREDICATES = {"isnan": "x is NaN", "isinf": "x is +inf or -inf", "isfinite": "x is neither NaN nor inf"}
 # name: (summary, tile function, accepted dtypes, numpy, c, options); accepts None: any (the

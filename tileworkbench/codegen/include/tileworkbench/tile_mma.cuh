@@ -479,8 +479,11 @@ __device__ tile<TC, SC> mma(const tile<TA, SA>& a, const tile<TB, SB>& b, const 
       out.v[r] = tensor_core_dot<Model>(acc.v[r], K, a_at, b_at);
     } else {
       A sum = convert<A>(acc.v[r]);
-      for (int k = 0; k < K; ++k)
-        sum += convert<A>(abuf[skew((batch * M + i) * K + k)]) * convert<A>(bbuf[skew((batch * K + k) * N + j)]);
+      for (int k = 0; k < K; ++k) {
+        const A x = convert<A>(abuf[skew((batch * M + i) * K + k)]), y = convert<A>(bbuf[skew((batch * K + k) * N + j)]);
+        if constexpr (traits<A>::is_float) sum = op::fma(x, y, sum);  // a dot product: one rounding a step
+        else sum += x * y;
+      }
       out.v[r] = convert<TC>(sum);
     }
   }
