@@ -115,8 +115,16 @@ def test_a_masked_gather_is_not_pipelined_and_the_note_says_so():
 def test_a_float32_mma_says_it_runs_on_cuda_cores_and_why():
     args = (np.zeros((96, 80), np.float32), np.zeros((80, 72), np.float32), np.zeros((96, 72), np.float32), 32, 32, 16)
     texts = [t for _, t in _notes(matmul_operator, args)]
-    assert any(t == "mma on CUDA cores: tensor cores take float16 or bfloat16 operands here, not float32 @ float32"
-               for t in texts)
+    assert any(t == "mma on CUDA cores: tensor cores take float16, bfloat16 or tfloat32 operands here, not float32 "
+                    "@ float32 (ct.astype both to ct.tfloat32 for tensor cores)" for t in texts)
+
+
+def test_a_tfloat32_mma_in_a_loop_runs_on_tensor_cores_and_says_why_it_is_not_pipelined():
+    from ..gpu.cases import tf32_matmul_loop
+    args = (np.zeros((32, 100), np.float32), np.zeros((100, 32), np.float32), np.zeros((32, 32), np.float32), 16)
+    texts = [t for _, t in _notes(tf32_matmul_loop, args)]
+    assert ("mma on tensor cores (mma.sync); its operands are copied to shared memory at every call, then a barrier; "
+            "not pipelined: pipeline stages hold 16-bit operands") in texts
 
 
 def test_storing_an_accumulator_after_the_loop_notes_one_layout_change_through_shared_memory():

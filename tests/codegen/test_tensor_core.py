@@ -130,13 +130,47 @@ def test_mma_operand_buffers_that_do_not_fit_twice_in_shared_memory_become_one()
     assert buffer_bytes(128, 256, 128) <= large.smem_bytes <= 227 * 1024 < large.smem_bytes + buffer_bytes(128, 256, 128)
 
 
-def test_a_tfloat32_mma_on_the_cuda_cores_names_the_tensor_cores_arithmetic_it_computes():
-    from ..gpu.cases import tf32_mma
-    a = np.zeros((32, 64), np.float32)
-    source = generate(tf32_mma.specialize((a, a.T.copy(), np.zeros((32, 32), np.float32)))).source
+def test_a_tfloat32_mma_off_the_tensor_core_shapes_names_the_tensor_cores_arithmetic_it_computes():
+    from ..gpu.cases import tf32_mma_shaped
+    a = np.zeros((8, 64), np.float32)
+    source = generate(tf32_mma_shaped.specialize((a, a.T.copy(), np.zeros((8, 8), np.float32), 8, 8, 64))).source
     assert re.search(r"tw::mma<tw::tf32_inputs>\(", source)  # tfloat32 tiles are float tiles in C++
     float32 = generate(_matmul(np.float32, tiles=(32, 32, 32), size=64)).source
     assert "tf32_inputs" not in float32
+
+
+def _tf32_gemm(tiles=(64, 64, 32), size=256):
+    from ..gpu.cases import tf32_gemm
+    a = np.zeros((size, size), np.float32)
+    return tf32_gemm.specialize((a, a, a, *tiles))
+
+
+def test_tfloat32_casts_of_loads_feed_the_tensor_cores_from_plain_16_byte_loads():
+    source = generate(_tf32_gemm(), arch="sm_90").source
+    assert "using mma_2x2 = tw::mma_layout<2, 2>;" in source and "#define TW_THREADS 128" in source
+    assert source.count("tw::load_operand<") == 2 and "tf32_inputs" not in source
+    assert re.search(r"tw::mma\(at, bt, acc_\d, mma_stage\)", source)
+    assert "software pipeline" not in source and "wgmma" not in source
+
+
+@pytest.mark.skipif(_nvrtc_missing() is not None, reason=str(_nvrtc_missing()))
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_tfloat32_mma_runs_m16n8k8_from_conflict_free_shared_loads_without_spills(arch, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path))
+    from tileworkbench.runtime import cache
+    from tileworkbench.runtime.sass import find_nvdisasm
+    monkeypatch.setattr(cache, "_default", None)
+    compiled = runtime.build(_tf32_gemm(), arch)
+    assert "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" in compiled.asm["ptx"]
+    assert "ldmatrix" not in compiled.asm["ptx"]
+    resources = compiled.resources
+    assert resources.registers <= 128 and not resources.spill_stores
+    if find_nvdisasm() is None:
+        pytest.skip("nvdisasm is not installed")
+    opcodes = [i.opcode for i in compiled.instructions]
+    # a warp's 32x32 part per k step of 8: 2 x 2 eight-byte A loads, 4 x 2 four-byte B loads, 8 HMMA
+    assert sum(o.startswith("HMMA.1688.F32.TF32") for o in opcodes) == 8
+    assert sum(o == "LDS.64" for o in opcodes) >= 4 and not any(o.startswith(("FFMA", "DFMA")) for o in opcodes)
 
 
 @pytest.mark.skipif(runtime is None, reason="needs the runtime")

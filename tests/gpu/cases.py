@@ -1574,9 +1574,60 @@ for _dt in FP8[:2]:  # 8-bit: partial sums of 128 products, as cuBLAS's and cuTi
     case(f"tensor-core-arithmetic-cuda-cores-{_name}", batched_matmul_staged, (1, 2, 2),
          lambda dt=_dt: (normal_array((1, 130, 300), dt), normal_array((1, 300, 200), dt),
                          np.zeros((1, 130, 200), np.float32), 128, 128, 128), exact=True)
-case("tensor-core-arithmetic-cuda-cores-tfloat32", tf32_mma, (1,),
+case("tensor-core-arithmetic-tfloat32", tf32_mma, (1,),
      lambda: (normal_array((32, 64), np.float32), normal_array((64, 32), np.float32),
               normal_array((32, 32), np.float32)), exact=True)
+
+
+@ct.kernel
+def tf32_mma_shaped(A, B, C, M: ct.Constant[int], N: ct.Constant[int], K: ct.Constant[int]):
+    """One tfloat32 mma of any shape (M not a multiple of 16: the CUDA cores' path)."""
+    a, b = ct.load(A, (0, 0), (M, K)).astype(ct.tfloat32), ct.load(B, (0, 0), (K, N)).astype(ct.tfloat32)
+    ct.store(C, (0, 0), ct.mma(a, b, ct.load(C, (0, 0), (M, N))))
+
+
+case("tensor-core-arithmetic-cuda-cores-tfloat32", tf32_mma_shaped, (1,),
+     lambda: (normal_array((8, 64), np.float32), normal_array((64, 8), np.float32),
+              normal_array((8, 8), np.float32), 8, 8, 64), exact=True)
+
+
+def spread_array(shape, octaves=24):
+    """Normal values scaled by 2^-octaves/2 .. 2^octaves/2, element by element: the products of one
+    tensor-core step differ widely in exponent, so how each is aligned and truncated shows in the sum."""
+    return (RNG.standard_normal(shape) * 2.0 ** RNG.integers(-octaves // 2, octaves // 2 + 1, shape)).astype(np.float32)
+
+
+@ct.kernel
+def tf32_gemm(A, B, C, TM: ct.Constant[int], TN: ct.Constant[int], TK: ct.Constant[int]):
+    """float32 data on tensor cores as cuTile programs ask for it: tfloat32 casts into an mma, in a K loop."""
+    bm, bn = ct.bid(0), ct.bid(1)
+    acc = ct.zeros((TM, TN), ct.float32)
+    for kk in range(ct.num_tiles(A, 1, (TM, TK))):
+        at = ct.astype(ct.load(A, (bm, kk), (TM, TK), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        bt = ct.astype(ct.load(B, (kk, bn), (TK, TN), padding_mode=ct.PaddingMode.ZERO), ct.tfloat32)
+        acc = ct.mma(at, bt, acc)
+    ct.store(C, (bm, bn), acc)
+
+
+# 4 warps a block (mma<2x2>), 2 x 3 blocks, 32 K tiles (the last padded): 125 steps of 8 products per
+# accumulator, values 24 octaves apart, so every step truncates somewhere
+case("tfloat32-mma-k-loop-several-warps", tf32_gemm, (2, 3),
+     lambda: (spread_array((128, 1000)), spread_array((1000, 192)), np.zeros((128, 192), np.float32), 64, 64, 32),
+     exact=True)
+
+
+@ct.kernel
+def tf32_chained(Q, K, V, O):
+    """An mma whose tfloat32 A operand is the previous mma's result, read from registers."""
+    q, k = ct.load(Q, (0, 0), (64, 32)).astype(ct.tfloat32), ct.load(K, (0, 0), (32, 64)).astype(ct.tfloat32)
+    s = ct.mma(q, k, ct.zeros((64, 64), ct.float32))
+    v = ct.load(V, (0, 0), (64, 32)).astype(ct.tfloat32)
+    ct.store(O, (0, 0), ct.mma(s.astype(ct.tfloat32), v, ct.zeros((64, 32), ct.float32)))
+
+
+case("tfloat32-mma-a-from-registers", tf32_chained, (1,),
+     lambda: (spread_array((64, 32), 8), spread_array((32, 64), 8), spread_array((64, 32), 8),
+              np.zeros((64, 32), np.float32)), exact=True)
 
 
 # ---- keyword spellings: every parameter cuTile's compiler takes by keyword, passed by keyword -------

@@ -295,6 +295,13 @@ def half_mma(a, b, c, K: ct.Constant[int]):
 
 
 @ct.kernel
+def tf32_mma(a, b, c, K: ct.Constant[int]):
+    acc = ct.mma(ct.astype(ct.load(a, (0, 0), (64, K)), ct.tfloat32), ct.astype(ct.load(b, (0, 0), (K, 64)), ct.tfloat32),
+                 ct.zeros((64, 64), ct.float32))
+    ct.store(c, (0, 0), acc)
+
+
+@ct.kernel
 def half_mma_one_line(a, b, c, K: ct.Constant[int]):
     ct.store(c, (0, 0), ct.mma(ct.load(a, (0, 0), (64, K)), ct.load(b, (0, 0), (K, 64)),
                                ct.zeros((64, 64), ct.float32)).astype(c.dtype))
@@ -372,6 +379,21 @@ def test_tensor_core_mma_writes_16_byte_chunks_into_padded_rows_and_ldmatrix_rea
     assert _phases(report, "mma") == [("store", 1, 8, 64, 32), ("store", 1, 8, 32, 0), ("ldsm", 1, 24, 96, 0)]
 
 
+def test_tfloat32_tensor_core_mma_reads_its_fragments_with_8_and_4_byte_loads_without_conflicts():
+    # 64x32 @ 32x64 tfloat32 on 4 warps (mma<2x2>, 32x32 each), 4 k steps of 8. A's rows are 40 words
+    # apart (8 mod 16): a half-warp's 8-byte loads of rows g..g+3, columns 2t, 2t+1 cover 32 banks,
+    # 2 wavefronts (the ideal) per warp-wide load; per k step 2 fragment rows x rows g and g + 8: 16
+    # loads per warp. B's rows are 68 words apart (4 mod 8): the 4-byte loads of rows 2t (or 2t + 1),
+    # column g, cover 32 banks, 1 wavefront; per k step 4 fragments x 2 rows: 32 loads per warp.
+    rng = np.random.default_rng(0)
+    a, b = rng.random((64, 32), dtype=np.float32), rng.random((32, 64), dtype=np.float32)
+    c = np.zeros((64, 64), np.float32)
+    report = analyze(tf32_mma, (1,), (a, b, c, 32))
+    assert report.threads == 128
+    assert _phases(report, "mma") == [("store", 1, 16, 64, 0), ("store", 1, 16, 64, 0),
+                                      ("load", 1, 64, 128, 0), ("load", 1, 128, 128, 0)]
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_storing_a_tensor_core_accumulator_goes_through_padded_rows_without_conflicts(dtype):
     # the 64x64 accumulator of mma<1x2> (64 registers per thread, f16 after the cast): each lane's pair
@@ -393,13 +415,20 @@ def test_storing_a_tensor_core_accumulator_goes_through_padded_rows_without_conf
 
 def test_model_uses_the_tile_librarys_skew_and_mma_row_padding():
     from tileworkbench.codegen import INCLUDE_DIR
-    from tileworkbench.codegen.layout import MMA_ROW_PADDING, SKEW_PERIOD
+    from tileworkbench.codegen.layout import MMA_ROW_PADDING, SKEW_PERIOD, mma_row_stride
+    from tileworkbench.ir.types import float16, tfloat32
     library = INCLUDE_DIR / "tileworkbench"
     shift = re.search(r"int skew\(int i\) \{ return i \+ \(i >> (\d+)\); \}", (library / "tile.cuh").read_text())
     assert shift and 1 << int(shift.group(1)) == SKEW_PERIOD
     mma = (library / "tile_mma.cuh").read_text()
-    paddings = {int(p) for p in re.findall(r"\((?:Cols|K|N) \+ (\d+)\)", mma)}
-    assert paddings == {MMA_ROW_PADDING}
+    # mma_format's row strides, 16-bit then tfloat32, as the code generator and this model take them
+    strides = re.findall(r"([ab])_stride\(int ([KN])\) \{ return ([^;]+); \}", mma)
+    assert [operand for operand, _, _ in strides] == ["a", "b", "a", "b"]
+    for k, (operand, name, body) in enumerate(strides):
+        dtype = float16 if k < 2 else tfloat32
+        for cols in range(8, 264, 8):
+            assert eval(body, {name: cols}) == mma_row_stride(dtype, cols, operand)
+    assert mma_row_stride(float16, 64, "a") == 64 + MMA_ROW_PADDING
 
 
 def test_model_uses_the_mma_staging_row_padding():
@@ -486,6 +515,9 @@ SASS_CASES = {
     # one k step of 16 (the listing has the k loop's body once: it is not unrolled)
     "tensor_core_mma": (half_mma, lambda: (np.zeros((64, 16), np.float16), np.zeros((16, 64), np.float16),
                                            np.zeros((64, 64), np.float32), 16)),
+    # one k step of 8: 8-byte A and 4-byte B fragment loads
+    "tensor_core_mma_tf32": (tf32_mma, lambda: (np.zeros((64, 8), np.float32), np.zeros((8, 64), np.float32),
+                                                np.zeros((64, 64), np.float32), 8)),
     # (on one line: the compiler gives this kernel's operand stores the line of the store)
     "tensor_core_mma_f16_out": (half_mma_one_line, lambda: (np.zeros((64, 16), np.float16),
                                                             np.zeros((16, 64), np.float16),

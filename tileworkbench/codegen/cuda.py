@@ -27,7 +27,7 @@ from ..ir.core import Function, Op, Value
 from ..ir.ops import OPS, Category, Rules, ops_in
 from ..ir.types import ArrayType, DType, TileType, bool_, float32, float64, part_dtype, tfloat32
 from .names import is_reserved
-from .layout import (MMA_ROW_PADDING, PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, plan_layouts,
+from .layout import (PADDED_ROW_ELEMENTS, LayoutPlan, MmaLayout, RowLayout, mma_stage_bytes, plan_layouts,
                      row_table_bytes, shared_budget, skewed, wanted_layout)
 
 INCLUDE_DIR = Path(__file__).parent / "include"
@@ -732,8 +732,7 @@ def _mma(e, op):
     if op in e.plan.tensor_core:  # two operand buffers of padded rows (tile_mma.cuh)
         (m, k), n = a.shape, b.shape[1]
         a_rows = 0 if op in e.plan.register_a else m  # an A operand in registers needs no buffer
-        stage = (a_rows * (k + MMA_ROW_PADDING) + k * (n + MMA_ROW_PADDING)) * a.dtype.itemsize
-        e.mma_smem = max(e.mma_smem, 2 * ((stage + 127) // 128 * 128))
+        e.mma_smem = max(e.mma_smem, 2 * mma_stage_bytes(a.dtype, a_rows, n, k))
         e.assign(op, f"tw::mma({e[a]}, {e[b]}, {e[acc]}, mma_stage)")
         return
     e.need_smem((skewed(a.type.size) * a.type.dtype.itemsize + 15) // 16 * 16

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..ir.core import Function, Op, Value, walk_block
 from ..ir.ops import Category, ops_in
-from ..ir.types import bfloat16, float16, float32
+from ..ir.types import DType, bfloat16, float16, float32, tfloat32
 from ..targets import arch_limits
 
 # ops that work elementwise in any layout
@@ -38,11 +38,29 @@ ELEMENTWISE = ops_in(Category.ELEMENTWISE)
 
 MAX_WARPS = 8
 
+# operand dtypes of the tensor-core mma.sync path -> the k of one instruction (tile_mma.cuh mma_format)
+MMA_K = {float16: 16, bfloat16: 16, tfloat32: 8}
+
 # How the tile library addresses shared memory: the code generator sizes buffers by these and the
 # access analysis (profile/access.py) lays accesses on them; tests/codegen hold them to the headers.
 SKEW_PERIOD = 32     # tile.cuh skew(i) = i + i / 32: one element of padding every 32 spreads strides over banks
-MMA_ROW_PADDING = 8  # tile_mma.cuh: tensor-core operand rows are Cols + 8 elements apart (ldmatrix rows on distinct banks)
+MMA_ROW_PADDING = 8  # tile_mma.cuh mma_format: 16-bit operand rows are Cols + 8 elements apart (ldmatrix rows on distinct banks)
 PADDED_ROW_ELEMENTS = 8  # tile_mma.cuh padded_row_extra: rows staged for a change to or from an mma layout
+
+
+def mma_row_stride(dtype: DType, cols: int, operand: str) -> int:
+    """tile_mma.cuh mma_format a_stride / b_stride: elements between the staged rows of a tensor-core
+    mma operand ("a": K columns, "b": N columns). tfloat32 rows are 8 mod 16 words apart for A and
+    4 mod 8 for B, so a warp's 8- and 4-byte fragment loads meet no bank twice."""
+    if dtype is not tfloat32:
+        return cols + MMA_ROW_PADDING
+    return cols + 8 + cols % 16 if operand == "a" else cols + 4
+
+
+def mma_stage_bytes(dtype: DType, a_rows: int, n: int, k: int) -> int:
+    """tile_mma.cuh mma_stage_bytes: one operand buffer of a tensor-core mma (a_rows 0: A in registers)."""
+    nbytes = (a_rows * mma_row_stride(dtype, k, "a") + k * mma_row_stride(dtype, n, "b")) * dtype.itemsize
+    return (nbytes + 127) // 128 * 128
 
 
 def stages_chunks(itemsize: int, size: int, threads: int, vec: int, step: int, last: int) -> bool:
@@ -269,18 +287,20 @@ class LayoutPlan:
 def _mma_shape(op: Op):
     """(M, N, K) when this mma can run on tensor cores (any warp arrangement aside), else None."""
     a, b, acc = op.operands
-    if len(a.shape) != 2 or a.dtype not in (float16, bfloat16) or b.dtype is not a.dtype:
+    if len(a.shape) != 2 or a.dtype not in MMA_K or b.dtype is not a.dtype:
         return None
     if acc.dtype is not float32 or op.result.dtype is not float32:
         return None
     (m, k), n = a.shape, b.shape[1]
-    return (m, n, k) if m % 16 == 0 and n % 8 == 0 and k % 16 == 0 else None
+    return (m, n, k) if m % 16 == 0 and n % 8 == 0 and k % MMA_K[a.dtype] == 0 else None
 
 
-def _wanted_warps(m: int, n: int) -> int:
-    """About 2048 accumulator elements (64 float registers) per warp, at most MAX_WARPS warps."""
+def _wanted_warps(m: int, n: int, itemsize: int) -> int:
+    """About 2048 accumulator elements (64 float registers) per warp for 16-bit operands, at most
+    MAX_WARPS warps; half as many for 4-byte (tfloat32) operands, whose tiles take twice the
+    registers on their way to shared memory."""
     warps = 1
-    while warps < MAX_WARPS and m * n // (warps * 2) >= 2048:
+    while warps < MAX_WARPS and m * n * itemsize // (warps * 4) >= 2048:
         warps *= 2
     return warps
 
@@ -382,7 +402,10 @@ def _plan_layouts(fn: Function, threads: int | None, arch: str | None, *, max_st
     shapes = {op: s for op in fn.walk() if op.name == "mma" and (s := _mma_shape(op))}
     why_not = {op: _tensor_core_refusal(op) for op in fn.walk() if op.name == "mma" and op not in shapes}
     coupled = _row_coupled(fn, shapes)
-    pipelines = _pipelines(fn, shapes, a_in_registers=coupled, why_not=why_not)
+    staged = {op: s for op, s in shapes.items() if op.operands[0].dtype is not tfloat32}
+    why_not.update((op, "not pipelined: pipeline stages hold 16-bit operands") for op in shapes
+                   if op not in staged and _loop_of(fn, op) is not None)
+    pipelines = _pipelines(fn, staged, a_in_registers=coupled, why_not=why_not)
     pipelined = {op for p in pipelines.values() for op in p.mmas}
     wgmma_rows = {shapes[i][0] for i in pipelined} if pipelined else set()
     refusal = _wgmma_refusal(fn, threads, arch, shapes, pipelined, pipelines, wgmma_rows, tma)
@@ -397,7 +420,8 @@ def _plan_layouts(fn: Function, threads: int | None, arch: str | None, *, max_st
     elif rows:
         warps = min(MAX_WARPS, min(m for m, _, _ in shapes.values()) // 16)  # 16 rows or more per warp
     else:
-        warps = max((_wanted_warps(m, n) for m, n, _ in shapes.values()), default=None)
+        warps = max((_wanted_warps(m, n, op.operands[0].dtype.itemsize) for op, (m, n, _) in shapes.items()),
+                    default=None)
     tensor_core = {}
     if warps:
         for op_id, (m, n, _) in shapes.items():
@@ -413,8 +437,7 @@ def _plan_layouts(fn: Function, threads: int | None, arch: str | None, *, max_st
         return plan
     for op in fn.walk():
         if op.name == "load" and len(op.result.shape) == 2 and op.attrs["order"] == (0, 1):
-            uses = [user for user, _ in _uses(fn, op.result)]
-            if uses and all(u in tensor_core and op.result is not u.operands[2] for u in uses):
+            if _mma_operand_only(fn, op.result, tensor_core):
                 plan.operands.add(op.result)
     if blocks_per_sm is None:
         blocks_per_sm = hint or (2 if two_blocks_per_sm(fn, plan) else 1)
@@ -466,6 +489,16 @@ def _plan_layouts(fn: Function, threads: int | None, arch: str | None, *, max_st
     return plan
 
 
+def _mma_operand_only(fn: Function, v: Value, tensor_core: dict) -> bool:
+    """Whether every use of v is as an A or B operand of a tensor-core mma, directly or through its
+    astype to tfloat32 (float32 data on the tensor cores)."""
+    uses = [user for user, _ in _uses(fn, v)]
+    return bool(uses) and all(
+        (u in tensor_core and v is not u.operands[2])
+        or (u.name == "astype" and u.result.dtype is tfloat32 and _mma_operand_only(fn, u.result, tensor_core))
+        for u in uses)
+
+
 def _cheap_anywhere(fn: Function) -> set:
     """Tiles as cheap to make in any layout as in blocked: constants, broadcasts (a splat costs
     nothing; a small tile stretched costs its own staging either way), and elementwise ops of such
@@ -486,12 +519,13 @@ def _tensor_core_refusal(op: Op) -> str:
     a, b, acc = op.operands
     if len(a.shape) != 2:
         return "CUDA cores: a batched (rank > 2) mma runs as a loop"
-    if a.dtype not in (float16, bfloat16) or b.dtype is not a.dtype:
-        return f"CUDA cores: tensor cores take float16 or bfloat16 operands here, not {a.dtype} @ {b.dtype}"
+    if a.dtype not in MMA_K or b.dtype is not a.dtype:
+        return (f"CUDA cores: tensor cores take float16, bfloat16 or tfloat32 operands here, not {a.dtype} @ {b.dtype}"
+                + (" (ct.astype both to ct.tfloat32 for tensor cores)" if a.dtype is float32 is b.dtype else ""))
     if acc.dtype is not float32:
         return f"CUDA cores: tensor cores accumulate in float32 here, not {acc.dtype}"
     (m, k), n = a.shape, b.shape[1]
-    return f"CUDA cores: {m} x {n} x {k} is not a multiple of 16 x 8 x 16"
+    return f"CUDA cores: {m} x {n} x {k} is not a multiple of 16 x 8 x {MMA_K[a.dtype]}"
 
 
 def _wgmma_refusal(fn, threads, arch, shapes, pipelined, pipelines, wgmma_rows, tma: bool) -> str | None:
@@ -575,7 +609,7 @@ def _inside(loop: Op, v: Value) -> bool:
 
 
 def _registers_as_a(fn: Function, plan: LayoutPlan):
-    """Tensor-core mmas of mma<W x 1> whose 16-bit A operand is (or can be made, once, outside the
+    """Tensor-core mmas of mma<W x 1> whose A operand is (or can be made, once, outside the
     loop) a tile in that layout read straight from registers. A pipelined mma whose A operand is
     not staged takes it from registers in any case (converted where it is used, if need be)."""
     for op, layout in plan.tensor_core.items():
@@ -626,7 +660,7 @@ def two_blocks_per_sm(fn: Function, plan: LayoutPlan) -> bool:
     64 of them."""
     threads = 32 * plan.warps
     held = sum(op.result.type.size for op in fn.walk() if op in plan.tensor_core)
-    held += sum(op.operands[0].type.size // 2 for op in plan.register_a)  # 16-bit: two per register
+    held += sum(op.operands[0].type.size * op.operands[0].dtype.itemsize // 4 for op in plan.register_a)
     return held <= 64 * threads
 
 

@@ -28,6 +28,7 @@ from ..codegen.layout import (chunk_shift, chunk_slot, padded_row_index, skewed,
                               stages_padded_rows)
 from ..interp import Status, Trace, run
 from ..ir import TileType
+from ..ir.types import tfloat32
 from ..ir.ops import ATOMICS, OPS, Category, ViewKind, ops_in
 from ..targets import H100_L2_BYTES, H100_L2_PARTITIONS, H100_SMS
 
@@ -682,44 +683,58 @@ def _generic_mma(op, where, threads, vec, executions, skew) -> list[SharedAccess
 
 def _tensor_core_mma(op, where, plan, threads, vec, executions) -> list[SharedAccess]:
     """The tensor-core mma.sync path (tile_mma.cuh): the operands go to shared memory as whole
-    chunks into rows padded by MMA_ROW_PADDING elements (A unless it is already in registers, then
-    B), then each warp reads its fragments with ldmatrix ("ldsm": x4, or x2 for a last odd B
-    fragment), k step by k step."""
-    from ..codegen.layout import MMA_ROW_PADDING as PAD
+    chunks into padded rows (layout.mma_row_stride; A unless it is already in registers, then B),
+    then each warp reads its fragments k step by k step: 16-bit ones with ldmatrix ("ldsm": x4, or
+    x2 for a last odd B fragment), tfloat32 ones with 8-byte loads of A (two column neighbours of
+    rows g and g + 8) and 4-byte loads of B (rows 2t and 2t + 1, column g)."""
+    from ..codegen.layout import mma_row_stride
     a, b = op.operands[0].type, op.operands[1].type
     (m, k), n = a.shape, b.shape[1]
-    size = a.dtype.itemsize
+    size, tf32 = a.dtype.itemsize, a.dtype is tfloat32
+    a_stride, b_stride = mma_row_stride(a.dtype, k, "a"), mma_row_stride(a.dtype, n, "b")
     layout = plan.tensor_core[op]
     in_registers = op in plan.register_a
-    b_base = 0 if in_registers else m * (k + PAD) * size
+    b_base = 0 if in_registers else m * a_stride * size
     phases = []
-    for base, rows_of, t in ([] if in_registers else [(0, k, a)]) + [(b_base, n, b)]:
+    for base, rows_of, stride, t in ([] if in_registers else [(0, k, a_stride, a)]) + [(b_base, n, b_stride, b)]:
         thread, elem, register, v = blocked_lanes(t.size, threads, vec, writes=True)
         first = register % v == 0   # one access per chunk
-        address = base + (elem[first] // rows_of * (rows_of + PAD) + elem[first] % rows_of) * size
+        address = base + (elem[first] // rows_of * stride + elem[first] % rows_of) * size
         phases.append(_wavefronts(where, "store", executions, thread[first], register[first] // v, address,
                                   min(v * size, 16)))
     warp, lane = np.arange(threads) // WARP, np.arange(threads) % WARP
     wtm, wtn = m // layout.wm, n // layout.wn
     fragments_n = wtn // 8 if not in_registers else n // 8
-    addresses, requests, threads_of = [], [], []
+    reads = {}  # access bytes -> (addresses, requests, threads) of each fragment read instruction
 
-    def ldmatrix(address, lanes):
+    def read(width, address, lanes=None):
+        lanes = np.ones(threads, bool) if lanes is None else lanes
+        addresses, requests, threads_of = reads.setdefault(width, ([], [], []))
         addresses.append(address[lanes])
         threads_of.append(np.arange(threads)[lanes])
         requests.append(np.full(int(lanes.sum()), len(requests)))
-    everyone, half = np.ones(threads, bool), lane < 16
-    for k0 in range(0, k, 16):
-        if not in_registers:
-            a_rows = (warp // layout.wn * wtm + lane % 16) * (k + PAD) + lane // 16 * 8
-            for i in range(wtm // 16):
-                ldmatrix((a_rows + i * 16 * (k + PAD) + k0) * size, everyone)
-        column = 0 if in_registers else warp % layout.wn * wtn
-        b_rows = b_base // size + (lane % 16) * (n + PAD) + column + lane // 16 * 8
-        for j in range(0, fragments_n, 2):
-            ldmatrix((b_rows + k0 * (n + PAD) + j * 8) * size, everyone if j + 1 < fragments_n else half)
-    phases.append(_wavefronts(where, "ldsm", executions, np.concatenate(threads_of), np.concatenate(requests),
-                              np.concatenate(addresses), 16))
+    if tf32:
+        a_lane, b_lane = lane // 4 * a_stride + lane % 4 * 2, lane % 4 * 2 * b_stride + lane // 4
+    else:
+        a_lane, b_lane = lane % 16 * a_stride + lane // 16 * 8, lane % 16 * b_stride + lane // 16 * 8
+    a_rows = warp // layout.wn * wtm * a_stride + a_lane
+    b_rows = b_base // size + (0 if in_registers else warp % layout.wn * wtn) + b_lane
+    for k0 in range(0, k, 8 if tf32 else 16):
+        for i in range(0 if in_registers else wtm // 16):
+            at = a_rows + i * 16 * a_stride + k0
+            for row in ((0, 8) if tf32 else (0,)):
+                read(8 if tf32 else "ldsm", (at + row * a_stride) * size)
+        for j in range(0, fragments_n, 1 if tf32 else 2):
+            at = b_rows + k0 * b_stride + j * 8
+            if tf32:
+                read(4, at * size)
+                read(4, (at + b_stride) * size)
+            else:
+                read("ldsm", at * size, None if j + 1 < fragments_n else lane < 16)
+    for width, (addresses, requests, threads_of) in reads.items():
+        phases.append(_wavefronts(where, "ldsm" if width == "ldsm" else "load", executions,
+                                  np.concatenate(threads_of), np.concatenate(requests), np.concatenate(addresses),
+                                  16 if width == "ldsm" else width))
     return phases
 
 

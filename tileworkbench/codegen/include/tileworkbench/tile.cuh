@@ -481,16 +481,15 @@ __device__ To convert_rounded(From x) {
 
 template <int Mode>
 __device__ float round_tf32(float x) {
-  const unsigned bits = __float_as_uint(x), rest = bits & 0x1fffu, kept = bits & ~0x1fffu;
+  const unsigned bits = __float_as_uint(x), rest = bits & 0x1fffu;
   if (((bits >> 23) & 0xffu) == 0xffu) return x;  // inf and NaN stay
+  // To nearest: add just under half a unit (plus the kept last bit, for ties to even) and cut; a carry
+  // out of the mantissa steps the exponent, as rounding up does. Two integer ops in the mma's K loop.
+  if constexpr (Mode == RN) return __uint_as_float((bits + 0xfffu + ((bits >> 13) & 1u)) & ~0x1fffu);
+  if constexpr (Mode == RA) return __uint_as_float((bits + 0x1000u) & ~0x1fffu);
   const bool negative = bits >> 31;
-  bool up;  // whether the magnitude rounds up
-  if constexpr (Mode == RN) up = rest > 0x1000u || (rest == 0x1000u && (bits & 0x2000u));
-  else if constexpr (Mode == RA) up = rest >= 0x1000u;
-  else if constexpr (Mode == RZ) up = false;
-  else if constexpr (Mode == RM) up = negative && rest;
-  else up = !negative && rest;
-  return __uint_as_float(up ? kept + 0x2000u : kept);
+  const bool up = Mode == RM ? negative && rest : Mode == RP && !negative && rest;  // the magnitude rounds up
+  return __uint_as_float(up ? (bits & ~0x1fffu) + 0x2000u : bits & ~0x1fffu);
 }
 
 template <class U, int Mode, class T, class S, class L>

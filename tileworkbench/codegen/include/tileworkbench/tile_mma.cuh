@@ -2,18 +2,20 @@
 //
 // The tensor-core path keeps the accumulator in mma_layout<WM, WN>: the block's WM x WN warps
 // tile the (M, N) accumulator, warp w owning rows [w / WN * M/WM, ...) and columns
-// [w % WN * N/WN, ...). Inside its part a warp holds 16x8 fragments of mma.sync.m16n8k16
-// (row-major order over fragments); in each fragment lane l holds
+// [w % WN * N/WN, ...). Inside its part a warp holds 16x8 fragments of mma.sync (m16n8k16 for
+// 16-bit operands, m16n8k8 for tfloat32: the same accumulator fragments; row-major order over
+// fragments); in each fragment lane l holds
 //
 //     (l / 4,     2 * (l % 4) + {0, 1})   in registers 0, 1
 //     (l / 4 + 8, 2 * (l % 4) + {0, 1})   in registers 2, 3
 //
-// The A and B operands arrive blocked (as loaded); mma copies them to shared memory with rows
-// padded by 16 bytes (so the 8 row addresses of an ldmatrix hit distinct banks), then each warp
-// reads its fragments with ldmatrix (A) and ldmatrix.trans (B, stored K-major). Two operand
-// buffers alternate between calls, so a K loop needs one barrier per step; they sit above every
-// other shared-memory use (TW_MMA_SMEM_BASE), so no other op's staging can race with them. Where two
-// do not fit in the block's shared memory, TW_MMA_BUFFERS 1 keeps one, refilled after a barrier.
+// The A and B operands arrive blocked (as loaded); mma copies them to shared memory in padded rows
+// (mma_format: strides that keep each warp's fragment reads free of bank conflicts), then each warp
+// reads its fragments (16 bits: ldmatrix for A, ldmatrix.trans for B stored K-major; tfloat32: 8-
+// and 4-byte shared loads). Two operand buffers alternate between calls, so a K loop needs one
+// barrier per step; they sit above every other shared-memory use (TW_MMA_SMEM_BASE), so no other
+// op's staging can race with them. Where two do not fit in the block's shared memory,
+// TW_MMA_BUFFERS 1 keeps one, refilled after a barrier.
 #pragma once
 
 namespace tw {
@@ -141,6 +143,18 @@ __device__ inline void ldmatrix_x2_trans(uint32_t* r, const void* p) {
                : "=r"(r[0]), "=r"(r[1]) : "r"(smem_address(p)));
 }
 
+template <class X, class Y> struct same_type { static constexpr bool value = false; };
+template <class X> struct same_type<X, X> { static constexpr bool value = true; };
+
+// Two 16-bit elements as one mma operand register (the lower column in the low half).
+template <class T>
+__device__ uint32_t pack_pair(T lo, T hi) {
+  unsigned short l, h;
+  memcpy(&l, &lo, 2);
+  memcpy(&h, &hi, 2);
+  return uint32_t(l) | uint32_t(h) << 16;
+}
+
 template <class T> struct is_fp16 { static constexpr bool value = false; };
 template <> struct is_fp16<__half> { static constexpr bool value = true; };
 
@@ -159,39 +173,126 @@ __device__ void mma_16816(float* d, const uint32_t* a, const uint32_t* b) {
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// One k step of 16 for a warp's MI x NI accumulator fragments: ldmatrix the A fragments (a_at(i):
-// this lane's row address of fragment row i) and the B fragments (b_at(j): this lane's row address
-// for the fragment pair j, j + 1, B stored K-major), then one mma.sync per fragment.
-template <class T, int MI, int NI, class AAt, class BAt>
-__device__ void mma_k16(float* acc, AAt a_at, BAt b_at) {
-  uint32_t af[MI][4], bf[NI][2];
+// The operand formats of mma.sync. Each says how many k one instruction takes, how far apart the
+// staged rows of A (K-wide) and B (N-wide) lie, where a lane's fragment reads start (A: row 0 of its
+// first fragment; B: its first fragment column), and how a warp loads its fragments of one k step
+// and issues the instruction. The accumulator fragments are the same for all (mma_layout above).
+//
+// 16 bits (float16, bfloat16): m16n8k16; ldmatrix reads 8 rows of 16 bytes per matrix, so rows padded
+// by 16 bytes put those 8 row addresses on distinct banks.
+template <class T>
+struct mma_format {
+  static constexpr int k = 16;
+  __host__ __device__ static constexpr int a_stride(int K) { return K + 8; }
+  __host__ __device__ static constexpr int b_stride(int N) { return N + 8; }
+  __device__ static int a_lane(int lane, int AS) { return lane % 16 * AS + lane / 16 * 8; }
+  __device__ static int b_lane(int lane, int BS) { return lane % 16 * BS + lane / 16 * 8; }
+
+  template <int AS> __device__ static void load_a(uint32_t* r, const T* a) { ldmatrix_x4(r, a, false); }
+
+  // Fragments j and j + 1 of B (K-major) as one ldmatrix.x4.trans; a last odd one as x2.
+  template <int NI, int BS>
+  __device__ static void load_b(uint32_t (*bf)[2], const T* b) {
 #pragma unroll
-  for (int i = 0; i < MI; ++i) ldmatrix_x4(af[i], a_at(i), false);
-#pragma unroll
-  for (int j = 0; j < NI; j += 2) {
-    if (j + 1 < NI) {
-      uint32_t r[4];
-      ldmatrix_x4(r, b_at(j), true);
-      bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
-    } else {
-      ldmatrix_x2_trans(bf[j], b_at(j));
+    for (int j = 0; j < NI; j += 2) {
+      if (j + 1 < NI) {
+        uint32_t r[4];
+        ldmatrix_x4(r, b + j * 8, true);
+        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
+      } else {
+        ldmatrix_x2_trans(bf[j], b + j * 8);
+      }
     }
   }
+
+  // A fragment of k step t from an accumulator-layout tile's registers (fragment row i; KI fragments
+  // per row): its fragments 2t and 2t + 1 are exactly that A fragment, packed in pairs.
+  template <int KI>
+  __device__ static void a_from_registers(uint32_t* r, const T* v, int i, int t) {
+    const T* lo = v + (i * KI + 2 * t) * 4;  // k columns 16t .. 16t + 7
+    const T* hi = lo + 4;                     // k columns 16t + 8 .. 16t + 15
+    r[0] = pack_pair(lo[0], lo[1]), r[1] = pack_pair(lo[2], lo[3]);
+    r[2] = pack_pair(hi[0], hi[1]), r[3] = pack_pair(hi[2], hi[3]);
+  }
+
+  __device__ static void run(float* d, const uint32_t* a, const uint32_t* b) { mma_16816<T>(d, a, b); }
+};
+
+// tfloat32 (float in C++: the IR's astype has rounded it; the tensor cores read its top 19 bits):
+// m16n8k8, whose A fragment holds (g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4) and B fragment
+// (t, g), (t + 4, g) for lane 4g + t. One instruction sums its 8 products in one exact, order-free
+// step (tensor_core_step), so any permutation of a step's k applied to both A and B gives the same
+// bits: here k slot t holds column 2t of the step and slot t + 4 column 2t + 1. Then a lane's two A
+// values of a row are neighbours (one 8-byte load) and an accumulator fragment (g, 2t..2t + 1),
+// (g + 8, 2t..2t + 1) is an A fragment as it stands. Bank-conflict free: A rows 8 mod 16 words apart
+// (a half-warp's 8-byte loads cover rows g..g+3, 2t..2t+1: 32 distinct banks), B rows 4 mod 8 words
+// apart (the 4-byte loads of rows 2t, columns g: 32 distinct banks).
+template <>
+struct mma_format<float> {
+  static constexpr int k = 8;
+  __host__ __device__ static constexpr int a_stride(int K) { return K + 8 + K % 16; }
+  __host__ __device__ static constexpr int b_stride(int N) { return N + 4; }
+  __device__ static int a_lane(int lane, int AS) { return lane / 4 * AS + lane % 4 * 2; }
+  __device__ static int b_lane(int lane, int BS) { return lane % 4 * 2 * BS + lane / 4; }
+
+  template <int AS>
+  __device__ static void load_a(uint32_t* r, const float* a) {
+    const uint2 lo = *reinterpret_cast<const uint2*>(a), hi = *reinterpret_cast<const uint2*>(a + 8 * AS);
+    r[0] = lo.x, r[1] = hi.x, r[2] = lo.y, r[3] = hi.y;
+  }
+
+  template <int NI, int BS>
+  __device__ static void load_b(uint32_t (*bf)[2], const float* b) {
+#pragma unroll
+    for (int j = 0; j < NI; ++j) bf[j][0] = __float_as_uint(b[j * 8]), bf[j][1] = __float_as_uint(b[j * 8 + BS]);
+  }
+
+  template <int KI>
+  __device__ static void a_from_registers(uint32_t* r, const float* v, int i, int t) {
+    const float* f = v + (i * KI + t) * 4;  // k columns 8t .. 8t + 7
+    r[0] = __float_as_uint(f[0]), r[1] = __float_as_uint(f[2]), r[2] = __float_as_uint(f[1]), r[3] = __float_as_uint(f[3]);
+  }
+
+  __device__ static void run(float* d, const uint32_t* a, const uint32_t* b) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                 "{%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+template <class T> constexpr bool on_tensor_cores = traits<T>::is_half || same_type<T, float>::value;
+
+// Every A fragment times every B fragment of one k step, into the warp's MI x NI accumulator fragments.
+template <class T, int MI, int NI>
+__device__ void mma_fragments(float* acc, const uint32_t (*af)[4], const uint32_t (*bf)[2]) {
 #pragma unroll
   for (int i = 0; i < MI; ++i)
 #pragma unroll
-    for (int j = 0; j < NI; ++j) mma_16816<T>(&acc[(i * NI + j) * 4], af[i], bf[j]);
+    for (int j = 0; j < NI; ++j) mma_format<T>::run(&acc[(i * NI + j) * 4], af[i], bf[j]);
 }
 
-// A blocked (Rows, Cols) tile into shared memory, rows Cols + 8 elements apart, chunk by chunk.
-template <class T, int Rows, int Cols>
+// One k step for a warp's MI x NI accumulator fragments: `a` is this lane's A address of fragment
+// row 0 at the step (fragment row i 16 rows further each), `b` its B address of fragment column 0.
+template <class T, int MI, int NI, int AS, int BS>
+__device__ void mma_step(float* acc, const T* a, const T* b) {
+  using F = mma_format<T>;
+  uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+  for (int i = 0; i < MI; ++i) F::template load_a<AS>(af[i], a + i * 16 * AS);
+  F::template load_b<NI, BS>(bf, b);
+  mma_fragments<T, MI, NI>(acc, af, bf);
+}
+
+// A blocked (Rows, Cols) tile into shared memory, rows Stride elements apart, chunk by chunk.
+template <int Stride, class T, int Rows, int Cols>
 __device__ void to_padded_smem(const tile<T, shape<Rows, Cols>>& x, T* buf) {
   using Tile = tile<T, shape<Rows, Cols>>;
   if (!x.owner()) return;
 #pragma unroll
   for (int r0 = 0; r0 < Tile::R; r0 += Tile::V) {
     int e = Tile::elem(r0);
-    copy_chunk<Tile::V * sizeof(T)>(buf + e / Cols * (Cols + 8) + e % Cols, &x.v[r0]);
+    copy_chunk<Tile::V * sizeof(T)>(buf + e / Cols * Stride + e % Cols, &x.v[r0]);
   }
 }
 
@@ -291,85 +392,63 @@ __device__ tile<T, S> load_operand(const array<T, 2>& a, const coords<2>& index,
   return out;
 }
 
-// Operand buffer bytes of one tensor-core mma stage.
-template <class T, int M, int N, int K>
-__host__ __device__ constexpr int mma_stage_bytes() { return (M * (K + 8) + K * (N + 8)) * int(sizeof(T)); }
+// Operand buffer bytes of one tensor-core mma stage (A of ARows rows: none where A is in registers).
+template <class T, int ARows, int N, int K>
+__host__ __device__ constexpr int mma_stage_bytes() {
+  return ((ARows * mma_format<T>::a_stride(K) + K * mma_format<T>::b_stride(N)) * int(sizeof(T)) + 127) / 128 * 128;
+}
 
-// acc + a @ b on tensor cores. `stage` counts the calls, choosing the operand buffer.
+// The operand buffer of this call (`stage` counts the calls) after every warp is done with it.
+template <class T, int ARows, int N, int K>
+__device__ T* mma_buffer(int& stage) {
+  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operands
+  return reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * mma_stage_bytes<T, ARows, N, K>());
+}
+
+// acc + a @ b on tensor cores (float16, bfloat16 or tfloat32 operands, as mma_format says).
 template <class T, int M, int N, int K, int WM, int WN>
 __device__ tile<float, shape<M, N>, mma_layout<WM, WN>> mma(const tile<T, shape<M, K>>& a, const tile<T, shape<K, N>>& b,
                                                            tile<float, shape<M, N>, mma_layout<WM, WN>> acc, int& stage) {
-  static_assert(traits<T>::is_half, "tensor-core mma takes float16 or bfloat16 operands");
-  constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8;
-  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % 16 == 0, "shape does not fit the warps");
-  constexpr int stage_bytes = (mma_stage_bytes<T, M, N, K>() + 127) / 128 * 128;
-  T* abuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * stage_bytes);
-  T* bbuf = abuf + M * (K + 8);
-  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operands
-  to_padded_smem(a, abuf);
-  to_padded_smem(b, bbuf);
+  using F = mma_format<T>;
+  static_assert(on_tensor_cores<T>, "tensor-core mma takes float16, bfloat16 or tfloat32 operands");
+  constexpr int WTM = M / WM, WTN = N / WN, MI = WTM / 16, NI = WTN / 8, AS = F::a_stride(K), BS = F::b_stride(N);
+  static_assert(M % (16 * WM) == 0 && N % (8 * WN) == 0 && K % F::k == 0, "shape does not fit the warps");
+  T* abuf = mma_buffer<T, M, N, K>(stage);
+  T* bbuf = abuf + M * AS;
+  to_padded_smem<AS>(a, abuf);
+  to_padded_smem<BS>(b, bbuf);
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const T* a_rows = abuf + (warp / WN * WTM + lane % 16) * (K + 8) + lane / 16 * 8;
-  const T* b_rows = bbuf + (lane % 16) * (N + 8) + warp % WN * WTN + lane / 16 * 8;
+  const T* a_lane = abuf + warp / WN * WTM * AS + F::a_lane(lane, AS);
+  const T* b_lane = bbuf + warp % WN * WTN + F::b_lane(lane, BS);
 #pragma unroll 1  // one k step's fragments live at a time: fewer registers, more blocks per SM
-  for (int k0 = 0; k0 < K; k0 += 16)
-    mma_k16<T, MI, NI>(acc.v, [&](int i) { return a_rows + i * 16 * (K + 8) + k0; },
-                       [&](int j) { return b_rows + k0 * (N + 8) + j * 8; });
+  for (int k0 = 0; k0 < K; k0 += F::k) mma_step<T, MI, NI, AS, BS>(acc.v, a_lane + k0, b_lane + k0 * BS);
   return acc;
 }
 
-// Two 16-bit elements as one mma operand register (the lower column in the low half).
-template <class T>
-__device__ uint32_t pack_pair(T lo, T hi) {
-  unsigned short l, h;
-  memcpy(&l, &lo, 2);
-  memcpy(&h, &hi, 2);
-  return uint32_t(l) | uint32_t(h) << 16;
-}
-
 // acc + a @ b on tensor cores with `a` already in registers, in the accumulator layout of the same
-// warps (typically a previous mma's result, cast to 16 bits): fragments (i, 2t) and (i, 2t + 1) of
-// that layout are exactly mma.sync's A fragment of rows i and k step t, so only `b` goes through
-// shared memory. This is how P @ V follows Q @ K^T in attention without a round trip.
+// warps (typically a previous mma's result, cast to the operand type): each k step's A fragments are
+// accumulator fragments (mma_format::a_from_registers), so only `b` goes through shared memory.
+// This is how P @ V follows Q @ K^T in attention without a round trip.
 template <class T, int M, int N, int K, int WM>
 __device__ tile<float, shape<M, N>, mma_layout<WM, 1>> mma(const tile<T, shape<M, K>, mma_layout<WM, 1>>& a,
                                                           const tile<T, shape<K, N>>& b,
                                                           tile<float, shape<M, N>, mma_layout<WM, 1>> acc, int& stage) {
-  static_assert(traits<T>::is_half, "tensor-core mma takes float16 or bfloat16 operands");
-  constexpr int WTM = M / WM, MI = WTM / 16, NI = N / 8, KI = K / 8;
-  static_assert(M % (16 * WM) == 0 && N % 8 == 0 && K % 16 == 0, "shape does not fit the warps");
-  constexpr int stage_bytes = (K * (N + 8) * int(sizeof(T)) + 127) / 128 * 128;
-  T* bbuf = reinterpret_cast<T*>(smem() + TW_MMA_SMEM_BASE + (stage++ % TW_MMA_BUFFERS) * stage_bytes);
-  if (TW_MMA_BUFFERS == 1) __syncthreads();  // every warp has read the previous call's operand
-  to_padded_smem(b, bbuf);
+  using F = mma_format<T>;
+  static_assert(on_tensor_cores<T>, "tensor-core mma takes float16, bfloat16 or tfloat32 operands");
+  constexpr int WTM = M / WM, MI = WTM / 16, NI = N / 8, KI = K / 8, BS = F::b_stride(N);
+  static_assert(M % (16 * WM) == 0 && N % 8 == 0 && K % F::k == 0, "shape does not fit the warps");
+  T* bbuf = mma_buffer<T, 0, N, K>(stage);
+  to_padded_smem<BS>(b, bbuf);
   __syncthreads();
-  const int lane = threadIdx.x % 32;
-  const T* b_rows = bbuf + (lane % 16) * (N + 8) + lane / 16 * 8;
+  const T* b_lane = bbuf + F::b_lane(threadIdx.x % 32, BS);
 #pragma unroll
-  for (int t = 0; t < K / 16; ++t) {
+  for (int t = 0; t < K / F::k; ++t) {
     uint32_t af[MI][4], bf[NI][2];
 #pragma unroll
-    for (int i = 0; i < MI; ++i) {
-      const T* lo = &a.v[(i * KI + 2 * t) * 4];  // k columns 16t .. 16t + 7
-      const T* hi = lo + 4;                       // k columns 16t + 8 .. 16t + 15
-      af[i][0] = pack_pair(lo[0], lo[1]), af[i][1] = pack_pair(lo[2], lo[3]);
-      af[i][2] = pack_pair(hi[0], hi[1]), af[i][3] = pack_pair(hi[2], hi[3]);
-    }
-#pragma unroll
-    for (int j = 0; j < NI; j += 2) {
-      if (j + 1 < NI) {
-        uint32_t r[4];
-        ldmatrix_x4(r, b_rows + t * 16 * (N + 8) + j * 8, true);
-        bf[j][0] = r[0], bf[j][1] = r[1], bf[j + 1][0] = r[2], bf[j + 1][1] = r[3];
-      } else {
-        ldmatrix_x2_trans(bf[j], b_rows + t * 16 * (N + 8) + j * 8);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < MI; ++i)
-#pragma unroll
-      for (int j = 0; j < NI; ++j) mma_16816<T>(&acc.v[(i * NI + j) * 4], af[i], bf[j]);
+    for (int i = 0; i < MI; ++i) F::template a_from_registers<KI>(af[i], a.v, i, t);
+    F::template load_b<NI, BS>(bf, b_lane + t * F::k * BS);
+    mma_fragments<T, MI, NI>(acc.v, af, bf);
   }
   return acc;
 }
@@ -396,8 +475,6 @@ template <> struct tensor_core_adder<__nv_fp8_e5m2> : block_adder<32, -10, -14, 
 struct tf32_inputs : block_adder<8, 2, -126, 0> {};  // tfloat32 values travel as float: the code generator names it
 template <class Adder, class T> struct adder_for { using type = Adder; };  // the one named, else the inputs'
 template <class T> struct adder_for<void, T> { using type = tensor_core_adder<T>; };
-template <class X, class Y> struct same_type { static constexpr bool value = false; };
-template <class X> struct same_type<X, X> { static constexpr bool value = true; };
 
 // floor(log2|x|) of a nonzero float, at least `floor`
 __device__ inline int exponent_at_least(float x, int floor) {
