@@ -161,7 +161,7 @@ __device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bo
 // Meanwhile one register per chunk holds where the chunk is, as an element offset from the array's
 // pointer (holding the block, a pointer or an L1 prefetch cost 4096-element float32 rows of a softmax
 // or a SwiGLU their fourth block per SM). Every block holds bytes of the chunk, so no read leaves the
-// array's pages. A chunk 2^31 elements or more from the array's pointer is shifted where it is read.
+// array's pages.
 template <int V, class T>
 struct chunk_read {
   static constexpr int Bytes = V * int(sizeof(T)), N = Bytes / 16;
@@ -169,21 +169,17 @@ struct chunk_read {
   int32_t at = none;  // the chunk's offset from the array's pointer, where begin left it off its alignment
 
   // Read the chunk at `from` (wholly inside the array at `base`) into dst; false where the caller reads
-  // it element by element (a chunk of fewer than 16 bytes off its alignment).
+  // it element by element (a chunk of fewer than 16 bytes, or 2^31 elements or more from `base`, off its
+  // alignment).
   __device__ bool begin(T* dst, const T* from, const T* base) {
     if constexpr (Bytes % 16 == 0) {
       const unsigned m = offset(from);
+      const long long k = from - base;
+      if (m && !(k > none && k <= 2147483647LL)) return false;
       const uint4* block = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(from) - m);
 #pragma unroll
       for (int b = 0; b < N; ++b) reinterpret_cast<uint4*>(dst)[b] = block[b];
-      if (m) {
-        const long long k = from - base;
-        if (k > none && k <= 2147483647LL) {
-          at = int32_t(k);
-        } else {
-          shift(dst, from);
-        }
-      }
+      if (m) at = int32_t(k);
       return true;
     } else {
       if (!aligned<Bytes>(from)) return false;
@@ -193,22 +189,20 @@ struct chunk_read {
   }
 
   __device__ void finish(T* dst, const T* base) const {
-    if constexpr (Bytes % 16 == 0)
-      if (at != none) shift(dst, base + at);
-  }
-
-  // Move the chunk at `from`, read from the aligned block before it into dst, into place.
-  static __device__ void shift(T* dst, const T* from) {
-    const unsigned m = offset(from);
-    const uint4 next = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(from) - m)[N];
-    uint32_t w[4 * N + 4];
+    if constexpr (Bytes % 16 == 0) {
+      if (at == none) return;
+      const T* from = base + at;
+      const unsigned m = offset(from);
+      const uint4 next = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(from) - m)[N];
+      uint32_t w[4 * N + 4];
 #pragma unroll
-    for (int i = 0; i < 4 * N; ++i) w[i] = reinterpret_cast<const uint32_t*>(dst)[i];
-    w[4 * N] = next.x, w[4 * N + 1] = next.y, w[4 * N + 2] = next.z, w[4 * N + 3] = next.w;
-    const int q = m / 4, s = (m % 4) * 8;
+      for (int i = 0; i < 4 * N; ++i) w[i] = reinterpret_cast<const uint32_t*>(dst)[i];
+      w[4 * N] = next.x, w[4 * N + 1] = next.y, w[4 * N + 2] = next.z, w[4 * N + 3] = next.w;
+      const int q = m / 4, s = (m % 4) * 8;
 #pragma unroll
-    for (int i = 0; i < 4 * N; ++i)
-      reinterpret_cast<uint32_t*>(dst)[i] = __funnelshift_r(word_at<4>(w, i, q), word_at<4>(w, i + 1, q), s);
+      for (int i = 0; i < 4 * N; ++i)
+        reinterpret_cast<uint32_t*>(dst)[i] = __funnelshift_r(word_at<4>(w, i, q), word_at<4>(w, i + 1, q), s);
+    }
   }
 
   // bytes from the aligned block's start to p (a multiple of the element size, which p is aligned to)
