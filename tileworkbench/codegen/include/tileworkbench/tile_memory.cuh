@@ -160,22 +160,23 @@ __device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bo
 // element-by-element chunk's at a row's end): read again when the chunk is shifted, it comes from L1.
 // Meanwhile one register per chunk holds where the chunk is, as an element offset from the array's
 // pointer (holding the block, a pointer or an L1 prefetch cost 4096-element float32 rows of a softmax
-// or a SwiGLU their fourth block per SM). Every block holds bytes of the chunk, so no read leaves the
-// array's pages.
+// or a SwiGLU their fourth block per SM, whose persistent grids ask for four). Every block holds bytes
+// of the chunk, so no read leaves the array's pages.
 template <int V, class T>
 struct chunk_read {
   static constexpr int Bytes = V * int(sizeof(T)), N = Bytes / 16;
   static constexpr int32_t none = -2147483647 - 1;
   int32_t at = none;  // the chunk's offset from the array's pointer, where begin left it off its alignment
 
-  // Read the chunk at `from` (wholly inside the array at `base`) into dst; false where the caller reads
-  // it element by element (a chunk of fewer than 16 bytes, or 2^31 elements or more from `base`, off its
-  // alignment).
-  __device__ bool begin(T* dst, const T* from, const T* base) {
+  // Read the chunk at `from` (wholly inside the array a) into dst; false where the caller reads
+  // it element by element (a chunk off its alignment of fewer than 16 bytes, or 2^31 elements or more
+  // from the array's pointer).
+  template <int Rank>
+  __device__ bool begin(T* dst, const T* from, const array<T, Rank>& a) {
     if constexpr (Bytes % 16 == 0) {
       const unsigned m = offset(from);
-      const long long k = from - base;
-      if (m && !(k > none && k <= 2147483647LL)) return false;
+      const long long k = from - a.ptr;
+      if (m && (unsigned long long)(k - none - 1) >= 4294967295ULL) return false;  // (none < k <= INT32_MAX)
       const uint4* block = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(from) - m);
 #pragma unroll
       for (int b = 0; b < N; ++b) reinterpret_cast<uint4*>(dst)[b] = block[b];
@@ -292,7 +293,7 @@ __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, t
   return read_chunks<Tile>(a.ptr, [&](T* dst, int r0, chunk_read<V, T>& reader) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
     if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
-        reader.begin(dst, a.ptr + p.offset, a.ptr))
+        reader.begin(dst, a.ptr + p.offset, a))
       return;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
@@ -583,7 +584,7 @@ __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, con
   constexpr int V = Tile::V;
   return read_chunks<Tile>(a.ptr, [&](T* dst, int r0, chunk_read<V, T>& reader) {
     const auto c = chunk_at<V>(a, mask, r0, index...);
-    if (c.contiguous && reader.begin(dst, a.ptr + c.offset(0), a.ptr)) return;
+    if (c.contiguous && reader.begin(dst, a.ptr + c.offset(0), a)) return;
 #pragma unroll
     for (int j = 0; j < V; ++j) dst[j] = c.ok(j, mask, r0) ? a.ptr[c.offset(j)] : pad.v[r0 + j];
   });
