@@ -153,7 +153,8 @@ __device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bo
 // The reads of a tile's chunks, in two steps: `begin` issues one chunk's reads, `finish` shifts the
 // chunk into place once the next chunks' reads are in flight. (A chunk shifted where it is read waits
 // for its reads before the next chunk's are issued: a thread with two chunks of a row off its alignment
-// then made two trips to memory instead of one, and such rows ran at half the speed of aligned ones.)
+// then made two trips to memory instead of one: a bf16 row softmax took 150 us over 3965-element rows
+// and 86 us over aligned rows of 4096.)
 // A chunk wholly inside the array whose Bytes are a multiple of 16 first reads the aligned 16-byte
 // blocks that start where it starts or before, into its own registers. Off its alignment it needs the
 // next block too, which is the next lane's first (or, at the end of a warp's run, the next warp's, or the
