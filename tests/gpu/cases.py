@@ -239,6 +239,29 @@ for _x, _y in ((np.int8, np.int8), (BF16, BF16), (np.float16, np.float16), (np.f
     case(f"odd-rows-{np.dtype(_x).name}-to-{np.dtype(_y).name}", odd_rows, (8,),
          lambda x=_x, y=_y: (random_array((7, 1001), x), np.zeros((7, 1001), y), np.zeros((7, 1001), y), 1024),
          exact=True)
+# long rows: four chunks a thread, read ahead of their shifts a few at a time
+case("odd-rows-long-bfloat16", odd_rows, (4,),
+     lambda: (random_array((3, 16001), BF16), np.zeros((3, 16001), BF16), np.zeros((3, 16001), BF16), 16384), exact=True)
+
+
+@ct.kernel
+def masked_row_softmax(x, y, n_rows: int, n_cols: int, TILE: ct.Constant[int]):
+    # the row softmax of cuTile code in the wild: rows of an odd length (most off a 16-byte boundary)
+    # gathered whole into a power-of-two tile with bounds checks, masked past the row, float32 math with
+    # APPROX division, scattered back; a persistent loop over the rows (16384-wide float32 rows: eight
+    # chunks a thread)
+    cols = ct.arange(TILE, dtype=ct.int32)
+    for row in range(ct.bid(0), n_rows, ct.num_blocks(0)):
+        t = ct.gather(x, (row, cols), check_bounds=True, padding_value=0).astype(ct.float32)
+        t = ct.where(cols < n_cols, t, float("-inf"))
+        e = ct.exp(t - ct.max(t, 0))
+        out = ct.truediv(e, ct.sum(e, 0), rounding_mode=ct.RoundingMode.APPROX, flush_to_zero=True)
+        ct.scatter(y, (row, cols), out.astype(y.dtype), check_bounds=True)
+
+
+for _dt, _cols in ((BF16, 3965), (np.float16, 3965), (np.float32, 3965), (BF16, 16001), (np.float32, 16001)):
+    case(f"masked-row-softmax-{np.dtype(_dt).name}-{_cols}", masked_row_softmax, (3,),
+         lambda dt=_dt, c=_cols: (random_array((9, c), dt), np.zeros((9, c), dt), 9, c, 1 << (c - 1).bit_length()))
 
 
 @ct.kernel

@@ -1,5 +1,6 @@
 """GPU vs interpreter: the same launch on both must agree (bit-exact for data movement and
 integers, within rounding for float arithmetic). Any difference is a codegen or runtime bug."""
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -50,6 +51,25 @@ def test_matmul_interpreter_is_close_to_float64():
     interpret(case.kernel, case.grid, (A, B, C, *tiles))
     reference = A.astype(np.float64) @ B.astype(np.float64)
     assert np.linalg.norm(C.astype(np.float64) - reference) / np.linalg.norm(reference) < 1e-2
+
+
+MASKED_ROWS = [c for c in CASES if c.id.startswith("masked-row-softmax-")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", MASKED_ROWS, ids=[c.id for c in MASKED_ROWS])
+def test_masked_rows_of_odd_lengths_give_numpys_softmax(case):
+    """Rows of 3965 and 16001 elements (most off a 16-byte boundary, the last chunk cut by the row's
+    end) against NumPy's float64 softmax of the same rows: every element written, none past the row."""
+    cp = pytest.importorskip("cupy", reason="needs CuPy and a CUDA GPU")
+    x, y, *rest = case.args()
+    device = (to_device(x), to_device(np.full_like(y, np.nan)), *rest)
+    ct.launch(cp.cuda.get_current_stream(), case.grid, case.kernel, device)
+    cp.cuda.get_current_stream().synchronize()
+    e = np.exp(widened(x) - widened(x).max(axis=1, keepdims=True))
+    tol = tolerance(y.dtype)  # (absolute only below the dtype's normal numbers: float16's are 6e-5)
+    np.testing.assert_allclose(widened(to_host(device[1])), e / e.sum(axis=1, keepdims=True), rtol=tol,
+                               atol=tol * float(ml_dtypes.finfo(y.dtype).smallest_normal))
 
 
 MMA_SYNC_CASES = [c for c in CASES if (c.id.startswith("matmul-") and "tiles" in c.id) or c.id.startswith("attention-")]
