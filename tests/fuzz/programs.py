@@ -217,14 +217,17 @@ def _binary(b: _Builder, t: Tile, ctx) -> Tile:
 
 
 # Python float constants for float tiles: each is converted to the tile's dtype first (rounded there),
-# then the op runs in that dtype, as cuTile types a constant beside a tile
+# then the op runs in that dtype, as cuTile types a constant beside a tile. Beside float64 tiles only
+# constants float32 holds: cuTile 1.7 rounds a float constant to float32 on the way to float64 (0.1
+# becomes 0.100000001490116), where its typing rule, NumPy and tileworkbench keep it as written
 _FLOAT_CONSTANTS = (0.1, 2.5, -1.75, 1 / 3, 1e-3, 65504.0)
+_FLOAT32_CONSTANTS = (2.5, -1.75, 65504.0, 0.375)
 
 
 def _scalar_op(b: _Builder, t: Tile, ctx) -> Tile:
     k = int(b.rng.integers(1, 4))
     if _is_float(t.dtype) and b.rng.integers(2):
-        k = b.choice(_FLOAT_CONSTANTS)
+        k = b.choice(_FLOAT32_CONSTANTS if t.dtype == "float64" else _FLOAT_CONSTANTS)
     op = b.choice(["+", "*", "-"] + (["/"] if _is_float(t.dtype) else []))
     if t.product and op in "+-":
         op = "*"

@@ -9,7 +9,7 @@ import pytest
 
 from .differential import differential, load_kernel, main, refusal, same
 from .families import FAMILIES, accumulation_bits, mma_tolerance
-from .programs import in_integer_range, random_program, with_cpp_names
+from .programs import FLOAT_DTYPES, INT_DTYPES, in_integer_range, random_program, with_cpp_names
 
 SECONDS = float(os.environ.get("TILEWORKBENCH_DIFFERENTIAL_SECONDS", "5"))
 
@@ -93,11 +93,22 @@ def test_a_float_to_integer_conversion_is_defined_in_cutile_only_within_the_inte
     assert in_integer_range(values, "uint8").tolist() == [False, False, False, True, True, False, False, True]
 
 
-def test_programs_mark_the_elements_an_out_of_range_conversion_reaches():
-    programs = (random_program(np.random.default_rng(s)) for s in range(400))
-    program = next(p for p in programs if p.defined is not None)
-    assert any(op.startswith("astype-float") for op in program.ops)
-    assert program.defined.shape == program.expected.shape and not program.defined.all()
+def test_programs_mark_the_elements_an_out_of_range_conversion_or_an_unsigned_abs_reaches():
+    programs = [random_program(np.random.default_rng(s)) for s in range(400)]
+    marked = [p for p in programs if p.defined is not None]
+
+    def float_to_int(op):
+        return op.startswith("astype-") and op.split("-")[1] in FLOAT_DTYPES and op.split("-")[2] in INT_DTYPES
+    assert any(any(map(float_to_int, p.ops)) for p in marked)
+    for p in marked:
+        assert any(float_to_int(op) or op == "abs" for op in p.ops)
+        assert p.defined.shape == p.expected.shape and not p.defined.all()
+
+
+def test_an_unsigned_abs_marks_the_values_cutile_reads_as_negative():
+    from .programs import signed_abs_agrees
+    values = np.array([0, 1, 127, 128, 200, 255], np.uint8)
+    assert signed_abs_agrees(values).tolist() == [True, True, True, False, False, False]
 
 
 @pytest.mark.parametrize("operand, accumulator", [("float16", "float32"), ("bfloat16", "float32"),

@@ -404,6 +404,12 @@ def _infix(e, op):
         return
     x, y = op.operands
     a, b = _flushed(e, op)
+    if op.name in ("add", "sub") and op.result.dtype.is_float and not e.fn.hints.get("fp_contract"):
+        # rounded alone, as the IR says: NVRTC fuses a plain `a * b + c` (an add is enough to stop it,
+        # however the product reaches it; a multiply stays plain, which keeps registers low)
+        space = "tw::op::" if not op.result.shape else "tw::"
+        e.assign(op, _flushed(e, op, f"{space}{op.name}_rn({a}, {b})"))
+        return
     expr = f"{a} {_INFIX[op.name]} {b}"
     if not op.result.shape and _narrow(op.result.dtype) and op.result.dtype is x.dtype:
         expr = f"{op.result.dtype.ctype}({expr})"

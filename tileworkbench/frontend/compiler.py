@@ -96,7 +96,8 @@ _CONST_MODULES = (math, np)
 def compile_kernel(pyfunc, specs, hints: dict | None = None) -> Function:
     """Build and verify the IR of one specialization of a kernel (`hints`: its options). A function
     marked `fp_contract = True` (the tile kernel of a CuPy-style kernel, whose C NVRTC compiles
-    as CuPy does) lets NVRTC fuse multiply-adds of its own; in the others, only the IR's fma is fused."""
+    as CuPy does) lets NVRTC fuse multiply-adds of its own; in the others, only the IR's fma is fused
+    (the code generator writes their other float + - * so that NVRTC cannot fuse them)."""
     source = source_of(pyfunc)
     hints = {**(hints or {}), **({"fp_contract": True} if getattr(pyfunc, "fp_contract", False) else {})}
     params, args = [], []

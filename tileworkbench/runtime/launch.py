@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from .compiled import CompiledKernel
 
 COMPILE_OPTIONS = ()  # the NVRTC layer adds -arch, -lineinfo and --std=c++17
-# A tile kernel rounds each float op on its own but the multiply-adds the IR fuses (ir/fuse.py), as
-# cuTile does: NVRTC fuses nothing more. C (a CuPy-style kernel) keeps NVRTC's own fusion, as in CuPy.
-EXACT_FLOAT_OPTIONS = ("--fmad=false",)
 
 
 class GpuKernel(NamedTuple):
@@ -127,8 +124,7 @@ def _compile(fn: Function, arch: str, threads: int | None, tma: bool, min_blocks
     from .cache import compile_cached
     generated = generate(fn, threads=threads, arch=arch, tma=tma, min_blocks=min_blocks)
     try:
-        options = COMPILE_OPTIONS + (() if fn.hints.get("fp_contract") else EXACT_FLOAT_OPTIONS)
-        module = compile_cached(generated.source, arch=generated.arch or arch, options=options,
+        module = compile_cached(generated.source, arch=generated.arch or arch, options=COMPILE_OPTIONS,
                                 header_version=HEADER_VERSION, include_paths=(str(INCLUDE_DIR), *cuda_include_dirs()))
     except NvrtcError as e:
         raise _at_source_line(e, fn, generated) from None

@@ -370,6 +370,20 @@ template <class T> __device__ T pow(T a, T b) {
     return T(y == 2.0f ? x * x : powf(x, y));
   }
 }
+// x + y and x - y of a tile kernel, rounded on their own: the _rn intrinsics, which NVRTC never fuses
+// with a multiply (or with the last multiply inside expf) into an fma; the IR says where a multiply-add
+// fuses (ir/fuse.py). The plain operators, which NVRTC may fuse, are C's: CuPy-style kernels use them,
+// as CuPy's compile does.
+#define TW_ROUND_ALONE(name, sym, f, d, h)                                                     \
+  template <class T> __device__ T name(T a, T b) {                                            \
+    if constexpr (traits<T>::is_half) return h(a, b);                                         \
+    else if constexpr (traits<T>::is_float && sizeof(T) == 4) return f(a, b);                 \
+    else if constexpr (traits<T>::is_float && sizeof(T) == 8) return d(a, b);                 \
+    else return T(a sym b);                                                                   \
+  }
+TW_ROUND_ALONE(add_rn, +, __fadd_rn, __dadd_rn, __hadd_rn)
+TW_ROUND_ALONE(sub_rn, -, __fsub_rn, __dsub_rn, __hsub_rn)
+#undef TW_ROUND_ALONE
 // x * y + z rounded once: the IR's fma, a multiply fused into its one add as cuTile fuses it
 __device__ inline float fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 __device__ inline double fma(double a, double b, double c) { return __fma_rn(a, b, c); }
@@ -408,6 +422,7 @@ TW_UNARY(abs) TW_UNARY(neg) TW_UNARY(isnan) TW_UNARY(isinf) TW_UNARY(isfinite) T
 #define TW_BINARY(name) \
   template <class T, class S, class L> __device__ auto name(const tile<T, S, L>& x, const tile<T, S, L>& y) { \
     return map([](T a, T b) { return op::name(a, b); }, x, y); }
+TW_BINARY(add_rn) TW_BINARY(sub_rn)
 TW_BINARY(floordiv) TW_BINARY(mod) TW_BINARY(cdiv) TW_BINARY(lshift) TW_BINARY(rshift) TW_BINARY(pow) TW_BINARY(atan2)
 TW_BINARY(hypot) TW_BINARY(minimum) TW_BINARY(maximum) TW_BINARY(minimum_nan) TW_BINARY(maximum_nan) TW_BINARY(make_complex)
 template <class T, class S, class L>
