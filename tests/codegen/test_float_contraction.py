@@ -38,3 +38,18 @@ def test_a_cupy_style_kernel_keeps_cs_operators_which_nvrtc_fuses_as_for_cupy():
     plan = kernel.launch_plan(np.ones(64, np.float32), np.ones(64, np.float32))
     compiled = launch.build(plan.kernel.specialize(plan.args), "sm_90")
     assert "_rn(" not in compiled.texts["cuda"]
+
+
+@ct.kernel
+def sums(x, y, out):
+    a, b = ct.load(x, (0,), (64,)), ct.load(y, (0,), (64,))
+    p = a * b
+    ct.store(out, (0,), (-p + ct.exp(a)) + p)  # a negated product, then a product: both adds rounded alone
+    ct.store(out, (1,), ct.exp(a) + b)         # no product: a plain add, NVRTC may fuse inside exp's code
+
+
+def test_only_adds_a_product_reaches_are_kept_from_nvrtcs_fusion():
+    args = (np.zeros(64, np.float32), np.zeros(64, np.float32), np.zeros(128, np.float32))
+    cuda = launch.build(sums.specialize(args), "sm_90").texts["cuda"]
+    assert cuda.count("tw::add_rn(") == 2
+    assert re.search(r"(\w+) = tw::exp\(a\);.*= \1 \+ b;", cuda, re.S)

@@ -398,15 +398,33 @@ def _flushed(e, op, expr: str | None = None) -> list[str] | str:
     return [f"{space}ftz({e[v]})" if ftz and v.dtype is float32 else e[v] for v in op.operands]
 
 
+# Ops that hand a value on without rounding it: NVRTC sees through them to a multiply behind
+_UNROUNDED = {"neg", "broadcast", "reshape", "permute", "extract", "cat", "astype"}
+
+
+def _from_a_product(v: Value) -> bool:
+    """Whether `v` is a float multiply's result, or one handed on unrounded (negated, moved between
+    threads' registers, widened): an add of it is where NVRTC would fuse the two."""
+    op = v.owner
+    if op is None or not v.dtype.is_float:
+        return False
+    if op.name == "mul":
+        return True
+    if op.name == "astype" and op.operands[0].dtype.is_float and v.dtype.itemsize < op.operands[0].dtype.itemsize:
+        return False  # a narrowing rounds
+    return op.name in _UNROUNDED and any(map(_from_a_product, op.operands))
+
+
 @emits(*_INFIX)
 def _infix(e, op):
     if _rounded(e, op):
         return
     x, y = op.operands
     a, b = _flushed(e, op)
-    if op.name in ("add", "sub") and op.result.dtype.is_float and not e.fn.hints.get("fp_contract"):
-        # rounded alone, as the IR says: NVRTC fuses a plain `a * b + c` (an add is enough to stop it,
-        # however the product reaches it; a multiply stays plain, which keeps registers low)
+    if op.name in ("add", "sub") and op.result.dtype.is_float and not e.fn.hints.get("fp_contract") \
+            and any(map(_from_a_product, op.operands)):
+        # rounded alone, as the IR says: NVRTC would fuse the product into a plain `+` (the _rn add
+        # stops it however the product reaches it; the multiply stays plain, which keeps registers low)
         space = "tw::op::" if not op.result.shape else "tw::"
         e.assign(op, _flushed(e, op, f"{space}{op.name}_rn({a}, {b})"))
         return

@@ -5,7 +5,8 @@ multiply-add (`fma`, rounded once): `x * y + z`, `z + x * y`, `x * y - z` (as fm
 `z - x * y` (as fma(-x, y, z)), when both ops round the same way and flush subnormals alike. It looks
 at the add's left operand first: when that is a float multiply used elsewhere too, nothing is fused
 (the right operand is not tried). Every other multiply and add rounds on its own, on the interpreter
-and on the GPU (the tile kernel's CUDA writes its adds as the _rn intrinsics, which NVRTC never fuses).
+and on the GPU (the tile kernel's CUDA writes an add a product reaches as an _rn intrinsic, which
+NVRTC never fuses).
 
 Negating is exact, so the negated operand leaves the one rounding of the result unchanged.
 """

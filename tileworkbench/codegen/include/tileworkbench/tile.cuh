@@ -370,10 +370,9 @@ template <class T> __device__ T pow(T a, T b) {
     return T(y == 2.0f ? x * x : powf(x, y));
   }
 }
-// x + y and x - y of a tile kernel, rounded on their own: the _rn intrinsics, which NVRTC never fuses
-// with a multiply (or with the last multiply inside expf) into an fma; the IR says where a multiply-add
-// fuses (ir/fuse.py). The plain operators, which NVRTC may fuse, are C's: CuPy-style kernels use them,
-// as CuPy's compile does.
+// x + y and x - y rounded on their own: the _rn intrinsics, which NVRTC never fuses with a multiply
+// into an fma. A tile kernel's adds that a product reaches take them (the IR says where a multiply-add
+// fuses: ir/fuse.py); the plain operators, which NVRTC may fuse, are C's, as CuPy compiles it.
 #define TW_ROUND_ALONE(name, sym, f, d, h)                                                     \
   template <class T> __device__ T name(T a, T b) {                                            \
     if constexpr (traits<T>::is_half) return h(a, b);                                         \
