@@ -2,7 +2,6 @@
 matches NumPy; the checks catch wrong rows; the 16-bit gathers and scatters of the idioms compile to
 16-byte vector accesses with no local memory."""
 import collections
-import re
 
 import numpy as np
 import pytest
@@ -85,47 +84,3 @@ def test_16_bit_row_gathers_and_scatters_move_16_byte_vectors_without_local_memo
     assert counts["LDG.E.128.CONSTANT"] >= 2 and counts["STG.E.128"] >= 2
     # one reciprocal per APPROX division (silu) or per row (softmax), no IEEE division's refinement
     assert counts["MUFU.RCP"] <= 16
-
-
-
-def _registers(operands: str) -> list[int]:
-    return [int(r) for r in re.findall(r"\bR(\d+)", operands)]
-
-
-def _registers_read(ins) -> set[int]:
-    """The registers an instruction reads (a store's every operand; else all but the first, which it writes)."""
-    sources = ins.operands if ins.base in ("STG", "STS", "ST", "STL") else ins.operands.split(",", 1)[-1]
-    return set(_registers(sources))
-
-
-def _path_from(instructions, start):
-    """The instructions run after instructions[start] where every conditional branch falls through."""
-    at = {label: k for k, ins in enumerate(instructions) for label in ins.labels}
-    k = start + 1
-    while k < len(instructions) and instructions[k].base != "EXIT":
-        ins = instructions[k]
-        yield ins
-        k = at[ins.target] if ins.base == "BRA" and not ins.predicate and ins.target in at else k + 1
-
-
-@pytest.mark.skipif(_sass_missing() is not None, reason=f"needs NVRTC and nvdisasm ({_sass_missing()})")
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
-def test_rows_off_16_byte_boundaries_read_the_next_chunk_before_shifting_the_first(dtype):
-    """A 3965-element row gathered into a 4096 tile: most chunks start off a 16-byte boundary and are
-    shifted into place, but only once the thread's next chunk is read, so that its chunks are in flight
-    together (one trip to memory, not one per chunk): on the path where the first chunk takes 16-byte
-    reads, its registers are not read before another chunk's 16-byte read is issued."""
-    from tileworkbench.runtime.launch import build
-    x = np.zeros((8, 3965), idioms._numpy_dtype(dtype))
-    compiled = build(idioms.load_kernels("tileworkbench").softmax_gather.specialize((x, x, 3965, 4096)), "sm_90")
-    instructions = compiled.instructions
-    first = next(k for k, ins in enumerate(instructions) if ins.opcode.startswith("LDG.E.128"))
-    target, address = _registers(instructions[first].operands)[:2]
-    reads = []  # the address registers of the 16-byte reads on the way
-    for ins in _path_from(instructions, first):
-        if _registers_read(ins) & set(range(target, target + 4)):
-            break
-        if ins.opcode.startswith("LDG.E.128"):
-            reads.append(_registers(ins.operands)[1])
-    assert [a for a in reads if a != address], f"the first chunk is shifted before another chunk is read ({reads})"
-    assert compiled.local_bytes == 0

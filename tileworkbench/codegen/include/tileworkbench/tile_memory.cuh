@@ -93,6 +93,27 @@ __device__ uint32_t word_at(const uint32_t (&w)[N], int i, int q) {
   return x;
 }
 
+// Copy Bytes (a multiple of 16) from src, inside the array and not 16-byte aligned, to registers.
+// Unit: the element size, which src is aligned to (4-byte elements then shift by whole words).
+template <int Bytes, int Unit>
+__device__ void copy_chunk_shifted(void* dst, const void* src) {
+  constexpr int N = Bytes / 16;
+  const unsigned m = unsigned(reinterpret_cast<unsigned long long>(src) % 16) / Unit * Unit;
+  const uint4* block = reinterpret_cast<const uint4*>(static_cast<const char*>(src) - m);
+  uint32_t w[4 * N + 4];
+#pragma unroll
+  for (int b = 0; b <= N; ++b) {
+    const uint4 v = block[b];
+    w[4 * b] = v.x, w[4 * b + 1] = v.y, w[4 * b + 2] = v.z, w[4 * b + 3] = v.w;
+  }
+  const int q = m / 4, s = (m % 4) * 8;
+  uint32_t out[4 * N];
+#pragma unroll
+  for (int i = 0; i < 4 * N; ++i) out[i] = __funnelshift_r(word_at<4>(w, i, q), word_at<4>(w, i + 1, q), s);
+#pragma unroll
+  for (int i = 0; i < N; ++i) static_cast<uint4*>(dst)[i] = make_uint4(out[4 * i], out[4 * i + 1], out[4 * i + 2], out[4 * i + 3]);
+}
+
 // Write the bytes [from, to) of the aligned 16-byte block at `block`, whose words are w, in aligned
 // pieces of Unit (the element size: from and to are multiples of it) to 8 bytes, widest where alignment allows.
 template <int Unit>
@@ -150,84 +171,20 @@ __device__ void store_chunk_shifted(void* dst, const void* src, bool shifted, bo
   }
 }
 
-// The reads of a tile's chunks, in two steps: `begin` issues one chunk's reads, `finish` shifts the
-// chunk into place once the next chunks' reads are in flight. (A chunk shifted where it is read waits
-// for its reads before the next chunk's are issued: a thread with two chunks of a row off its alignment
-// then made two trips to memory instead of one: a bf16 row softmax took 150 us over 3965-element rows
-// and 86 us over aligned rows of 4096.)
-// A chunk wholly inside the array whose Bytes are a multiple of 16 first reads the aligned 16-byte
-// blocks that start where it starts or before, into its own registers. Off its alignment it needs the
-// next block too, which is the next lane's first (or, at the end of a warp's run, the next warp's, or the
-// element-by-element chunk's at a row's end): read again when the chunk is shifted, it comes from L1.
-// Meanwhile one register per chunk holds where the chunk is, as an element offset from the array's
-// pointer (holding the block, a pointer or an L1 prefetch cost 4096-element float32 rows of a softmax
-// or a SwiGLU their fourth block per SM, whose persistent grids ask for four). Every block holds bytes
-// of the chunk, so no read leaves the array's pages.
+// Read a chunk of V elements wholly inside the array at src into registers: one vector access where
+// aligned, shifted vectors where not; false where neither applies (the caller reads element by element).
 template <int V, class T>
-struct chunk_read {
-  static constexpr int Bytes = V * int(sizeof(T)), N = Bytes / 16;
-  static constexpr int32_t none = -2147483647 - 1;
-  int32_t at = none;  // the chunk's offset from the array's pointer, where begin left it off its alignment
-
-  // Read the chunk at `from` (wholly inside the array a) into dst; false where the caller reads
-  // it element by element (a chunk off its alignment of fewer than 16 bytes, or 2^31 elements or more
-  // from the array's pointer).
-  template <int Rank>
-  __device__ bool begin(T* dst, const T* from, const array<T, Rank>& a) {
-    if constexpr (Bytes % 16 == 0) {
-      const unsigned m = offset(from);
-      const long long k = from - a.ptr;
-      if (m && (unsigned long long)(k - none - 1) >= 4294967295ULL) return false;  // (none < k <= INT32_MAX)
-      const uint4* block = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(from) - m);
-#pragma unroll
-      for (int b = 0; b < N; ++b) reinterpret_cast<uint4*>(dst)[b] = block[b];
-      if (m) at = int32_t(k);
-      return true;
-    } else {
-      if (!aligned<Bytes>(from)) return false;
-      copy_chunk<Bytes>(dst, from);
-      return true;
-    }
+__device__ bool read_chunk(T* dst, const T* src) {
+  constexpr int Bytes = V * sizeof(T);
+  if (aligned<Bytes>(src)) {
+    copy_chunk<Bytes>(dst, src);
+    return true;
   }
-
-  __device__ void finish(T* dst, const T* base) const {
-    if constexpr (Bytes % 16 == 0) {
-      if (at == none) return;
-      const T* from = base + at;
-      const unsigned m = offset(from);
-      const uint4 next = reinterpret_cast<const uint4*>(reinterpret_cast<const char*>(from) - m)[N];
-      uint32_t w[4 * N + 4];
-#pragma unroll
-      for (int i = 0; i < 4 * N; ++i) w[i] = reinterpret_cast<const uint32_t*>(dst)[i];
-      w[4 * N] = next.x, w[4 * N + 1] = next.y, w[4 * N + 2] = next.z, w[4 * N + 3] = next.w;
-      const int q = m / 4, s = (m % 4) * 8;
-#pragma unroll
-      for (int i = 0; i < 4 * N; ++i)
-        reinterpret_cast<uint32_t*>(dst)[i] = __funnelshift_r(word_at<4>(w, i, q), word_at<4>(w, i + 1, q), s);
-    }
+  if constexpr (Bytes % 16 == 0) {
+    copy_chunk_shifted<Bytes, sizeof(T)>(dst, src);
+    return true;
   }
-
-  // bytes from the aligned block's start to p (a multiple of the element size, which p is aligned to)
-  static __device__ unsigned offset(const T* p) {
-    return unsigned(reinterpret_cast<unsigned long long>(p) % 16) / sizeof(T) * sizeof(T);
-  }
-};
-
-// A tile read chunk by chunk from the array at `base`: read(dst, r0, reader) reads the chunk at register
-// r0, through reader.begin where it can. A chunk is shifted into place once the reads of the two after
-// it are in flight: every chunk's of a 4096-element row's two a thread, a third of them at a time of a
-// 16384-element float32 row's eight, whose registers would not let two blocks onto an SM if all were.
-template <class Tile, class F>
-__device__ Tile read_chunks(const typename Tile::element_type* base, F read) {
-  constexpr int V = Tile::V, C = Tile::R / V, Ahead = 2;
-  Tile out;
-  chunk_read<V, typename Tile::element_type> reads[C];
-#pragma unroll
-  for (int k = 0; k < C + Ahead; ++k) {
-    if (k < C) read(&out.v[k * V], k * V, reads[k]);
-    if (k >= Ahead && k - Ahead < C) reads[k - Ahead].finish(&out.v[(k - Ahead) * V], base);
-  }
-  return out;
+  return false;
 }
 
 // Whether p holds in any lane of the warp (all of whose lanes call it): __any_sync's vote, written as
@@ -291,21 +248,24 @@ __device__ tile<T, S> load(const array<T, Rank>& a, const coords<Rank>& index, t
   using Tile = tile<T, S>;
   constexpr int V = Tile::V;
   constexpr bool rows_of_chunks = S::dim(Rank - 1) % V == 0;  // a chunk never crosses a row
-  return read_chunks<Tile>(a.ptr, [&](T* dst, int r0, chunk_read<V, T>& reader) {
+  Tile out;
+#pragma unroll
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
     chunk_place<S, T, Rank> p(a, index, Tile::elem(r0));
     if (rows_of_chunks && V > 1 && p.inside(a, 0) && p.inside(a, V - 1) && a.stride[Rank - 1] == 1 &&
-        reader.begin(dst, a.ptr + p.offset, a))
-      return;
+        read_chunk<V>(&out.v[r0], a.ptr + p.offset))
+      continue;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
       if constexpr (rows_of_chunks) {  // element j is j steps along the chunk's row
-        dst[j] = p.inside(a, j) ? a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] : pad;
+        out.v[r0 + j] = p.inside(a, j) ? a.ptr[p.offset + (long long)j * a.stride[Rank - 1]] : pad;
       } else {
         chunk_place<S, T, Rank> q(a, index, Tile::elem(r0 + j));
-        dst[j] = q.inside(a, 0) ? a.ptr[q.offset] : pad;
+        out.v[r0 + j] = q.inside(a, 0) ? a.ptr[q.offset] : pad;
       }
     }
-  });
+  }
+  return out;
 }
 
 template <class S, class T, int Rank>
@@ -583,12 +543,15 @@ template <class T, int Rank, class S, class M, class... Index>  // index tiles, 
 __device__ tile<T, S> gather(const array<T, Rank>& a, const tile<T, S>& pad, const M& mask, const Index&... index) {
   using Tile = tile<T, S>;
   constexpr int V = Tile::V;
-  return read_chunks<Tile>(a.ptr, [&](T* dst, int r0, chunk_read<V, T>& reader) {
-    const auto c = chunk_at<V>(a, mask, r0, index...);
-    if (c.contiguous && reader.begin(dst, a.ptr + c.offset(0), a)) return;
+  Tile out;
 #pragma unroll
-    for (int j = 0; j < V; ++j) dst[j] = c.ok(j, mask, r0) ? a.ptr[c.offset(j)] : pad.v[r0 + j];
-  });
+  for (int r0 = 0; r0 < Tile::R; r0 += V) {
+    const auto c = chunk_at<V>(a, mask, r0, index...);
+    if (c.contiguous && read_chunk<V>(&out.v[r0], a.ptr + c.offset(0))) continue;
+#pragma unroll
+    for (int j = 0; j < V; ++j) out.v[r0 + j] = c.ok(j, mask, r0) ? a.ptr[c.offset(j)] : pad.v[r0 + j];
+  }
+  return out;
 }
 
 template <class T, int Rank, class S, class M, class... Index>
