@@ -34,7 +34,7 @@ METRICS = {   # column -> ncu metric
 }
 
 
-SCALE = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}
+SCALE = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "byte": 1e-6, "Kbyte": 1e-3, "Mbyte": 1.0, "Gbyte": 1e3}
 
 
 def rows(csv_text: str) -> tuple[dict, list[dict]]:
@@ -71,11 +71,15 @@ def main(argv=None) -> int:
     if not found:
         print(done.stdout[-3000:], done.stderr[-3000:], sep="\n")
         return 1
-    last = {}   # (kernel, grid, block, regs) -> its last launch: the timed one
+    groups = []   # runs of launches of one kernel at one shape: an idiom's, in one implementation
     for r in found:
-        last[(r["Kernel Name"], r["launch__grid_size"], r["launch__block_size"], r["launch__registers_per_thread"])] = r
+        key = (r["Kernel Name"], r["launch__grid_size"], r["launch__block_size"], r["launch__registers_per_thread"])
+        if groups and groups[-1][0] == key:
+            groups[-1][1] = r   # the last launch of a run is the timed one
+        else:
+            groups.append([key, r])
     print(f"{'kernel':44s} " + " ".join(f"{c:>9s}" for c in METRICS))
-    for (name, *_), r in last.items():
+    for (name, *_), r in groups:
         values = {c: number(r[m], units.get(m, "")) for c, m in METRICS.items()}
         threads = values["block"] * values["grid"]
         values["inst/thr"] = values["inst/thr"] * 32 / threads if threads else float("nan")  # warp instructions

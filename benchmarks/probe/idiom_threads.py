@@ -67,7 +67,7 @@ def main(argv=None) -> int:
                             continue
                         ms = sorted(timer.samples(run, 20))[10]
                         gpu = kernel.last_launcher.gpu
-                        print(f"{idiom.name:40} {dtype:9} {gpu.generated.threads:7} {gpu.resources.registers:5} "
+                        print(f"{idiom.name:40} {dtype:9} {gpu.compiled.threads:7} {gpu.compiled.registers:5} "
                               f"{ms * 1e3:8.1f} {nbytes / ms / 1e6:6.0f} {copy / ms:7.2f}"
                               + ("  (generator's choice)" if threads is None else ""), flush=True)
                     except Exception as e:

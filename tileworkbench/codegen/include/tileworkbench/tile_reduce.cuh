@@ -205,21 +205,24 @@ template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
   if constexpr (traits<T>::is_float) return convert<T>(__int_as_float(0x7fffffff));
   else return otherwise();
 }
-// The float32 rows of an accumulator (reduced in registers: the inner loop of attention) fold with
-// fmaxf/fminf, one instruction an element. They differ from the comparisons on two NaNs (the
-// canonical NaN), so only in a row of NaNs, which then takes its first element as NumPy does
-// (keep_first_of_nan_rows, tile_mma.cuh); and in which of +0 and -0 they keep, which the
-// comparisons leave to the fold order anyway.
+// float32 folds take fmaxf/fminf, one instruction an element (FMNMX, as cuTile's), not the
+// comparisons of op::maximum/minimum. They differ on two NaNs only (fmaxf gives the canonical NaN,
+// the comparisons the second operand), so only in a slice of NaNs only, whose result is a NaN either
+// way; the rows of an accumulator (the inner loop of attention) then take their first element as
+// NumPy does (keep_first_of_nan_rows, tile_mma.cuh). Which of +0 and -0 they keep the comparisons
+// too leave to the fold order.
 template <int WM, int WN> struct mma_layout;
 template <class T, class L> struct folds_by_fminmax { static constexpr bool value = false; };
-template <int WM> struct folds_by_fminmax<float, mma_layout<WM, 1>> { static constexpr bool value = true; };
+template <class L> struct folds_by_fminmax<float, L> { static constexpr bool value = true; };
+template <class T, class L> struct keeps_first_of_nan_rows { static constexpr bool value = false; };
+template <int WM> struct keeps_first_of_nan_rows<float, mma_layout<WM, 1>> { static constexpr bool value = true; };
 template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
 __device__ auto max(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
   T identity = PropagateNan ? lowest<T>() : nan_or<T>(lowest<T>);
   if constexpr (!PropagateNan && folds_by_fminmax<T, L>::value) {
     auto folded = reduce<S2, Passes>(x, identity, [](T a, T b) { return fmaxf(a, b); });
-    keep_first_of_nan_rows(folded, x);
+    if constexpr (keeps_first_of_nan_rows<T, L>::value) keep_first_of_nan_rows(folded, x);
     return folded;
   } else {
     return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
@@ -231,7 +234,7 @@ __device__ auto min(const tile<T, S, L>& x) {
   T identity = PropagateNan ? highest<T>() : nan_or<T>(highest<T>);
   if constexpr (!PropagateNan && folds_by_fminmax<T, L>::value) {
     auto folded = reduce<S2, Passes>(x, identity, [](T a, T b) { return fminf(a, b); });
-    keep_first_of_nan_rows(folded, x);
+    if constexpr (keeps_first_of_nan_rows<T, L>::value) keep_first_of_nan_rows(folded, x);
     return folded;
   } else {
     return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
