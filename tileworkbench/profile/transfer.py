@@ -1,0 +1,162 @@
+"""A sweep's array arguments, moved once per sweep instead of once per timing job.
+
+The calling process puts a copy of each distinct array in shared memory once (`ArgumentStore`;
+distinct by content: dtype, shape and a hash of the bytes, so `np.zeros(...)` made afresh for every
+configuration is one block, and an array whose contents change between configurations is a new
+one). A timing job carries only `SharedArray` handles. The process that times (a GPU worker, or
+the caller for a sweep timed here) copies each array to its GPU once and keeps the copy while
+its jobs name that content (`resident`); before each job it restores the arrays the kernel may
+write from a pristine device copy, so every configuration starts from the caller's contents
+and the interpreter's check of it stays valid.
+
+    with ArgumentStore() as store:
+        a = store.share(A)            # SharedArray(block="psm_...", shape=(4096, 4096), dtype=float16, key="9f...")
+        ...                           # jobs carry `a`; store.done([a]) when the job is over
+                                      # leaving the block closes and unlinks every block
+"""
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.shared_memory import SharedMemory
+
+import numpy as np
+
+_CHUNK = 8 << 20       # bytes hashed per thread: hashlib lets go of the GIL, so big arrays hash on every core
+_hashing = ThreadPoolExecutor(8, thread_name_prefix="tileworkbench-hash")
+
+
+def content_key(a: np.ndarray) -> str:
+    """A hash of `a`'s dtype, shape and bytes (in C order)."""
+    data = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    chunks = [data[i:i + _CHUNK] for i in range(0, data.size, _CHUNK)]
+    digests = _hashing.map(lambda c: hashlib.sha256(c).digest(), chunks) if len(chunks) > 1 else \
+        [hashlib.sha256(data).digest()]
+    return hashlib.sha256(f"{a.dtype.name} {a.dtype.str} {a.shape}".encode() + b"".join(digests)).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    """An argument array in a shared-memory block: what a timing job carries in the array's place."""
+    block: str
+    shape: tuple
+    dtype: np.dtype
+    key: str            # content_key of the array
+
+
+class ArgumentStore:
+    """The shared-memory blocks of one sweep. A block stays while a job in flight names it; blocks
+    no job names are unlinked when a new block is made (so a sweep whose every configuration has
+    other arrays holds only those of the jobs in flight), and all of them when the store closes."""
+
+    def __init__(self):
+        self.blocks: dict[str, SharedMemory] = {}   # content key -> block
+        self.users = Counter()                      # content key -> jobs in flight that name it
+        self.made = 0                               # blocks made: what a sweep copied into shared memory
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def share(self, array) -> SharedArray:
+        """A handle on a shared copy of `array` (a NumPy array), counted as in use until `done`."""
+        array = np.asarray(array)
+        key = content_key(array)
+        block = self.blocks.get(key)
+        if block is None:
+            self._unlink([k for k, n in self.users.items() if n == 0 and k in self.blocks])
+            block = self.blocks[key] = SharedMemory(create=True, size=max(array.nbytes, 1))
+            np.ndarray(array.shape, array.dtype, buffer=block.buf)[...] = array
+            self.made += 1
+        self.users[key] += 1
+        return SharedArray(block.name, array.shape, array.dtype, key)
+
+    def done(self, handles) -> None:
+        """The job that named `handles` is over."""
+        for h in handles:
+            self.users[h.key] -= 1
+
+    def close(self) -> None:
+        self._unlink(list(self.blocks))
+
+    def _unlink(self, keys) -> None:
+        for key in keys:
+            block = self.blocks.pop(key)
+            block.close()
+            block.unlink()
+            del self.users[key]
+
+
+class Resident:
+    """The device copies of one process's sweep arguments, by content. Only the arrays of the
+    latest job stay: a job that names other contents frees the rest (`release` frees all)."""
+
+    def __init__(self):
+        self.blocks: dict[str, SharedMemory] = {}   # content key -> the block, attached
+        self.copies: dict[tuple, object] = {}      # (content key, n): the n-th distinct array of that content in a job
+        self.pristine: dict[str, object] = {}      # content key -> an untouched copy, for arrays a kernel writes
+
+    def host(self, handle):
+        """A NumPy view of a shared array, not to be written (a host array as is)."""
+        if not isinstance(handle, SharedArray):
+            return handle
+        if handle.key not in self.blocks:
+            self.blocks[handle.key] = _attach(handle.block)
+        return np.ndarray(handle.shape, handle.dtype, buffer=self.blocks[handle.key].buf)
+
+    def on_device(self, args, arrays: list, written: list, gpu) -> tuple:
+        """`args` with each array on the GPU: shared ones from this process's copies, made once per
+        content (restored from the pristine copy where the kernel may write them), host arrays
+        copied for this job alone. An array passed twice stays one array, as in `copied_once`."""
+        from .workers import copied_once
+        self._keep({h.key for h in args if isinstance(h, SharedArray)}, gpu)
+        seen, restore = Counter(), []
+
+        def copy(handle):
+            if not isinstance(handle, SharedArray):
+                return gpu.to_device(handle)
+            place = (handle.key, seen[handle.key])
+            seen[handle.key] += 1
+            if place not in self.copies:
+                self.copies[place] = gpu.to_device(self.host(handle))
+            return self.copies[place]
+        out = copied_once(args, arrays, copy)
+        for handle, value, writes in zip(args, out, written):
+            if writes and isinstance(handle, SharedArray):
+                if handle.key not in self.pristine:
+                    self.pristine[handle.key] = gpu.to_device(self.host(handle))
+                restore.append((value, self.pristine[handle.key]))
+        for value, pristine in restore:
+            gpu.restore(value, pristine)
+        return out
+
+    def release(self, gpu) -> None:
+        """Free every device copy and detach every block."""
+        self._keep(set(), gpu)
+
+    def _keep(self, keys: set, gpu) -> None:
+        gone = [k for k in self.blocks.keys() | {k for k, _ in self.copies} | self.pristine.keys() if k not in keys]
+        if not gone:
+            return
+        for place in [p for p in self.copies if p[0] in gone]:
+            del self.copies[place]
+        for key in gone:
+            self.pristine.pop(key, None)
+            block = self.blocks.pop(key, None)
+            if block is not None:
+                block.close()
+        gpu.release_memory()
+
+
+def _attach(name: str) -> SharedMemory:
+    # the creating process owns the block's lifetime: an attaching one must not unlink it at exit
+    # (Python 3.13 says so with track=False; before, a spawned worker shares its parent's tracker)
+    return SharedMemory(name=name, **({"track": False} if sys.version_info >= (3, 13) else {}))
+
+
+resident = Resident()   # this process's copies: a GPU worker's, or the caller's for a sweep timed here
