@@ -11,7 +11,7 @@ import pytest
 
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import SweepError, sweep
-from tileworkbench.profile.workers import GpuWorkers, TimingJob, time_config
+from tileworkbench.profile.workers import GpuWorkers, TimingJob, shutdown_workers, time_config
 from tileworkbench.runtime import device
 
 from .fakes import FakeGpu, claimed_gpu_once_all_arrive
@@ -26,6 +26,13 @@ def transpose_sweep(space=SPACE, **options):
     options = {"progress": False, "arch": "sm_80", **options}
     return sweep(transpose, lambda c: (128 // c["T"], 128 // c["T"]), lambda c: (X, np.zeros_like(X), c["T"]),
                  space, **options)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def end_gpu_workers():
+    """The stand-in GPU workers that sweeps here keep end with the module's tests."""
+    yield
+    shutdown_workers()
 
 
 @pytest.fixture

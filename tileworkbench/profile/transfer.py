@@ -48,13 +48,14 @@ class SharedArray:
 
 
 class ArgumentStore:
-    """The shared-memory blocks of one sweep. A block stays while a job in flight names it; blocks
-    no job names are unlinked when a new block is made (so a sweep whose every configuration has
-    other arrays holds only those of the jobs in flight), and all of them when the store closes."""
+    """The shared-memory blocks of one sweep. A block stays while a job in flight or the job that
+    finished last names it; the others are unlinked when a new block is made (so a sweep whose
+    every configuration has other arrays holds only those few), and all of them when the store closes."""
 
     def __init__(self):
         self.blocks: dict[str, SharedMemory] = {}   # content key -> block
         self.users = Counter()                      # content key -> jobs in flight that name it
+        self.last = set()                           # content keys of the job that finished last
         self.made = 0                               # blocks made: what a sweep copied into shared memory
 
     def __enter__(self):
@@ -69,7 +70,7 @@ class ArgumentStore:
         key = content_key(array)
         block = self.blocks.get(key)
         if block is None:
-            self._unlink([k for k, n in self.users.items() if n == 0 and k in self.blocks])
+            self._unlink([k for k in self.blocks if self.users[k] == 0 and k not in self.last])
             block = self.blocks[key] = SharedMemory(create=True, size=max(array.nbytes, 1))
             np.ndarray(array.shape, array.dtype, buffer=block.buf)[...] = array
             self.made += 1
@@ -80,6 +81,7 @@ class ArgumentStore:
         """The job that named `handles` is over."""
         for h in handles:
             self.users[h.key] -= 1
+        self.last = {h.key for h in handles}
 
     def close(self) -> None:
         self._unlink(list(self.blocks))
