@@ -13,7 +13,7 @@ import tileworkbench.tile as ct
 from tileworkbench.kernels import transpose
 from tileworkbench.profile import sweep as sweep_module
 from tileworkbench.profile.sweep import sweep
-from tileworkbench.profile.transfer import ArgumentStore
+from tileworkbench.profile.transfer import ArgumentStore, SharedArray
 from tileworkbench.profile.workers import gpu_workers, shutdown_workers
 
 from .fakes import FakeGpu
@@ -43,7 +43,8 @@ def stores(monkeypatch):
 
         def share(self, array):
             handle = super().share(array)
-            self.names.append(handle.block)
+            if isinstance(handle, SharedArray):
+                self.names.append(handle.block)
             return handle
     monkeypatch.setattr(sweep_module, "ArgumentStore", Recording)
     return made
@@ -138,3 +139,13 @@ def test_a_gpu_worker_that_dies_is_replaced_and_the_sweep_still_reports_every_ro
     assert statuses[0] == "launch error" and "terminated abruptly" in result.rows[0].reason
     assert statuses[-1] == "ok" and result.rows[-1].device == "GPU 1: Fake GPU"
     assert gpu_workers(gpu, (1,)).started == 2
+
+
+def test_without_room_in_shared_memory_arguments_travel_with_each_job(stores, monkeypatch):
+    from tileworkbench.profile import transfer
+    monkeypatch.setattr(transfer, "_shared_memory_free", lambda: 1 << 20)
+    with pytest.warns(UserWarning, match=r"shared memory \(/dev/shm\) has 1 MB free"):
+        result = transpose_sweep(lambda c: (X * c["T"], np.zeros_like(X), c["T"]), TWO_GPUS, gpus=[0, 1],
+                                 reference=lambda c: [(X * c["T"]).T])
+    assert [r.status for r in result.rows] == ["ok"] * 3, result.records()
+    assert stores[0].made == 0

@@ -39,7 +39,7 @@ from ..errors import TileError
 from ..ir import specialization_label
 from ..runtime import device
 from .occupancy import percent
-from .transfer import ArgumentStore
+from .transfer import ArgumentStore, SharedArray
 from .workers import (Gpu, InlineExecutor, TimingJob, cached_config, compile_config, compile_pool, copied_once,
                       gpu_workers, one_line, release_arguments, time_config)
 
@@ -340,15 +340,17 @@ class _Run:
             """What a timing job carries in the place of array `a`: a host copy, or a handle on the store's."""
             if self.store is None:
                 return gpu.to_host(a)
-            shared.append(self.store.share(a if isinstance(a, np.ndarray) else gpu.to_host(a)))
-            return shared[-1]
+            handle = self.store.share(a if isinstance(a, np.ndarray) else gpu.to_host(a))
+            if isinstance(handle, SharedArray):
+                shared.append(handle)
+            return handle
         try:
             # the arrays and scalars of list and tuple arguments each in its place, as the specialization has them
             args = copied_once(argument_leaves(tuple(self.args_fn(config))), [p.kind == "array" for p in fn.params],
                                host)
             expected = self.reference(config) if self.reference is not None else None
             if expected is not None and self.store is not None:
-                expected = [host(np.asarray(e)) for e in expected]
+                expected = [host(e) for e in expected]
         except Exception as e:
             return self.finish(index, "argument error", one_line(e))
         self.shapes[index] = {p.name: a.shape for p, a in zip(fn.params, args) if p.kind == "array"}

@@ -17,7 +17,9 @@ and the interpreter's check of it stays valid.
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
+import warnings
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -57,6 +59,7 @@ class ArgumentStore:
         self.users = Counter()                      # content key -> jobs in flight that name it
         self.last = set()                           # content keys of the job that finished last
         self.made = 0                               # blocks made: what a sweep copied into shared memory
+        self.warned = False
 
     def __enter__(self):
         return self
@@ -64,11 +67,14 @@ class ArgumentStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def share(self, array) -> SharedArray:
-        """A handle on a shared copy of `array` (a NumPy array), counted as in use until `done`."""
+    def share(self, array) -> SharedArray | np.ndarray:
+        """A handle on a shared copy of `array` (a NumPy array), counted as in use until `done`; a
+        host copy, to travel with the job, where shared memory has no room for it."""
         array = np.asarray(array)
         key = content_key(array)
         block = self.blocks.get(key)
+        if block is None and not self._room_for(array.nbytes):
+            return np.array(array)
         if block is None:
             self._unlink([k for k in self.blocks if self.users[k] == 0 and k not in self.last])
             block = self.blocks[key] = SharedMemory(create=True, size=max(array.nbytes, 1))
@@ -76,6 +82,17 @@ class ArgumentStore:
             self.made += 1
         self.users[key] += 1
         return SharedArray(block.name, array.shape, array.dtype, key)
+
+    def _room_for(self, size: int) -> bool:
+        room = _shared_memory_free()
+        if room is None or size <= room - (16 << 20):
+            return True
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"shared memory (/dev/shm) has {room >> 20} MB free, too little for a {size >> 20} MB "
+                          f"argument: such arguments travel with each timing job (a container can be given more, "
+                          f"e.g. `docker run --shm-size=8g`)", stacklevel=4)
+        return False
 
     def done(self, handles) -> None:
         """The job that named `handles` is over."""
@@ -153,6 +170,16 @@ class Resident:
             if block is not None:
                 block.close()
         gpu.release_memory()
+
+
+def _shared_memory_free() -> int | None:
+    """Bytes free where Linux keeps shared memory (a container's is often small: writing past it
+    kills the process); None where that is not known."""
+    try:
+        st = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def _attach(name: str) -> SharedMemory:
