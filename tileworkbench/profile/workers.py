@@ -10,9 +10,11 @@ A job is plain data that the standard pickle carries: the specialization's IR (`
 by the caller, who has the kernel), the arch, and for timing the grid and the arguments: handles
 on shared memory for this module's GPU workers (profile/transfer.py: each array crosses once per
 sweep), host copies for any other executor. Workers need tileworkbench and nothing of the
-caller's, so the kernel may come from a notebook cell. Every worker compiles through its process's default compile cache: on one host
-that is one disk directory, whose entries are written to a temporary file and renamed (see
-runtime/cache.py), so workers compiling the same source at once both succeed and leave one entry.
+caller's, so the kernel may come from a notebook cell. Every worker compiles through its
+process's default compile cache: on one host that is one disk directory, whose entries are
+written to a temporary file and renamed (see runtime/cache.py), so workers compiling the same
+source at once both succeed and leave one entry; a GPU worker finds there what the compile jobs
+(or the sweep's own process, from the same cache) made, and NVRTC does not run again.
 
 Processes start with "spawn": a GPU worker must not inherit the CUDA state of its parent. Scripts
 that sweep with worker processes therefore run the sweep under `if __name__ == "__main__":`.
@@ -31,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import TileError
-from ..runtime.cache import NotCached
 from ..ir.core import Function
+from ..runtime.cache import NotCached
 from ..runtime.occupancy import Occupancy
 from .check import agreement
 from .transfer import resident
@@ -186,7 +188,7 @@ def time_config(job: TimingJob) -> Timed:
         return Timed("launch error", one_line(e), **where)
     # copied back: what is compared (every array for the interpreter, the last ones for a reference)
     positions = [k for k, is_array in enumerate(arrays) if is_array]
-    compared = positions if job.check else positions[len(positions) - len(job.expected or ()):]
+    compared = positions if job.check else positions[max(0, len(positions) - len(job.expected or ())):]
     after = {k: gpu.to_host(on_device[k]) for k in compared}
     try:
         reason = None
