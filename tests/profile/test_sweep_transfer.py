@@ -90,6 +90,13 @@ def test_every_configuration_starts_from_the_callers_contents_of_an_array_it_wri
     assert np.array_equal(x, np.arange(256, dtype=np.float32))
 
 
+def test_a_device_copy_an_earlier_configuration_wrote_is_restored_before_another_argument_reads_it():
+    zeros, ones = np.zeros_like(X), np.ones_like(X)
+    inputs = {16: zeros, 32: ones, 64: zeros}     # at 32 the output's copy of the zeros is the first one ...
+    result = transpose_sweep(lambda c: (inputs[c["T"]], np.zeros_like(X), c["T"]), FakeGpu())
+    assert [r.status for r in result.rows] == ["ok"] * 3, result.records()   # ... and at 64 the input's
+
+
 @pytest.mark.parametrize("gpus", [None, [0, 1]], ids=["here", "worker processes"])
 def test_arguments_that_differ_per_configuration_are_each_timed_with_their_own(stores, gpus):
     buffer = np.empty_like(X)

@@ -112,13 +112,14 @@ class ArgumentStore:
 
 
 class Resident:
-    """The device copies of one process's sweep arguments, by content. Only the arrays of the
-    latest job stay: a job that names other contents frees the rest (`release` frees all)."""
+    """The device copies of one process's sweep arguments, by content. Only what the latest job
+    names stays: a job that names other contents frees the rest (`release` frees all)."""
 
     def __init__(self):
         self.blocks: dict[str, SharedMemory] = {}   # content key -> the block, attached
         self.copies: dict[tuple, object] = {}      # (content key, n): the n-th distinct array of that content in a job
         self.pristine: dict[str, object] = {}      # content key -> an untouched copy, for arrays a kernel writes
+        self.written: set[tuple] = set()           # copies a kernel may have written since they were made
 
     def host(self, handle):
         """A NumPy view of a shared array, not to be written (a host array as is)."""
@@ -128,48 +129,63 @@ class Resident:
             self.blocks[handle.key] = _attach(handle.block)
         return np.ndarray(handle.shape, handle.dtype, buffer=self.blocks[handle.key].buf)
 
+    def keep_only(self, handles, gpu) -> None:
+        """Free the device copies and detach the blocks of contents that `handles` do not name."""
+        keys = {h.key for h in handles if isinstance(h, SharedArray)}
+        copies = [p for p in self.copies if p[0] not in keys]
+        pristine = [k for k in self.pristine if k not in keys]
+        for place in copies:
+            del self.copies[place]
+            self.written.discard(place)
+        for key in pristine:
+            del self.pristine[key]
+        for key in [k for k in self.blocks if k not in keys]:
+            try:
+                self.blocks.pop(key).close()
+            except BufferError:   # a view of it is still about: the mapping goes when that does
+                pass
+        if copies or pristine:
+            gpu.release_memory()
+
     def on_device(self, args, arrays: list, written: list, gpu) -> tuple:
         """`args` with each array on the GPU: shared ones from this process's copies, made once per
-        content (restored from the pristine copy where the kernel may write them), host arrays
-        copied for this job alone. An array passed twice stays one array, as in `copied_once`."""
-        from .workers import copied_once
-        self._keep({h.key for h in args if isinstance(h, SharedArray)}, gpu)
-        seen, restore = Counter(), []
+        content, host arrays copied for this job alone. A copy this job may write (`written`, per
+        argument), or one an earlier job may have written, starts from the pristine copy. An array
+        passed twice stays one array, as in `copied_once`."""
+        groups = []     # [argument, its positions], one per distinct argument object
+        for k, (value, is_array) in enumerate(zip(args, arrays)):
+            if is_array:
+                group = next((g for g in groups if g[0] is value), None)
+                if group is None:
+                    groups.append([value, [k]])
+                else:
+                    group[1].append(k)
+        out, seen = list(args), Counter()
+        for handle, positions in groups:
+            if isinstance(handle, SharedArray):
+                copy = self._copy(handle, seen[handle.key], any(written[k] for k in positions), gpu)
+                seen[handle.key] += 1
+            else:
+                copy = gpu.to_device(handle)
+            for k in positions:
+                out[k] = copy
+        return tuple(out)
 
-        def copy(handle):
-            if not isinstance(handle, SharedArray):
-                return gpu.to_device(handle)
-            place = (handle.key, seen[handle.key])
-            seen[handle.key] += 1
-            if place not in self.copies:
-                self.copies[place] = gpu.to_device(self.host(handle))
-            return self.copies[place]
-        out = copied_once(args, arrays, copy)
-        for handle, value, writes in zip(args, out, written):
-            if writes and isinstance(handle, SharedArray):
-                if handle.key not in self.pristine:
-                    self.pristine[handle.key] = gpu.to_device(self.host(handle))
-                restore.append((value, self.pristine[handle.key]))
-        for value, pristine in restore:
-            gpu.restore(value, pristine)
-        return out
+    def _copy(self, handle: SharedArray, n: int, writes: bool, gpu):
+        """The device copy of the `n`-th distinct argument of `handle`'s content in a job."""
+        place = (handle.key, n)
+        if place not in self.copies:
+            self.copies[place] = gpu.to_device(self.host(handle))
+        elif writes or place in self.written:
+            if handle.key not in self.pristine:
+                self.pristine[handle.key] = gpu.to_device(self.host(handle))
+            gpu.restore(self.copies[place], self.pristine[handle.key])
+        (self.written.add if writes else self.written.discard)(place)
+        return self.copies[place]
 
     def release(self, gpu) -> None:
         """Free every device copy and detach every block."""
-        self._keep(set(), gpu)
-
-    def _keep(self, keys: set, gpu) -> None:
-        gone = [k for k in self.blocks.keys() | {k for k, _ in self.copies} | self.pristine.keys() if k not in keys]
-        if not gone:
-            return
-        for place in [p for p in self.copies if p[0] in gone]:
-            del self.copies[place]
-        for key in gone:
-            self.pristine.pop(key, None)
-            block = self.blocks.pop(key, None)
-            if block is not None:
-                block.close()
-        gpu.release_memory()
+        self.keep_only((), gpu)
 
 
 def _shared_memory_free() -> int | None:

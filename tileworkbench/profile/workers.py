@@ -180,6 +180,7 @@ def time_config(job: TimingJob) -> Timed:
     arrays = [p.kind == "array" for p in job.fn.params]
     writes = written_arrays(job.fn)
     try:
+        resident.keep_only((*job.args, *(job.expected or ())), gpu)
         on_device = resident.on_device(job.args, arrays, [p.name in writes for p in job.fn.params], gpu)
         launch = gpu.launcher(job.fn, job.arch, job.grid, on_device)
         launch()
