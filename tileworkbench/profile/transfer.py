@@ -12,7 +12,7 @@ and the interpreter's check of it stays valid.
     with ArgumentStore() as store:
         a = store.share(A)            # SharedArray(block="psm_...", shape=(4096, 4096), dtype=float16, key="9f...")
         ...                           # jobs carry `a`; store.done([a]) when the job is over
-                                      # leaving the block closes and unlinks every block
+                                      # leaving the `with` closes and unlinks every block
 """
 from __future__ import annotations
 
@@ -73,10 +73,10 @@ class ArgumentStore:
         array = np.asarray(array)
         key = content_key(array)
         block = self.blocks.get(key)
-        if block is None and not self._room_for(array.nbytes):
-            return np.array(array)
         if block is None:
             self._unlink([k for k in self.blocks if self.users[k] == 0 and k not in self.last])
+            if not self._room_for(array.nbytes):
+                return np.array(array)
             block = self.blocks[key] = SharedMemory(create=True, size=max(array.nbytes, 1))
             np.ndarray(array.shape, array.dtype, buffer=block.buf)[...] = array
             self.made += 1
