@@ -16,13 +16,14 @@ class OnDevice:
 
 
 class FakeGpu:
-    """Launches on the interpreter; `corrupt(config_T, y)` plays a codegen bug. `models` names the
-    stand-in GPUs of the host; `use` (run in a worker process) makes one of them current there."""
+    """Launches on the interpreter; `corrupt(config_T, y)` plays a codegen bug, `fail_at` a launch
+    that fails, `die_at` one that ends its process. `models` names the stand-in GPUs of the host;
+    `use` (run in a worker process) makes one of them current there."""
 
     current_index = 0
 
-    def __init__(self, corrupt=None, fail_at=None, models=("Fake GPU",)):
-        self.corrupt, self.fail_at, self.models = corrupt, fail_at, models
+    def __init__(self, corrupt=None, fail_at=None, models=("Fake GPU",), die_at=None):
+        self.corrupt, self.fail_at, self.models, self.die_at = corrupt, fail_at, models, die_at
 
     def count(self):
         return len(self.models)
@@ -42,6 +43,12 @@ class FakeGpu:
     def to_host(self, a):
         return np.array(a.array if isinstance(a, OnDevice) else a, copy=True)
 
+    def restore(self, a, pristine):
+        a.array[...] = pristine.array
+
+    def release_memory(self):
+        pass
+
     def launcher(self, fn, arch, grid, args):
         return functools.partial(self.launch, fn, grid, args)
 
@@ -50,6 +57,8 @@ class FakeGpu:
         T = args[-1]
         if T == self.fail_at:
             raise RuntimeError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: too many resources requested")
+        if T == self.die_at:
+            os._exit(1)
         execute(fn, grid, tuple(a.array if isinstance(a, OnDevice) else a for a in args), checked=False)
         if self.corrupt:
             self.corrupt(T, args[1].array)

@@ -11,7 +11,7 @@ import pytest
 
 from tileworkbench.kernels import transpose
 from tileworkbench.profile.sweep import SweepError, sweep
-from tileworkbench.profile.workers import TimingJob, gpu_pool, time_config
+from tileworkbench.profile.workers import GpuWorkers, TimingJob, shutdown_workers, time_config
 from tileworkbench.runtime import device
 
 from .fakes import FakeGpu, claimed_gpu_once_all_arrive
@@ -28,6 +28,13 @@ def transpose_sweep(space=SPACE, **options):
                  space, **options)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def end_gpu_workers():
+    """The stand-in GPU workers that sweeps here keep end with the module's tests."""
+    yield
+    shutdown_workers()
+
+
 @pytest.fixture
 def no_gpu(monkeypatch):
     monkeypatch.setattr(device, "unavailable_reason", lambda: "no CUDA device found")
@@ -35,8 +42,10 @@ def no_gpu(monkeypatch):
 
 @pytest.fixture
 def fresh_cache(monkeypatch, tmp_path):
-    """An empty compile cache for the worker processes this test starts (they read the variable)."""
+    """An empty compile cache, here and in the worker processes this test starts (they read the variable)."""
+    from tileworkbench.runtime import cache
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_default", None)
     return tmp_path / "cache"
 
 
@@ -53,16 +62,34 @@ def test_compiling_in_worker_processes_gives_the_serial_record(no_gpu, fresh_cac
     assert [r.status for r in parallel.rows] == ["ok", "ok", "tile error", "ok"]
     compiled = sorted(fresh_cache.glob("*.kernel"))
     assert compiled                                 # the workers compiled into the shared cache ...
-    transpose_sweep(workers=2)                      # ... all of it: new workers find every kernel there
+    transpose_sweep(workers=2)                      # ... all of it: the next sweep finds every kernel there
     assert sorted(fresh_cache.glob("*.kernel")) == compiled
 
 
+def test_a_sweep_the_compile_cache_answers_starts_no_compile_process(no_gpu, fresh_cache, monkeypatch):
+    from tileworkbench.profile import sweep as sweep_module
+    from tileworkbench.profile.workers import InlineExecutor
+    jobs = []
+
+    class Recording(InlineExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            jobs.append(args[0].name)
+            return super().submit(fn, *args, **kwargs)
+    monkeypatch.setattr(sweep_module, "compile_pool", lambda processes: Recording())
+    first = transpose_sweep(workers=2)
+    assert len(jobs) == 3                           # an empty cache: each valid configuration is a compile job
+    again = transpose_sweep(workers=2)
+    assert len(jobs) == 3 and again.records() == first.records()
+
+
 def test_workers_compiling_the_same_source_at_once_leave_one_valid_cache_entry(no_gpu, fresh_cache, monkeypatch):
+    from tileworkbench.runtime import cache
     result = transpose_sweep({"T": [32] * 6}, workers=2)
     assert all(r.ok for r in result.rows) and len({r.registers for r in result.rows}) == 1
     entries = sorted(p.name for p in fresh_cache.iterdir())
     assert all(name.endswith(".kernel") for name in entries)   # no temporary file left behind
     monkeypatch.setenv("TILEWORKBENCH_CACHE_DIR", str(fresh_cache.parent / "once"))
+    monkeypatch.setattr(cache, "_default", None)
     transpose_sweep({"T": [32] * 2}, workers=2)                 # the same entries as one compile writes
     assert sorted(p.name for p in (fresh_cache.parent / "once").iterdir()) == entries
 
@@ -136,7 +163,7 @@ def test_timing_spreads_over_every_gpu_of_the_model_and_each_row_names_its_gpu(n
 
 
 def test_each_gpu_worker_process_claims_its_own_gpu():
-    with tempfile.TemporaryDirectory() as arrived, gpu_pool(FakeGpu(models=("A", "A")), [0, 1]) as pool:
+    with tempfile.TemporaryDirectory() as arrived, GpuWorkers(FakeGpu(models=("A", "A")), [0, 1]) as pool:
         claimed = [pool.submit(claimed_gpu_once_all_arrive, arrived, 2) for _ in range(2)]
         assert sorted(f.result(timeout=120) for f in claimed) == [0, 1]
 

@@ -81,3 +81,23 @@ def test_mma_and_its_elementwise_epilogue_both_count():
     a, b, c = np.zeros((32, 16), np.float16), np.zeros((16, 8), np.float16), np.zeros((32, 8), np.float32)
     work = launch_work(scaled_matmul.specialize((a, b, c)), (1, 1, 1), {"a": a.shape, "b": b.shape, "c": c.shape})
     assert work.flops == 2 * 32 * 16 * 8 + 2 * 32 * 8
+
+
+@ct.kernel
+def copy_lists(sources, targets, n, N: ct.Constant[int]):
+    for i in range(len(sources)):
+        ct.store(targets[(i + n) % len(targets)], (0,), ct.load(sources[i], (0,), (N,)))
+
+
+@ct.kernel
+def into_a_slice(x, y, start, stop, T: ct.Constant[int]):
+    ct.store(y.slice(0, start, stop), (0,), ct.load(x, (0,), (T,)))
+
+
+def test_written_arrays_are_those_stored_into_through_list_items_and_slices():
+    from tileworkbench.profile.work import written_arrays
+    x = np.zeros(64, np.float32)
+    fn = copy_lists.specialize(([x, x], [x, x, x], 1, 8))
+    assert written_arrays(fn) == {"targets[0]", "targets[1]", "targets[2]"}
+    assert written_arrays(into_a_slice.specialize((x, x, 0, 16, 16))) == {"y"}
+    assert written_arrays(vector_add.specialize((x, x, x, 16))) == {"c"}

@@ -5,14 +5,16 @@
                    space={"TM": [64, 128], "TN": [64, 128]})
     result.best().config, result.to_csv("sweep.csv")
 
-The kernel is specialized here, once per configuration; the configurations then compile in
-parallel worker processes (NVRTC, through the disk cache; profile/workers.py). With a GPU each one
-that compiled is launched once and checked: the interpreter runs the same launch on host copies
-of the inputs and every array argument must agree with it (within the dtype's tolerance,
-profile/check.py), and with `reference(config)` (optional, the expected outputs) when given. Only
-then is it timed, on every GPU of the host at once (one worker process per GPU), only on GPUs of
-one model, and each row names the GPU it ran on. `executor=` runs both kinds of job on any
-`concurrent.futures.Executor` instead, e.g. a Dask cluster's (`client.get_executor()`).
+The kernel is specialized here, once per configuration; a configuration the compile cache holds
+is read from it here, the others compile in parallel worker processes (NVRTC, through the disk
+cache; profile/workers.py). With a GPU each one that compiled is launched once and checked: the
+interpreter runs the same launch on host copies of the inputs and every array argument must agree
+with it (within the dtype's tolerance, profile/check.py), and with `reference(config)` (optional,
+the expected outputs) when given. Only then is it timed, on every GPU of the host at once (one
+worker process per GPU, kept for later sweeps; the arguments cross to each GPU once per sweep,
+profile/transfer.py), only on GPUs of one model, and each row names the GPU it ran on.
+`executor=` runs both kinds of job on any `concurrent.futures.Executor` instead, e.g. a Dask
+cluster's (`client.get_executor()`), with host copies of the arguments in every timing job.
 
 Without a GPU each configuration reports its compile-time resources and theoretical occupancy,
 and the result says that timings need a GPU. A configuration that fails keeps its reason: a
@@ -26,7 +28,7 @@ import itertools
 import json
 import os
 from collections import Counter, deque
-from concurrent.futures import FIRST_COMPLETED, Executor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, wait
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 
@@ -37,8 +39,9 @@ from ..errors import TileError
 from ..ir import specialization_label
 from ..runtime import device
 from .occupancy import percent
-from .workers import (Gpu, InlineExecutor, TimingJob, compile_config, compile_pool, copied_once, gpu_pool, one_line,
-                      time_config)
+from .transfer import ArgumentStore, SharedArray
+from .workers import (Gpu, InlineExecutor, TimingJob, cached_config, compile_config, compile_pool, copied_once,
+                      gpu_workers, one_line, release_arguments, time_config)
 
 
 class SweepError(RuntimeError):
@@ -146,9 +149,11 @@ def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, ref
     reference(config): the expected outputs (optional). On a GPU each configuration's outputs are
         also compared with the interpreter's run of the same launch; `check=False` skips that (it
         runs the whole launch on the CPU).
-    workers: processes that compile (default: one per CPU; 1 compiles here, one at a time).
+    workers: processes that compile what the compile cache lacks (default: one per CPU; 1 compiles
+        here, one at a time).
     gpus: the GPUs that time, one process each (default: every GPU of the model of the current
-        one; `[]` times nothing). One GPU that is this process's current device times here.
+        one; `[]` times nothing). One GPU that is this process's current device times here. The
+        processes stay for the next sweep on the same GPUs (`workers.shutdown_workers()` ends them).
     executor: any concurrent.futures.Executor that runs the compiling and the timing instead
         (`client.get_executor()` of a Dask cluster, a Ray executor); the caller shuts it down.
     progress: True shows a progress bar (tqdm: a widget in a notebook, text in a script), a
@@ -169,17 +174,23 @@ def sweep(kernel, grid_fn, args_fn, space: dict, *, arch: str | None = None, ref
     with ExitStack() as stack:
         report = stack.enter_context(_Progress(progress, len(configs), kernel.name))
         # submitted at once: every compile (jobs are small) unless they run here; two timing jobs
-        # per GPU process (they carry the arguments); on an executor, all
-        compiling, compiles, timing, timings = executor, len(configs), executor, len(configs)
+        # per GPU process; on an executor, all
+        compiling, compiles, timing, timings, store = executor, len(configs), executor, len(configs), None
         if executor is None:
             processes = min(workers or os.cpu_count() or 1, len(configs))
+            # its processes start with its first job: a sweep the compile cache answers starts none
             compiling = InlineExecutor() if processes <= 1 else stack.enter_context(compile_pool(processes))
             compiles = 1 if processes <= 1 else len(configs)
+            if plan.model is not None:
+                store = stack.enter_context(ArgumentStore())
             if plan.model is not None and plan.here:
                 timing, timings = InlineExecutor(), 1
+                stack.callback(release_arguments, plan.gpu)
             elif plan.model is not None:
-                timing, timings = stack.enter_context(gpu_pool(plan.gpu, plan.indices)), 2 * len(plan.indices)
-        run = _Run(result, kernel, grid_fn, args_fn, reference, check, repetitions, plan, report, on_row)
+                timing, timings = gpu_workers(plan.gpu, plan.indices), 2 * len(plan.indices)
+                stack.callback(timing.broadcast, release_arguments, plan.gpu)   # each runs it after its last job
+        run = _Run(result, kernel, grid_fn, args_fn, reference, check, repetitions, plan, report, on_row, store)
+        stack.callback(run.cancel)
         run.all(compiling, compiles, timing, timings)
     if result.best_or_none() is None and result.rows:
         result.note = " ".join(filter(None, [result.note, result.failure_summary()]))
@@ -245,13 +256,16 @@ def _plan(arch: str | None, gpus, gpu: Gpu | None) -> _Plan:
 
 class _Run:
     """One sweep under way: configurations are specialized here, compiled and timed where the
-    executors run them, and each finished row is reported. Timing jobs carry host copies of the
-    arguments, so they are made (`args_fn` called again) only as a GPU is about to be free."""
+    executors run them, and each finished row is reported. A timing job's arguments are made
+    (`args_fn` called again) only as a GPU is about to be free: shared through `store` (one copy
+    per distinct content for the whole sweep), or host copies in the job where there is no store."""
 
-    def __init__(self, result, kernel, grid_fn, args_fn, reference, check, repetitions, plan, report, on_row):
+    def __init__(self, result, kernel, grid_fn, args_fn, reference, check, repetitions, plan, report, on_row,
+                 store=None):
         self.result, self.kernel, self.grid_fn, self.args_fn = result, kernel, grid_fn, args_fn
         self.reference, self.check, self.repetitions, self.plan = reference, check, repetitions, plan
-        self.report, self.on_row = report, on_row
+        self.report, self.on_row, self.store = report, on_row, store
+        self.shared = {}            # row index -> the SharedArrays its timing job names
         self.specialized = {}       # row index -> (fn, grid) of a configuration not finished yet
         self.labels = {}            # row index -> its specialization's label
         self.shapes = {}            # row index -> {array parameter: shape} of a configuration being timed
@@ -273,6 +287,11 @@ class _Run:
                     index, stage = self.pending.pop(future)
                     (self.compiled if stage == "compile" else self.timed)(index, future)
 
+    def cancel(self) -> None:
+        """Cancel the jobs not started (the sweep was interrupted: nothing waits for them)."""
+        for future in self.pending:
+            future.cancel()
+
     def in_flight(self, stage: str) -> int:
         return sum(s == stage for _, s in self.pending.values())
 
@@ -288,6 +307,11 @@ class _Run:
             return self.finish(index, "argument error", one_line(e))
         self.specialized[index] = (fn, grid)
         self.labels[index] = specialization_label(fn)
+        cached = cached_config(fn, self.result.arch)
+        if cached is not None:
+            future = Future()
+            future.set_result(cached)
+            return self.compiled(index, future)
         self.pending[compiling.submit(compile_config, fn, self.result.arch)] = (index, "compile")
 
     def compiled(self, index: int, future) -> None:
@@ -310,11 +334,23 @@ class _Run:
     def start_timing(self, index: int, timing: Executor) -> None:
         fn, grid = self.specialized[index]
         config, gpu = self.result.rows[index].config, self.plan.gpu
+        shared = self.shared[index] = []
+
+        def host(a):
+            """What a timing job carries in the place of array `a`: a host copy, or a handle on the store's."""
+            if self.store is None:
+                return gpu.to_host(a)
+            handle = self.store.share(a if isinstance(a, np.ndarray) else gpu.to_host(a))
+            if isinstance(handle, SharedArray):
+                shared.append(handle)
+            return handle
         try:
             # the arrays and scalars of list and tuple arguments each in its place, as the specialization has them
             args = copied_once(argument_leaves(tuple(self.args_fn(config))), [p.kind == "array" for p in fn.params],
-                               gpu.to_host)
+                               host)
             expected = self.reference(config) if self.reference is not None else None
+            if expected is not None and self.store is not None:
+                expected = [host(e) for e in expected]
         except Exception as e:
             return self.finish(index, "argument error", one_line(e))
         self.shapes[index] = {p.name: a.shape for p, a in zip(fn.params, args) if p.kind == "array"}
@@ -339,6 +375,8 @@ class _Run:
         row.status, row.reason = status, reason
         self.specialized.pop(index, None)
         self.shapes.pop(index, None)
+        if self.store is not None:
+            self.store.done(self.shared.pop(index, ()))
         self.report()
         if self.on_row is not None:
             self.on_row(self.result, index)

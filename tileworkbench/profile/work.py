@@ -28,8 +28,7 @@ import numpy as np
 from ..interp.rules import RULES
 from ..ir.core import Block, Function
 from ..ir.ops import OPS
-from ..ir.types import TileType
-
+from ..ir.types import ArrayType, TileType
 
 
 @dataclass(frozen=True)
@@ -70,6 +69,22 @@ def launch_work(fn: Function, grid, shapes: dict) -> Work:
     _walk(fn.body, values, _OneBlock(grid), 1, totals)
     blocks = int(np.prod(grid))
     return Work(*(t * blocks for t in totals))
+
+
+def written_arrays(fn: Function) -> set[str]:
+    """The array parameters a launch of `fn` may write: those a store, scatter or atomic reaches,
+    directly or through a view of them (array_slice, list_item). A written array whose origin is
+    not a parameter makes every array parameter count as written."""
+    arrays = [p.name for p in fn.runtime_params if p.kind == "array"]
+    origins = {arg: {p.name} for p, arg in zip(fn.runtime_params, fn.body.args) if p.kind == "array"}
+    written = set()
+    for op in fn.walk():
+        for result in op.results:
+            if isinstance(result.type, ArrayType):
+                origins[result] = set().union(*(origins.get(v, ()) for v in op.operands))
+        if OPS[op.name].access == "write":
+            written |= origins.get(op.operands[0]) or set(arrays)
+    return written
 
 
 def _scalar(values, v):
