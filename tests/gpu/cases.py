@@ -1024,6 +1024,14 @@ for _dt in (np.float32, np.float16, np.float64):
         case(f"argmin-argmax-nan-inf-{np.dtype(_dt).name}-propagate{_propagate}", arg_extremes, (1,),
              lambda dt=_dt, p=_propagate: (NAN_AND_INFINITIES.astype(dt), np.zeros((8, 2), np.int32), p), exact=True)
 
+# Rows whose values differ only past float32's 24 bits: they order as themselves, never as floats.
+WIDE_INTEGER_ROWS = [[2**24 + 1, 2**24, 2**24 + 2, 2**24 + 1], [7, 2**31 - 2, 2**31 - 1, -2**31], [-1, 0, 1, -2],
+                     [2**24 + 3, 2**24 + 3, 2**24 + 2, 2**24 + 4]] * 2
+for _dt in (np.int32, np.uint32, np.int64, np.uint64):
+    case(f"argmin-argmax-beyond-float-precision-{np.dtype(_dt).name}", arg_extremes, (1,),
+         lambda dt=_dt: ((np.array(WIDE_INTEGER_ROWS, np.int64) * (2**32 if np.dtype(dt).itemsize == 8 else 1)
+                          + 5).astype(dt), np.zeros((8, 2), np.int32), False), exact=True)
+
 FLOAT_TO_INT_EDGES = np.array([_NAN, _INF, -_INF, 3e9, -3e9, 2.7, -2.7, -0.5, 1e20, -1e20, 127.9, 128, -128.9, -129,
                                255.5, 65535.9])
 

@@ -293,13 +293,20 @@ def sum_prod(ctx, op, x):
     return np.asarray(out).astype(dtype.numpy, copy=False)
 
 
+# The NaN of a float32 max or min over NaNs only, as the GPU's fmaxf/fminf (FMNMX) give it.
+CANONICAL_NAN32 = np.array(0x7FFFFFFF, np.uint32).view(np.float32)
+
+
 @rule("max", "min")
 def max_min(ctx, op, x):
     if op.attrs.get("propagate_nan") or not op.result.dtype.is_float:
         fn = np.max if op.name == "max" else np.min
     else:
         fn = np.fmax.reduce if op.name == "max" else np.fmin.reduce
-    return np.asarray(fn(x, axis=_axes(op), keepdims=op.attrs["keepdims"])).astype(op.result.dtype.numpy, copy=False)
+    out = np.asarray(fn(x, axis=_axes(op), keepdims=op.attrs["keepdims"])).astype(op.result.dtype.numpy, copy=False)
+    if out.dtype == np.float32 and not op.attrs.get("propagate_nan"):
+        out = np.where(np.isnan(out), CANONICAL_NAN32, out)
+    return out
 
 
 @rule("argmax", "argmin")

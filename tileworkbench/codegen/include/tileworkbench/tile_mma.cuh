@@ -90,19 +90,6 @@ __device__ auto reduce(const tile<T, shape<M, N>, mma_layout<WM, 1>>& x, A ident
   return out;
 }
 
-// A row of the accumulator that folded to NaN holds NaNs only: its result becomes its first element
-// (column 0, register k / 2 * NI * 4 + k % 2 * 2 of the row's quad leader), the NaN NumPy returns.
-template <class T, class S2, int M, int N, int WM>
-__device__ void keep_first_of_nan_rows(tile<T, S2, mma_rows<WM>>& folded, const tile<T, shape<M, N>, mma_layout<WM, 1>>& x) {
-  constexpr int NI = N / 8;
-  const int leader = threadIdx.x % 32 / 4 * 4;
-#pragma unroll
-  for (int k = 0; k < tile<T, S2, mma_rows<WM>>::R; ++k) {
-    const T first = __shfl_sync(0xffffffffu, x.v[k / 2 * NI * 4 + k % 2 * 2], leader);
-    folded.v[k] = op::isnan(folded.v[k]) ? first : folded.v[k];
-  }
-}
-
 // Each row value along the row: (M, 1) rows to an (M, N) accumulator-layout tile, in registers.
 template <class S2, class L2, class T, int M, int WM>
 __device__ tile<T, S2, mma_layout<WM, 1>> broadcast(const tile<T, shape<M, 1>, mma_rows<WM>>& x) {

@@ -206,24 +206,17 @@ template <class T, class Otherwise> __device__ T nan_or(Otherwise otherwise) {
   else return otherwise();
 }
 // float32 folds take fmaxf/fminf, one instruction an element (FMNMX, as cuTile's), not the
-// comparisons of op::maximum/minimum. They differ on two NaNs only (fmaxf gives the canonical NaN,
-// the comparisons the second operand), so only in a slice of NaNs only, whose result is a NaN either
-// way; the rows of an accumulator (the inner loop of attention) then take their first element as
-// NumPy does (keep_first_of_nan_rows, tile_mma.cuh). Which of +0 and -0 they keep the comparisons
-// too leave to the fold order.
-template <int WM, int WN> struct mma_layout;
-template <class T, class L> struct folds_by_fminmax { static constexpr bool value = false; };
-template <class L> struct folds_by_fminmax<float, L> { static constexpr bool value = true; };
-template <class T, class L> struct keeps_first_of_nan_rows { static constexpr bool value = false; };
-template <int WM> struct keeps_first_of_nan_rows<float, mma_layout<WM, 1>> { static constexpr bool value = true; };
+// comparisons of op::maximum/minimum. They differ on two NaNs only: a slice of NaNs only gives the
+// canonical NaN (0x7fffffff; the interpreter's max/min rule too). Which of +0 and -0 they keep,
+// the comparisons too leave to the fold order.
+template <class T> struct folds_by_fminmax { static constexpr bool value = false; };
+template <> struct folds_by_fminmax<float> { static constexpr bool value = true; };
 template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
 __device__ auto max(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::maximum_nan(a, b) : op::maximum(a, b); };
   T identity = PropagateNan ? lowest<T>() : nan_or<T>(lowest<T>);
-  if constexpr (!PropagateNan && folds_by_fminmax<T, L>::value) {
-    auto folded = reduce<S2, Passes>(x, identity, [](T a, T b) { return fmaxf(a, b); });
-    if constexpr (keeps_first_of_nan_rows<T, L>::value) keep_first_of_nan_rows(folded, x);
-    return folded;
+  if constexpr (!PropagateNan && folds_by_fminmax<T>::value) {
+    return reduce<S2, Passes>(x, identity, [](T a, T b) { return fmaxf(a, b); });
   } else {
     return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
   }
@@ -232,17 +225,20 @@ template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S,
 __device__ auto min(const tile<T, S, L>& x) {
   auto f = [](T a, T b) { return PropagateNan ? op::minimum_nan(a, b) : op::minimum(a, b); };
   T identity = PropagateNan ? highest<T>() : nan_or<T>(highest<T>);
-  if constexpr (!PropagateNan && folds_by_fminmax<T, L>::value) {
-    auto folded = reduce<S2, Passes>(x, identity, [](T a, T b) { return fminf(a, b); });
-    if constexpr (keeps_first_of_nan_rows<T, L>::value) keep_first_of_nan_rows(folded, x);
-    return folded;
+  if constexpr (!PropagateNan && folds_by_fminmax<T>::value) {
+    return reduce<S2, Passes>(x, identity, [](T a, T b) { return fminf(a, b); });
   } else {
     return reduce<S2, Passes>(x, identity, [](T v, int) { return v; }, f, [](T a) { return a; });
   }
 }
 
 // argmax/argmin: ties go to the smaller index; NaN is the worst value unless PropagateNan, where
-// the first NaN wins.
+// the first NaN wins. Values compare as themselves, 16- and 8-bit floats as float (never all as
+// float: 64-bit integers, and 32-bit ones past 2**24, would tie where they differ).
+template <class T> __device__ auto ordered(T x) {
+  if constexpr (traits<T>::is_half) return widen(x);
+  else return x;
+}
 template <bool Max, bool PropagateNan, class T>
 __device__ indexed<T> pick(indexed<T> a, indexed<T> b) {
   bool an = op::isnan(a.value), bn = op::isnan(b.value);
@@ -254,8 +250,9 @@ __device__ indexed<T> pick(indexed<T> a, indexed<T> b) {
   }
   if (a.index < 0) return b;
   if (b.index < 0) return a;
-  bool b_better = Max ? widen(a.value) < widen(b.value) : widen(b.value) < widen(a.value);
-  bool tie = !(widen(a.value) < widen(b.value)) && !(widen(b.value) < widen(a.value));
+  const auto x = ordered(a.value), y = ordered(b.value);
+  bool b_better = Max ? x < y : y < x;
+  bool tie = !(x < y) && !(y < x);
   return b_better || (tie && b.index < a.index) ? b : a;
 }
 template <class S2, int Passes = 1, bool PropagateNan = false, class T, class S, class L>
