@@ -80,7 +80,7 @@ def test_a_dry_run_makes_every_selected_case_its_table_and_targets_without_a_gpu
     assert results["attention_d64_f16"]["torch SDPA (flash backend)"]["status"] == "ok"
     assert doc["latency"][0]["status"] == "skipped"
     text = (tmp_path / path.name.replace(".json", ".txt")).read_text()
-    assert "== targets" in text and "attention >= 0.9x SDPA (flash)" in text
+    assert "== targets" in text and "attention >= 1.0x SDPA (fastest backend)" in text
 
 
 def test_runs_split_by_only_merge_into_one_document_with_each_case_once(doc, tmp_path):
