@@ -137,7 +137,13 @@ def _random_values(rng, shape, dtype):
         with np.errstate(over="ignore"):
             return v.astype(dtype)
     lo, hi = _int_range(dtype)
-    return rng.integers(max(lo, -120), min(hi, 120), shape, endpoint=True).astype(dtype)
+    v = rng.integers(max(lo, -120), min(hi, 120), shape, endpoint=True).astype(dtype)
+    if np.dtype(dtype).itemsize >= 4:  # a few values far out: the extremes, and neighbours past float32's 24 bits
+        base = int(rng.integers(max(lo, -(2**62)), min(hi, 2**62) - 8, endpoint=True)) // 2**24 * 2**24
+        near = (base + rng.integers(0, 8, shape)).astype(dtype)
+        extreme = np.array([lo, hi], dtype)[rng.integers(0, 2, shape)]
+        v = np.where(rng.random(shape) < 0.05, np.where(rng.random(shape) < 0.3, extreme, near), v)
+    return v
 
 
 def _padded_tile(array, index, shape, pad):
