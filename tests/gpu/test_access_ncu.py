@@ -3,11 +3,15 @@ GPU: instructions and bank conflicts of shared loads, stores and ldmatrix, exact
 to read the counters (skipped otherwise). This file is also the program ncu profiles:
 `python test_access_ncu.py CASE` launches one case once."""
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-import tileworkbench.tile as ct
+if __name__ == "__main__":  # run by ncu as a script: this checkout's tileworkbench, whatever PYTHONPATH says
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import tileworkbench.tile as ct  # noqa: E402
 from tileworkbench.kernels import matmul, softmax, transpose
 from tileworkbench.profile.access import analyze
 
